@@ -1,0 +1,100 @@
+"""Turning stored rows into a provider request: a pure function of plain data.
+
+Inputs are the stored static prompt, the live branch (already walked from the
+conversation's head) and the fresh dynamic context. The output is the neutral
+message list the provider gateway understands, plus the numbers the Request
+size details view reports. Nothing here touches the database, so the same rows
+always give the same request.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+ESTIMATE_METHOD = "chars_div_4"
+
+
+def estimate_tokens(text: str) -> int:
+    """App estimate, not a provider count: about four characters a token."""
+    return math.ceil(len(text) / 4) if text else 0
+
+
+@dataclass(frozen=True)
+class HistoryTurn:
+    role: str  # "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
+class AssembledRequest:
+    messages: list[dict]
+    diagnostics: dict = field(default_factory=dict)
+
+
+def trim_history(turns: list[HistoryTurn], budget_tokens: int) -> tuple[list[HistoryTurn], int]:
+    """Drop the oldest turns until the history fits; the newest turn always stays.
+
+    Returns the kept turns and how many were dropped.
+    """
+    kept = list(turns)
+    total = sum(estimate_tokens(turn.content) for turn in kept)
+    dropped = 0
+    while len(kept) > 1 and total > budget_tokens:
+        total -= estimate_tokens(kept.pop(0).content)
+        dropped += 1
+    # A conversation must not open on an assistant turn after trimming: the
+    # model would read a reply with no question.
+    while len(kept) > 1 and kept[0].role == "assistant":
+        total -= estimate_tokens(kept.pop(0).content)
+        dropped += 1
+    return kept, dropped
+
+
+def assemble_request(
+    *,
+    static_prompt: str,
+    history: list[HistoryTurn],
+    dynamic_context: str = "",
+    handoff_text: str = "",
+    tool_definitions_text: str = "",
+    input_budget_tokens: int,
+) -> AssembledRequest:
+    """Build the model input: stored prompt, trimmed history, dynamic context.
+
+    `handoff_text` is the part of the static prompt that came from a prior
+    thread; it is counted as a subcategory, never added twice.
+    """
+    static_tokens = estimate_tokens(static_prompt)
+    dynamic_tokens = estimate_tokens(dynamic_context)
+    tool_tokens = estimate_tokens(tool_definitions_text)
+    history_budget = max(input_budget_tokens - static_tokens - dynamic_tokens - tool_tokens, 0)
+    kept, trimmed = trim_history(history, history_budget)
+    history_tokens = sum(estimate_tokens(turn.content) for turn in kept)
+
+    messages: list[dict] = []
+    if static_prompt:
+        messages.append({"role": "system", "content": static_prompt})
+    messages.extend({"role": turn.role, "content": turn.content} for turn in kept[:-1])
+    # Dynamic context sits next to the conversation turns, just before the
+    # current message, and is omitted entirely when empty.
+    if dynamic_context:
+        messages.append({"role": "system", "content": dynamic_context})
+    if kept:
+        messages.append({"role": kept[-1].role, "content": kept[-1].content})
+
+    total = static_tokens + history_tokens + dynamic_tokens + tool_tokens
+    diagnostics = {
+        "history_tokens": history_tokens,
+        "static_prompt_tokens": static_tokens,
+        "handoff_tokens": estimate_tokens(handoff_text),
+        "handoff_included_in_static": True,
+        "dynamic_context_tokens": dynamic_tokens,
+        "tool_definition_tokens": tool_tokens,
+        "total_input_tokens": total,
+        "input_budget_tokens": input_budget_tokens,
+        "remaining_tokens": max(input_budget_tokens - total, 0),
+        "trimmed_messages": trimmed,
+        "estimate_method": ESTIMATE_METHOD,
+    }
+    return AssembledRequest(messages=messages, diagnostics=diagnostics)

@@ -1,0 +1,263 @@
+"""HTTP API for settings, folders, conversations and messages (API.md).
+
+Views translate requests into service calls and results into responses.
+"""
+
+from __future__ import annotations
+
+import json
+
+from asgiref.sync import sync_to_async
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.utils.decorators import method_decorator
+from django.views import View
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversations import export as conversation_export
+from conversations import serializers as s
+from conversations import services
+from conversations.models import Conversation, Folder, Message, Role
+from conversations.send_pipeline import reply_events, retry_prepare, send_command_from_payload, send_prepare
+from conversations.settings_service import assistant_settings_get, assistant_settings_update
+from conversations.transcript import live_branch
+from elion import access
+from elion.errors import InvalidInput, ServiceError
+
+
+def validated(serializer_class, data) -> dict:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def patch_fields(request, allowed) -> dict:
+    if not isinstance(request.data, dict):
+        raise InvalidInput("The body must be a JSON object.", code="malformed_request")
+    return {key: request.data[key] for key in allowed if key in request.data}
+
+
+class HealthView(APIView):
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+
+    def get(self, request):
+        from continuity.health import reconciliation_status
+
+        return Response({"status": "ok", "reconciliation": reconciliation_status()})
+
+
+class LoginView(APIView):
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+
+    def post(self, request):
+        from django.contrib.auth import login
+
+        password = request.data.get("password") if isinstance(request.data, dict) else None
+        if not isinstance(password, str) or not access.check_owner_password(password):
+            return Response(
+                {"error": "invalid_credentials", "detail": "That password is not the owner's."},
+                status=status.HTTP_401_UNAUTHORIZED,
+            )
+        login(request._request, access.get_owner_user())
+        return Response({"status": "ok"})
+
+
+class SettingsView(APIView):
+    def get(self, request):
+        return Response(s.settings_repr(assistant_settings_get()))
+
+    @extend_schema(request=s.SettingsPatchSerializer)
+    def patch(self, request):
+        changes = validated(s.SettingsPatchSerializer, request.data)
+        return Response(s.settings_repr(assistant_settings_update(**changes)))
+
+
+class FolderListView(APIView):
+    def get(self, request):
+        return Response({"results": [s.folder_repr(f) for f in Folder.objects.all()]})
+
+    @extend_schema(request=s.FolderSerializer)
+    def post(self, request):
+        data = validated(s.FolderSerializer, request.data)
+        folder = services.folder_create(name=data.get("name", ""), hidden=data.get("hidden", False))
+        return Response(s.folder_repr(folder), status=status.HTTP_201_CREATED)
+
+
+class FolderDetailView(APIView):
+    @extend_schema(request=s.FolderSerializer)
+    def patch(self, request, folder_id: int):
+        changes = validated(s.FolderSerializer, patch_fields(request, ("name", "hidden")))
+        return Response(s.folder_repr(services.folder_update(folder_id=folder_id, changes=changes)))
+
+    def delete(self, request, folder_id: int):
+        services.folder_delete(folder_id=folder_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ConversationListView(APIView):
+    def get(self, request):
+        queryset = Conversation.objects.all()
+        if request.query_params.get("trashed") in ("1", "true"):
+            queryset = queryset.filter(trashed=True)
+        elif request.query_params.get("trashed") != "all":
+            queryset = queryset.filter(trashed=False)
+        return Response({"results": [s.conversation_repr(c) for c in queryset[:500]]})
+
+    @extend_schema(request=s.ConversationCreateSerializer)
+    def post(self, request):
+        data = validated(s.ConversationCreateSerializer, request.data)
+        conversation = services.conversation_create(
+            persona=data.get("persona") or "elion", title=data.get("title"), folder_id=data.get("folder_id")
+        )
+        return Response(s.conversation_repr(conversation), status=status.HTTP_201_CREATED)
+
+
+class ConversationDetailView(APIView):
+    def get(self, request, conversation_id):
+        return Response(s.conversation_repr(services.access_conversation(conversation_id)))
+
+    @extend_schema(request=s.ConversationPatchSerializer)
+    def patch(self, request, conversation_id):
+        changes = validated(s.ConversationPatchSerializer, patch_fields(request, ("title", "folder_id")))
+        return Response(s.conversation_repr(services.conversation_update(conversation_id=conversation_id, changes=changes)))
+
+
+class ConversationRewindView(APIView):
+    @extend_schema(request=s.RewindSerializer)
+    def post(self, request, conversation_id):
+        data = validated(s.RewindSerializer, request.data)
+        conversation = services.conversation_rewind(conversation_id=conversation_id, message_id=data["message_id"])
+        return Response(s.conversation_repr(conversation))
+
+
+class ConversationExportView(APIView):
+    def get(self, request, conversation_id):
+        conversation = services.access_conversation(conversation_id)
+        fmt = request.query_params.get("format", "markdown")
+        if fmt == "json":
+            return Response(conversation_export.export_json(conversation))
+        if fmt != "markdown":
+            raise InvalidInput("format must be markdown or json.", code="unknown_export_format")
+        response = HttpResponse(conversation_export.export_markdown(conversation), content_type="text/markdown; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="conversation-{conversation.id}.md"'
+        return response
+
+
+class MessageListView(APIView):
+    """GET lists the live branch. POST (the send) is `SendView`, routed here too."""
+
+    def get(self, request, conversation_id):
+        conversation = services.access_conversation(conversation_id)
+        services.streams_interrupt_expired(conversation)
+        conversation.refresh_from_db()
+        branch = [m for m in live_branch(conversation) if m.role != Role.SYSTEM]
+        return Response({"results": [s.message_repr(m) for m in branch]})
+
+
+# --- Sending: async, because the reply streams ------------------------------
+
+
+def sse_frame(name: str, data: dict) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+def error_response(exc: ServiceError) -> JsonResponse:
+    return JsonResponse(exc.as_dict(), status=exc.status)
+
+
+async def sse_or_json(request, prepare) -> HttpResponse:
+    """Run a prepared reply as an SSE stream, or collect it for `?stream=false`."""
+    try:
+        prepared = await sync_to_async(prepare)()
+    except ServiceError as exc:
+        return error_response(exc)
+    if request.GET.get("stream", "true").lower() in ("false", "0"):
+        return await collect_json(prepared)
+
+    async def frames():
+        async for name, data in reply_events(prepared):
+            yield sse_frame(name, data)
+
+    response = StreamingHttpResponse(frames(), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+async def collect_json(prepared) -> JsonResponse:
+    diagnostics, error = None, None
+    async for name, data in reply_events(prepared):
+        if name == "diagnostics":
+            diagnostics = data
+        elif name == "error":
+            error = data
+
+    def load():
+        user = Message.objects.get(pk=prepared.user_message_id)
+        assistant = Message.objects.get(pk=prepared.assistant_message_id)
+        return s.message_repr(user), s.message_repr(assistant)
+
+    user, assistant = await sync_to_async(load)()
+    body = {"user_message": user, "assistant_message": assistant, "diagnostics": diagnostics}
+    if error:
+        body["error"] = error
+    return JsonResponse(body, status=200)
+
+
+def parse_json_body(request) -> dict:
+    try:
+        payload = json.loads(request.body or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput("The body is not valid JSON.", code="malformed_request") from exc
+    if not isinstance(payload, dict):
+        raise InvalidInput("The body must be a JSON object.", code="malformed_request")
+    return payload
+
+
+def csrf_checked(request) -> None:
+    """Session-authenticated sends need the CSRF token like any session write."""
+    from django.conf import settings
+    from django.middleware.csrf import CsrfViewMiddleware
+
+    if not settings.ELION_PROTECTED or getattr(request, "elion_bearer", False):
+        return
+    reason = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
+    if reason is not None:
+        raise ServiceError("CSRF verification failed; reload the page.", code="csrf_failed", status=403)
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class SendView(View):
+    """`GET` lists messages (delegated); `POST` sends and streams the reply."""
+
+    async def get(self, request, conversation_id):
+        return await sync_to_async(MessageListView.as_view())(request, conversation_id=conversation_id)
+
+    async def post(self, request, conversation_id):
+        try:
+            await sync_to_async(csrf_checked)(request)
+            payload = parse_json_body(request)
+            conversation = await sync_to_async(services.access_conversation)(conversation_id)
+            command = send_command_from_payload(conversation.id, payload)
+        except ServiceError as exc:
+            return error_response(exc)
+        return await sse_or_json(request, lambda: send_prepare(command))
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class RetryView(View):
+    async def post(self, request, conversation_id, message_id):
+        try:
+            await sync_to_async(csrf_checked)(request)
+        except ServiceError as exc:
+            return error_response(exc)
+        return await sse_or_json(
+            request, lambda: retry_prepare(conversation_id=conversation_id, message_id=message_id)
+        )
+

@@ -1,0 +1,176 @@
+"""The durable transcript: conversations, folders, and the message tree.
+
+Messages form an append-only tree per conversation (seed 004): every message
+but the stored static prompt has a `parent` in the same conversation with a
+smaller `seq`; the conversation's `head` names the tip of the live branch.
+Rewind moves `head`; edit-and-resend appends a sibling; nothing is destroyed.
+The stored static prompt (`role=system`) stands outside the tree: it has no
+parent, no child, and at most one exists per conversation.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+
+class Persona(models.TextChoices):
+    ELION = "elion", "Elion"
+    CLIPBOARD = "clipboard", "Clipboard"
+
+
+class Personality(models.TextChoices):
+    NATURAL = "natural", "Natural"
+    WARM = "warm", "Warm"
+    PLAYFUL = "playful", "Playful"
+    CONCISE = "concise", "Concise"
+    REFLECTIVE = "reflective", "Reflective"
+
+
+class AssistantSettings(models.Model):
+    """Singleton (pk=1) holding the owner's settings for the assistant."""
+
+    owner_name = models.CharField(max_length=100, default="AUMA")
+    display_name = models.CharField(max_length=100, default="Elion Voicefire")
+    personality = models.CharField(max_length=20, choices=Personality.choices, default=Personality.NATURAL)
+    custom_instructions = models.TextField(blank=True, default="")
+    archive_access = models.BooleanField(default=False)
+    web_search = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "assistant settings"
+        verbose_name_plural = "assistant settings"
+
+    def __str__(self) -> str:
+        return f"Settings for {self.display_name}"
+
+
+class Folder(models.Model):
+    name = models.CharField(max_length=200)
+    hidden = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ConversationOrigin(models.TextChoices):
+    NEW_CHAT = "new_chat", "New chat"
+    BRANCH = "branch", "Branch / Fresh Chat"
+    FORK = "fork", "Fork"
+    LEGACY = "legacy", "Legacy"
+
+
+class Conversation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    title = models.CharField(max_length=300, blank=True, default="")
+    persona = models.CharField(max_length=20, choices=Persona.choices, default=Persona.ELION)
+    folder = models.ForeignKey(Folder, null=True, blank=True, on_delete=models.SET_NULL, related_name="conversations")
+    trashed = models.BooleanField(default=False)
+    shielded = models.BooleanField(default=False)
+    origin = models.CharField(max_length=20, choices=ConversationOrigin.choices, default=ConversationOrigin.NEW_CHAT)
+    head = models.ForeignKey(
+        "Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
+    # Highest seq handed out; bumped under the conversation's row lock.
+    last_seq = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["persona", "trashed", "-updated_at"], name="conv_persona_recent")]
+
+    def __str__(self) -> str:
+        return self.title or f"Conversation {self.id}"
+
+    @property
+    def display_title(self) -> str:
+        return self.title or "New chat"
+
+
+class Role(models.TextChoices):
+    SYSTEM = "system", "System"
+    USER = "user", "User"
+    ASSISTANT = "assistant", "Assistant"
+    TOOL = "tool", "Tool"
+
+
+class MessageKind(models.TextChoices):
+    ORDINARY = "ordinary", "Ordinary"
+    STATIC_PROMPT = "static_prompt", "Stored static prompt"
+    HANDOFF_ARTIFACT = "handoff_artifact", "Branch / Fresh Chat handoff"
+    TOOL_CALL = "tool_call", "Tool call"
+    TOOL_RESULT = "tool_result", "Tool result"
+
+
+class MessageStatus(models.TextChoices):
+    STREAMING = "streaming", "Streaming"
+    COMPLETE = "complete", "Complete"
+    INTERRUPTED = "interrupted", "Interrupted"
+    FAILED = "failed", "Failed"
+
+
+class Message(models.Model):
+    # Client-suppliable so a retried send is idempotent.
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=20, choices=Role.choices)
+    kind = models.CharField(max_length=30, choices=MessageKind.choices, default=MessageKind.ORDINARY)
+    content = models.TextField(blank=True, default="")
+    # Structured parts: tool calls on assistant turns, the call id on results.
+    parts = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=20, choices=MessageStatus.choices, default=MessageStatus.COMPLETE)
+    error = models.CharField(max_length=100, blank=True, default="")
+    error_detail = models.TextField(blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    # Provider binding, repeated on every durable message (seed 004).
+    provider_id = models.CharField(max_length=100, blank=True, default="")
+    provider_type = models.CharField(max_length=50, blank=True, default="")
+    model = models.CharField(max_length=100, blank=True, default="")
+    route_fingerprint = models.CharField(max_length=64, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["conversation", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "seq"], name="message_seq_unique_per_conversation"),
+            models.UniqueConstraint(
+                fields=["conversation"], condition=Q(role="system"), name="one_system_message_per_conversation"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["status", "lease_expires_at"], name="message_status_lease"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} #{self.seq} in {self.conversation_id}"
+
+    @property
+    def binding(self) -> tuple[str, str, str, str]:
+        return (self.provider_id, self.provider_type, self.model, self.route_fingerprint)
+
+
+class IdempotentAction(models.Model):
+    """Remembers the result of a retry-safe action (branch, fork) by its key."""
+
+    action = models.CharField(max_length=30)
+    key = models.CharField(max_length=200)
+    source = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    result = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["action", "source", "key"], name="idempotent_action_key_unique"),
+        ]

@@ -1,0 +1,360 @@
+"""The send pipeline: one event source behind SSE, WebSocket and JSON sends.
+
+1. `send_prepare` / `retry_prepare` (one transaction, no provider I/O): check
+   the input, commit the user turn, create the assistant message as
+   `streaming`, store the static prompt on the first send, and assemble the
+   model request from stored rows.
+2. `ReplyRun` streams from the provider in its own asyncio task, flushing
+   partial text to the database at most every 250 ms or 2,000 characters and
+   renewing the stream lease, then finalises `complete` or `failed`. The task
+   does not belong to the transport: a client that goes away stops listening,
+   not persisting.
+
+Events are `(name, data)` pairs named as in API.md "Sending".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from continuity.prompt_store import static_prompt_ensure
+from continuity.request_assembly import AssembledRequest, HistoryTurn, assemble_request
+from conversations import provider_gateway
+from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
+from conversations.provider_binding import binding_fields, provider_binding_check
+from conversations.provider_gateway import ProviderConfig, ProviderError
+from conversations.services import (
+    access_conversation,
+    conversation_has_live_stream,
+    lease_deadline,
+    message_in_conversation,
+    streams_interrupt_expired,
+)
+from conversations.transcript import is_projectable, live_branch, static_prompt_message
+from elion.errors import Conflict, InvalidInput
+
+logger = logging.getLogger(__name__)
+
+AUTO_TITLE_CHARACTERS = 60
+_UNSET = object()
+
+
+@dataclass(frozen=True)
+class SendCommand:
+    conversation_id: UUID
+    content: str
+    client_message_id: UUID | None = None
+    # `_UNSET`: continue from the head; None: start a new root (edit the first turn).
+    parent_id: object = _UNSET
+    pinned_character_id: int | None = None
+
+
+@dataclass
+class PreparedReply:
+    conversation_id: UUID
+    user_message_id: UUID
+    assistant_message_id: UUID
+    config: ProviderConfig | None = None
+    request: AssembledRequest | None = None
+    # Set when a repeated client_message_id finds a reply already stored.
+    replay: dict | None = None
+    events: list = field(default_factory=list)
+
+
+def validate_content(content: object) -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInput("A message needs some text.", code="empty_message")
+    limit = settings.ELION_MAX_MESSAGE_CHARACTERS
+    if len(content) > limit:
+        raise InvalidInput(
+            f"A message can be at most {limit:,} characters; this one has {len(content):,}.",
+            code="message_too_long",
+        )
+    return content
+
+
+def _parse_uuid(value: object, name: str) -> UUID:
+    try:
+        return UUID(str(value))
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput(f"{name} must be a UUID.", code=f"invalid_{name}") from exc
+
+
+def send_command_from_payload(conversation_id: UUID, payload: dict) -> SendCommand:
+    """Shape-check a send body (API.md "Sending") into a command."""
+    if not isinstance(payload, dict):
+        raise InvalidInput("The body must be a JSON object.", code="malformed_request")
+    client_id = payload.get("client_message_id")
+    parent = payload["parent_id"] if "parent_id" in payload else _UNSET
+    if parent is not _UNSET and parent is not None:
+        parent = _parse_uuid(parent, "parent_id")
+    pinned = payload.get("pinned_character_id")
+    if pinned is not None and not isinstance(pinned, int):
+        raise InvalidInput("pinned_character_id must be an integer.", code="invalid_pinned_character_id")
+    return SendCommand(
+        conversation_id=conversation_id,
+        content=validate_content(payload.get("content")),
+        client_message_id=_parse_uuid(client_id, "client_message_id") if client_id else None,
+        parent_id=parent,
+        pinned_character_id=pinned,
+    )
+
+
+def _next_seq(conversation: Conversation) -> int:
+    conversation.last_seq += 1
+    return conversation.last_seq
+
+
+def _reply_for_existing_turn(user_message: Message) -> Message | None:
+    return (
+        Message.objects.filter(parent=user_message, role=Role.ASSISTANT)
+        .exclude(status=MessageStatus.FAILED)
+        .order_by("-seq")
+        .first()
+    )
+
+
+def _ensure_no_live_stream(conversation: Conversation) -> None:
+    streams_interrupt_expired(conversation)
+    if conversation_has_live_stream(conversation):
+        raise Conflict(
+            "A reply is still streaming in this conversation; wait for it to finish.", code="reply_in_progress"
+        )
+
+
+@transaction.atomic
+def send_prepare(command: SendCommand) -> PreparedReply:
+    """Commit the user turn and a `streaming` assistant message; no provider I/O."""
+    # Row lock: sends, rewinds and first-prompt creation in one conversation
+    # are serialised, so two sends can never both pass the streaming check.
+    conversation = access_conversation(command.conversation_id, lock=True)
+    if conversation.trashed:
+        raise Conflict("This conversation is in the trash; restore it to send.", code="conversation_trashed")
+
+    if command.client_message_id is not None:
+        existing = Message.objects.filter(pk=command.client_message_id).first()
+        if existing is not None:
+            return _prepare_for_repeated_turn(conversation, existing, command)
+
+    _ensure_no_live_stream(conversation)
+    config = provider_binding_check(conversation)
+    parent = _resolve_parent(conversation, command.parent_id)
+    client_id = {"id": command.client_message_id} if command.client_message_id else {}
+    user_message = Message.objects.create(
+        **client_id,
+        conversation=conversation,
+        parent=parent,
+        seq=_next_seq(conversation),
+        role=Role.USER,
+        content=command.content,
+        **binding_fields(config),
+    )
+    if not conversation.title:
+        conversation.title = " ".join(command.content.split())[:AUTO_TITLE_CHARACTERS]
+    return _start_reply(conversation, user_message, config)
+
+
+def _prepare_for_repeated_turn(conversation: Conversation, existing: Message, command: SendCommand) -> PreparedReply:
+    """The same client_message_id again never makes a second user turn."""
+    if existing.conversation_id != conversation.id or existing.role != Role.USER:
+        raise Conflict("client_message_id is already used by another message.", code="client_message_id_conflict")
+    if existing.content != command.content:
+        raise Conflict(
+            "client_message_id was already sent with different content.", code="client_message_id_conflict"
+        )
+    streams_interrupt_expired(conversation)
+    reply = _reply_for_existing_turn(existing)
+    if reply is not None:
+        return PreparedReply(
+            conversation_id=conversation.id,
+            user_message_id=existing.id,
+            assistant_message_id=reply.id,
+            replay={"content": reply.content, "status": reply.status, "diagnostics": reply.metadata.get("diagnostics")},
+        )
+    # The turn was stored but its reply failed or never started: answer it now.
+    _ensure_no_live_stream(conversation)
+    config = provider_binding_check(conversation)
+    return _start_reply(conversation, existing, config)
+
+
+def _resolve_parent(conversation: Conversation, parent_id: object) -> Message | None:
+    if parent_id is _UNSET:
+        return conversation.head
+    if parent_id is None:
+        return None
+    parent = message_in_conversation(conversation, parent_id)
+    if parent.role != Role.ASSISTANT or parent.status == MessageStatus.STREAMING:
+        raise InvalidInput(
+            "parent_id must name a finished assistant message (or be null to start from the beginning).",
+            code="invalid_parent",
+        )
+    return parent
+
+
+@transaction.atomic
+def retry_prepare(*, conversation_id: UUID, message_id: UUID | str) -> PreparedReply:
+    """Regenerate an assistant reply as a new sibling under the same user turn."""
+    conversation = access_conversation(conversation_id, lock=True)
+    if conversation.trashed:
+        raise Conflict("This conversation is in the trash; restore it to retry.", code="conversation_trashed")
+    target = message_in_conversation(conversation, message_id)
+    if target.role != Role.ASSISTANT or target.kind != MessageKind.ORDINARY or target.parent_id is None:
+        raise InvalidInput("Only an assistant reply can be retried.", code="not_retryable")
+    _ensure_no_live_stream(conversation)
+    config = provider_binding_check(conversation)
+    return _start_reply(conversation, target.parent, config)
+
+
+def _start_reply(conversation: Conversation, user_message: Message, config: ProviderConfig) -> PreparedReply:
+    """Create the streaming assistant message, move the head, assemble the request."""
+    prompt = static_prompt_ensure(conversation)
+    assistant = Message.objects.create(
+        conversation=conversation,
+        parent=user_message,
+        seq=_next_seq(conversation),
+        role=Role.ASSISTANT,
+        status=MessageStatus.STREAMING,
+        lease_expires_at=lease_deadline(),
+        **binding_fields(config),
+    )
+    conversation.head = assistant
+    conversation.save(update_fields=["head", "last_seq", "title", "updated_at"])
+    request = reply_request_build(conversation, prompt)
+    assistant.metadata = {"diagnostics": request.diagnostics}
+    assistant.save(update_fields=["metadata"])
+    return PreparedReply(
+        conversation_id=conversation.id,
+        user_message_id=user_message.id,
+        assistant_message_id=assistant.id,
+        config=config,
+        request=request,
+    )
+
+
+def reply_request_build(conversation: Conversation, prompt: Message | None = None) -> AssembledRequest:
+    """The model input for the reply at the head: stored rows in, request out."""
+    prompt = prompt or static_prompt_message(conversation)
+    history = [HistoryTurn(m.role, m.content) for m in live_branch(conversation) if is_projectable(m)]
+    return assemble_request(
+        static_prompt=prompt.content if prompt else "",
+        history=history,
+        input_budget_tokens=settings.ELION_INPUT_BUDGET_TOKENS,
+    )
+
+
+# --- Streaming -------------------------------------------------------------
+
+_RUNNING_TASKS: set[asyncio.Task] = set()
+
+
+def _flush_partial(message_id: UUID, content: str) -> None:
+    Message.objects.filter(pk=message_id, status=MessageStatus.STREAMING).update(
+        content=content, lease_expires_at=lease_deadline(), updated_at=timezone.now()
+    )
+
+
+def _renew_lease(message_id: UUID) -> None:
+    Message.objects.filter(pk=message_id, status=MessageStatus.STREAMING).update(lease_expires_at=lease_deadline())
+
+
+def _finalise(message_id: UUID, content: str, status: str, error: str = "", detail: str = "", usage=None) -> None:
+    message = Message.objects.get(pk=message_id)
+    message.content = content
+    message.status = status
+    message.error = error
+    message.error_detail = detail
+    message.lease_expires_at = None
+    if usage is not None:
+        message.metadata = {**message.metadata, "usage": usage}
+    message.save(update_fields=["content", "status", "error", "error_detail", "lease_expires_at", "metadata", "updated_at"])
+
+
+class ReplyRun:
+    """One assistant reply streaming from the provider, owned by no transport."""
+
+    def __init__(self, prepared: PreparedReply):
+        self.prepared = prepared
+        self.queue: asyncio.Queue[tuple[str, dict]] = asyncio.Queue()
+
+    def emit(self, name: str, data: dict) -> None:
+        self.queue.put_nowait((name, data))
+
+    def start(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._run())
+        _RUNNING_TASKS.add(task)
+        task.add_done_callback(_RUNNING_TASKS.discard)
+
+    async def _run(self) -> None:
+        prepared = self.prepared
+        message_id = prepared.assistant_message_id
+        text_parts: list[str] = []
+        unflushed = 0
+        last_flush = time.monotonic()
+        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(message_id))
+        try:
+            async for event in provider_gateway.stream_reply(prepared.config, prepared.request.messages):
+                if isinstance(event, provider_gateway.TextDelta):
+                    text_parts.append(event.text)
+                    unflushed += len(event.text)
+                    self.emit("delta", {"text": event.text})
+                    if unflushed >= settings.ELION_FLUSH_CHARACTERS or (
+                        time.monotonic() - last_flush >= settings.ELION_FLUSH_INTERVAL_SECONDS
+                    ):
+                        await sync_to_async(_flush_partial)(message_id, "".join(text_parts))
+                        unflushed, last_flush = 0, time.monotonic()
+                elif isinstance(event, provider_gateway.Completed):
+                    usage = {"input_tokens": event.input_tokens, "output_tokens": event.output_tokens}
+                    await sync_to_async(_finalise)(message_id, "".join(text_parts), MessageStatus.COMPLETE, usage=usage)
+                    self.emit("done", {"message_id": str(message_id), "status": MessageStatus.COMPLETE})
+                    return
+            raise ProviderError("provider_connection_lost", "The provider's stream ended before the reply was complete.")
+        except ProviderError as exc:
+            await sync_to_async(_finalise)(message_id, "".join(text_parts), MessageStatus.FAILED, exc.code, exc.detail)
+            self.emit("error", {"error": exc.code, "detail": exc.detail})
+            self.emit("done", {"message_id": str(message_id), "status": MessageStatus.FAILED})
+        except Exception:  # noqa: BLE001 - a reply must end in a stored state, whatever broke
+            logger.exception("reply %s failed unexpectedly", message_id)
+            detail = "The reply failed because of an internal error; the partial text is kept."
+            await sync_to_async(_finalise)(message_id, "".join(text_parts), MessageStatus.FAILED, "internal_error", detail)
+            self.emit("error", {"error": "internal_error", "detail": detail})
+            self.emit("done", {"message_id": str(message_id), "status": MessageStatus.FAILED})
+        finally:
+            heartbeat.cancel()
+
+    async def _heartbeat(self, message_id: UUID) -> None:
+        interval = max(settings.ELION_STREAM_LEASE_SECONDS / 3, 0.2)
+        while True:
+            await asyncio.sleep(interval)
+            await sync_to_async(_renew_lease)(message_id)
+
+
+async def reply_events(prepared: PreparedReply) -> AsyncIterator[tuple[str, dict]]:
+    """The events of one send, from the committed user turn to `done`."""
+    yield "user_message", {"id": str(prepared.user_message_id)}
+    yield "assistant_message", {"id": str(prepared.assistant_message_id)}
+    if prepared.replay is not None:
+        replay = prepared.replay
+        if replay.get("diagnostics"):
+            yield "diagnostics", replay["diagnostics"]
+        if replay["content"]:
+            yield "delta", {"text": replay["content"]}
+        yield "done", {"message_id": str(prepared.assistant_message_id), "status": replay["status"]}
+        return
+    yield "diagnostics", prepared.request.diagnostics
+    run = ReplyRun(prepared)
+    run.start()
+    while True:
+        name, data = await run.queue.get()
+        yield name, data
+        if name == "done":
+            return

@@ -1,0 +1,39 @@
+"""The AssistantSettings singleton: read and update."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from conversations.models import AssistantSettings, Personality
+from elion.errors import InvalidInput
+
+EDITABLE_FIELDS = ("custom_instructions", "personality", "display_name", "owner_name", "archive_access", "web_search")
+
+
+def assistant_settings_get() -> AssistantSettings:
+    settings_row, _ = AssistantSettings.objects.get_or_create(pk=1)
+    return settings_row
+
+
+@transaction.atomic
+def assistant_settings_update(**changes) -> AssistantSettings:
+    """Save settings; every stored Elion prompt is then rebuilt (seed: settings
+    saves refresh existing prompts) inside the same transaction."""
+    from continuity.prompt_store import static_prompts_rebuild_all
+
+    unknown = set(changes) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise InvalidInput(f"Unknown settings: {', '.join(sorted(unknown))}.", code="unknown_setting")
+    if "personality" in changes and changes["personality"] not in Personality.values:
+        raise InvalidInput(
+            f"personality must be one of {', '.join(Personality.values)}.", code="invalid_personality"
+        )
+    for name in ("display_name", "owner_name"):
+        if name in changes and not str(changes[name]).strip():
+            raise InvalidInput(f"{name} cannot be empty.", code="invalid_name")
+    settings_row = AssistantSettings.objects.select_for_update().get_or_create(pk=1)[0]
+    for name, value in changes.items():
+        setattr(settings_row, name, value.strip() if isinstance(value, str) else value)
+    settings_row.save()
+    static_prompts_rebuild_all()
+    return settings_row

@@ -1,0 +1,21 @@
+from django.urls import path
+
+from conversations import api
+
+urlpatterns = [
+    path("health/", api.HealthView.as_view(), name="api-health"),
+    path("auth/login/", api.LoginView.as_view(), name="api-login"),
+    path("settings/", api.SettingsView.as_view(), name="api-settings"),
+    path("folders/", api.FolderListView.as_view(), name="api-folders"),
+    path("folders/<int:folder_id>/", api.FolderDetailView.as_view(), name="api-folder"),
+    path("conversations/", api.ConversationListView.as_view(), name="api-conversations"),
+    path("conversations/<str:conversation_id>/", api.ConversationDetailView.as_view(), name="api-conversation"),
+    path("conversations/<str:conversation_id>/rewind/", api.ConversationRewindView.as_view(), name="api-rewind"),
+    path("conversations/<str:conversation_id>/export/", api.ConversationExportView.as_view(), name="api-export"),
+    path("conversations/<str:conversation_id>/messages/", api.SendView.as_view(), name="api-messages"),
+    path(
+        "conversations/<str:conversation_id>/messages/<str:message_id>/retry/",
+        api.RetryView.as_view(),
+        name="api-retry",
+    ),
+]

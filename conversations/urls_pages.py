@@ -1,0 +1,12 @@
+from django.urls import path
+
+from conversations import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("login/", views.login_page, name="login"),
+    path("logout/", views.logout_page, name="logout"),
+    path("c/new/", views.new_chat, name="new-chat"),
+    path("c/<str:conversation_id>/", views.chat_page, name="chat"),
+    path("settings/", views.settings_page, name="settings"),
+]

@@ -1,0 +1,138 @@
+"""Owner access: one owner, a password when protection is on, loopback otherwise.
+
+- `ELION_OWNER_PASSWORD` set: every page and API path except the health check
+  and the login endpoints needs the owner's session or
+  `Authorization: Bearer $ELION_API_TOKEN`.
+- Unset: the app serves loopback only; every request is the owner's. A
+  cross-site browser request (an `Origin` that is not this host) is refused
+  so a page on another site cannot drive the local app.
+
+The owner is a single Django superuser row (`owner`) so the Django admin and
+session machinery work unchanged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
+from rest_framework import authentication, permissions
+
+OWNER_USERNAME = "owner"
+PUBLIC_PATHS = ("/api/health/", "/login/", "/api/auth/login/", "/static/")
+
+
+def get_owner_user():
+    """The owner's user row, created on first use."""
+    user_model = get_user_model()
+    user, created = user_model.objects.get_or_create(
+        username=OWNER_USERNAME, defaults={"is_staff": True, "is_superuser": True}
+    )
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    return user
+
+
+def check_owner_password(candidate: str) -> bool:
+    expected = settings.ELION_OWNER_PASSWORD
+    if not expected:
+        return False
+    return hmac.compare_digest(candidate.encode(), expected.encode())
+
+
+def bearer_token_matches(request: HttpRequest) -> bool:
+    token = settings.ELION_API_TOKEN
+    header = request.headers.get("Authorization", "")
+    if not token or not header.startswith("Bearer "):
+        return False
+    return hmac.compare_digest(header[len("Bearer ") :].strip().encode(), token.encode())
+
+
+def is_loopback_host(host: str) -> bool:
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def origin_is_cross_site(origin: str | None, host: str) -> bool:
+    """True when a browser says the request comes from another site."""
+    if not origin:
+        return False
+    if origin == "null":
+        return True
+    return urlsplit(origin).netloc.lower() != host.lower()
+
+
+def owner_session_active(request: HttpRequest) -> bool:
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.is_authenticated and user.username == OWNER_USERNAME)
+
+
+class OwnerAccessMiddleware:
+    """Decides, before any view runs, whether the request is the owner's."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request.elion_bearer = False
+        if not settings.ELION_PROTECTED:
+            if origin_is_cross_site(request.headers.get("Origin"), request.get_host()):
+                return JsonResponse(
+                    {"error": "cross_site_request", "detail": "Requests from another site are refused."},
+                    status=403,
+                )
+            request.user = get_owner_user()
+            return self.get_response(request)
+
+        if bearer_token_matches(request):
+            request.user = get_owner_user()
+            request.elion_bearer = True
+            return self.get_response(request)
+        if owner_session_active(request) or request.path.startswith(PUBLIC_PATHS):
+            return self.get_response(request)
+        if request.path.startswith("/api/"):
+            return JsonResponse(
+                {"error": "authentication_required", "detail": "Log in as the owner or send the API token."},
+                status=401,
+            )
+        return redirect(f"{settings.LOGIN_URL}?next={request.get_full_path()}")
+
+
+class OwnerAuthentication(authentication.BaseAuthentication):
+    """DRF side of the middleware's decision; session requests keep CSRF."""
+
+    def authenticate(self, request):
+        django_request = request._request
+        if getattr(django_request, "elion_bearer", False):
+            return (django_request.user, "bearer")
+        user = getattr(django_request, "user", None)
+        if user is None or not user.is_authenticated:
+            return None
+        if settings.ELION_PROTECTED:
+            self._enforce_csrf(request)
+        return (user, "session")
+
+    def _enforce_csrf(self, request) -> None:
+        # Reuse DRF's session CSRF check so session writes need the token
+        # (a failure is a 403 PermissionDenied).
+        authentication.SessionAuthentication().enforce_csrf(request)
+
+    def authenticate_header(self, request) -> str:
+        return "Bearer"
+
+
+class IsOwner(permissions.BasePermission):
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        return bool(user is not None and getattr(user, "is_authenticated", False) and user.username == OWNER_USERNAME)

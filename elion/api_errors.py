@@ -1,0 +1,47 @@
+"""One error shape for the whole API: `{"error": code, "detail": sentence}`."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from elion.errors import ServiceError
+
+_DRF_CODES = {
+    exceptions.ParseError: "malformed_request",
+    exceptions.AuthenticationFailed: "authentication_failed",
+    exceptions.NotAuthenticated: "authentication_required",
+    exceptions.PermissionDenied: "permission_denied",
+    exceptions.NotFound: "not_found",
+    exceptions.MethodNotAllowed: "method_not_allowed",
+    exceptions.UnsupportedMediaType: "unsupported_media_type",
+    exceptions.NotAcceptable: "not_acceptable",
+    exceptions.Throttled: "throttled",
+    exceptions.ValidationError: "invalid_input",
+}
+
+
+def _flatten(detail) -> str:
+    if isinstance(detail, dict):
+        return "; ".join(f"{key}: {_flatten(value)}" for key, value in detail.items())
+    if isinstance(detail, list):
+        return " ".join(_flatten(item) for item in detail)
+    return str(detail)
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, ServiceError):
+        return Response(exc.as_dict(), status=exc.status)
+    if isinstance(exc, Http404):
+        return Response({"error": "not_found", "detail": "No such object."}, status=status.HTTP_404_NOT_FOUND)
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    code = next((name for cls, name in _DRF_CODES.items() if isinstance(exc, cls)), "bad_request")
+    detail = _flatten(getattr(exc, "detail", str(exc)))
+    if isinstance(exc, exceptions.PermissionDenied) and "CSRF" in detail:
+        code = "csrf_failed"
+    response.data = {"error": code, "detail": detail}
+    return response

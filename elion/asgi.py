@@ -1,0 +1,25 @@
+"""ASGI entry point: HTTP and WebSocket (`elion.asgi:application`)."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "elion.settings")
+django_asgi_app = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+
+from elion.loopback_guard import LoopbackGuard  # noqa: E402
+from elion.routing import websocket_urlpatterns  # noqa: E402
+
+application = LoopbackGuard(
+    ProtocolTypeRouter(
+        {
+            "http": django_asgi_app,
+            "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
+        }
+    )
+)

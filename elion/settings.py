@@ -1,0 +1,202 @@
+"""Django settings, all read from the environment through `elion.env`.
+
+The table of variables is API.md's "Configuration" section.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from elion import env
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = env.data_dir()
+
+SECRET_KEY = env.secret_key(DATA_DIR)
+DEBUG = env.boolean("DJANGO_DEBUG", False)
+TESTING = env.boolean("ELION_TESTING", False)
+
+# Owner access: with a password, protection is on; without, loopback only.
+ELION_OWNER_PASSWORD = env.optional_text("ELION_OWNER_PASSWORD")
+ELION_API_TOKEN = env.optional_text("ELION_API_TOKEN")
+ELION_PROTECTED = ELION_OWNER_PASSWORD is not None
+
+ALLOWED_HOSTS = env.text("ELION_ALLOWED_HOSTS", "*").split(",")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "channels",
+    "django_q",
+    "conversations",
+    "memories",
+    "continuity",
+    "archive",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "elion.access.OwnerAccessMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "elion.urls"
+ASGI_APPLICATION = "elion.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "elion.context_processors.elion",
+            ],
+        },
+    },
+]
+
+_database_url = env.optional_text("DATABASE_URL")
+if _database_url:
+    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=0)}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": DATA_DIR / "elion.sqlite3",
+            "OPTIONS": {
+                # WAL lets readers run beside the streaming writer; IMMEDIATE
+                # transactions take the write lock up front so two writers
+                # queue on busy_timeout instead of failing mid-transaction.
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+            },
+            "TEST": {"NAME": DATA_DIR / "test_elion.sqlite3"},
+        }
+    }
+DATABASE_IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env.optional_text("REDIS_URL")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+Q_CLUSTER = {
+    "name": "elion",
+    "workers": env.integer("ELION_QUEUE_WORKERS", 2, minimum=1),
+    "timeout": 300,
+    "retry": 360,
+    "max_attempts": 3,
+    "catch_up": False,
+    "label": "Queue",
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+
+AUTH_PASSWORD_VALIDATORS: list[dict] = []
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+LOGIN_URL = "/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG or TESTING
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["elion.access.OwnerAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["elion.access.IsOwner"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": [
+        "rest_framework.parsers.JSONParser",
+        "rest_framework.parsers.MultiPartParser",
+        "rest_framework.parsers.FormParser",
+    ],
+    "EXCEPTION_HANDLER": "elion.api_errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Elion API",
+    "DESCRIPTION": "Continuity-governed companion chat. See API.md.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# --- Provider -------------------------------------------------------------
+OPENAI_API_KEY = env.optional_text("OPENAI_API_KEY")
+OPENAI_BASE_URL = env.optional_text("OPENAI_BASE_URL")
+ELION_MODEL = env.text("ELION_MODEL", "gpt-5.5")
+ELION_API_SELECTOR = env.choice("ELION_API_SELECTOR", "responses", {"responses", "chat.completions"})
+ELION_PROVIDER_ID = env.text("ELION_PROVIDER_ID", "openai")
+ELION_DEPLOYMENT = env.text("ELION_DEPLOYMENT", "")
+ELION_PROVIDER_TIMEOUT_SECONDS = env.integer("ELION_PROVIDER_TIMEOUT_SECONDS", 120, minimum=1)
+
+# Model-specific app input safety budget: well under the native window so
+# system instructions, tools and the reply keep room.
+_MODEL_INPUT_BUDGETS = {"gpt-5": 200_000, "gpt-4.1": 200_000, "gpt-4o": 100_000}
+_default_budget = next(
+    (budget for prefix, budget in _MODEL_INPUT_BUDGETS.items() if ELION_MODEL.startswith(prefix)),
+    32_000,
+)
+ELION_INPUT_BUDGET_TOKENS = env.integer("ELION_INPUT_BUDGET_TOKENS", _default_budget, minimum=1000)
+
+# --- Transcript -------------------------------------------------------------
+ELION_MAX_MESSAGE_CHARACTERS = env.integer("ELION_MAX_MESSAGE_CHARACTERS", 100_000, minimum=1)
+# A streaming reply's lease: renewed while the stream lives; a reply whose
+# lease ran out belongs to a dead process and becomes `interrupted`.
+ELION_STREAM_LEASE_SECONDS = env.integer("ELION_STREAM_LEASE_SECONDS", 30, minimum=1)
+ELION_FLUSH_INTERVAL_SECONDS = 0.25
+ELION_FLUSH_CHARACTERS = 2_000
+
+# --- Continuity -------------------------------------------------------------
+HANDOFF_PER_MESSAGE_CHARACTER_LIMIT = env.int_or_default("HANDOFF_PER_MESSAGE_CHARACTER_LIMIT", 20_000)
+HANDOFF_TOTAL_CHARACTER_BUDGET = env.int_or_default("HANDOFF_TOTAL_CHARACTER_BUDGET", 60_000)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.text("ELION_LOG_LEVEL", "INFO")},
+    "loggers": {"django.channels.server": {"level": "WARNING"}},
+}
