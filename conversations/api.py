@@ -180,8 +180,10 @@ async def sse_or_json(request, prepare) -> HttpResponse:
     if request.GET.get("stream", "true").lower() in ("false", "0"):
         return await collect_json(prepared)
 
+    events = reply_events(prepared)  # starts the reply now, before any byte is sent
+
     async def frames():
-        async for name, data in reply_events(prepared):
+        async for name, data in events:
             yield sse_frame(name, data)
 
     response = StreamingHttpResponse(frames(), content_type="text/event-stream")

@@ -149,6 +149,8 @@ def send_prepare(command: SendCommand) -> PreparedReply:
     _ensure_no_live_stream(conversation)
     config = provider_binding_check(conversation)
     parent = _resolve_parent(conversation, command.parent_id)
+    # The first send stores the static prompt before the turn it answers.
+    prompt = static_prompt_ensure(conversation)
     client_id = {"id": command.client_message_id} if command.client_message_id else {}
     user_message = Message.objects.create(
         **client_id,
@@ -161,7 +163,7 @@ def send_prepare(command: SendCommand) -> PreparedReply:
     )
     if not conversation.title:
         conversation.title = " ".join(command.content.split())[:AUTO_TITLE_CHARACTERS]
-    return _start_reply(conversation, user_message, config)
+    return _start_reply(conversation, user_message, config, prompt)
 
 
 def _prepare_for_repeated_turn(conversation: Conversation, existing: Message, command: SendCommand) -> PreparedReply:
@@ -184,7 +186,7 @@ def _prepare_for_repeated_turn(conversation: Conversation, existing: Message, co
     # The turn was stored but its reply failed or never started: answer it now.
     _ensure_no_live_stream(conversation)
     config = provider_binding_check(conversation)
-    return _start_reply(conversation, existing, config)
+    return _start_reply(conversation, existing, config, static_prompt_ensure(conversation))
 
 
 def _resolve_parent(conversation: Conversation, parent_id: object) -> Message | None:
@@ -212,12 +214,13 @@ def retry_prepare(*, conversation_id: UUID, message_id: UUID | str) -> PreparedR
         raise InvalidInput("Only an assistant reply can be retried.", code="not_retryable")
     _ensure_no_live_stream(conversation)
     config = provider_binding_check(conversation)
-    return _start_reply(conversation, target.parent, config)
+    return _start_reply(conversation, target.parent, config, static_prompt_ensure(conversation))
 
 
-def _start_reply(conversation: Conversation, user_message: Message, config: ProviderConfig) -> PreparedReply:
+def _start_reply(
+    conversation: Conversation, user_message: Message, config: ProviderConfig, prompt: Message
+) -> PreparedReply:
     """Create the streaming assistant message, move the head, assemble the request."""
-    prompt = static_prompt_ensure(conversation)
     assistant = Message.objects.create(
         conversation=conversation,
         parent=user_message,
@@ -299,7 +302,7 @@ class ReplyRun:
         message_id = prepared.assistant_message_id
         text_parts: list[str] = []
         unflushed = 0
-        last_flush = time.monotonic()
+        last_flush = float("-inf")  # the first text is persisted at once
         heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(message_id))
         try:
             async for event in provider_gateway.stream_reply(prepared.config, prepared.request.messages):
@@ -338,11 +341,24 @@ class ReplyRun:
             await sync_to_async(_renew_lease)(message_id)
 
 
-async def reply_events(prepared: PreparedReply) -> AsyncIterator[tuple[str, dict]]:
-    """The events of one send, from the committed user turn to `done`."""
+def reply_events(prepared: PreparedReply) -> AsyncIterator[tuple[str, dict]]:
+    """Start the reply now and return its events, from the user turn to `done`.
+
+    Not a generator itself: the provider stream starts at once, so a client
+    that leaves before reading anything still gets its reply stored.
+    Precondition: called inside the running event loop.
+    """
+    run = None
+    if prepared.replay is None:
+        run = ReplyRun(prepared)
+        run.start()
+    return _events(prepared, run)
+
+
+async def _events(prepared: PreparedReply, run: ReplyRun | None) -> AsyncIterator[tuple[str, dict]]:
     yield "user_message", {"id": str(prepared.user_message_id)}
     yield "assistant_message", {"id": str(prepared.assistant_message_id)}
-    if prepared.replay is not None:
+    if run is None:
         replay = prepared.replay
         if replay.get("diagnostics"):
             yield "diagnostics", replay["diagnostics"]
@@ -351,8 +367,6 @@ async def reply_events(prepared: PreparedReply) -> AsyncIterator[tuple[str, dict
         yield "done", {"message_id": str(prepared.assistant_message_id), "status": replay["status"]}
         return
     yield "diagnostics", prepared.request.diagnostics
-    run = ReplyRun(prepared)
-    run.start()
     while True:
         name, data = await run.queue.get()
         yield name, data

@@ -81,7 +81,8 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "elion.sqlite3",
+            # ELION_SQLITE_PATH lets a test's subprocess server share the test database file.
+            "NAME": env.text("ELION_SQLITE_PATH") or DATA_DIR / "elion.sqlite3",
             "OPTIONS": {
                 # WAL lets readers run beside the streaming writer; IMMEDIATE
                 # transactions take the write lock up front so two writers
@@ -136,6 +137,7 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
@@ -198,5 +200,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.text("ELION_LOG_LEVEL", "INFO")},
-    "loggers": {"django.channels.server": {"level": "WARNING"}},
+    "loggers": {
+        "django.channels.server": {"level": "WARNING"},
+        # The SDK's HTTP client logs every request at INFO; that is noise here.
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+    },
 }

@@ -1,0 +1,292 @@
+"""The app's only path to the language model.
+
+Pure Python on purpose (no Django imports): the settings layer builds a
+``ProviderConfig`` and callers consume neutral events, so the rest of the app
+never sees SDK types, and this module can be tested against a loopback server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import weakref
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import openai
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+OFFLINE_ROUTE = "offline-demo"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True)
+class ProviderBinding:
+    """Recorded on every durable message: which provider/route produced it."""
+
+    provider_id: str
+    provider_type: str
+    model: str
+    route_fingerprint: str
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    provider_id: str  # e.g. "openai"
+    api_selector: str  # "responses" | "chat.completions"
+    model: str  # logical model, e.g. "gpt-5.5"
+    base_url: str | None  # None → DEFAULT_BASE_URL
+    api_key: str | None  # None/"" → offline demo provider
+    deployment: str = ""  # e.g. an Azure-style deployment name; part of the route
+    timeout_seconds: float = 120.0
+
+    @property
+    def provider_type(self) -> str:
+        return "openai" if self.api_key else "offline-demo"
+
+    def binding(self) -> ProviderBinding:
+        if self.api_key:
+            fingerprint = route_fingerprint(self.base_url, self.deployment, self.api_selector)
+        else:
+            fingerprint = _digest(OFFLINE_ROUTE)
+        return ProviderBinding(self.provider_id, self.provider_type, self.model, fingerprint)
+
+
+def normalise_route(base_url: str | None) -> str:
+    """Canonical form of a base URL, so cosmetic differences don't change the route."""
+    parts = urlsplit((base_url or DEFAULT_BASE_URL).strip())
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()  # hostname already drops userinfo
+    if ":" in host:
+        host = f"[{host}]"  # IPv6 literal
+    port = parts.port
+    netloc = host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
+    return f"{scheme}://{netloc}{parts.path.rstrip('/')}"  # query/fragment dropped
+
+
+def route_fingerprint(base_url: str | None, deployment: str, api_selector: str) -> str:
+    """Identify where requests go. Never includes the key, so rotating it keeps the binding."""
+    return _digest("\n".join((normalise_route(base_url), deployment.strip(), api_selector)))
+
+
+def _digest(route: str) -> str:
+    return hashlib.sha256(route.encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallRequested:
+    call_id: str
+    name: str
+    arguments_json: str
+
+
+@dataclass(frozen=True)
+class Completed:
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+ProviderEvent = TextDelta | ToolCallRequested | Completed
+
+
+class ProviderError(Exception):
+    """A failure a person can read; ``code`` is stable, ``detail`` never contains the key."""
+
+    def __init__(self, code: str, detail: str, status: int | None = None) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+        self.status = status
+
+
+# One client per (event loop, base_url, key, timeout): reuses the HTTP pool across sends,
+# but never shares sockets between loops (async_to_sync / tests each run their own loop,
+# and a pooled connection from a closed loop fails). The weak map drops dead loops.
+_CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str, float], openai.AsyncOpenAI]]
+_CLIENTS = weakref.WeakKeyDictionary()
+
+
+def _client(config: ProviderConfig) -> openai.AsyncOpenAI:
+    key = (config.base_url or DEFAULT_BASE_URL, config.api_key or "", config.timeout_seconds)
+    per_loop = _CLIENTS.setdefault(asyncio.get_running_loop(), {})
+    if key not in per_loop:
+        # max_retries=0: the caller decides about retries; hidden SDK retries would
+        # double-bill and delay error reporting.
+        per_loop[key] = openai.AsyncOpenAI(api_key=key[1], base_url=key[0], max_retries=0, timeout=key[2])
+    return per_loop[key]
+
+
+async def stream_reply(
+    config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> AsyncIterator[ProviderEvent]:
+    """Stream one model turn as neutral events; raises ProviderError on any failure."""
+    if not config.api_key:
+        async for event in _offline_demo(messages):
+            yield event
+        return
+    if config.api_selector not in ("responses", "chat.completions"):
+        raise ProviderError("provider_bad_request", f"Unknown API selector {config.api_selector!r}.")
+    source = _stream_responses if config.api_selector == "responses" else _stream_chat
+    try:
+        async for event in source(config, messages, tools or []):
+            yield event
+    except openai.APIError as exc:
+        raise _map_error(exc, config.api_key or "") from exc
+
+
+def _responses_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "tool":
+            items.append({"type": "function_call_output", "call_id": m["call_id"], "output": m["content"]})
+            continue
+        if m.get("content"):
+            # System prompts stay input items (not `instructions`) so ordering is explicit.
+            items.append({"role": m["role"], "content": m["content"]})
+        for c in m.get("tool_calls") or []:
+            args = _as_json(c["arguments"])
+            items.append({"type": "function_call", "call_id": c["call_id"], "name": c["name"], "arguments": args})
+    return items
+
+
+def _chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    wire: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "tool":
+            wire.append({"role": "tool", "tool_call_id": m["call_id"], "content": m["content"]})
+        elif m.get("tool_calls"):
+            calls = [{"id": c["call_id"], "type": "function", "function": _function(c)} for c in m["tool_calls"]]
+            wire.append({"role": "assistant", "content": m.get("content") or None, "tool_calls": calls})
+        else:
+            wire.append({"role": m["role"], "content": m["content"]})
+    return wire
+
+
+def _function(call: dict[str, Any]) -> dict[str, str]:
+    return {"name": call["name"], "arguments": _as_json(call["arguments"])}
+
+
+def _tool_spec(tool: dict[str, Any]) -> dict[str, Any]:
+    return {"name": tool["name"], "description": tool.get("description", ""), "parameters": tool["parameters"]}
+
+
+async def _stream_responses(
+    config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> AsyncIterator[ProviderEvent]:
+    extra: dict[str, Any] = {}
+    if tools:
+        extra["tools"] = [{"type": "function", **_tool_spec(t), "strict": False} for t in tools]
+    items = _responses_input(messages)
+    stream = await _client(config).responses.create(model=config.model, input=items, stream=True, **extra)
+    async with stream:
+        async for event in stream:
+            if event.type == "response.output_text.delta":
+                yield TextDelta(event.delta)
+            elif event.type == "response.output_item.done" and event.item.type == "function_call":
+                yield ToolCallRequested(event.item.call_id, event.item.name, event.item.arguments)
+            elif event.type in ("response.completed", "response.incomplete"):
+                usage = event.response.usage
+                yield Completed(usage.input_tokens, usage.output_tokens) if usage else Completed(None, None)
+                return
+            elif event.type in ("response.failed", "error"):
+                err = event.response.error if event.type == "response.failed" else event
+                detail = f"The model provider reported an error: {_clip(err, config.api_key)}."
+                raise ProviderError("provider_http_error", detail)
+    raise _lost()
+
+
+async def _stream_chat(
+    config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> AsyncIterator[ProviderEvent]:
+    extra: dict[str, Any] = {}
+    if tools:
+        extra["tools"] = [{"type": "function", "function": _tool_spec(t)} for t in tools]
+    wire = _chat_messages(messages)
+    stream = await _client(config).chat.completions.create(
+        model=config.model, messages=wire, stream=True, stream_options={"include_usage": True}, **extra
+    )
+    finished = False
+    usage: tuple[int | None, int | None] = (None, None)
+    calls: dict[int, list[str]] = {}  # index → [id, name, arguments so far]
+    async with stream:
+        async for chunk in stream:
+            if chunk.usage is not None:
+                usage = (chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+            for choice in chunk.choices:
+                if choice.delta.content:
+                    yield TextDelta(choice.delta.content)
+                for tc in choice.delta.tool_calls or []:
+                    slot = calls.setdefault(tc.index, ["", "", ""])
+                    slot[0] = tc.id or slot[0]
+                    if tc.function is not None:
+                        slot[1] = tc.function.name or slot[1]
+                        slot[2] += tc.function.arguments or ""
+                finished = finished or choice.finish_reason is not None
+    # Chat Completions has no explicit "completed" event: a finish_reason is the proof
+    # the turn ended, since the SDK hides whether `[DONE]` arrived.
+    if not finished:
+        raise _lost()
+    for index in sorted(calls):
+        call_id, name, arguments = calls[index]
+        yield ToolCallRequested(call_id, name, arguments)
+    yield Completed(*usage)
+
+
+async def _offline_demo(messages: list[dict[str, Any]]) -> AsyncIterator[ProviderEvent]:
+    """Deterministic, clearly labelled stand-in so the app works without a key."""
+    said = next((str(m.get("content") or "") for m in reversed(messages) if m["role"] == "user"), "")
+    text = f"(Offline demo — no OPENAI_API_KEY is set.) You said: {said[:200]}"
+    for piece in re.findall(r"\s*\S+", text):
+        await asyncio.sleep(0.02)  # paced like a real stream so the UI path is exercised
+        yield TextDelta(piece)
+    yield Completed(None, None)
+
+
+def _as_json(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def _lost() -> ProviderError:
+    return ProviderError("provider_connection_lost", "The model provider's stream ended before the reply finished.")
+
+
+_KEYLIKE = re.compile(r"\b(sk|key|rk)-[\w\-*.]+", re.IGNORECASE)
+
+
+def _clip(value: Any, api_key: str | None) -> str:
+    """Provider messages may quote (part of) the key; scrub before showing them."""
+    text = str(getattr(value, "message", None) or value)
+    if api_key:
+        text = text.replace(api_key, "[redacted]")
+    return _KEYLIKE.sub("[redacted]", text)[:200].rstrip(".")
+
+
+def _map_error(exc: openai.APIError, api_key: str) -> ProviderError:
+    if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: check first
+        return ProviderError("provider_timeout", "The model provider did not answer in time.")
+    if isinstance(exc, openai.APIConnectionError):
+        return ProviderError("provider_connection_lost", "The connection to the model provider was lost.")
+    if not isinstance(exc, openai.APIStatusError):
+        return ProviderError("provider_http_error", f"The model provider reported an error: {_clip(exc, api_key)}.")
+    status = exc.status_code
+    if status == 429:
+        code, what = "provider_rate_limited", "is rate limiting requests"
+    elif status in (401, 403):
+        code, what = "provider_auth_failed", "rejected the API credentials"
+    elif 400 <= status < 500:
+        code, what = "provider_bad_request", "rejected the request"
+    else:
+        code, what = "provider_http_error", "failed"
+    message = exc.body.get("message") if isinstance(exc.body, dict) else None
+    detail = f"The model provider {what} (HTTP {status})"
+    detail += f": {_clip(message, api_key)}." if message else "."
+    return ProviderError(code, detail, status)

@@ -1,0 +1,104 @@
+"""Shared fixtures: the scripted provider, settings pointing at it, factories, SSE parsing."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+os.environ.setdefault("ELION_TESTING", "1")
+
+from tests.support.scripted_provider import ScriptedProvider, ScriptedReply  # noqa: E402
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
+
+
+@pytest.fixture(scope="session")
+def scripted_server():
+    with ScriptedProvider() as provider:
+        yield provider
+
+
+@pytest.fixture
+def scripted_provider(scripted_server, settings):
+    """The scripted OpenAI-compatible server, configured as the app's provider."""
+    scripted_server.clear()
+    settings.OPENAI_API_KEY = "test-key"
+    settings.OPENAI_BASE_URL = scripted_server.base_url
+    settings.ELION_API_SELECTOR = "responses"
+    settings.ELION_MODEL = "gpt-5.5"
+    settings.ELION_PROVIDER_ID = "openai"
+    yield scripted_server
+    scripted_server.release()
+    scripted_server.clear()
+
+
+@pytest.fixture
+def reply():
+    return ScriptedReply
+
+
+def parse_sse(raw: bytes | str) -> list[tuple[str, dict]]:
+    """`event:`/`data:` frames into (name, data) pairs, in order."""
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    events = []
+    for frame in text.split("\n\n"):
+        name, data = None, None
+        for line in frame.splitlines():
+            if line.startswith("event: "):
+                name = line[len("event: ") :]
+            elif line.startswith("data: "):
+                data = json.loads(line[len("data: ") :])
+        if name is not None:
+            events.append((name, data))
+    return events
+
+
+async def read_streaming(response) -> bytes:
+    chunks = []
+    async for chunk in response.streaming_content:
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.fixture
+def make_conversation(db):
+    from conversations.services import conversation_create
+
+    def make(**kwargs):
+        return conversation_create(**kwargs)
+
+    return make
+
+
+@pytest.fixture
+def make_turns(db):
+    """Append a straight chain of completed turns to a conversation (bypassing the provider)."""
+    from conversations.models import Message
+
+    def make(conversation, *pairs, parent=None, binding=None):
+        binding = binding or {}
+        parent = parent if parent is not None else conversation.head
+        created = []
+        for role, content in pairs:
+            conversation.last_seq += 1
+            parent = Message.objects.create(
+                conversation=conversation, parent=parent, seq=conversation.last_seq, role=role, content=content,
+                **binding,
+            )
+            created.append(parent)
+        conversation.head = parent
+        conversation.save(update_fields=["head", "last_seq"])
+        return created
+
+    return make
