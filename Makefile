@@ -1,0 +1,44 @@
+# Elion developer entry points.
+#   make run                 migrate, collectstatic, then daphne + django-q cluster (Ctrl-C stops both)
+#   make run HOST=0.0.0.0 PORT=9000
+#   make test                whole suite on SQLite, then on a throwaway PostgreSQL
+#   make test ARGS="-k foo"  extra pytest arguments (or set PYTEST_ARGS)
+#   make test-sqlite | test-postgres | lint
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := test
+
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+HOST ?= 127.0.0.1
+PORT ?= 8000
+ARGS ?=
+PYTEST_ARGS ?= $(ARGS)
+export HOST PORT PYTEST_ARGS
+
+.PHONY: venv run test test-sqlite test-postgres lint
+
+# Internal: create the venv if missing; reinstall only when requirements.txt changed.
+venv: $(STAMP)
+
+$(STAMP): requirements.txt
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements.txt
+	@touch $@
+
+run: venv
+	bash scripts/run.sh
+
+test: venv
+	bash scripts/test.sh all
+
+test-sqlite: venv
+	bash scripts/test.sh sqlite
+
+test-postgres: venv
+	bash scripts/test.sh postgres
+
+lint: venv
+	$(VENV)/bin/ruff check .

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Runs the whole pytest suite twice: on SQLite, then on a throwaway PostgreSQL.
+#
+#   scripts/test.sh [all|sqlite|postgres]      (default: all)
+#   PYTEST_ARGS="-k foo -x" scripts/test.sh    extra pytest arguments (shell-quoted)
+#
+# Stops at the first failing half; always stops PostgreSQL and removes temp dirs.
+# pytest exit code 5 ("no tests collected") counts as a failure.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$PWD"
+PY="$ROOT/.venv/bin/python"
+MODE="${1:-all}"
+case "$MODE" in
+    all | sqlite | postgres) ;;
+    *) echo "usage: $0 [all|sqlite|postgres]" >&2; exit 2 ;;
+esac
+[[ -x "$PY" ]] || { echo "test.sh: $PY missing; run 'make venv' first" >&2; exit 1; }
+
+# Extra pytest args, honouring shell quoting: PYTEST_ARGS="-k 'a and b'".
+eval "EXTRA_ARGS=(${PYTEST_ARGS:-})"
+PYTEST=("$PY" -m pytest -p no:cacheprovider -q "${EXTRA_ARGS[@]}")
+
+SUMMARY=()
+PG_DIR=""
+# Fresh per-run scratch space; each half gets its own ELION_DATA_DIR inside it.
+SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/elion-test.XXXXXX")"
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [[ -n "$PG_DIR" ]]; then
+        "$ROOT/scripts/pg_tmp.sh" stop "$PG_DIR" || true
+    fi
+    rm -rf "$SCRATCH"
+    echo
+    echo "==================== test summary ===================="
+    if ((${#SUMMARY[@]} == 0)); then
+        echo "  (no test run completed)"
+    else
+        printf '  %s\n' "${SUMMARY[@]}"
+    fi
+    if ((rc == 0)); then echo "  RESULT: PASS"; else echo "  RESULT: FAIL (exit $rc)"; fi
+    exit "$rc"
+}
+# pytest's pid while it runs in the background (non-interactive runs, see run_suite).
+CHILD=""
+on_signal() {
+    echo "test.sh: interrupted (SIG$1)" >&2
+    if [[ -n "$CHILD" ]]; then
+        kill -TERM "$CHILD" 2>/dev/null || true
+        local i
+        for ((i = 0; i < 50; i++)); do kill -0 "$CHILD" 2>/dev/null || break; sleep 0.2; done
+        kill -KILL "$CHILD" 2>/dev/null || true
+    fi
+    exit "$2"
+}
+trap cleanup EXIT
+trap 'on_signal INT 130' INT
+trap 'on_signal TERM 143' TERM
+trap 'on_signal HUP 129' HUP
+
+# ---------------------------------------------------------------- system deps
+APT_UPDATED=0
+apt_install() {
+    export DEBIAN_FRONTEND=noninteractive
+    if ((APT_UPDATED == 0)); then
+        apt-get update -qq >/dev/null
+        APT_UPDATED=1
+    fi
+    echo "test.sh: apt-get install $*" >&2
+    apt-get install -y -qq -o Dpkg::Use-Pty=0 "$@" >/dev/null
+}
+
+ensure_chromium() {
+    [[ -x /usr/bin/chromium ]] || apt_install chromium
+}
+
+ensure_postgres() {
+    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || apt_install postgresql
+}
+
+# ---------------------------------------------------------------- helpers
+# run_suite LABEL  (environment already prepared by the caller)
+run_suite() {
+    local label="$1" rc start secs
+    echo
+    echo "==================== pytest on $label ===================="
+    start=$SECONDS
+    set +e
+    if [[ -t 0 ]]; then
+        # Interactive: foreground, so Ctrl-C reaches pytest directly and --pdb works.
+        "${PYTEST[@]}"
+        rc=$?
+    else
+        # CI / no terminal: background + wait, so a SIGTERM to this script is acted
+        # on at once (trap forwards it to pytest) instead of after pytest finishes.
+        "${PYTEST[@]}" &
+        CHILD=$!
+        wait "$CHILD"
+        rc=$?
+        CHILD=""
+    fi
+    set -e
+    secs=$((SECONDS - start))
+    case "$rc" in
+        0)
+            SUMMARY+=("$label: PASSED (${secs}s)")
+            return 0 ;;
+        5)
+            echo "test.sh: pytest collected NO tests on $label -- a suite that runs nothing does not pass" >&2
+            SUMMARY+=("$label: FAILED - no tests collected (pytest exit 5)") ;;
+        *)
+            SUMMARY+=("$label: FAILED (pytest exit $rc, ${secs}s)") ;;
+    esac
+    return 1
+}
+
+# ---------------------------------------------------------------- run
+ensure_chromium
+if [[ "$MODE" != sqlite ]]; then
+    ensure_postgres
+fi
+
+echo "==================== makemigrations --check ===================="
+mkdir "$SCRATCH/migrations"
+if ! env -u DATABASE_URL ELION_DATA_DIR="$SCRATCH/migrations" \
+    "$PY" manage.py makemigrations --check --dry-run; then
+    SUMMARY+=("migrations: FAILED - makemigrations --check failed (missing migrations, or the project does not load)")
+    exit 1
+fi
+SUMMARY+=("migrations: OK")
+
+if [[ "$MODE" != postgres ]]; then
+    unset DATABASE_URL
+    export ELION_DATA_DIR="$SCRATCH/sqlite"
+    mkdir "$ELION_DATA_DIR"
+    run_suite sqlite || { [[ "$MODE" == all ]] && SUMMARY+=("postgresql: NOT RUN (sqlite failed)"); exit 1; }
+fi
+
+if [[ "$MODE" != sqlite ]]; then
+    echo
+    echo "==================== starting PostgreSQL ===================="
+    PG_ENV="$("$ROOT/scripts/pg_tmp.sh" start)" || { SUMMARY+=("postgresql: FAILED - could not start server"); exit 1; }
+    eval "$PG_ENV"   # PG_TMP_DIR, PG_PORT, DATABASE_URL
+    PG_DIR="$PG_TMP_DIR"
+    echo "PostgreSQL on 127.0.0.1:$PG_PORT ($PG_DIR)"
+    export ELION_DATA_DIR="$SCRATCH/postgresql" DATABASE_URL
+    mkdir "$ELION_DATA_DIR"
+    run_suite postgresql || exit 1
+fi
+exit 0

@@ -1,0 +1,645 @@
+"""A scripted, OpenAI-compatible HTTP server for tests and benchmarks.
+
+It speaks both the Chat Completions API and the Responses API over loopback,
+with the same SSE framing the real service uses, so the official ``openai``
+SDK (and therefore the app's real provider gateway) runs unmodified against it.
+
+In-process use::
+
+    with ScriptedProvider() as provider:
+        provider.script(ScriptedReply(text="Hello there"), ScriptedReply(status=429))
+        client = openai.AsyncOpenAI(base_url=provider.base_url, api_key="test", max_retries=0)
+        ...
+        assert provider.last_request().body["model"] == "gpt-5.5"
+
+Callers must build their SDK client with ``max_retries=0``: the SDK retries
+429/5xx and dropped connections by default, which would silently consume extra
+scripted replies and hide exactly the errors a test is trying to provoke.
+
+Standalone use (e.g. a benchmark driving the app in another process)::
+
+    python -m tests.support.scripted_provider --port 8765
+
+It prints ``BASE_URL http://127.0.0.1:8765/v1`` once listening and stops
+cleanly on SIGTERM or SIGINT. Control endpoints:
+
+* ``POST /_control/script``   JSON list of reply dicts (``ScriptedReply`` fields;
+  ``hold`` is a *name*, released with ``/_control/release``)
+* ``POST /_control/release``  ``{"name": "..."}`` releases one hold, ``{}`` all
+* ``GET  /_control/requests`` every recorded request as JSON
+* ``POST /_control/clear``    forget recorded requests and queued replies
+
+Stdlib only, so it can run without the project's dependencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+DEFAULT_CHUNKS = ("Scripted", " reply", ".")
+KNOWN_MODELS = ("gpt-5.5", "gpt-5.5-mini", "scripted-model")
+
+# OpenAI-style error "type"/"code" per status, so SDK error parsing sees realistic bodies.
+_ERROR_KINDS: dict[int, tuple[str, str]] = {
+    400: ("invalid_request_error", "invalid_request"),
+    401: ("authentication_error", "invalid_api_key"),
+    403: ("permission_error", "permission_denied"),
+    404: ("invalid_request_error", "model_not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+}
+
+
+class _Dropped(Exception):
+    """Raised inside a handler to abandon a reply mid-stream."""
+
+
+@dataclass
+class ScriptedReply:
+    """One scripted answer. With nothing set it produces the default text reply."""
+
+    text: str | None = None
+    chunks: list[str] | None = None
+    # Each: {"name": str, "arguments": dict, "call_id": str (optional)}. Emitted before any text.
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    delay_before_first: float = 0.0  # seconds before the status line is sent
+    delay_between_chunks: float = 0.0
+    status: int = 200  # >= 400 → OpenAI-style JSON error body with this status
+    error_message: str | None = None
+    drop_after_chunks: int | None = None  # send N content chunks (text/argument deltas), then cut
+    hold: threading.Event | None = None  # after the first chunk, block until set
+    usage: dict[str, int] | None = None  # {"input_tokens": n, "output_tokens": m}
+    finish: bool = True  # False → end the body cleanly but without the completion event / [DONE]
+
+    def text_chunks(self) -> list[str]:
+        if self.chunks is not None:
+            return list(self.chunks)
+        if self.text is not None:
+            # Word-sized pieces keep leading whitespace, so "".join(pieces) == text.
+            return re.findall(r"\s*\S+\s*$|\s*\S+", self.text) or [self.text]
+        return [] if self.tool_calls else list(DEFAULT_CHUNKS)
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True  # a held reply must never block interpreter exit
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients vanishing mid-reply (timeouts, killed apps) is normal here, not noise-worthy.
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
+
+class ScriptedProvider:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._host = host
+        self._port = port
+        self._lock = threading.Lock()
+        self._queue: deque[ScriptedReply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._named_holds: dict[str, threading.Event] = {}
+        self._connections: set[socket.socket] = set()
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.default_reply = ScriptedReply()
+
+    # -- lifecycle -------------------------------------------------------
+    def start(self) -> Self:
+        handler = type("_BoundHandler", (_Handler,), {"provider": self})
+        server = _Server((self._host, self._port), handler)
+        self._server = server
+        self._stopping.clear()
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},  # fast stop() in tests
+            name="scripted-provider",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        # Idle keep-alive and held connections would otherwise linger in their threads.
+        with self._lock:
+            conns = list(self._connections)
+        for conn in conns:
+            _abort(conn)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "ScriptedProvider is not started"
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self._host}:{self.port}/v1"
+
+    # -- script and records ----------------------------------------------
+    def script(self, *replies: ScriptedReply | dict[str, Any]) -> None:
+        with self._lock:
+            self._queue.extend(r if isinstance(r, ScriptedReply) else self._reply_from_dict(r) for r in replies)
+
+    def next_reply(self) -> ScriptedReply:
+        with self._lock:
+            return self._queue.popleft() if self._queue else self.default_reply
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def last_request(self) -> RecordedRequest | None:
+        with self._lock:
+            return self._requests[-1] if self._requests else None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._queue.clear()
+
+    def record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def release(self, name: str | None = None) -> None:
+        """Set a named hold (from the HTTP control API), or every named hold when name is None."""
+        with self._lock:
+            if name is None:
+                events = list(self._named_holds.values())
+            else:
+                events = [self._named_holds[name]] if name in self._named_holds else []
+        for event in events:
+            event.set()
+
+    def _reply_from_dict(self, data: dict[str, Any]) -> ScriptedReply:
+        data = dict(data)
+        hold_name = data.pop("hold", None)
+        reply = ScriptedReply(**data)
+        if hold_name:
+            # Over HTTP a hold is named; the lock is already held by script().
+            reply.hold = self._named_holds.setdefault(str(hold_name), threading.Event())
+        return reply
+
+    def _track(self, conn: socket.socket, add: bool) -> None:
+        with self._lock:
+            (self._connections.add if add else self._connections.discard)(conn)
+
+
+def _abort(conn: socket.socket) -> None:
+    try:
+        conn.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    provider: ScriptedProvider
+    protocol_version = "HTTP/1.1"  # keep-alive + chunked streams, like the real API
+
+    def setup(self) -> None:
+        super().setup()
+        self.provider._track(self.connection, True)
+
+    def finish(self) -> None:
+        self.provider._track(self.connection, False)
+        try:
+            super().finish()
+        except OSError:
+            pass
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output quiet
+
+    # -- plumbing ----------------------------------------------------------
+    def _read_body(self) -> Any:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            return None
+
+    def _send_json(self, status: int, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("x-request-id", f"req_{uuid.uuid4().hex[:16]}")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("x-request-id", f"req_{uuid.uuid4().hex[:16]}")
+        self.end_headers()
+
+    def _sse(self, data: Any, event: str | None = None) -> None:
+        text = (f"event: {event}\n" if event else "") + "data: " + (data if isinstance(data, str) else json.dumps(data))
+        payload = (text + "\n\n").encode()
+        # Chunked framing: a cut connection then surfaces as an incomplete body client-side.
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+
+    def _end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        _abort(self.connection)
+        raise _Dropped
+
+    # -- routing -----------------------------------------------------------
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path == "/_control/requests":  # control traffic is not recorded
+            self._send_json(200, [r.to_json() for r in self.provider.requests])
+            return
+        self.provider.record(RecordedRequest("GET", self.path, self._lower_headers(), None))
+        if path == "/v1/models":
+            created = 1700000000
+            models = [{"id": m, "object": "model", "created": created, "owned_by": "scripted"} for m in KNOWN_MODELS]
+            self._send_json(200, {"object": "list", "data": models})
+        else:
+            self._send_error(404, f"Unknown path {self.path}")
+
+    def do_POST(self) -> None:
+        body = self._read_body()
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path.startswith("/_control/"):
+            self._control(path, body)
+            return
+        self.provider.record(RecordedRequest("POST", self.path, self._lower_headers(), body))
+        if path not in ("/v1/chat/completions", "/v1/responses"):
+            self._send_error(404, f"Unknown path {self.path}")
+            return
+        reply = self.provider.next_reply()
+        body = body if isinstance(body, dict) else {}
+        try:
+            self._reply(path, body, reply)
+        except _Dropped:
+            pass
+        except OSError:
+            self.close_connection = True  # client went away (e.g. the app was killed)
+
+    def _lower_headers(self) -> dict[str, str]:
+        return {k.lower(): v for k, v in self.headers.items()}
+
+    def _control(self, path: str, body: Any) -> None:
+        if path == "/_control/script":
+            try:
+                self.provider.script(*(body or []))
+            except (TypeError, ValueError) as exc:  # unknown field or bad value in a reply dict
+                self._send_error(400, f"Bad script: {exc}")
+                return
+            self._send_json(200, {"queued": len(body or [])})
+        elif path == "/_control/clear":
+            self.provider.clear()
+            self._send_json(200, {"cleared": True})
+        elif path == "/_control/release":
+            self.provider.release((body or {}).get("name"))
+            self._send_json(200, {"released": True})
+        else:
+            self._send_error(404, f"Unknown control path {path}")
+
+    def _send_error(self, status: int, message: str) -> None:
+        kind, code = _ERROR_KINDS.get(status, ("server_error", "server_error"))
+        self._send_json(
+            status,
+            {"error": {"message": message, "type": kind, "code": code, "param": None}},
+        )
+
+    # -- replies -----------------------------------------------------------
+    def _reply(self, path: str, body: dict[str, Any], reply: ScriptedReply) -> None:
+        if reply.delay_before_first:
+            time.sleep(reply.delay_before_first)
+        if reply.status >= 400:
+            try:
+                phrase = HTTPStatus(reply.status).phrase
+            except ValueError:
+                phrase = "Error"
+            self._send_error(reply.status, reply.error_message or f"Scripted {reply.status} {phrase}")
+            return
+        stream = bool(body.get("stream"))
+        if not stream and reply.drop_after_chunks is not None:
+            self._drop()
+        turn = _Turn(body, reply)
+        if path == "/v1/chat/completions":
+            if stream:
+                self._stream_chat(
+                    turn,
+                    include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
+                )
+            else:
+                self._send_json(200, turn.chat_completion())
+        elif stream:
+            self._stream_responses(turn)
+        else:
+            self._send_json(200, turn.response("completed", turn.response_output()))
+
+    def _pace(self, turn: _Turn) -> None:
+        """Called after each content chunk: applies drop / hold / delay rules."""
+        turn.sent += 1
+        if turn.reply.drop_after_chunks is not None and turn.sent >= turn.reply.drop_after_chunks:
+            self._drop()
+        if turn.sent == 1 and turn.reply.hold is not None:
+            while not turn.reply.hold.wait(0.05):
+                if self.provider._stopping.is_set():
+                    self._drop()
+        if turn.reply.delay_between_chunks:
+            time.sleep(turn.reply.delay_between_chunks)
+
+    def _stream_chat(self, turn: _Turn, include_usage: bool) -> None:
+        self._start_stream()
+        if turn.reply.drop_after_chunks == 0:
+            self._drop()
+        self._sse(turn.chunk({"role": "assistant", "content": "", "refusal": None}))
+        for index, call in enumerate(turn.calls):
+            head = {
+                "index": index,
+                "id": call["call_id"],
+                "type": "function",
+                "function": {"name": call["name"], "arguments": ""},
+            }
+            self._sse(turn.chunk({"tool_calls": [head]}))
+            for piece in _halves(call["arguments_json"]):
+                self._sse(turn.chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+                self._pace(turn)
+        for piece in turn.chunks:
+            self._sse(turn.chunk({"content": piece}))
+            self._pace(turn)
+        if not turn.reply.finish:
+            self._end_stream()
+            return
+        self._sse(turn.chunk({}, finish_reason="tool_calls" if turn.calls else "stop"))
+        if include_usage:
+            self._sse({**turn.chunk_base(), "choices": [], "usage": turn.chat_usage()})
+        self._sse("[DONE]")
+        self._end_stream()
+
+    def _stream_responses(self, turn: _Turn) -> None:
+        seq = iter(range(1_000_000))
+
+        def emit(kind: str, **fields: Any) -> None:
+            self._sse({"type": kind, "sequence_number": next(seq), **fields}, event=kind)
+
+        self._start_stream()
+        if turn.reply.drop_after_chunks == 0:
+            self._drop()
+        emit("response.created", response=turn.response("in_progress", []))
+        emit("response.in_progress", response=turn.response("in_progress", []))
+        output: list[dict[str, Any]] = []
+        for call in turn.calls:
+            idx, item = len(output), turn.function_item(call, "in_progress", "")
+            emit("response.output_item.added", output_index=idx, item=item)
+            for piece in _halves(call["arguments_json"]):
+                emit(
+                    "response.function_call_arguments.delta",
+                    item_id=item["id"],
+                    output_index=idx,
+                    delta=piece,
+                )
+                self._pace(turn)
+            emit(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=idx,
+                name=call["name"],
+                arguments=call["arguments_json"],
+            )
+            done = turn.function_item(call, "completed", call["arguments_json"])
+            emit("response.output_item.done", output_index=idx, item=done)
+            output.append(done)
+        if turn.chunks:
+            idx, msg_id = len(output), f"msg_{uuid.uuid4().hex[:24]}"
+            part = {
+                "type": "output_text",
+                "text": "",
+                "annotations": [],
+                "logprobs": [],
+            }
+            loc = {"item_id": msg_id, "output_index": idx, "content_index": 0}
+            emit(
+                "response.output_item.added",
+                output_index=idx,
+                item=turn.message_item(msg_id, "in_progress", None),
+            )
+            emit("response.content_part.added", **loc, part=part)
+            for piece in turn.chunks:
+                emit("response.output_text.delta", **loc, delta=piece, logprobs=[])
+                self._pace(turn)
+            emit("response.output_text.done", **loc, text=turn.text, logprobs=[])
+            emit("response.content_part.done", **loc, part={**part, "text": turn.text})
+            done = turn.message_item(msg_id, "completed", turn.text)
+            emit("response.output_item.done", output_index=idx, item=done)
+            output.append(done)
+        if turn.reply.finish:
+            emit("response.completed", response=turn.response("completed", output))
+        self._end_stream()
+
+
+def _halves(text: str) -> list[str]:
+    """Split tool-call arguments into two deltas so clients must concatenate."""
+    mid = len(text) // 2
+    return [p for p in (text[:mid], text[mid:]) if p]
+
+
+class _Turn:
+    """Builds the JSON objects for one reply, with field sets taken from the SDK's types."""
+
+    def __init__(self, body: dict[str, Any], reply: ScriptedReply) -> None:
+        self.reply = reply
+        self.model = str(body.get("model") or "scripted-model")
+        self.chunks = reply.text_chunks()
+        self.text = "".join(self.chunks)
+        self.created = int(time.time())
+        self.id = uuid.uuid4().hex[:24]
+        self.sent = 0
+        self.calls = [
+            {
+                "name": c["name"],
+                "call_id": c.get("call_id") or f"call_{uuid.uuid4().hex[:20]}",
+                "arguments_json": json.dumps(c.get("arguments") or {}),
+            }
+            for c in reply.tool_calls
+        ]
+        usage = reply.usage or {}
+        words = len(json.dumps(body.get("messages") or body.get("input") or "").split())
+        self.input_tokens = int(usage.get("input_tokens", words))
+        self.output_tokens = int(usage.get("output_tokens", len(self.chunks) + 4 * len(self.calls)))
+
+    # Chat Completions -------------------------------------------------------
+    def chunk_base(self) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-{self.id}",
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": "fp_scripted",
+            "service_tier": "default",
+        }
+
+    def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        choice = {
+            "index": 0,
+            "delta": delta,
+            "logprobs": None,
+            "finish_reason": finish_reason,
+        }
+        return {**self.chunk_base(), "choices": [choice], "usage": None}
+
+    def chat_usage(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self.input_tokens,
+            "completion_tokens": self.output_tokens,
+            "total_tokens": self.input_tokens + self.output_tokens,
+        }
+
+    def chat_completion(self) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": self.text or None,
+            "refusal": None,
+        }
+        if self.calls:
+            message["tool_calls"] = [
+                {
+                    "id": c["call_id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["arguments_json"]},
+                }
+                for c in self.calls
+            ]
+        choice = {
+            "index": 0,
+            "message": message,
+            "logprobs": None,
+            "finish_reason": "tool_calls" if self.calls else "stop",
+        }
+        return {
+            "id": f"chatcmpl-{self.id}",
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [choice],
+            "usage": self.chat_usage(),
+            "system_fingerprint": "fp_scripted",
+            "service_tier": "default",
+        }
+
+    # Responses ------------------------------------------------------------------
+    def function_item(self, call: dict[str, str], status: str, arguments: str) -> dict[str, Any]:
+        return {
+            "type": "function_call",
+            "id": f"fc_{call['call_id']}",
+            "call_id": call["call_id"],
+            "name": call["name"],
+            "arguments": arguments,
+            "status": status,
+        }
+
+    def message_item(self, msg_id: str, status: str, text: str | None) -> dict[str, Any]:
+        content = [] if text is None else [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
+        return {
+            "type": "message",
+            "id": msg_id,
+            "role": "assistant",
+            "status": status,
+            "content": content,
+        }
+
+    def response_output(self) -> list[dict[str, Any]]:
+        items = [self.function_item(c, "completed", c["arguments_json"]) for c in self.calls]
+        if self.chunks:
+            items.append(self.message_item(f"msg_{self.id}", "completed", self.text))
+        return items
+
+    def response(self, status: str, output: list[dict[str, Any]]) -> dict[str, Any]:
+        done = status == "completed"
+        usage = {
+            "input_tokens": self.input_tokens,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": self.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": self.input_tokens + self.output_tokens,
+        }
+        return {
+            "id": f"resp_{self.id}",
+            "object": "response",
+            "created_at": self.created,
+            "status": status,
+            "completed_at": time.time() if done else None,
+            "error": None,
+            "incomplete_details": None,
+            "instructions": None,
+            "metadata": {},
+            "model": self.model,
+            "output": output,
+            "parallel_tool_calls": True,
+            "temperature": 1.0,
+            "top_p": 1.0,
+            "tool_choice": "auto",
+            "tools": [],
+            "text": {"format": {"type": "text"}},
+            "truncation": "disabled",
+            "usage": usage if done else None,
+        }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible provider")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    provider = ScriptedProvider(args.host, args.port).start()
+    stop = threading.Event()
+    # Signal handlers only set a flag; the main thread then shuts down in order.
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    print(f"BASE_URL {provider.base_url}", flush=True)
+    while not stop.wait(0.5):
+        pass
+    provider.stop()
+
+
+if __name__ == "__main__":
+    main()
