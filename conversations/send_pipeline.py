@@ -16,6 +16,7 @@ Events are `(name, data)` pairs named as in API.md "Sending".
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -293,7 +294,10 @@ class ReplyRun:
         self.queue.put_nowait((name, data))
 
     def start(self) -> None:
-        task = asyncio.get_running_loop().create_task(self._run())
+        # A fresh context: the request's context ties thread-sensitive
+        # sync_to_async calls to the request's executor, which quits when the
+        # response ends, while this reply must outlive the request.
+        task = asyncio.get_running_loop().create_task(self._run(), context=contextvars.Context())
         _RUNNING_TASKS.add(task)
         task.add_done_callback(_RUNNING_TASKS.discard)
 

@@ -8,5 +8,10 @@ urlpatterns = [
     path("logout/", views.logout_page, name="logout"),
     path("c/new/", views.new_chat, name="new-chat"),
     path("c/<str:conversation_id>/", views.chat_page, name="chat"),
+    path(
+        "c/<str:conversation_id>/messages/<str:message_id>/fragment/",
+        views.message_fragment,
+        name="message-fragment",
+    ),
     path("settings/", views.settings_page, name="settings"),
 ]

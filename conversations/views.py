@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth import login, logout
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
-from conversations import services
-from conversations.models import Conversation
-from conversations.settings_service import assistant_settings_get
+from conversations import page_selectors, services
+from conversations.models import Conversation, Persona, Personality
+from conversations.settings_service import assistant_settings_get, assistant_settings_update
 from elion import access
 from elion.errors import ServiceError
 
@@ -48,10 +49,81 @@ def new_chat(request: HttpRequest) -> HttpResponse:
     return redirect("chat", conversation_id=conversation.id)
 
 
+def _conversation_or_404(conversation_id: str) -> Conversation:
+    try:
+        return services.access_conversation(conversation_id)
+    except ServiceError as exc:
+        raise Http404(exc.detail) from exc
+
+
 def chat_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
-    conversation = services.access_conversation(conversation_id)
-    return render(request, "chat/chat.html", {"conversation": conversation, "settings_row": assistant_settings_get()})
+    conversation = _conversation_or_404(conversation_id)
+    # A reply left `streaming` by a dead process shows as interrupted, with Retry.
+    if services.streams_interrupt_expired(conversation):
+        conversation.refresh_from_db()
+    settings_row = assistant_settings_get()
+    branch = page_selectors.visible_branch(conversation)
+    bubbles = page_selectors.bubbles_for(conversation, branch, settings_row)
+    return render(
+        request,
+        "chat/chat.html",
+        {
+            "conversation": conversation,
+            "settings_row": settings_row,
+            "bubbles": bubbles,
+            "assistant_label": page_selectors.assistant_label(conversation, settings_row),
+            "persona_label": Persona(conversation.persona).label,
+            "token_estimate": page_selectors.thread_token_estimate(branch),
+            "diagnostics": page_selectors.latest_diagnostics(branch),
+            "streaming": any(bubble.is_streaming for bubble in bubbles),
+        },
+    )
+
+
+@require_GET
+def message_fragment(request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
+    """One rendered bubble, swapped in by chat.js when a stream ends."""
+    conversation = _conversation_or_404(conversation_id)
+    try:
+        message = services.message_in_conversation(conversation, message_id)
+    except ServiceError as exc:
+        raise Http404(exc.detail) from exc
+    if message.role not in page_selectors.VISIBLE_ROLES:
+        raise Http404("That message is not shown in the transcript.")
+    services.streams_interrupt_expired(conversation)
+    message.refresh_from_db()
+    (bubble,) = page_selectors.bubbles_for(conversation, [message], assistant_settings_get())
+    response = render(request, "chat/_message.html", {"bubble": bubble})
+    response["X-Message-Status"] = message.status
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+SETTINGS_TEXT_FIELDS = ("owner_name", "display_name", "personality", "custom_instructions")
+SETTINGS_FLAGS = ("archive_access", "web_search")
 
 
 def settings_page(request: HttpRequest) -> HttpResponse:
-    return render(request, "settings.html", {"settings_row": assistant_settings_get()})
+    error = ""
+    status = 200
+    settings_row = assistant_settings_get()
+    if request.method == "POST":
+        changes: dict[str, object] = {name: request.POST.get(name, "") for name in SETTINGS_TEXT_FIELDS}
+        changes.update({name: request.POST.get(name) == "on" for name in SETTINGS_FLAGS})
+        try:
+            assistant_settings_update(**changes)
+        except ServiceError as exc:
+            error, status = exc.detail, exc.status
+            # Show what the owner typed, not the stored values, so nothing is lost.
+            for name, value in changes.items():
+                setattr(settings_row, name, value)
+        else:
+            messages.success(request, "Settings saved. Existing conversations use them from the next reply.")
+            return redirect("settings")
+    return render(
+        request,
+        "settings.html",
+        {"settings_row": settings_row, "personalities": Personality.choices, "error": error},
+        status=status,
+    )
+

@@ -1,0 +1,131 @@
+"""Seed 004: killing the process mid-reply loses no turn.
+
+A real Daphne process serves the send while the scripted provider holds the
+reply open; the process is SIGKILLed; a fresh process finds the user turn
+stored and the assistant message `interrupted` with its partial text.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import httpx
+import pytest
+
+from conversations.models import Message, MessageStatus, Role
+from conversations.services import conversation_create
+from tests.support.live_server import LiveApp
+from tests.support.scripted_provider import ScriptedReply
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+def wait_until(predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def app_env(scripted_server) -> dict[str, str]:
+    return {
+        "OPENAI_API_KEY": "test-key",
+        "OPENAI_BASE_URL": scripted_server.base_url,
+        "ELION_STREAM_LEASE_SECONDS": "1",
+    }
+
+
+def test_sigkill_mid_reply_keeps_user_turn_and_partial_text_as_interrupted(scripted_server):
+    scripted_server.clear()
+    gate = threading.Event()
+    scripted_server.script(ScriptedReply(chunks=["Partial words ", "never finished"], hold=gate))
+    conversation = conversation_create()
+    app = LiveApp(app_env(scripted_server)).start()
+    try:
+        # Send and stop reading once the first delta arrived; the server then dies.
+        with httpx.Client(timeout=10) as client, client.stream(
+            "POST",
+            f"{app.base_url}/api/conversations/{conversation.id}/messages/",
+            json={"content": "tell me a long story"},
+        ) as response:
+            assert response.status_code == 200
+            for line in response.iter_lines():
+                if line.startswith("data: ") and "text" in json.loads(line[6:]):
+                    break
+            assistant = wait_until(
+                lambda: Message.objects.filter(
+                    conversation=conversation, role=Role.ASSISTANT, content__startswith="Partial"
+                ).first()
+            )
+            assert assistant.status == MessageStatus.STREAMING
+            app.kill()
+    finally:
+        gate.set()
+        app.stop()
+
+    restarted = LiveApp(app_env(scripted_server)).start()
+    try:
+        time.sleep(1.2)  # the dead process's lease runs out
+        listing = httpx.get(f"{restarted.base_url}/api/conversations/{conversation.id}/messages/", timeout=10).json()
+    finally:
+        restarted.stop()
+    user, reply = listing["results"]
+    assert (user["role"], user["content"], user["status"]) == ("user", "tell me a long story", "complete")
+    assert reply["status"] == "interrupted"
+    assert reply["content"] == "Partial words "
+
+
+def test_interrupted_reply_can_be_retried_after_a_crash(scripted_provider, make_conversation):
+    conversation = make_conversation()
+    from django.test import Client
+
+    client = Client()
+    scripted_provider.script(ScriptedReply(text="first"), ScriptedReply(text="second, retried"))
+    body = client.post(
+        f"/api/conversations/{conversation.id}/messages/?stream=false", {"content": "hi"}, content_type="application/json"
+    ).json()
+    # As if the process had died mid-stream and its lease had run out.
+    Message.objects.filter(pk=body["assistant_message"]["id"]).update(status=MessageStatus.INTERRUPTED)
+    retried = client.post(
+        f"/api/conversations/{conversation.id}/messages/{body['assistant_message']['id']}/retry/?stream=false"
+    ).json()
+    assert retried["assistant_message"]["content"] == "second, retried"
+    assert retried["assistant_message"]["parent_id"] == body["user_message"]["id"]
+
+
+def test_a_reply_with_a_live_lease_is_not_marked_interrupted(make_conversation, make_turns, settings):
+    from conversations.services import lease_deadline, streams_interrupt_expired
+
+    conversation = make_conversation()
+    _, reply = make_turns(conversation, ("user", "q"), ("assistant", "streaming..."))
+    Message.objects.filter(pk=reply.pk).update(status=MessageStatus.STREAMING, lease_expires_at=lease_deadline())
+    assert streams_interrupt_expired(conversation) == 0
+    Message.objects.filter(pk=reply.pk).update(lease_expires_at="2000-01-01T00:00:00Z")
+    assert streams_interrupt_expired(conversation) == 1
+    reply.refresh_from_db()
+    assert reply.status == MessageStatus.INTERRUPTED and reply.content == "streaming..."
+
+
+def test_client_that_drops_the_connection_still_gets_its_reply_stored(scripted_server):
+    """Over real HTTP: the browser goes away mid-stream, the server finishes and stores the reply."""
+    scripted_server.clear()
+    scripted_server.script(ScriptedReply(chunks=["one ", "two ", "three"], delay_between_chunks=0.2))
+    conversation = conversation_create()
+    with LiveApp(app_env(scripted_server)) as app:
+        with httpx.Client(timeout=10) as client, client.stream(
+            "POST", f"{app.base_url}/api/conversations/{conversation.id}/messages/", json={"content": "hello"}
+        ) as response:
+            for line in response.iter_lines():
+                if line.startswith("event: delta"):
+                    break  # leave mid-stream; closing the response drops the connection
+        reply = wait_until(
+            lambda: Message.objects.filter(
+                conversation=conversation, role=Role.ASSISTANT, status=MessageStatus.COMPLETE
+            ).first()
+        )
+    assert reply.content == "one two three"
