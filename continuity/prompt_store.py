@@ -1,16 +1,44 @@
 """Storing, reusing and rebuilding the per-conversation static prompt.
 
 One `role=system` message per conversation (a partial unique constraint makes
-a second impossible). It is built on the first send and reused afterwards;
-rebuilt when its inputs change or its policy marker is stale.
+a second impossible). It is built on the first send from the already
+persisted memory snapshot and reused afterwards. Source changes (settings,
+an edited or deleted memory the thread holds, an explicit refresh, visibility
+transitions) rebuild it eagerly through `static_prompts_rebuild`, inside the
+transaction that made the change; a prompt whose policy markers are stale is
+also rebuilt on the next send before it can reach the model.
 """
 
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
+import json
+import sqlite3
+from collections.abc import Iterable
+from uuid import UUID
 
-from continuity.static_prompt import PROMPT_POLICY, PromptInputs, PromptSettings, build_static_prompt
+from django.db import IntegrityError, connection, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from continuity.policies import policy_markers
+from continuity.static_prompt import (
+    PromptCharacter,
+    PromptInputs,
+    PromptMemory,
+    PromptSettings,
+    build_static_prompt,
+)
 from conversations.models import AssistantSettings, Conversation, Message, MessageKind, Role
+
+__all__ = [
+    "markers_are_current",
+    "policy_markers",
+    "prompt_inputs_for",
+    "prompt_inputs_many",
+    "static_prompt_ensure",
+    "static_prompts_rebuild",
+    "static_prompts_rebuild_all",
+]
 
 
 def prompt_settings(row: AssistantSettings) -> PromptSettings:
@@ -24,36 +52,106 @@ def prompt_settings(row: AssistantSettings) -> PromptSettings:
     )
 
 
-def prompt_inputs_for(conversation: Conversation) -> PromptInputs:
+def _category_label(code: str) -> str:
+    from memories.models import MemoryCategory
+
+    try:
+        return MemoryCategory(code).label
+    except ValueError:
+        return code.replace("_", " ").title()
+
+
+def snapshot_memories(conversation_ids) -> dict[UUID, tuple[PromptMemory, ...]]:
+    """Each conversation's snapshot members with their current text, in global order.
+
+    Only the snapshot's ids count: a conversation without membership rows gets
+    nothing, never "all memories". Inactive members are held but not shown.
+    `conversation_ids` is a list of ids or a `values("pk")` queryset.
+    """
+    from memories.models import SnapshotMembership
+
+    rows = (
+        SnapshotMembership.objects.filter(conversation_id__in=conversation_ids, memory__active=True)
+        .order_by("memory__position", "memory_id")
+        .values_list("conversation_id", "memory_id", "memory__text", "memory__category", "memory__importance")
+    )
+    shared: dict[int, PromptMemory] = {}
+    result: dict[UUID, list[PromptMemory]] = {}
+    for conversation_id, memory_id, text, category, importance in rows:
+        memory = shared.get(memory_id)
+        if memory is None:
+            memory = shared[memory_id] = PromptMemory(text, _category_label(category), importance)
+        result.setdefault(conversation_id, []).append(memory)
+    return {key: tuple(value) for key, value in result.items()}
+
+
+def saved_characters() -> tuple[PromptCharacter, ...]:
+    """Character Studio's characters. The slot is ready; that issue fills it."""
+    return ()
+
+
+def continuity_blocks(conversation_ids) -> dict[UUID, str]:
+    """Rendered verbatim handoffs per conversation, rebuilt under the current limits."""
+    from continuity.handoff_store import handoff_blocks_for
+
+    return handoff_blocks_for(conversation_ids)
+
+
+def prompt_inputs_many(conversations: list[Conversation], conversation_ids=None) -> dict[UUID, PromptInputs]:
+    """Prompt inputs for many conversations with a fixed number of queries.
+
+    `conversation_ids` may be a `values("pk")` queryset covering them, so no
+    query carries one parameter per thread.
+    """
     from conversations.settings_service import assistant_settings_get
 
-    return PromptInputs(persona=conversation.persona, settings=prompt_settings(assistant_settings_get()))
+    if conversation_ids is None:
+        conversation_ids = [conversation.pk for conversation in conversations]
+    settings = prompt_settings(assistant_settings_get())
+    memories = snapshot_memories(conversation_ids)
+    characters = saved_characters()
+    blocks = continuity_blocks(conversation_ids)
+    return {
+        conversation.pk: PromptInputs(
+            persona=conversation.persona,
+            settings=settings,
+            memories=memories.get(conversation.pk, ()),
+            characters=characters,
+            continuity_block=blocks.get(conversation.pk, ""),
+        )
+        for conversation in conversations
+    }
 
 
-def policy_markers() -> dict[str, str]:
-    return {"prompt_policy": PROMPT_POLICY}
+def prompt_inputs_for(conversation: Conversation) -> PromptInputs:
+    return prompt_inputs_many([conversation])[conversation.pk]
 
 
 def markers_are_current(message: Message) -> bool:
-    stored = message.metadata.get("policy_markers", {})
+    stored = (message.metadata or {}).get("policy_markers", {})
     return all(stored.get(name) == value for name, value in policy_markers().items())
 
 
 def static_prompt_ensure(conversation: Conversation) -> Message:
-    """The conversation's stored prompt, built now if missing or stale.
+    """The conversation's stored prompt: built now if missing, rebuilt if its policy is stale.
+
+    A current prompt is reused as stored: every source change rebuilds it
+    eagerly (`static_prompts_rebuild`), so a send never rebuilds from scratch.
 
     Precondition: the caller holds the conversation's row lock inside a
-    transaction, so a concurrent first send waits instead of racing; the
-    unique constraint is the last guard if it does not.
+    transaction, so a concurrent first send waits instead of racing, and a
+    memory edit/delete/refresh either finished before we read the snapshot or
+    rebuilds this prompt after we commit; the unique constraint is the last
+    guard if it does not.
     """
     existing = Message.objects.filter(conversation=conversation, role=Role.SYSTEM).first()
-    content = build_static_prompt(prompt_inputs_for(conversation))
     if existing is not None:
-        if existing.content != content or not markers_are_current(existing):
-            existing.content = content
+        if not markers_are_current(existing):
+            existing.content = build_static_prompt(prompt_inputs_for(conversation))
             existing.metadata = {**existing.metadata, "policy_markers": policy_markers()}
             existing.save(update_fields=["content", "metadata", "updated_at"])
         return existing
+    content = build_static_prompt(prompt_inputs_for(conversation))
     conversation.last_seq += 1
     conversation.save(update_fields=["last_seq"])
     try:
@@ -70,19 +168,96 @@ def static_prompt_ensure(conversation: Conversation) -> Message:
         return Message.objects.get(conversation=conversation, role=Role.SYSTEM)
 
 
-def static_prompts_rebuild(conversations) -> int:
-    """Rebuild the stored prompts of these conversations; returns how many changed."""
-    changed = 0
-    prompts = Message.objects.filter(conversation__in=conversations, role=Role.SYSTEM).select_related("conversation")
-    for message in prompts:
-        content = build_static_prompt(prompt_inputs_for(message.conversation))
-        if content != message.content or not markers_are_current(message):
-            message.content = content
-            message.metadata = {**message.metadata, "policy_markers": policy_markers()}
-            message.save(update_fields=["content", "metadata", "updated_at"])
-            changed += 1
-    return changed
+def _conversation_pks(conversations) -> QuerySet | list:
+    if isinstance(conversations, QuerySet):
+        return conversations.order_by().values("pk")
+    return [getattr(item, "pk", item) for item in conversations]
+
+
+def static_prompts_rebuild(conversations: QuerySet[Conversation] | Iterable[Conversation | UUID]) -> int:
+    """Rebuild these conversations' stored prompts from current rows; returns how many changed.
+
+    Precondition: inside a transaction. Callers that change memories or
+    snapshots hold `memories.snapshots.memory_set_lock()` first.
+
+    Every conversation row in scope is locked, in id order (two rebuilds never
+    deadlock), before any prompt source is read, including conversations with
+    no prompt yet: a first send in flight finishes first and is then rebuilt
+    here, or starts after we commit and reads what we wrote. The work is bulk
+    (a fixed number of queries however many threads are in scope).
+    """
+    scope = _conversation_pks(conversations)
+    locked = set(
+        Conversation.objects.select_for_update().filter(pk__in=scope).order_by("pk").values_list("pk", flat=True)
+    )
+    if not locked:
+        return 0
+    prompts = [
+        prompt
+        for prompt in Message.objects.filter(role=Role.SYSTEM, conversation_id__in=scope).select_related("conversation")
+        if prompt.conversation_id in locked
+    ]
+    if not prompts:
+        return 0
+    inputs = prompt_inputs_many([prompt.conversation for prompt in prompts], scope)
+    markers = policy_markers()
+    built: dict[PromptInputs, str] = {}
+    rows: list[tuple[UUID, str, dict]] = []
+    for prompt in prompts:
+        key = inputs[prompt.conversation_id]
+        content = built.get(key)
+        if content is None:
+            content = built[key] = build_static_prompt(key)
+        if content != prompt.content or not markers_are_current(prompt):
+            rows.append((prompt.pk, content, {**(prompt.metadata or {}), "policy_markers": markers}))
+    _prompt_rows_write(rows)
+    return len(rows)
 
 
 def static_prompts_rebuild_all() -> int:
-    return static_prompts_rebuild(Conversation.objects.filter(messages__role=Role.SYSTEM).distinct())
+    """Every stored prompt (settings saves). Locks every conversation, see above."""
+    return static_prompts_rebuild(Conversation.objects.all())
+
+
+def _max_rows_per_statement(params_per_row: int) -> int:
+    if connection.vendor == "sqlite":
+        connection.ensure_connection()
+        limit = connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    else:
+        limit = 65_535  # PostgreSQL's bind-parameter ceiling
+    return max((limit - 1) // params_per_row, 1)
+
+
+def _prompt_rows_write(rows: list[tuple[UUID, str, dict]]) -> None:
+    """Write many rebuilt prompts with one UPDATE per (large) chunk.
+
+    The fan-out of one memory edit to thousands of threads must not cost one
+    query per thread; `bulk_update`'s CASE chains are capped at 199 rows on
+    SQLite. `UPDATE ... FROM` a VALUES list works on PostgreSQL and SQLite ≥ 3.33.
+    """
+    if not rows:
+        return
+    meta = Message._meta
+    table = connection.ops.quote_name(meta.db_table)
+    pk_column = connection.ops.quote_name(meta.pk.column)
+    content_column = connection.ops.quote_name(meta.get_field("content").column)
+    metadata_column = connection.ops.quote_name(meta.get_field("metadata").column)
+    updated_column = connection.ops.quote_name(meta.get_field("updated_at").column)
+    postgres = connection.vendor == "postgresql"
+    uuid_cast, json_cast = ("::uuid", "::jsonb") if postgres else ("", "")
+    now = meta.get_field("updated_at").get_db_prep_value(timezone.now(), connection)
+    chunk = _max_rows_per_statement(3)
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), chunk):
+            part = rows[start : start + chunk]
+            values = ", ".join(["(%s, %s, %s)"] * len(part))
+            params: list = []
+            for pk, content, metadata in part:
+                params += [meta.pk.get_db_prep_value(pk, connection), content, json.dumps(metadata)]
+            params.append(now)
+            cursor.execute(
+                f"WITH v(id, content, metadata) AS (VALUES {values}) "
+                f"UPDATE {table} SET {content_column} = v.content, {metadata_column} = v.metadata{json_cast}, "
+                f"{updated_column} = %s FROM v WHERE {table}.{pk_column} = v.id{uuid_cast}",
+                params,
+            )

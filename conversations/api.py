@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations import export as conversation_export
+from conversations import schema as docs
 from conversations import serializers as s
 from conversations import services
 from conversations.models import Conversation, Folder, Message, Role
@@ -45,6 +46,7 @@ class HealthView(APIView):
     permission_classes = [AllowAny]
     authentication_classes: list = []
 
+    @extend_schema(responses=docs.HealthSerializer)
     def get(self, request):
         from continuity.health import reconciliation_status
 
@@ -55,6 +57,7 @@ class LoginView(APIView):
     permission_classes = [AllowAny]
     authentication_classes: list = []
 
+    @extend_schema(request=docs.LoginSerializer, responses={200: docs.HealthSerializer, 401: docs.ErrorSerializer})
     def post(self, request):
         from django.contrib.auth import login
 
@@ -69,20 +72,22 @@ class LoginView(APIView):
 
 
 class SettingsView(APIView):
+    @extend_schema(responses=docs.SettingsSerializer)
     def get(self, request):
         return Response(s.settings_repr(assistant_settings_get()))
 
-    @extend_schema(request=s.SettingsPatchSerializer)
+    @extend_schema(request=s.SettingsPatchSerializer, responses={200: docs.SettingsSerializer, 400: docs.ErrorSerializer})
     def patch(self, request):
         changes = validated(s.SettingsPatchSerializer, request.data)
         return Response(s.settings_repr(assistant_settings_update(**changes)))
 
 
 class FolderListView(APIView):
+    @extend_schema(responses=docs.FolderListSerializer)
     def get(self, request):
         return Response({"results": [s.folder_repr(f) for f in Folder.objects.all()]})
 
-    @extend_schema(request=s.FolderSerializer)
+    @extend_schema(request=s.FolderSerializer, responses={201: docs.FolderOutSerializer, 400: docs.ErrorSerializer})
     def post(self, request):
         data = validated(s.FolderSerializer, request.data)
         folder = services.folder_create(name=data.get("name", ""), hidden=data.get("hidden", False))
@@ -90,17 +95,19 @@ class FolderListView(APIView):
 
 
 class FolderDetailView(APIView):
-    @extend_schema(request=s.FolderSerializer)
+    @extend_schema(request=s.FolderSerializer, responses={200: docs.FolderOutSerializer, 404: docs.ErrorSerializer})
     def patch(self, request, folder_id: int):
         changes = validated(s.FolderSerializer, patch_fields(request, ("name", "hidden")))
         return Response(s.folder_repr(services.folder_update(folder_id=folder_id, changes=changes)))
 
+    @extend_schema(responses={204: None, 404: docs.ErrorSerializer})
     def delete(self, request, folder_id: int):
         services.folder_delete(folder_id=folder_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ConversationListView(APIView):
+    @extend_schema(responses=docs.ConversationListSerializer)
     def get(self, request):
         queryset = Conversation.objects.all()
         if request.query_params.get("trashed") in ("1", "true"):
@@ -109,7 +116,7 @@ class ConversationListView(APIView):
             queryset = queryset.filter(trashed=False)
         return Response({"results": [s.conversation_repr(c) for c in queryset[:500]]})
 
-    @extend_schema(request=s.ConversationCreateSerializer)
+    @extend_schema(request=s.ConversationCreateSerializer, responses={201: docs.ConversationSerializer, 400: docs.ErrorSerializer})
     def post(self, request):
         data = validated(s.ConversationCreateSerializer, request.data)
         conversation = services.conversation_create(
@@ -119,17 +126,18 @@ class ConversationListView(APIView):
 
 
 class ConversationDetailView(APIView):
+    @extend_schema(responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
     def get(self, request, conversation_id):
         return Response(s.conversation_repr(services.access_conversation(conversation_id)))
 
-    @extend_schema(request=s.ConversationPatchSerializer)
+    @extend_schema(request=s.ConversationPatchSerializer, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
     def patch(self, request, conversation_id):
         changes = validated(s.ConversationPatchSerializer, patch_fields(request, ("title", "folder_id")))
         return Response(s.conversation_repr(services.conversation_update(conversation_id=conversation_id, changes=changes)))
 
 
 class ConversationRewindView(APIView):
-    @extend_schema(request=s.RewindSerializer)
+    @extend_schema(request=s.RewindSerializer, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
     def post(self, request, conversation_id):
         data = validated(s.RewindSerializer, request.data)
         conversation = services.conversation_rewind(conversation_id=conversation_id, message_id=data["message_id"])
@@ -137,6 +145,7 @@ class ConversationRewindView(APIView):
 
 
 class ConversationExportView(APIView):
+    @extend_schema(responses={(200, 'text/markdown'): str, (200, 'application/json'): dict, 400: docs.ErrorSerializer})
     def get(self, request, conversation_id):
         conversation = services.access_conversation(conversation_id)
         fmt = request.query_params.get("format", "markdown")
@@ -152,6 +161,7 @@ class ConversationExportView(APIView):
 class MessageListView(APIView):
     """GET lists the live branch. POST (the send) is `SendView`, routed here too."""
 
+    @extend_schema(responses=docs.MessageListSerializer)
     def get(self, request, conversation_id):
         conversation = services.access_conversation(conversation_id)
         services.streams_interrupt_expired(conversation)

@@ -261,6 +261,16 @@ def reply_request_build(conversation: Conversation, prompt: Message | None = Non
 _RUNNING_TASKS: set[asyncio.Task] = set()
 
 
+def persist(fn):
+    """Run a reply's database write on a worker thread of its own.
+
+    Not thread-sensitive: the one shared sync thread may be busy running a
+    sync middleware chain that is itself waiting for this reply (a
+    `?stream=false` send), which would deadlock.
+    """
+    return sync_to_async(fn, thread_sensitive=False)
+
+
 def _flush_partial(message_id: UUID, content: str) -> None:
     Message.objects.filter(pk=message_id, status=MessageStatus.STREAMING).update(
         content=content, lease_expires_at=lease_deadline(), updated_at=timezone.now()
@@ -317,22 +327,22 @@ class ReplyRun:
                     if unflushed >= settings.ELION_FLUSH_CHARACTERS or (
                         time.monotonic() - last_flush >= settings.ELION_FLUSH_INTERVAL_SECONDS
                     ):
-                        await sync_to_async(_flush_partial)(message_id, "".join(text_parts))
+                        await persist(_flush_partial)(message_id, "".join(text_parts))
                         unflushed, last_flush = 0, time.monotonic()
                 elif isinstance(event, provider_gateway.Completed):
                     usage = {"input_tokens": event.input_tokens, "output_tokens": event.output_tokens}
-                    await sync_to_async(_finalise)(message_id, "".join(text_parts), MessageStatus.COMPLETE, usage=usage)
+                    await persist(_finalise)(message_id, "".join(text_parts), MessageStatus.COMPLETE, usage=usage)
                     self.emit("done", {"message_id": str(message_id), "status": MessageStatus.COMPLETE})
                     return
             raise ProviderError("provider_connection_lost", "The provider's stream ended before the reply was complete.")
         except ProviderError as exc:
-            await sync_to_async(_finalise)(message_id, "".join(text_parts), MessageStatus.FAILED, exc.code, exc.detail)
+            await persist(_finalise)(message_id, "".join(text_parts), MessageStatus.FAILED, exc.code, exc.detail)
             self.emit("error", {"error": exc.code, "detail": exc.detail})
             self.emit("done", {"message_id": str(message_id), "status": MessageStatus.FAILED})
         except Exception:  # noqa: BLE001 - a reply must end in a stored state, whatever broke
             logger.exception("reply %s failed unexpectedly", message_id)
             detail = "The reply failed because of an internal error; the partial text is kept."
-            await sync_to_async(_finalise)(message_id, "".join(text_parts), MessageStatus.FAILED, "internal_error", detail)
+            await persist(_finalise)(message_id, "".join(text_parts), MessageStatus.FAILED, "internal_error", detail)
             self.emit("error", {"error": "internal_error", "detail": detail})
             self.emit("done", {"message_id": str(message_id), "status": MessageStatus.FAILED})
         finally:
@@ -342,7 +352,7 @@ class ReplyRun:
         interval = max(settings.ELION_STREAM_LEASE_SECONDS / 3, 0.2)
         while True:
             await asyncio.sleep(interval)
-            await sync_to_async(_renew_lease)(message_id)
+            await persist(_renew_lease)(message_id)
 
 
 def reply_events(prepared: PreparedReply) -> AsyncIterator[tuple[str, dict]]:

@@ -65,9 +65,21 @@ def conversation_create(
 ) -> Conversation:
     if persona not in Persona.values:
         raise InvalidInput(f"persona must be one of {', '.join(Persona.values)}.", code="unknown_persona")
+    # Seed, automatic New Chat continuity: capture the prior thread's handoff
+    # (database reads only) before inserting; this transaction makes capture,
+    # conversation and handoff row one unit, so a failed capture leaves nothing.
+    from continuity.handoff_store import new_chat_handoff_capture, new_chat_handoff_store
+
+    handoff_capture = new_chat_handoff_capture(persona=persona, origin=origin)
     conversation = Conversation.objects.create(
         persona=persona, title=_clean_title(title), folder=access_folder(folder_id), origin=origin
     )
+    new_chat_handoff_store(handoff_capture, destination=conversation)
+    # Seed: the memory snapshot is captured at creation, in the same
+    # transaction, before any static prompt can be built from it.
+    from memories.snapshots import snapshot_capture
+
+    snapshot_capture(conversation)
     return conversation
 
 

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from continuity.api import ConversationBranchView
 from conversations import api
 
 urlpatterns = [
@@ -11,6 +12,7 @@ urlpatterns = [
     path("conversations/", api.ConversationListView.as_view(), name="api-conversations"),
     path("conversations/<str:conversation_id>/", api.ConversationDetailView.as_view(), name="api-conversation"),
     path("conversations/<str:conversation_id>/rewind/", api.ConversationRewindView.as_view(), name="api-rewind"),
+    path("conversations/<str:conversation_id>/branch/", ConversationBranchView.as_view(), name="api-branch"),
     path("conversations/<str:conversation_id>/export/", api.ConversationExportView.as_view(), name="api-export"),
     path("conversations/<str:conversation_id>/messages/", api.SendView.as_view(), name="api-messages"),
     path(

@@ -1,13 +1,36 @@
-"""Values every page needs: the demo-provider banner and names."""
+"""Values every page needs: the demo-provider banner, names, the sidebar.
+
+The settings row and the sidebar are lazy, so a page that never shows them
+(the login page, a JSON error) costs no query. The sidebar is only offered to
+the owner: the public login page must not list conversation titles.
+"""
 
 from __future__ import annotations
 
 from django.conf import settings
+from django.utils.functional import SimpleLazyObject
+
+from elion import access
+
+
+def _is_owner(request) -> bool:
+    if not settings.ELION_PROTECTED:
+        return True
+    return bool(getattr(request, "elion_bearer", False) or access.owner_session_active(request))
 
 
 def elion(request) -> dict:
+    from conversations.models import Persona
+    from conversations.page_selectors import sidebar_groups
+    from conversations.settings_service import assistant_settings_get
+
+    is_owner = _is_owner(request)
     return {
         "offline_demo": not settings.OPENAI_API_KEY,
         "elion_protected": settings.ELION_PROTECTED,
         "elion_model": settings.ELION_MODEL,
+        "elion_is_owner": is_owner,
+        "assistant": SimpleLazyObject(assistant_settings_get),
+        "personas": Persona.choices,
+        "sidebar": SimpleLazyObject(sidebar_groups) if is_owner else [],
     }

@@ -157,12 +157,18 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "elion.api_errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
+    # `?format=markdown|json` on export is ours, not DRF's renderer override.
+    "URL_FORMAT_OVERRIDE": None,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Elion API",
     "DESCRIPTION": "Continuity-governed companion chat. See API.md.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "conversations.schema.add_streaming_endpoints",
+    ],
 }
 
 # --- Provider -------------------------------------------------------------

@@ -5,6 +5,9 @@ from drf_spectacular.views import SpectacularAPIView
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # Before conversations: `conversations/<id>/refresh-memory/` lives in memories.
+    path("api/", include("memories.urls_api")),
     path("api/", include("conversations.urls_api")),
+    path("memories/", include("memories.urls_pages")),
     path("", include("conversations.urls_pages")),
 ]

@@ -1,0 +1,294 @@
+"""The database side of Layer 3: capture, store and re-render verbatim handoffs.
+
+The policy itself is `continuity.handoff_policy` (pure). This module reads
+rows into its plain inputs, decides *which* source may feed a thread (through
+`continuity.eligibility`, the one place that rule lives), stores the result in
+the `conversation_summaries` table (`ThreadHandoff`) and renders the static
+prompt's continuity slot.
+
+Only the `handoff` column and its provenance are read here; the retired
+`summary` and `recent_raw` columns are deferred on every query so their text
+cannot reach a prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from uuid import UUID
+
+from django.conf import settings
+from django.db.models import Max, Q
+
+from continuity.eligibility import continuity_source_ids, continuity_sources
+from continuity.handoff_policy import (
+    DEFAULT_PER_MESSAGE_CHARACTER_LIMIT,
+    DEFAULT_TOTAL_CHARACTER_BUDGET,
+    ELIGIBLE_KIND,
+    ELIGIBLE_ROLES,
+    INELIGIBLE_STATUSES,
+    Handoff,
+    HandoffLimits,
+    SourceMessage,
+    SpeakerNames,
+    boundary_id_in,
+    build_handoff,
+    new_boundary_id,
+    policy_marker,
+)
+from continuity.models import ThreadHandoff
+from conversations.models import AssistantSettings, Conversation, ConversationOrigin, Message, Persona, Role
+from conversations.transcript import live_branch
+
+RETIRED_COLUMNS = ("summary", "recent_raw")
+# Automatic selection walks at most this many candidates (most recent first)
+# looking for one whose live branch has eligible speech.
+CANDIDATE_LIMIT = 25
+# Keeps every `IN (...)` list far below SQLite's bound-parameter ceiling.
+CHUNK = 500
+
+
+# --- Inputs -----------------------------------------------------------------
+
+
+def _positive_or(value: object, default: int) -> int:
+    try:
+        number = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return default
+    return number if number >= 1 else default
+
+
+def handoff_limits() -> HandoffLimits:
+    """The active limits. `elion.settings` already falls back on invalid env
+    values; this guards overridden settings the same way (seed: invalid values
+    never make New Chat or Branch creation fail)."""
+    return HandoffLimits(
+        per_message=_positive_or(settings.HANDOFF_PER_MESSAGE_CHARACTER_LIMIT, DEFAULT_PER_MESSAGE_CHARACTER_LIMIT),
+        total_budget=_positive_or(settings.HANDOFF_TOTAL_CHARACTER_BUDGET, DEFAULT_TOTAL_CHARACTER_BUDGET),
+    )
+
+
+def current_policy_marker() -> str:
+    return policy_marker(handoff_limits())
+
+
+def speaker_names(persona: str) -> SpeakerNames:
+    # Read, never create, the settings row: capture is database reads only.
+    row = AssistantSettings.objects.filter(pk=1).first() or AssistantSettings()
+    return SpeakerNames(persona=persona, owner_name=row.owner_name, display_name=row.display_name)
+
+
+def source_message(message: Message) -> SourceMessage:
+    return SourceMessage(
+        id=str(message.id),
+        role=message.role,
+        content=message.content,
+        created_at=message.created_at,
+        kind=message.kind,
+        status=message.status,
+    )
+
+
+def live_branch_handoff(conversation: Conversation) -> Handoff:
+    """The final-eight handoff of `conversation`'s live branch under the current limits."""
+    sources = [source_message(message) for message in live_branch(conversation)]
+    return build_handoff(sources, limits=handoff_limits(), names=speaker_names(conversation.persona))
+
+
+def handoff_row_create(*, destination: Conversation, source: Conversation, handoff: Handoff) -> ThreadHandoff:
+    """New rows store the exact exchange in `handoff`; the retired columns stay empty."""
+    return ThreadHandoff.objects.create(
+        destination=destination,
+        source=source,
+        source_message_ids=handoff.source_message_ids,
+        handoff=handoff.exchange,
+        policy_marker=policy_marker(handoff.limits),
+    )
+
+
+# --- Automatic New Chat continuity -----------------------------------------
+
+
+@dataclass(frozen=True)
+class PriorThreadCapture:
+    source: Conversation
+    handoff: Handoff
+
+
+def prior_thread_select(*, persona: str) -> PriorThreadCapture | None:
+    """The most recent eligible conversation with eligible speech, and its handoff.
+
+    Database reads only. "Most recent" is the newest eligible user/assistant
+    message, so renaming an old thread does not make it the prior thread.
+    """
+    eligible_speech = Q(messages__role__in=ELIGIBLE_ROLES, messages__kind=ELIGIBLE_KIND) & ~Q(
+        messages__status__in=INELIGIBLE_STATUSES
+    )
+    candidates = (
+        continuity_sources(persona=persona)
+        .annotate(last_spoken=Max("messages__created_at", filter=eligible_speech))
+        .filter(last_spoken__isnull=False)
+        .order_by("-last_spoken", "-created_at")
+    )
+    for conversation in candidates[:CANDIDATE_LIMIT]:
+        # The live branch decides: speech only on a rewound-away branch does not count.
+        handoff = live_branch_handoff(conversation)
+        if not handoff.is_empty:
+            return PriorThreadCapture(source=conversation, handoff=handoff)
+    return None
+
+
+def new_chat_handoff_capture(*, persona: str, origin: str) -> PriorThreadCapture | None:
+    """Automatic New Chat continuity, capture step (database reads only).
+
+    Elion New Chats only: Clipboard never uses automatic prior-thread
+    selection, and Branch / Fresh Chat carries its own explicit handoff.
+    """
+    if persona != Persona.ELION or origin != ConversationOrigin.NEW_CHAT:
+        return None
+    return prior_thread_select(persona=persona)
+
+
+def new_chat_handoff_store(capture: PriorThreadCapture | None, *, destination: Conversation) -> ThreadHandoff | None:
+    """Store a capture for its new conversation.
+
+    Precondition: runs in the transaction that creates `destination`, so a
+    failure here leaves no conversation behind.
+    """
+    if capture is None:
+        return None
+    return handoff_row_create(destination=destination, source=capture.source, handoff=capture.handoff)
+
+
+# --- Injection into the static prompt --------------------------------------
+
+
+def _chunks(items: list, size: int = CHUNK) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _live_branch_ids(heads: dict[UUID, UUID | None]) -> dict[UUID, set[UUID]]:
+    """Per source conversation, the ids on its live branch (ids only, no content)."""
+    parents: dict[UUID, dict[UUID, UUID | None]] = {source_id: {} for source_id in heads}
+    for part in _chunks(list(heads)):
+        rows = (
+            Message.objects.filter(conversation_id__in=part)
+            .exclude(role=Role.SYSTEM)
+            .values_list("conversation_id", "id", "parent_id")
+        )
+        for conversation_id, message_id, parent_id in rows:
+            parents[conversation_id][message_id] = parent_id
+    branches: dict[UUID, set[UUID]] = {}
+    for source_id, head_id in heads.items():
+        tree, seen, current = parents[source_id], set(), head_id
+        while current is not None and current in tree and current not in seen:
+            seen.add(current)
+            current = tree[current]
+        branches[source_id] = seen
+    return branches
+
+
+def _as_uuid(value: object) -> UUID | None:
+    try:
+        return UUID(str(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def handoff_blocks_for(conversation_ids) -> dict[UUID, str]:
+    """The rendered continuity slot of each conversation that has a handoff.
+
+    `conversation_ids` is a list of ids or a `values("pk")` queryset. A
+    conversation is left out (so its slot stays empty) when its row has no
+    verbatim handoff (a retired summary-only row), when its source may not
+    feed automatic continuity now (hidden, trashed, shielded, other persona),
+    or when none of the captured source messages is still eligible.
+
+    Every row is rebuilt from its captured source messages that are still
+    eligible and still on the source's live branch, under the current limits,
+    so an older oversized row or a larger past configuration cannot bypass the
+    active budget; a row whose text changed is written back. A stored prompt's
+    boundary id is kept while the rebuilt content does not contain it, so
+    rebuilding an unchanged prompt gives identical text. A fixed number of
+    queries, however many conversations are in scope.
+    """
+    rows = [
+        row
+        for row in ThreadHandoff.objects.filter(destination_id__in=conversation_ids, source__isnull=False)
+        .exclude(handoff="")
+        .defer(*RETIRED_COLUMNS)
+        .select_related("destination", "source")
+        if row.handoff.strip()
+    ]
+    if not rows:
+        return {}
+
+    eligible: set[UUID] = set()
+    for persona in {row.destination.persona for row in rows}:
+        source_ids = list({row.source_id for row in rows if row.destination.persona == persona})
+        for part in _chunks(source_ids):
+            eligible |= continuity_source_ids(part, persona=persona)
+    rows = [row for row in rows if row.source_id in eligible]
+    if not rows:
+        return {}
+
+    on_live_branch = _live_branch_ids({row.source_id: row.source.head_id for row in rows})
+    wanted = {
+        message_id
+        for row in rows
+        for message_id in map(_as_uuid, row.source_message_ids or [])
+        if message_id is not None and message_id in on_live_branch[row.source_id]
+    }
+    messages: dict[UUID, Message] = {}
+    for part in _chunks(list(wanted)):
+        messages.update((message.id, message) for message in Message.objects.filter(pk__in=part))
+
+    stored_prompts: dict[UUID, str] = {}
+    destination_ids = [row.destination_id for row in rows]
+    for part in _chunks(destination_ids):
+        stored_prompts.update(
+            Message.objects.filter(conversation_id__in=part, role=Role.SYSTEM).values_list("conversation_id", "content")
+        )
+
+    limits = handoff_limits()
+    marker = policy_marker(limits)
+    names = {persona: speaker_names(persona) for persona in {row.destination.persona for row in rows}}
+    blocks: dict[UUID, str] = {}
+    changed: list[ThreadHandoff] = []
+    for row in rows:
+        captured = [
+            messages[message_id]
+            for message_id in map(_as_uuid, row.source_message_ids or [])
+            if message_id in messages and messages[message_id].conversation_id == row.source_id
+        ]
+        captured.sort(key=lambda message: message.seq)
+        handoff = build_handoff(
+            [source_message(message) for message in captured], limits=limits, names=names[row.destination.persona]
+        )
+        if handoff.is_empty:
+            continue
+        boundary = boundary_id_in(stored_prompts.get(row.destination_id, ""))
+        if boundary is None or any(boundary in turn.message.content for turn in handoff.turns):
+            boundary = new_boundary_id()
+        blocks[row.destination_id] = handoff.model_block(boundary)
+        if row.handoff != handoff.exchange or row.policy_marker != marker:
+            row.handoff, row.policy_marker = handoff.exchange, marker
+            changed.append(row)
+    if changed:
+        ThreadHandoff.objects.bulk_update(changed, ["handoff", "policy_marker"], batch_size=CHUNK)
+    return blocks
+
+
+def handoff_block_for(conversation: Conversation) -> str:
+    """The continuity slot for one conversation ("" when it has none)."""
+    return handoff_blocks_for([conversation.pk]).get(conversation.pk, "")
+
+
+def handoff_destinations(source_ids) -> list[UUID]:
+    """Conversations whose handoff came from any of `source_ids`: the prompts a
+    visibility change of those sources must rebuild."""
+    return list(
+        ThreadHandoff.objects.filter(source_id__in=source_ids).values_list("destination_id", flat=True).distinct()
+    )

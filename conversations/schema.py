@@ -1,0 +1,157 @@
+"""OpenAPI documentation pieces: response shapes, and the streaming endpoints.
+
+The send and retry endpoints are async Django views (they stream), which
+drf-spectacular cannot see, so a postprocessing hook adds them by hand.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = serializers.CharField()
+    detail = serializers.CharField()
+
+
+class HandoffSerializer(serializers.Serializer):
+    source_conversation_id = serializers.UUIDField()
+    source_message_ids = serializers.ListField(child=serializers.UUIDField())
+
+
+class SnapshotTimingSerializer(serializers.Serializer):
+    captured_at = serializers.DateTimeField(allow_null=True)
+    refreshed_at = serializers.DateTimeField(allow_null=True)
+    provenance = serializers.ChoiceField(choices=["captured", "refreshed", "legacy"])
+
+
+class ProviderSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    type = serializers.CharField()
+    model = serializers.CharField()
+
+
+class ConversationSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    title = serializers.CharField()
+    persona = serializers.ChoiceField(choices=["elion", "clipboard"])
+    folder_id = serializers.IntegerField(allow_null=True)
+    trashed = serializers.BooleanField()
+    shielded = serializers.BooleanField()
+    origin = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    handoff = HandoffSerializer(allow_null=True)
+    memory_snapshot = SnapshotTimingSerializer(allow_null=True)
+    provider = ProviderSerializer(allow_null=True)
+
+
+class ConversationListSerializer(serializers.Serializer):
+    results = ConversationSerializer(many=True)
+
+
+class MessageSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    parent_id = serializers.UUIDField(allow_null=True)
+    role = serializers.CharField()
+    kind = serializers.CharField()
+    content = serializers.CharField(allow_blank=True)
+    status = serializers.ChoiceField(choices=["complete", "streaming", "interrupted", "failed"])
+    attachments = serializers.ListField(child=serializers.DictField())
+    metadata = serializers.DictField()
+    created_at = serializers.DateTimeField()
+
+
+class MessageListSerializer(serializers.Serializer):
+    results = MessageSerializer(many=True)
+
+
+class SettingsSerializer(serializers.Serializer):
+    custom_instructions = serializers.CharField(allow_blank=True)
+    personality = serializers.CharField()
+    display_name = serializers.CharField()
+    owner_name = serializers.CharField()
+    archive_access = serializers.BooleanField()
+    web_search = serializers.BooleanField()
+
+
+class FolderOutSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    hidden = serializers.BooleanField()
+
+
+class FolderListSerializer(serializers.Serializer):
+    results = FolderOutSerializer(many=True)
+
+
+class LoginSerializer(serializers.Serializer):
+    password = serializers.CharField()
+
+
+class HealthSerializer(serializers.Serializer):
+    status = serializers.CharField()
+    reconciliation = serializers.DictField()
+
+
+_ERROR = {"$ref": "#/components/schemas/Error"}
+
+
+def _json(schema: dict) -> dict:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def add_streaming_endpoints(result, generator, request, public):
+    """Document the SSE send and retry endpoints that drf-spectacular cannot see."""
+    components = result.setdefault("components", {}).setdefault("schemas", {})
+    components.setdefault("Error", {
+        "type": "object", "properties": {"error": {"type": "string"}, "detail": {"type": "string"}},
+        "required": ["error", "detail"],
+    })
+    stream_responses = {
+        "200": {
+            "description": "text/event-stream of user_message, assistant_message, diagnostics, delta, tool, "
+            "error and done events; with ?stream=false one JSON object",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}, "application/json": {"schema": {"type": "object"}}},
+        },
+        "400": {"description": "Bad input", **_json(_ERROR)},
+        "404": {"description": "Unknown conversation or message", **_json(_ERROR)},
+        "409": {"description": "Reply in progress, trashed conversation or provider mismatch", **_json(_ERROR)},
+    }
+    stream_param = {"name": "stream", "in": "query", "required": False, "schema": {"type": "string", "enum": ["true", "false"]}}
+    conversation_param = {"name": "conversation_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    message_param = {"name": "message_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    send_body = {
+        "type": "object",
+        "properties": {
+            "content": {"type": "string"},
+            "client_message_id": {"type": "string", "format": "uuid"},
+            "parent_id": {"type": "string", "format": "uuid", "nullable": True},
+            "pinned_character_id": {"type": "integer", "nullable": True},
+            "attachment_ids": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["content"],
+    }
+    paths = result.setdefault("paths", {})
+    paths["/api/conversations/{conversation_id}/messages/"] = {
+        "get": {
+            "operationId": "conversations_messages_list",
+            "parameters": [conversation_param],
+            "responses": {"200": {"description": "The live branch", **_json({"type": "object"})},
+                          "404": {"description": "Unknown conversation", **_json(_ERROR)}},
+        },
+        "post": {
+            "operationId": "conversations_messages_send",
+            "parameters": [conversation_param, stream_param],
+            "requestBody": {"required": True, **_json(send_body)},
+            "responses": stream_responses,
+        },
+    }
+    paths["/api/conversations/{conversation_id}/messages/{message_id}/retry/"] = {
+        "post": {
+            "operationId": "conversations_messages_retry",
+            "parameters": [conversation_param, message_param, stream_param],
+            "responses": stream_responses,
+        }
+    }
+    return result
