@@ -96,7 +96,7 @@ def send_command_from_payload(conversation_id: UUID, payload: dict) -> SendComma
     if not isinstance(payload, dict):
         raise InvalidInput("The body must be a JSON object.", code="malformed_request")
     client_id = payload.get("client_message_id")
-    parent = payload["parent_id"] if "parent_id" in payload else _UNSET
+    parent = payload.get("parent_id", _UNSET)
     if parent is not _UNSET and parent is not None:
         parent = _parse_uuid(parent, "parent_id")
     pinned = payload.get("pinned_character_id")
