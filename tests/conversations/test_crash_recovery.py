@@ -129,3 +129,19 @@ def test_client_that_drops_the_connection_still_gets_its_reply_stored(scripted_s
             ).first()
         )
     assert reply.content == "one two three"
+
+
+def test_queue_schedule_sweeps_stale_streams(make_conversation, make_turns):
+    """A django-q2 schedule (created by migration) runs the sweep every minute."""
+    from django_q.models import Schedule
+
+    from conversations.tasks import interrupt_stale_streams
+
+    schedule = Schedule.objects.get(name="interrupt stale streams")
+    assert schedule.func == "conversations.tasks.interrupt_stale_streams" and schedule.minutes == 1
+    conversation = make_conversation()
+    _, reply = make_turns(conversation, ("user", "q"), ("assistant", "half"))
+    Message.objects.filter(pk=reply.pk).update(status=MessageStatus.STREAMING, lease_expires_at="2000-01-01T00:00:00Z")
+    assert interrupt_stale_streams() == 1
+    reply.refresh_from_db()
+    assert reply.status == MessageStatus.INTERRUPTED
