@@ -68,20 +68,21 @@ def snapshot_memories(conversation_ids) -> dict[UUID, tuple[PromptMemory, ...]]:
     nothing, never "all memories". Inactive members are held but not shown.
     `conversation_ids` is a list of ids or a `values("pk")` queryset.
     """
-    from memories.models import SnapshotMembership
+    from memories.models import Memory, SnapshotMembership
 
-    rows = (
-        SnapshotMembership.objects.filter(conversation_id__in=conversation_ids, memory__active=True)
-        .order_by("memory__position", "memory_id")
-        .values_list("conversation_id", "memory_id", "memory__text", "memory__category", "memory__importance")
-    )
-    shared: dict[int, PromptMemory] = {}
+    members = SnapshotMembership.objects.filter(conversation_id__in=conversation_ids)
+    shared = {
+        pk: PromptMemory(text, _category_label(category), importance)
+        for pk, text, category, importance in Memory.objects.filter(
+            active=True, pk__in=members.values("memory_id")
+        ).values_list("pk", "text", "category", "importance")
+    }
+    rows = members.filter(memory__active=True).order_by("memory__position", "memory_id")
     result: dict[UUID, list[PromptMemory]] = {}
-    for conversation_id, memory_id, text, category, importance in rows:
+    for conversation_id, memory_id in rows.values_list("conversation_id", "memory_id"):
         memory = shared.get(memory_id)
-        if memory is None:
-            memory = shared[memory_id] = PromptMemory(text, _category_label(category), importance)
-        result.setdefault(conversation_id, []).append(memory)
+        if memory is not None:
+            result.setdefault(conversation_id, []).append(memory)
     return {key: tuple(value) for key, value in result.items()}
 
 
@@ -97,29 +98,33 @@ def continuity_blocks(conversation_ids) -> dict[UUID, str]:
     return handoff_blocks_for(conversation_ids)
 
 
-def prompt_inputs_many(conversations: list[Conversation], conversation_ids=None) -> dict[UUID, PromptInputs]:
+def prompt_inputs_many(conversations, conversation_ids=None) -> dict[UUID, PromptInputs]:
     """Prompt inputs for many conversations with a fixed number of queries.
 
+    `conversations` are Conversation rows or `(pk, persona)` pairs.
     `conversation_ids` may be a `values("pk")` queryset covering them, so no
     query carries one parameter per thread.
     """
     from conversations.settings_service import assistant_settings_get
 
+    personas = dict(
+        (item.pk, item.persona) if isinstance(item, Conversation) else tuple(item) for item in conversations
+    )
     if conversation_ids is None:
-        conversation_ids = [conversation.pk for conversation in conversations]
+        conversation_ids = list(personas)
     settings = prompt_settings(assistant_settings_get())
     memories = snapshot_memories(conversation_ids)
     characters = saved_characters()
     blocks = continuity_blocks(conversation_ids)
     return {
-        conversation.pk: PromptInputs(
-            persona=conversation.persona,
+        pk: PromptInputs(
+            persona=persona,
             settings=settings,
-            memories=memories.get(conversation.pk, ()),
+            memories=memories.get(pk, ()),
             characters=characters,
-            continuity_block=blocks.get(conversation.pk, ""),
+            continuity_block=blocks.get(pk, ""),
         )
-        for conversation in conversations
+        for pk, persona in personas.items()
     }
 
 
@@ -127,9 +132,13 @@ def prompt_inputs_for(conversation: Conversation) -> PromptInputs:
     return prompt_inputs_many([conversation])[conversation.pk]
 
 
-def markers_are_current(message: Message) -> bool:
-    stored = (message.metadata or {}).get("policy_markers", {})
-    return all(stored.get(name) == value for name, value in policy_markers().items())
+def markers_are_current(message: Message, markers: dict[str, str] | None = None) -> bool:
+    return _metadata_markers_current(message.metadata, markers or policy_markers())
+
+
+def _metadata_markers_current(metadata: dict | None, markers: dict[str, str]) -> bool:
+    stored = (metadata or {}).get("policy_markers", {})
+    return all(stored.get(name) == value for name, value in markers.items())
 
 
 def static_prompt_ensure(conversation: Conversation) -> Message:
@@ -192,24 +201,27 @@ def static_prompts_rebuild(conversations: QuerySet[Conversation] | Iterable[Conv
     )
     if not locked:
         return 0
+    # Plain tuples, not model instances: thousands of prompts are read here.
     prompts = [
-        prompt
-        for prompt in Message.objects.filter(role=Role.SYSTEM, conversation_id__in=scope).select_related("conversation")
-        if prompt.conversation_id in locked
+        row
+        for row in Message.objects.filter(role=Role.SYSTEM, conversation_id__in=scope).values_list(
+            "pk", "conversation_id", "conversation__persona", "content", "metadata"
+        )
+        if row[1] in locked
     ]
     if not prompts:
         return 0
-    inputs = prompt_inputs_many([prompt.conversation for prompt in prompts], scope)
+    inputs = prompt_inputs_many([(row[1], row[2]) for row in prompts], scope)
     markers = policy_markers()
     built: dict[PromptInputs, str] = {}
     rows: list[tuple[UUID, str, dict]] = []
-    for prompt in prompts:
-        key = inputs[prompt.conversation_id]
+    for pk, conversation_id, _persona, stored, metadata in prompts:
+        key = inputs[conversation_id]
         content = built.get(key)
         if content is None:
             content = built[key] = build_static_prompt(key)
-        if content != prompt.content or not markers_are_current(prompt):
-            rows.append((prompt.pk, content, {**(prompt.metadata or {}), "policy_markers": markers}))
+        if content != stored or not _metadata_markers_current(metadata, markers):
+            rows.append((pk, content, {**(metadata or {}), "policy_markers": markers}))
     _prompt_rows_write(rows)
     return len(rows)
 

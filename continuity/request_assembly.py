@@ -9,6 +9,7 @@ always give the same request.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 
@@ -24,6 +25,19 @@ def estimate_tokens(text: str) -> int:
 class HistoryTurn:
     role: str  # "user" | "assistant"
     content: str
+    # Tool rounds that preceded this assistant turn's text, as neutral request
+    # messages, already paired (conversations.tool_loop.project_tool_parts).
+    # They travel and are trimmed with their turn, never apart from it.
+    tool_messages: tuple[dict, ...] = ()
+
+
+def turn_tokens(turn: HistoryTurn) -> int:
+    tools = sum(estimate_tokens(json.dumps(message, separators=(",", ":"))) for message in turn.tool_messages)
+    return estimate_tokens(turn.content) + tools
+
+
+def turn_messages(turn: HistoryTurn) -> list[dict]:
+    return [*turn.tool_messages, {"role": turn.role, "content": turn.content}]
 
 
 @dataclass(frozen=True)
@@ -38,15 +52,15 @@ def trim_history(turns: list[HistoryTurn], budget_tokens: int) -> tuple[list[His
     Returns the kept turns and how many were dropped.
     """
     kept = list(turns)
-    total = sum(estimate_tokens(turn.content) for turn in kept)
+    total = sum(turn_tokens(turn) for turn in kept)
     dropped = 0
     while len(kept) > 1 and total > budget_tokens:
-        total -= estimate_tokens(kept.pop(0).content)
+        total -= turn_tokens(kept.pop(0))
         dropped += 1
     # A conversation must not open on an assistant turn after trimming: the
     # model would read a reply with no question.
     while len(kept) > 1 and kept[0].role == "assistant":
-        total -= estimate_tokens(kept.pop(0).content)
+        total -= turn_tokens(kept.pop(0))
         dropped += 1
     return kept, dropped
 
@@ -70,18 +84,19 @@ def assemble_request(
     tool_tokens = estimate_tokens(tool_definitions_text)
     history_budget = max(input_budget_tokens - static_tokens - dynamic_tokens - tool_tokens, 0)
     kept, trimmed = trim_history(history, history_budget)
-    history_tokens = sum(estimate_tokens(turn.content) for turn in kept)
+    history_tokens = sum(turn_tokens(turn) for turn in kept)
 
     messages: list[dict] = []
     if static_prompt:
         messages.append({"role": "system", "content": static_prompt})
-    messages.extend({"role": turn.role, "content": turn.content} for turn in kept[:-1])
+    for turn in kept[:-1]:
+        messages.extend(turn_messages(turn))
     # Dynamic context sits next to the conversation turns, just before the
     # current message, and is omitted entirely when empty.
     if dynamic_context:
         messages.append({"role": "system", "content": dynamic_context})
     if kept:
-        messages.append({"role": kept[-1].role, "content": kept[-1].content})
+        messages.extend(turn_messages(kept[-1]))
 
     total = static_tokens + history_tokens + dynamic_tokens + tool_tokens
     diagnostics = {

@@ -179,12 +179,19 @@ def _tool_spec(tool: dict[str, Any]) -> dict[str, Any]:
     return {"name": tool["name"], "description": tool.get("description", ""), "parameters": tool["parameters"]}
 
 
+def _is_builtin(tool: dict[str, Any]) -> bool:
+    """A provider built-in such as ``{"type": "web_search"}`` (Responses API only), not a function."""
+    return tool.get("type", "function") != "function"
+
+
 async def _stream_responses(
     config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
 ) -> AsyncIterator[ProviderEvent]:
     extra: dict[str, Any] = {}
     if tools:
-        extra["tools"] = [{"type": "function", **_tool_spec(t), "strict": False} for t in tools]
+        extra["tools"] = [
+            dict(t) if _is_builtin(t) else {"type": "function", **_tool_spec(t), "strict": False} for t in tools
+        ]
     items = _responses_input(messages)
     stream = await _client(config).responses.create(model=config.model, input=items, stream=True, **extra)
     async with stream:
@@ -208,8 +215,9 @@ async def _stream_chat(
     config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
 ) -> AsyncIterator[ProviderEvent]:
     extra: dict[str, Any] = {}
-    if tools:
-        extra["tools"] = [{"type": "function", "function": _tool_spec(t)} for t in tools]
+    functions = [t for t in tools if not _is_builtin(t)]  # Chat Completions has no built-in tools
+    if functions:
+        extra["tools"] = [{"type": "function", "function": _tool_spec(t)} for t in functions]
     wire = _chat_messages(messages)
     stream = await _client(config).chat.completions.create(
         model=config.model, messages=wire, stream=True, stream_options={"include_usage": True}, **extra

@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from continuity.prompt_store import static_prompt_ensure
 from continuity.request_assembly import AssembledRequest, HistoryTurn, assemble_request
-from conversations import provider_gateway
+from conversations import provider_gateway, tool_loop
 from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
 from conversations.provider_binding import binding_fields, provider_binding_check
 from conversations.provider_gateway import ProviderConfig, ProviderError
@@ -67,6 +67,9 @@ class PreparedReply:
     assistant_message_id: UUID
     config: ProviderConfig | None = None
     request: AssembledRequest | None = None
+    # The tools offered to the model for this reply, and what they may see.
+    tools: list = field(default_factory=list)
+    tool_context: tool_loop.ToolContext | None = None
     # Set when a repeated client_message_id finds a reply already stored.
     replay: dict | None = None
     events: list = field(default_factory=list)
@@ -233,7 +236,8 @@ def _start_reply(
     )
     conversation.head = assistant
     conversation.save(update_fields=["head", "last_seq", "title", "updated_at"])
-    request = reply_request_build(conversation, prompt)
+    tools = reply_tools(config)
+    request = reply_request_build(conversation, prompt, tools=tools)
     assistant.metadata = {"diagnostics": request.diagnostics}
     assistant.save(update_fields=["metadata"])
     return PreparedReply(
@@ -242,21 +246,44 @@ def _start_reply(
         assistant_message_id=assistant.id,
         config=config,
         request=request,
+        tools=tools,
+        tool_context=tool_loop.ToolContext(conversation_id=conversation.id, persona=conversation.persona),
     )
 
 
-def reply_request_build(conversation: Conversation, prompt: Message | None = None) -> AssembledRequest:
+def reply_tools(config: ProviderConfig) -> list[dict]:
+    from conversations.settings_service import assistant_settings_get
+
+    row = assistant_settings_get()
+    return tool_loop.available_tools(
+        archive_access=row.archive_access, web_search=row.web_search, api_selector=config.api_selector
+    )
+
+
+def reply_request_build(
+    conversation: Conversation, prompt: Message | None = None, *, tools: list[dict] | None = None
+) -> AssembledRequest:
     """The model input for the reply at the head: stored rows in, request out."""
     prompt = prompt or static_prompt_message(conversation)
-    history = [HistoryTurn(m.role, m.content) for m in live_branch(conversation) if is_projectable(m)]
+    history = [
+        HistoryTurn(m.role, m.content, tuple(tool_loop.project_tool_parts(m.parts)))
+        for m in live_branch(conversation)
+        if is_projectable(m)
+    ]
     return assemble_request(
         static_prompt=prompt.content if prompt else "",
         history=history,
+        tool_definitions_text=tool_loop.tool_definitions_text(tools or []),
         input_budget_tokens=settings.ELION_INPUT_BUDGET_TOKENS,
     )
 
 
 # --- Streaming -------------------------------------------------------------
+
+
+def _add(total: int | None, more: int | None) -> int | None:
+    return more if total is None else total + (more or 0)
+
 
 _RUNNING_TASKS: set[asyncio.Task] = set()
 
@@ -314,39 +341,68 @@ class ReplyRun:
     async def _run(self) -> None:
         prepared = self.prepared
         message_id = prepared.assistant_message_id
-        text_parts: list[str] = []
-        unflushed = 0
-        last_flush = float("-inf")  # the first text is persisted at once
+        self.text_parts: list[str] = []
+        self.unflushed = 0
+        self.last_flush = float("-inf")  # the first text is persisted at once
+        parts: list[dict] = []  # this reply's stored tool calls and results
+        usage = {"input_tokens": None, "output_tokens": None}
         heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(message_id))
         try:
-            async for event in provider_gateway.stream_reply(prepared.config, prepared.request.messages):
-                if isinstance(event, provider_gateway.TextDelta):
-                    text_parts.append(event.text)
-                    unflushed += len(event.text)
-                    self.emit("delta", {"text": event.text})
-                    if unflushed >= settings.ELION_FLUSH_CHARACTERS or (
-                        time.monotonic() - last_flush >= settings.ELION_FLUSH_INTERVAL_SECONDS
-                    ):
-                        await persist(_flush_partial)(message_id, "".join(text_parts))
-                        unflushed, last_flush = 0, time.monotonic()
-                elif isinstance(event, provider_gateway.Completed):
-                    usage = {"input_tokens": event.input_tokens, "output_tokens": event.output_tokens}
-                    await persist(_finalise)(message_id, "".join(text_parts), MessageStatus.COMPLETE, usage=usage)
+            # Round 0 is the ordinary reply; each round that asks for tools is
+            # answered and followed by another request, at most ELION_MAX_TOOL_ROUNDS times.
+            for round_number in range(settings.ELION_MAX_TOOL_ROUNDS + 1):
+                messages = prepared.request.messages + tool_loop.project_tool_parts(parts)
+                calls, round_usage = await self._stream_round(messages)
+                usage = {key: _add(usage[key], round_usage[key]) for key in usage}
+                if not calls:
+                    await persist(_finalise)(message_id, "".join(self.text_parts), MessageStatus.COMPLETE, usage=usage)
                     self.emit("done", {"message_id": str(message_id), "status": MessageStatus.COMPLETE})
                     return
-            raise ProviderError("provider_connection_lost", "The provider's stream ended before the reply was complete.")
+                if round_number == settings.ELION_MAX_TOOL_ROUNDS:
+                    break
+                await tool_loop.tool_round_run(
+                    calls, round_number=round_number, message_id=message_id, parts=parts,
+                    offered=prepared.tools, context=prepared.tool_context, emit=self.emit,
+                )
+            raise ProviderError(
+                "tool_round_limit",
+                f"The model asked for tools more than {settings.ELION_MAX_TOOL_ROUNDS} times; the partial reply is kept.",
+            )
         except ProviderError as exc:
-            await persist(_finalise)(message_id, "".join(text_parts), MessageStatus.FAILED, exc.code, exc.detail)
+            await persist(_finalise)(message_id, "".join(self.text_parts), MessageStatus.FAILED, exc.code, exc.detail)
             self.emit("error", {"error": exc.code, "detail": exc.detail})
             self.emit("done", {"message_id": str(message_id), "status": MessageStatus.FAILED})
         except Exception:  # noqa: BLE001 - a reply must end in a stored state, whatever broke
             logger.exception("reply %s failed unexpectedly", message_id)
             detail = "The reply failed because of an internal error; the partial text is kept."
-            await persist(_finalise)(message_id, "".join(text_parts), MessageStatus.FAILED, "internal_error", detail)
+            await persist(_finalise)(message_id, "".join(self.text_parts), MessageStatus.FAILED, "internal_error", detail)
             self.emit("error", {"error": "internal_error", "detail": detail})
             self.emit("done", {"message_id": str(message_id), "status": MessageStatus.FAILED})
         finally:
             heartbeat.cancel()
+
+    async def _stream_round(self, messages: list[dict]) -> tuple[list, dict]:
+        """One provider request: stream its text, collect its tool calls and usage."""
+        message_id = self.prepared.assistant_message_id
+        calls: list[provider_gateway.ToolCallRequested] = []
+        usage = None
+        async for event in provider_gateway.stream_reply(self.prepared.config, messages, self.prepared.tools):
+            if isinstance(event, provider_gateway.TextDelta):
+                self.text_parts.append(event.text)
+                self.unflushed += len(event.text)
+                self.emit("delta", {"text": event.text})
+                if self.unflushed >= settings.ELION_FLUSH_CHARACTERS or (
+                    time.monotonic() - self.last_flush >= settings.ELION_FLUSH_INTERVAL_SECONDS
+                ):
+                    await persist(_flush_partial)(message_id, "".join(self.text_parts))
+                    self.unflushed, self.last_flush = 0, time.monotonic()
+            elif isinstance(event, provider_gateway.ToolCallRequested):
+                calls.append(event)
+            elif isinstance(event, provider_gateway.Completed):
+                usage = {"input_tokens": event.input_tokens, "output_tokens": event.output_tokens}
+        if usage is None:
+            raise ProviderError("provider_connection_lost", "The provider's stream ended before the reply was complete.")
+        return calls, usage
 
     async def _heartbeat(self, message_id: UUID) -> None:
         interval = max(settings.ELION_STREAM_LEASE_SECONDS / 3, 0.2)

@@ -102,8 +102,10 @@ def conversation_rewind(*, conversation_id: UUID, message_id: UUID | str) -> Con
     if conversation_has_live_stream(conversation):
         raise Conflict("A reply is still streaming in this conversation.", code="reply_in_progress")
     target = message_in_conversation(conversation, message_id)
-    if target.role == Role.SYSTEM:
-        raise InvalidInput("The stored prompt is not part of the visible transcript.", code="invalid_rewind_target")
+    if target.role != Role.ASSISTANT or target.status == MessageStatus.STREAMING:
+        # The head is always a finished reply, so the next send answers it;
+        # to redo a question, edit it (a sibling) or retry its reply.
+        raise InvalidInput("Rewind to one of the assistant's finished replies.", code="invalid_rewind_target")
     conversation.head = target
     conversation.save(update_fields=["head", "updated_at"])
     return conversation

@@ -20,6 +20,7 @@ def assistant_settings_update(**changes) -> AssistantSettings:
     """Save settings; every stored Elion prompt is then rebuilt (seed: settings
     saves refresh existing prompts) inside the same transaction."""
     from continuity.prompt_store import static_prompts_rebuild_all
+    from memories.snapshots import memory_set_lock
 
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
@@ -31,6 +32,9 @@ def assistant_settings_update(**changes) -> AssistantSettings:
     for name in ("display_name", "owner_name"):
         if name in changes and not str(changes[name]).strip():
             raise InvalidInput(f"{name} cannot be empty.", code="invalid_name")
+    # Lock order step 1 (see memories.snapshots): a conversation created
+    # meanwhile waits, so it cannot store a prompt built from the old settings.
+    memory_set_lock()
     settings_row = AssistantSettings.objects.select_for_update().get_or_create(pk=1)[0]
     for name, value in changes.items():
         setattr(settings_row, name, value.strip() if isinstance(value, str) else value)

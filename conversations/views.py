@@ -93,7 +93,8 @@ def message_fragment(request: HttpRequest, conversation_id: str, message_id: str
     services.streams_interrupt_expired(conversation)
     message.refresh_from_db()
     (bubble,) = page_selectors.bubbles_for(conversation, [message], assistant_settings_get())
-    response = render(request, "chat/_message.html", {"bubble": bubble})
+    template = "chat/_handoff_bubble.html" if bubble.is_handoff else "chat/_message.html"
+    response = render(request, template, {"bubble": bubble})
     response["X-Message-Status"] = message.status
     response["Cache-Control"] = "no-store"
     return response

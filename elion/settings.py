@@ -77,6 +77,14 @@ TEMPLATES = [
 _database_url = env.optional_text("DATABASE_URL")
 if _database_url:
     DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=0)}
+    if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        # A pool: opening a PostgreSQL connection per request cost ~5 ms a send
+        # (bench/send_overhead.py). Reply writers return theirs after each write.
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 2,
+            "max_size": env.integer("ELION_DB_POOL_MAX", 20, minimum=2),
+            "timeout": 20,
+        }
 else:
     DATABASES = {
         "default": {
@@ -200,6 +208,16 @@ ELION_FLUSH_CHARACTERS = 2_000
 # --- Continuity -------------------------------------------------------------
 HANDOFF_PER_MESSAGE_CHARACTER_LIMIT = env.int_or_default("HANDOFF_PER_MESSAGE_CHARACTER_LIMIT", 20_000)
 HANDOFF_TOTAL_CHARACTER_BUDGET = env.int_or_default("HANDOFF_TOTAL_CHARACTER_BUDGET", 60_000)
+
+# --- Archive and Library ----------------------------------------------------
+# One archive document or Library file; a ChatGPT export (zip or JSON); the
+# export's conversations.json once unpacked; members a zip may list.
+ELION_ARCHIVE_MAX_FILE_BYTES = env.integer("ELION_ARCHIVE_MAX_FILE_BYTES", 20 * 1024 * 1024, minimum=1)
+ELION_ARCHIVE_IMPORT_MAX_BYTES = env.integer("ELION_ARCHIVE_IMPORT_MAX_BYTES", 1024**3, minimum=1)
+ELION_ARCHIVE_IMPORT_MAX_JSON_BYTES = env.integer("ELION_ARCHIVE_IMPORT_MAX_JSON_BYTES", 512 * 1024**2, minimum=1)
+ELION_ARCHIVE_IMPORT_MAX_MEMBERS = env.integer("ELION_ARCHIVE_IMPORT_MAX_MEMBERS", 50_000, minimum=1)
+# Rounds in which the model may call tools before it must answer in text.
+ELION_MAX_TOOL_ROUNDS = env.integer("ELION_MAX_TOOL_ROUNDS", 4, minimum=1)
 
 LOGGING = {
     "version": 1,

@@ -114,3 +114,13 @@ def test_unknown_folder_is_a_404(client):
     response = client.post("/api/conversations/", {"folder_id": 999}, content_type="application/json")
     assert response.status_code == 404 and response.json()["error"] == "folder_not_found"
     assert client.patch("/api/folders/999/", {"name": "x"}, content_type="application/json").status_code == 404
+
+
+def test_rewind_to_a_user_turn_is_refused_so_the_head_stays_a_reply(client, conversation_id, make_turns):
+    conversation = Conversation.objects.get(pk=conversation_id)
+    user, reply = make_turns(conversation, ("user", "q"), ("assistant", "a"))
+    response = client.post(
+        f"/api/conversations/{conversation_id}/rewind/", {"message_id": str(user.id)}, content_type="application/json"
+    )
+    assert response.status_code == 400 and response.json()["error"] == "invalid_rewind_target"
+    assert Conversation.objects.get(pk=conversation_id).head_id == reply.id

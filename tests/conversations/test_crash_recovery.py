@@ -132,11 +132,19 @@ def test_client_that_drops_the_connection_still_gets_its_reply_stored(scripted_s
 
 
 def test_queue_schedule_sweeps_stale_streams(make_conversation, make_turns):
-    """A django-q2 schedule (created by migration) runs the sweep every minute."""
+    """A django-q2 schedule (created by a migration) runs the sweep every minute."""
+    import importlib
+
+    from django.apps import apps
     from django_q.models import Schedule
 
     from conversations.tasks import interrupt_stale_streams
 
+    # Transactional tests flush migration-created rows, so apply the data
+    # migration's function again (it is idempotent) and check what it made.
+    migration = importlib.import_module("conversations.migrations.0002_schedule_stale_stream_sweep")
+    migration.add_schedule(apps, None)
+    migration.add_schedule(apps, None)
     schedule = Schedule.objects.get(name="interrupt stale streams")
     assert schedule.func == "conversations.tasks.interrupt_stale_streams" and schedule.minutes == 1
     conversation = make_conversation()

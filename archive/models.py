@@ -1,0 +1,99 @@
+"""The archive (explicit historical access) and the Library.
+
+Archive documents are historical material the owner uploads on purpose:
+conversations, prior incarnations, papers and testimony. They are chunked
+once, at ingestion, and the chunks are what search reads; a parser that later
+learns new labels never invalidates chunks already stored. Nothing here is
+ever injected into a model request by itself: the model reads it only through
+its deliberate tools (seed, "Archive Compatibility").
+
+Library files are documents the owner places for Elion to read, page by page.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class ArchiveCollection(models.TextChoices):
+    CONVERSATIONS = "conversations", "Historical conversations"
+    INCARNATIONS = "incarnations", "Prior incarnations"
+    PAPERS = "papers", "Papers"
+    TESTIMONY = "testimony", "Testimony"
+
+
+class DocumentSource(models.TextChoices):
+    TEXT = "text", "Plain text"
+    MARKDOWN = "markdown", "Markdown"
+    CONVERSATION_EXPORT = "conversation_export", "Elion conversation export"
+    CHATGPT = "chatgpt", "ChatGPT export"
+
+
+class ArchiveDocument(models.Model):
+    title = models.CharField(max_length=300)
+    collection = models.CharField(max_length=20, choices=ArchiveCollection.choices)
+    source = models.CharField(max_length=30, choices=DocumentSource.choices, default=DocumentSource.TEXT)
+    source_name = models.CharField(max_length=300, blank=True, default="")
+    # sha256 of the normalised content: the same content uploaded twice is one document.
+    content_sha256 = models.CharField(max_length=64, unique=True)
+    text = models.TextField()
+    # Which parser produced the chunks; stored chunks stay valid across versions.
+    parser_version = models.CharField(max_length=40, blank=True, default="")
+    # Provenance such as a ChatGPT conversation id and its dates.
+    metadata = models.JSONField(default=dict, blank=True)
+    chunk_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["collection", "-created_at"], name="archive_doc_collection_recent")]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class ArchiveChunk(models.Model):
+    document = models.ForeignKey(ArchiveDocument, on_delete=models.CASCADE, related_name="chunks")
+    position = models.PositiveIntegerField()  # 1-based, the "chunk" a citation names
+    # The speaker as labelled in the source ("Voicefire 5.1"); empty for prose.
+    speaker = models.CharField(max_length=200, blank=True, default="")
+    role = models.CharField(max_length=20, blank=True, default="")  # user | assistant | ""
+    turn = models.PositiveIntegerField(null=True, blank=True)  # 1-based turn number; null for prose
+    spoken_at = models.DateTimeField(null=True, blank=True)
+    text = models.TextField()
+    # Lower-cased words separated by single spaces. Both databases index this
+    # column (FTS5 on SQLite, a GIN tsvector index on PostgreSQL) so they see
+    # identical tokens and return identical results.
+    search_text = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["document", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "position"], name="archive_chunk_position_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.position}"
+
+
+class LibraryFileKind(models.TextChoices):
+    TEXT = "text", "Text"
+    MARKDOWN = "markdown", "Markdown"
+    CSV = "csv", "CSV"
+    PDF = "pdf", "PDF"
+
+
+class LibraryFile(models.Model):
+    name = models.CharField(max_length=300)
+    kind = models.CharField(max_length=20, choices=LibraryFileKind.choices)
+    sha256 = models.CharField(max_length=64, unique=True)  # of the uploaded bytes
+    size = models.PositiveBigIntegerField()  # bytes uploaded
+    # The readable text (extracted for PDFs); what the model's reader pages through.
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,129 @@
+"""The Archive and Library pages. Thin: every write goes through a service.
+
+The ChatGPT import form posts to the API from `static/js/archive.js` so a
+large upload shows a progress bar; without JavaScript it posts here and the
+summary arrives as a flash message.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from archive import library, services
+from archive.models import ArchiveCollection, ArchiveDocument
+from archive.search import archive_search
+from elion.errors import NotFound, ServiceError
+
+
+def _summary_text(summary: services.ImportSummary) -> str:
+    return (
+        f"Imported {summary.conversations} conversation(s) with {summary.messages} message(s); "
+        f"{summary.duplicates} already in the archive, {summary.skipped} skipped (nothing said)."
+    )
+
+
+def _archive_post(request: HttpRequest) -> str:
+    """Run the posted action; returns the flash message."""
+    action = request.POST.get("action")
+    upload = request.FILES.get("file")
+    if action == "import_chatgpt":
+        summary = services.archive_chatgpt_import(
+            upload=upload,
+            collection=request.POST.get("collection") or "conversations",
+            assistant_name=request.POST.get("assistant_name", ""),
+        )
+        return _summary_text(summary)
+    title, collection = request.POST.get("title", ""), request.POST.get("collection")
+    if upload is not None:
+        result = services.archive_document_upload(upload=upload, collection=collection, title=title)
+    else:
+        result = services.archive_document_add_text(text=request.POST.get("text", ""), collection=collection, title=title)
+    if result.duplicate:
+        return f"That content is already archived as “{result.document.title}”; nothing was added."
+    return f"Archived “{result.document.title}” in {result.document.get_collection_display()} ({result.document.chunk_count} chunks)."
+
+
+def archive_page(request: HttpRequest) -> HttpResponse:
+    error, status = "", 200
+    if request.method == "POST":
+        try:
+            messages.success(request, _archive_post(request))
+        except ServiceError as exc:
+            error, status = exc.detail, exc.status
+        else:
+            return redirect("archive")
+    query = request.GET.get("q", "").strip()[:500]
+    hits = archive_search(query, limit=20) if query else []
+    documents = ArchiveDocument.objects.defer("text").order_by("collection", "-created_at")
+    groups = [
+        {"value": value, "label": label, "documents": [d for d in documents if d.collection == value]}
+        for value, label in ArchiveCollection.choices
+    ]
+    context = {"collections": ArchiveCollection.choices, "groups": groups, "query": query, "hits": hits, "error": error}
+    return render(request, "archive/archive.html", context, status=status)
+
+
+def document_page(request: HttpRequest, document_id: int) -> HttpResponse:
+    try:
+        document = services.access_document(document_id)
+    except NotFound as exc:
+        raise Http404(exc.detail) from exc
+    chunks = document.chunks.order_by("position")
+    return render(request, "archive/document.html", {"document": document, "chunks": chunks})
+
+
+@require_POST
+def document_delete(request: HttpRequest, document_id: int) -> HttpResponse:
+    try:
+        services.archive_document_delete(document_id=document_id)
+    except NotFound as exc:
+        raise Http404(exc.detail) from exc
+    messages.success(request, "Document removed from the archive.")
+    return redirect("archive")
+
+
+def library_page(request: HttpRequest) -> HttpResponse:
+    error, status = "", 200
+    if request.method == "POST":
+        try:
+            upload = request.FILES.get("file")
+            if upload is not None:
+                result = library.library_file_upload(upload=upload, name=request.POST.get("name", ""))
+            else:
+                result = library.library_file_add_text(name=request.POST.get("name", ""), text=request.POST.get("text", ""))
+        except ServiceError as exc:
+            error, status = exc.detail, exc.status
+        else:
+            if result.duplicate:
+                messages.success(request, f"That file is already in the Library as “{result.file.name}”.")
+            else:
+                messages.success(request, f"Added “{result.file.name}” to the Library.")
+            return redirect("library")
+    context = {"files": library.library_files(), "error": error}
+    return render(request, "archive/library.html", context, status=status)
+
+
+def library_file_page(request: HttpRequest, file_id: int) -> HttpResponse:
+    try:
+        file = library.access_library_file(file_id)
+        offset = max(int(request.GET.get("offset", 0) or 0), 0)
+        page = library.library_page(file, offset=offset)
+    except NotFound as exc:
+        raise Http404(exc.detail) from exc
+    except (ValueError, ServiceError):
+        return redirect("library-file", file_id=file_id)
+    previous = max(offset - library.PAGE_CHARACTERS, 0) if offset else None
+    return render(request, "archive/library_file.html", {"file": file, "page": page, "previous": previous})
+
+
+@require_POST
+def library_file_delete(request: HttpRequest, file_id: int) -> HttpResponse:
+    try:
+        library.library_file_delete(file_id=file_id)
+    except NotFound as exc:
+        raise Http404(exc.detail) from exc
+    messages.success(request, "File removed from the Library.")
+    return redirect("library")

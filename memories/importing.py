@@ -1,0 +1,188 @@
+"""Bulk import of memories from JSON or CSV, with a preview that saves nothing.
+
+Accepted shapes:
+- JSON: a list whose items are strings (the text) or objects with `text`
+  and optional `category`, `importance`, `active`; or `{"memories": [...]}`.
+- CSV: a header row naming `text` and optionally `category`, `importance`;
+  without a header the columns are read in that order.
+
+A file that does not parse, or any item that fails validation, rejects the
+whole import with the line (or item) at fault. An import is one transaction
+and, like an add, reaches new threads only.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from django.db import transaction
+
+from elion.errors import InvalidInput
+from memories.models import Memory
+from memories.services import MemoryDraft, memory_draft, next_position
+from memories.snapshots import memory_set_lock
+
+IMPORT_MAX_ITEMS = 2_000
+IMPORT_MAX_CHARACTERS = 2_000_000
+FORMATS = ("json", "csv")
+
+
+def _fail(where: str, exc: InvalidInput) -> InvalidInput:
+    return InvalidInput(f"{where}: {exc.detail} Nothing was imported.", code=exc.code)
+
+
+def drafts_from_items(items: object) -> list[MemoryDraft]:
+    """Check already-decoded JSON items (strings or objects)."""
+    if isinstance(items, dict) and "memories" in items:
+        items = items["memories"]
+    if not isinstance(items, list):
+        raise InvalidInput("The import must be a JSON list of memories.", code="invalid_import")
+    if not items:
+        raise InvalidInput("The import holds no memories.", code="empty_import")
+    if len(items) > IMPORT_MAX_ITEMS:
+        raise InvalidInput(f"An import can hold at most {IMPORT_MAX_ITEMS:,} memories.", code="import_too_large")
+    drafts = []
+    for number, item in enumerate(items, start=1):
+        try:
+            if isinstance(item, str):
+                drafts.append(memory_draft(text=item))
+            elif isinstance(item, dict):
+                unknown = set(item) - {"text", "category", "importance", "active"}
+                if unknown:
+                    raise InvalidInput(f"unknown fields {', '.join(sorted(unknown))}.", code="invalid_import")
+                drafts.append(
+                    memory_draft(
+                        text=item.get("text"),
+                        category=item.get("category"),
+                        importance=item.get("importance"),
+                        active=item.get("active", True),
+                    )
+                )
+            else:
+                raise InvalidInput("each memory must be a string or an object with text.", code="invalid_import")
+        except InvalidInput as exc:
+            raise _fail(f"Memory {number}", exc) from exc
+    return drafts
+
+
+def _drafts_from_json(text: str) -> list[MemoryDraft]:
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"Line {exc.lineno}, column {exc.colno}: the JSON does not parse ({exc.msg}). Nothing was imported.",
+            code="import_parse_error",
+        ) from exc
+    return drafts_from_items(items)
+
+
+def _drafts_from_csv(text: str) -> list[MemoryDraft]:
+    reader = csv.reader(io.StringIO(text), strict=True)
+    drafts: list[MemoryDraft] = []
+    columns = ["text", "category", "importance"]
+    try:
+        for row in reader:
+            line = reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            header = [cell.strip().lower() for cell in row]
+            if not drafts and "text" in header and line == _first_content_line(text):
+                unknown = set(header) - {"text", "category", "importance", "active", ""}
+                if unknown:
+                    raise InvalidInput(
+                        f"Line {line}: unknown columns {', '.join(sorted(unknown))}. Nothing was imported.",
+                        code="import_parse_error",
+                    )
+                columns = header
+                continue
+            if len(row) > len(columns):
+                raise InvalidInput(
+                    f"Line {line}: {len(row)} columns where at most {len(columns)} are expected. Nothing was imported.",
+                    code="import_parse_error",
+                )
+            values = dict(zip(columns, row, strict=False))
+            try:
+                drafts.append(
+                    memory_draft(
+                        text=values.get("text"),
+                        category=values.get("category"),
+                        importance=values.get("importance"),
+                        active=_csv_bool(values.get("active")),
+                    )
+                )
+            except InvalidInput as exc:
+                raise _fail(f"Line {line}", exc) from exc
+            if len(drafts) > IMPORT_MAX_ITEMS:
+                raise InvalidInput(
+                    f"An import can hold at most {IMPORT_MAX_ITEMS:,} memories.", code="import_too_large"
+                )
+    except csv.Error as exc:
+        raise InvalidInput(
+            f"Line {reader.line_num}: the CSV does not parse ({exc}). Nothing was imported.",
+            code="import_parse_error",
+        ) from exc
+    if not drafts:
+        raise InvalidInput("The import holds no memories.", code="empty_import")
+    return drafts
+
+
+def _first_content_line(text: str) -> int:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            return number
+    return 1
+
+
+def _csv_bool(value: str | None) -> bool:
+    if value is None or not value.strip():
+        return True
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes"):
+        return True
+    if lowered in ("0", "false", "no"):
+        return False
+    raise InvalidInput(f"active must be true or false; got {value!r}.", code="invalid_active")
+
+
+def guess_format(text: str, filename: str = "") -> str:
+    if filename.lower().endswith(".csv"):
+        return "csv"
+    if filename.lower().endswith(".json"):
+        return "json"
+    return "json" if text.lstrip().startswith(("[", "{")) else "csv"
+
+
+def memories_parse(*, text: object, fmt: str | None = None, filename: str = "") -> list[MemoryDraft]:
+    """Parse an import (the preview step): checks everything, saves nothing."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput("The import is empty.", code="empty_import")
+    if len(text) > IMPORT_MAX_CHARACTERS:
+        raise InvalidInput(
+            f"An import can be at most {IMPORT_MAX_CHARACTERS:,} characters.", code="import_too_large"
+        )
+    fmt = (fmt or guess_format(text, filename)).lower()
+    if fmt not in FORMATS:
+        raise InvalidInput("format must be json or csv.", code="unknown_import_format")
+    text = text.lstrip("\ufeff")
+    return _drafts_from_json(text) if fmt == "json" else _drafts_from_csv(text)
+
+
+@transaction.atomic
+def memories_import(*, drafts: list[MemoryDraft]) -> list[Memory]:
+    """Save checked drafts together, after the existing memories. New threads only."""
+    memory_set_lock()
+    start = next_position()
+    return Memory.objects.bulk_create(
+        [
+            Memory(
+                text=draft.text,
+                category=draft.category,
+                importance=draft.importance,
+                active=draft.active,
+                position=start + offset,
+            )
+            for offset, draft in enumerate(drafts)
+        ]
+    )

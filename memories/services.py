@@ -1,0 +1,222 @@
+"""Writes on long-term memories, and the refresh rules they trigger.
+
+- Adding (and importing, see `memories.importing`) reaches future threads
+  only: no existing snapshot or prompt changes.
+- Editing rebuilds the prompts of threads whose snapshot holds the id, and
+  nothing else; no newer memory is pulled in.
+- Deleting removes the id from every snapshot and rebuilds every affected
+  prompt before it returns.
+- Reordering changes the global order prompts list memories in, so threads
+  holding a moved memory are rebuilt like an edit.
+
+Each refresh runs inside the transaction that made the change, under the
+lock order documented in `memories.snapshots`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Max
+
+from continuity.prompt_store import static_prompts_rebuild
+from conversations.models import Conversation
+from elion.errors import InvalidInput, NotFound
+from memories.models import (
+    IMPORTANCE_DEFAULT,
+    IMPORTANCE_MAX,
+    IMPORTANCE_MIN,
+    MEMORY_TEXT_MAX,
+    Memory,
+    MemoryCategory,
+    SnapshotMembership,
+)
+from memories.snapshots import memory_set_lock
+
+EDITABLE_FIELDS = ("text", "category", "importance", "active")
+
+
+@dataclass(frozen=True)
+class MemoryDraft:
+    """A checked memory not yet saved (from a form, the API or an import)."""
+
+    text: str
+    category: str = MemoryCategory.GENERAL
+    importance: int = IMPORTANCE_DEFAULT
+    active: bool = True
+
+
+def clean_text(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("A memory needs some text.", code="empty_memory_text")
+    text = value.strip()
+    if len(text) > MEMORY_TEXT_MAX:
+        raise InvalidInput(
+            f"A memory can be at most {MEMORY_TEXT_MAX:,} characters; this one has {len(text):,}.",
+            code="memory_text_too_long",
+        )
+    return text
+
+
+def clean_category(value: object) -> str:
+    category = value.strip().lower() if isinstance(value, str) else value
+    if category in ("", None):
+        return MemoryCategory.GENERAL
+    if category not in MemoryCategory.values:
+        raise InvalidInput(
+            f"category must be one of {', '.join(MemoryCategory.values)}; got {value!r}.", code="unknown_category"
+        )
+    return category
+
+
+def clean_importance(value: object) -> int:
+    if value in (None, ""):
+        return IMPORTANCE_DEFAULT
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not IMPORTANCE_MIN <= value <= IMPORTANCE_MAX:
+        raise InvalidInput(
+            f"importance must be a whole number from {IMPORTANCE_MIN} to {IMPORTANCE_MAX}; got {value!r}.",
+            code="invalid_importance",
+        )
+    return value
+
+
+def clean_active(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput("active must be true or false.", code="invalid_active")
+    return value
+
+
+_CLEANERS = {"text": clean_text, "category": clean_category, "importance": clean_importance, "active": clean_active}
+
+
+def memory_draft(
+    *, text: object, category: object = None, importance: object = None, active: object = True
+) -> MemoryDraft:
+    return MemoryDraft(
+        text=clean_text(text),
+        category=clean_category(category),
+        importance=clean_importance(importance),
+        active=clean_active(active),
+    )
+
+
+def access_memory(memory_id: int | str, *, lock: bool = False) -> Memory:
+    """Fetch a memory or 404. `lock` takes its row lock (inside a transaction)."""
+    try:
+        pk = int(str(memory_id))
+    except ValueError as exc:
+        raise NotFound("No memory has that id.", code="memory_not_found") from exc
+    queryset = Memory.objects.select_for_update() if lock else Memory.objects
+    try:
+        return queryset.get(pk=pk)
+    except Memory.DoesNotExist as exc:
+        raise NotFound("No memory has that id.", code="memory_not_found") from exc
+
+
+def next_position() -> int:
+    """Position after the last memory. Precondition: `memory_set_lock()` is held."""
+    return (Memory.objects.aggregate(last=Max("position"))["last"] or 0) + 1
+
+
+def holders_of(*memory_ids: int):
+    """Conversations whose snapshot holds any of these ids."""
+    return Conversation.objects.filter(pk__in=SnapshotMembership.objects.filter(memory_id__in=memory_ids).values("conversation_id"))
+
+
+def memory_edit_impact(memory_id: int | str) -> int:
+    """How many existing threads an edit or delete of this memory changes (from snapshots)."""
+    memory = access_memory(memory_id)
+    return SnapshotMembership.objects.filter(memory=memory).count()
+
+
+@transaction.atomic
+def memory_add(
+    *, text: object, category: object = None, importance: object = None, active: object = True
+) -> Memory:
+    """Save a new memory at the end of the global order. It reaches new threads only."""
+    draft = memory_draft(text=text, category=category, importance=importance, active=active)
+    memory_set_lock()
+    return Memory.objects.create(
+        text=draft.text,
+        category=draft.category,
+        importance=draft.importance,
+        active=draft.active,
+        position=next_position(),
+    )
+
+
+@transaction.atomic
+def memory_edit(*, memory_id: int | str, changes: dict) -> Memory:
+    """Change a memory; rebuild only the prompts of threads that hold it."""
+    unknown = set(changes) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise InvalidInput(f"Unknown memory fields: {', '.join(sorted(unknown))}.", code="unknown_field")
+    cleaned = {name: _CLEANERS[name](value) for name, value in changes.items()}
+    memory_set_lock()
+    memory = access_memory(memory_id, lock=True)
+    changed = [name for name, value in cleaned.items() if getattr(memory, name) != value]
+    if not changed:
+        return memory
+    for name in changed:
+        setattr(memory, name, cleaned[name])
+    memory.save(update_fields=[*changed, "updated_at"])
+    static_prompts_rebuild(holders_of(memory.pk))
+    return memory
+
+
+@transaction.atomic
+def memory_delete(*, memory_id: int | str) -> int:
+    """Delete a memory: purge its id from every snapshot, rebuild every affected prompt.
+
+    Returns how many threads held it. The memory is first taken out of the
+    prompts (inactive) and the holders rebuilt while their membership rows
+    still name them; then the rows go. One transaction, so no reader ever
+    sees a prompt that disagrees with its snapshot.
+    """
+    memory_set_lock()
+    memory = access_memory(memory_id, lock=True)
+    holders = holders_of(memory.pk)
+    held_by = SnapshotMembership.objects.filter(memory=memory).count()
+    Memory.objects.filter(pk=memory.pk).update(active=False)
+    static_prompts_rebuild(holders)
+    SnapshotMembership.objects.filter(memory=memory).delete()
+    Memory.objects.filter(pk=memory.pk).delete()
+    return held_by
+
+
+@transaction.atomic
+def memories_reorder(*, ids: object) -> list[Memory]:
+    """Set the global order to exactly `ids` (every memory, once each)."""
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise InvalidInput("ids must be a list of memory ids (integers).", code="invalid_ids")
+    if len(set(ids)) != len(ids):
+        raise InvalidInput("ids lists a memory more than once.", code="duplicate_ids")
+    memory_set_lock()
+    memories = {memory.pk: memory for memory in Memory.objects.select_for_update().order_by("pk")}
+    foreign = [i for i in ids if i not in memories]
+    if foreign:
+        raise InvalidInput(
+            f"ids names memories that do not exist: {', '.join(map(str, foreign[:10]))}.", code="unknown_memory_ids"
+        )
+    missing = [pk for pk in memories if pk not in set(ids)]
+    if missing:
+        raise InvalidInput(
+            f"ids must list every memory; missing: {', '.join(map(str, missing[:10]))}.", code="missing_memory_ids"
+        )
+    moved = []
+    for position, pk in enumerate(ids, start=1):
+        memory = memories[pk]
+        if memory.position != position:
+            memory.position = position
+            moved.append(memory)
+    if moved:
+        Memory.objects.bulk_update(moved, ["position"])
+        static_prompts_rebuild(holders_of(*[memory.pk for memory in moved]))
+    return [memories[pk] for pk in ids]
+
+
+def memories_list() -> list[Memory]:
+    return list(Memory.objects.order_by("position", "id"))

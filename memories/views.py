@@ -1,0 +1,149 @@
+"""The Memories page. Thin: every write goes through a service.
+
+The page states the refresh rule before the owner acts: an add or import
+reaches new threads only; an edit or delete shows how many existing threads
+it changes (counted from snapshots) on the step before it is saved.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from elion.errors import NotFound, ServiceError
+from memories import importing, services
+from memories.models import IMPORTANCE_MAX, IMPORTANCE_MIN, Memory, MemoryCategory
+from memories.snapshots import snapshot_refresh
+
+IMPORT_FILE_MAX_BYTES = 4 * 1024 * 1024
+
+
+def _form_context(**extra) -> dict:
+    return {
+        "categories": MemoryCategory.choices,
+        "importances": range(IMPORTANCE_MIN, IMPORTANCE_MAX + 1),
+        **extra,
+    }
+
+
+def _threads(n: int) -> str:
+    return "no existing threads" if n == 0 else ("1 existing thread" if n == 1 else f"{n} existing threads")
+
+
+def _memory_or_404(memory_id: int) -> Memory:
+    try:
+        return services.access_memory(memory_id)
+    except NotFound as exc:
+        raise Http404(exc.detail) from exc
+
+
+def memories_page(request: HttpRequest) -> HttpResponse:
+    error, draft, status = "", {}, 200
+    if request.method == "POST":
+        draft = {key: request.POST.get(key, "") for key in ("text", "category", "importance")}
+        try:
+            services.memory_add(**draft)
+        except ServiceError as exc:
+            error, status = exc.detail, exc.status
+        else:
+            messages.success(request, "Memory saved. It reaches new threads only; existing threads are unchanged.")
+            return redirect("memories")
+    rows = Memory.objects.annotate(held_by=Count("memberships")).order_by("position", "id")
+    context = _form_context(memories=rows, error=error, draft=draft)
+    return render(request, "memories/list.html", context, status=status)
+
+
+def edit_page(request: HttpRequest, memory_id: int) -> HttpResponse:
+    memory = _memory_or_404(memory_id)
+    impact = services.memory_edit_impact(memory.pk)
+    error, status = "", 200
+    if request.method == "POST":
+        changes = {
+            "text": request.POST.get("text", ""),
+            "category": request.POST.get("category", ""),
+            "importance": request.POST.get("importance", ""),
+            "active": request.POST.get("active") == "on",
+        }
+        try:
+            services.memory_edit(memory_id=memory.pk, changes=changes)
+        except ServiceError as exc:
+            error, status = exc.detail, exc.status
+            for name, value in changes.items():
+                setattr(memory, name, value)
+        else:
+            messages.success(request, f"Memory updated; that changed {_threads(impact)}.")
+            return redirect("memories")
+    context = _form_context(memory=memory, impact=impact, impact_text=_threads(impact), error=error)
+    return render(request, "memories/edit.html", context, status=status)
+
+
+def delete_page(request: HttpRequest, memory_id: int) -> HttpResponse:
+    memory = _memory_or_404(memory_id)
+    if request.method == "POST":
+        held_by = services.memory_delete(memory_id=memory.pk)
+        messages.success(request, f"Memory deleted; it was removed from {_threads(held_by)}.")
+        return redirect("memories")
+    impact = services.memory_edit_impact(memory.pk)
+    return render(request, "memories/delete.html", {"memory": memory, "impact": impact, "impact_text": _threads(impact)})
+
+
+@require_POST
+def move_memory(request: HttpRequest, memory_id: int) -> HttpResponse:
+    """Move one memory up or down the global order (the reorder service does the rest)."""
+    ids = list(Memory.objects.order_by("position", "id").values_list("id", flat=True))
+    if memory_id in ids:
+        index = ids.index(memory_id)
+        target = index - 1 if request.POST.get("direction") == "up" else index + 1
+        if 0 <= target < len(ids):
+            ids[index], ids[target] = ids[target], ids[index]
+            services.memories_reorder(ids=ids)
+    return redirect(f"/memories/#memory-{memory_id}")
+
+
+def import_page(request: HttpRequest) -> HttpResponse:
+    """Two steps: preview (parse, save nothing), then import the previewed text."""
+    context = {"text": "", "format": "", "drafts": None, "error": ""}
+    status = 200
+    if request.method == "POST":
+        text = request.POST.get("text", "")
+        fmt = request.POST.get("format") or None
+        upload = request.FILES.get("file")
+        try:
+            filename = ""
+            if upload is not None:
+                if upload.size > IMPORT_FILE_MAX_BYTES:
+                    raise ServiceError("The import file is larger than 4 MB.", code="import_too_large")
+                try:
+                    text = upload.read().decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise ServiceError("The import file is not UTF-8 text.", code="import_parse_error") from exc
+                filename = upload.name or ""
+            drafts = importing.memories_parse(text=text, fmt=fmt, filename=filename)
+            if request.POST.get("action") == "import":
+                created = importing.memories_import(drafts=drafts)
+                messages.success(
+                    request,
+                    f"Imported {len(created)} memories. They reach new threads only; existing threads are unchanged.",
+                )
+                return redirect("memories")
+            fmt = fmt or importing.guess_format(text, filename)
+            labels = dict(MemoryCategory.choices)
+            context.update(drafts=[(d, labels.get(d.category, d.category)) for d in drafts])
+        except ServiceError as exc:
+            context["error"], status = exc.detail, exc.status
+        context.update(text=text, format=fmt or "")
+    return render(request, "memories/import.html", context, status=status)
+
+
+@require_POST
+def refresh_memory(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """The no-JS path of the chat page's Refresh memory button (JS uses the API)."""
+    try:
+        conversation = snapshot_refresh(conversation_id)
+    except ServiceError as exc:
+        return HttpResponse(exc.detail, status=exc.status, content_type="text/plain; charset=utf-8")
+    messages.success(request, "Memory refreshed: this thread now holds your current memories.")
+    return redirect("chat", conversation_id=conversation.id)

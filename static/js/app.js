@@ -1,0 +1,20 @@
+// Every page: the sidebar drawer on narrow screens.
+const sidebar = document.getElementById("sidebar");
+const scrim = document.querySelector(".scrim");
+const openButton = document.querySelector("[data-sidebar-open]");
+
+function setOpen(open) {
+  if (!sidebar) return;
+  document.body.classList.toggle("sidebar-open", open);
+  if (scrim) scrim.hidden = !open;
+  if (openButton) openButton.setAttribute("aria-expanded", String(open));
+  if (open) sidebar.querySelector("a, button")?.focus({ preventScroll: true });
+}
+
+openButton?.addEventListener("click", () => setOpen(true));
+document.querySelectorAll("[data-sidebar-close]").forEach((el) => el.addEventListener("click", () => setOpen(false)));
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && document.body.classList.contains("sidebar-open")) setOpen(false);
+});
+// Keep the current conversation in view in a long list.
+document.querySelector(".conversation-link.is-current")?.scrollIntoView({ block: "nearest" });

@@ -1,0 +1,591 @@
+// Elion chat page: live replies over the WebSocket (fetch + SSE when it cannot
+// connect), edit-and-resend, retry, rewind, inline rename and the request size
+// panel. Plain ES module, no build step. The server renders every settled
+// bubble; this file only streams plain text into a live bubble and then swaps
+// in the server's HTML fragment.
+
+import { apiJson, csrfToken, estimateTokens, newClientId, pendingSends, readSse, sleep } from "./chat/net.js";
+import {
+  appendBubble,
+  bubbles,
+  findBubble,
+  followingBubbles,
+  list,
+  makeLiveBubble,
+  makeUserBubble,
+  nearBottom,
+  refreshBubble,
+  renderDiagnostics,
+  scrollToBottom,
+  showNotice,
+  updateEstimate,
+} from "./chat/thread.js";
+
+const root = document.querySelector("[data-chat]");
+
+const conversationId = root?.dataset.conversationId;
+const API = `/api/conversations/${conversationId}`;
+const POLL_INTERVAL_MS = 1000;
+const POLL_LIMIT = 900;
+const pending = pendingSends(conversationId, 15 * 60 * 1000);
+
+const threadStart = root?.querySelector("[data-thread-start]");
+const composer = root?.querySelector("[data-composer]");
+const input = root?.querySelector("[data-composer-input]");
+const sendButton = root?.querySelector("[data-send-button]");
+const panel = root?.querySelector("[data-diagnostics-panel]");
+const estimateButton = document.querySelector("[data-estimate-button]");
+const titleButton = document.querySelector("[data-title-button]");
+const titleInput = document.querySelector("[data-title-input]");
+
+let busy = false;
+let activeTurn = null;
+let socket = null;
+let socketPromise = null;
+let socketUnavailable = false;
+
+// --- request size panel -------------------------------------------------------
+
+function setPanelOpen(open) {
+  panel.hidden = !open;
+  estimateButton.setAttribute("aria-expanded", String(open));
+}
+
+// --- the send/retry turn -------------------------------------------------------
+
+function setBusy(value) {
+  busy = value;
+  input.disabled = value;
+  sendButton.disabled = value;
+  root.dataset.busy = String(value);
+  if (!value) input.focus({ preventScroll: true });
+}
+
+class Turn {
+  // kind: "send" | "retry". payload: the WebSocket frame without `type`.
+  constructor(kind, payload, { userBubble = null, superseded = [], resumed = false } = {}) {
+    this.kind = kind;
+    this.payload = payload;
+    this.userBubble = userBubble;
+    this.superseded = superseded;
+    this.resumed = resumed;
+    this.userId = null;
+    this.assistantId = null;
+    this.doneSeen = false;
+    this.finished = false;
+    this.ws = null;
+    this.promise = new Promise((resolve) => {
+      this.resolve = resolve;
+    });
+  }
+
+  get liveBody() {
+    return findBubble(this.assistantId)?.querySelector(".message-body");
+  }
+
+  dropSuperseded() {
+    for (const el of this.superseded) el.remove();
+    this.superseded = [];
+  }
+
+  handle(name, data) {
+    if (this.finished) return;
+    switch (name) {
+      case "user_message": {
+        this.userId = data.id;
+        const existing = findBubble(data.id);
+        if (existing && existing !== this.userBubble) {
+          this.userBubble?.remove();
+          this.userBubble = existing;
+        } else if (this.userBubble) {
+          this.userBubble.dataset.messageId = data.id;
+          this.userBubble.id = `message-${data.id}`;
+        }
+        this.dropSuperseded();
+        break;
+      }
+      case "assistant_message": {
+        this.assistantId = data.id;
+        this.dropSuperseded();
+        const live = makeLiveBubble(data.id);
+        const existing = findBubble(data.id);
+        if (existing) existing.replaceWith(live);
+        else appendBubble(live);
+        break;
+      }
+      case "diagnostics":
+        renderDiagnostics(data);
+        break;
+      case "delta":
+        this.appendText(data.text || "");
+        break;
+      case "tool":
+        this.showTool(data);
+        break;
+      case "error":
+        if (!this.assistantId) this.fail(data.detail || "The message could not be sent.");
+        else this.showError(data.detail || "The reply failed.");
+        break;
+      case "done":
+        this.doneSeen = true;
+        this.complete(data);
+        break;
+      default:
+        break;
+    }
+  }
+
+  appendText(text) {
+    const body = this.liveBody;
+    if (!body || !text) return;
+    const stick = nearBottom();
+    body.querySelector(".typing")?.remove();
+    body.append(document.createTextNode(text));
+    const bubble = body.closest(".message");
+    bubble.dataset.tokens = String(estimateTokens(body.textContent));
+    if (stick) scrollToBottom();
+  }
+
+  showTool({ name, status }) {
+    const meta = findBubble(this.assistantId)?.querySelector(".message-meta");
+    if (!meta) return;
+    let chip = meta.querySelector(".tool-chip");
+    if (!chip) {
+      chip = document.createElement("span");
+      chip.className = "badge badge-info tool-chip";
+      meta.append(chip);
+    }
+    chip.textContent = status === "done" || status === "complete" ? `Used ${name}` : `Using ${name}…`;
+  }
+
+  showError(detail) {
+    const bubble = findBubble(this.assistantId);
+    if (!bubble) return showNotice(detail);
+    let box = bubble.querySelector(".message-error");
+    if (!box) {
+      box = document.createElement("div");
+      box.className = "message-error";
+      box.setAttribute("role", "alert");
+      bubble.append(box);
+    }
+    box.textContent = detail;
+  }
+
+  // The user turn was never stored (bad input, a reply already streaming…):
+  // put things back as they were.
+  fail(detail) {
+    if (this.finished) return;
+    this.finished = true;
+    for (const el of this.superseded) el.hidden = false;
+    if (!this.userId) this.userBubble?.remove();
+    if (this.kind === "send" && !this.resumed && !input.value) input.value = this.payload.content;
+    if (this.payload.client_message_id) pending.clear(this.payload.client_message_id);
+    threadStart.hidden = bubbles().length > 0;
+    showNotice(detail);
+    this.end();
+  }
+
+  async complete({ message_id: messageId, status }) {
+    if (this.finished) return;
+    this.finished = true;
+    const assistantId = messageId || this.assistantId;
+    try {
+      if (status === "streaming") await pollUntilSettled(assistantId);
+      const ids = [this.userId, assistantId].filter(Boolean);
+      await Promise.all(ids.map((id) => refreshBubble(id)));
+    } catch (error) {
+      showNotice(error.message);
+    }
+    if (this.payload.client_message_id) pending.clear(this.payload.client_message_id);
+    this.end();
+    if (!titleButton.dataset.title) refreshTitle();
+  }
+
+  // The transport went away mid-turn. The reply keeps running server-side.
+  async transportLost() {
+    if (this.finished || this.doneSeen) return;
+    if (this.assistantId) {
+      this.finished = true;
+      try {
+        await pollUntilSettled(this.assistantId);
+        await Promise.all([this.userId, this.assistantId].filter(Boolean).map((id) => refreshBubble(id)));
+      } catch (error) {
+        showNotice(error.message);
+      }
+      if (this.payload.client_message_id) pending.clear(this.payload.client_message_id);
+      this.end();
+    } else if (this.kind === "send") {
+      // The frame may or may not have arrived; the client_message_id makes sending again safe.
+      socketUnavailable = true;
+      await streamOverSse(this);
+    } else {
+      this.fail("The connection dropped before the retry started. Try again.");
+    }
+  }
+
+  end() {
+    if (activeTurn === this) activeTurn = null;
+    updateEstimate();
+    setBusy(false);
+    this.resolve();
+  }
+}
+
+async function pollUntilSettled(messageId) {
+  for (let i = 0; i < POLL_LIMIT; i += 1) {
+    const status = await refreshBubble(messageId);
+    if (status !== "streaming") return status;
+    await sleep(POLL_INTERVAL_MS);
+  }
+  throw new Error("The reply is taking unusually long; reload the page to check on it.");
+}
+
+// --- transports ---------------------------------------------------------------
+
+function connectSocket() {
+  if (socket && socket.readyState === WebSocket.OPEN) return Promise.resolve(socket);
+  if (socketPromise) return socketPromise;
+  socketPromise = new Promise((resolve) => {
+    let settled = false;
+    const settle = (value) => {
+      if (settled) return;
+      settled = true;
+      socketPromise = null;
+      resolve(value);
+    };
+    let ws;
+    try {
+      const scheme = location.protocol === "https:" ? "wss" : "ws";
+      ws = new WebSocket(`${scheme}://${location.host}/ws/conversations/${conversationId}/`);
+    } catch {
+      settle(null);
+      return;
+    }
+    const timer = setTimeout(() => {
+      try {
+        ws.close();
+      } catch {
+        /* already closed */
+      }
+      settle(null);
+    }, 4000);
+    ws.addEventListener("open", () => {
+      clearTimeout(timer);
+      socket = ws;
+      settle(ws);
+    });
+    ws.addEventListener("error", () => {
+      clearTimeout(timer);
+      settle(null);
+    });
+    ws.addEventListener("close", () => {
+      clearTimeout(timer);
+      if (socket === ws) socket = null;
+      settle(null);
+      if (activeTurn && activeTurn.ws === ws) activeTurn.transportLost();
+    });
+    ws.addEventListener("message", (event) => {
+      let frame;
+      try {
+        frame = JSON.parse(event.data);
+      } catch {
+        return;
+      }
+      const { type, ...data } = frame;
+      if (activeTurn && activeTurn.ws === ws) activeTurn.handle(type, data);
+    });
+  });
+  return socketPromise;
+}
+
+async function streamOverSse(turn) {
+  turn.ws = null;
+  const retry = turn.kind === "retry";
+  const url = retry ? `${API}/messages/${turn.payload.message_id}/retry/` : `${API}/messages/`;
+  let response;
+  try {
+    response = await fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream", "X-CSRFToken": csrfToken() },
+      body: JSON.stringify(retry ? {} : turn.payload),
+    });
+  } catch {
+    if (turn.assistantId) return turn.transportLost();
+    return turn.fail("Could not reach Elion. Check the connection and try again.");
+  }
+  if (!response.ok) {
+    let data = null;
+    try {
+      data = await response.json();
+    } catch {
+      data = null;
+    }
+    return turn.fail(data?.detail || `Sending failed (HTTP ${response.status}).`);
+  }
+  try {
+    await readSse(response, (name, data) => turn.handle(name, data));
+  } catch {
+    /* the stream broke; handled below */
+  }
+  if (!turn.doneSeen && !turn.finished) {
+    if (turn.assistantId) await turn.transportLost();
+    else turn.fail("The connection dropped before the reply started. Try again.");
+  }
+}
+
+async function runTurn(turn) {
+  activeTurn = turn;
+  setBusy(true);
+  showNotice("");
+  const ws = socketUnavailable ? null : await connectSocket();
+  if (ws) {
+    turn.ws = ws;
+    ws.send(JSON.stringify({ type: turn.kind, ...turn.payload }));
+  } else {
+    socketUnavailable = true;
+    await streamOverSse(turn);
+  }
+  return turn.promise;
+}
+
+function sendContent(content, { parentId, superseded = [] } = {}) {
+  const payload = { content, client_message_id: newClientId() };
+  // parent_id absent: continue from the head; null: a new first message.
+  if (parentId !== undefined) payload.parent_id = parentId;
+  pending.save(payload);
+  for (const el of superseded) el.hidden = true;
+  const userBubble = makeUserBubble(content);
+  appendBubble(userBubble);
+  updateEstimate();
+  return runTurn(new Turn("send", payload, { userBubble, superseded }));
+}
+
+function retryReply(bubble) {
+  const superseded = followingBubbles(bubble);
+  for (const el of superseded) el.hidden = true;
+  return runTurn(new Turn("retry", { message_id: bubble.dataset.messageId }, { superseded }));
+}
+
+// --- message actions ----------------------------------------------------------
+
+function startEdit(bubble) {
+  if (bubble.classList.contains("is-editing")) return;
+  const body = bubble.querySelector(".message-body");
+  const actions = bubble.querySelector(".message-actions");
+  const form = document.createElement("form");
+  form.className = "edit-form";
+  const area = document.createElement("textarea");
+  area.value = body.textContent;
+  area.rows = Math.min(12, Math.max(2, area.value.split("\n").length));
+  area.setAttribute("aria-label", "Edit message");
+  const row = document.createElement("div");
+  row.className = "edit-actions";
+  const cancel = Object.assign(document.createElement("button"), { type: "button", textContent: "Cancel" });
+  cancel.className = "button button-small";
+  const save = Object.assign(document.createElement("button"), { type: "submit", textContent: "Send edit" });
+  save.className = "button button-small button-primary";
+  row.append(cancel, save);
+  form.append(area, row);
+
+  const close = () => {
+    form.remove();
+    body.hidden = false;
+    if (actions) actions.hidden = false;
+    bubble.classList.remove("is-editing");
+  };
+  cancel.addEventListener("click", close);
+  area.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") close();
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const content = area.value;
+    if (!content.trim() || busy) return;
+    close();
+    // Edit-and-resend: a sibling of this turn, sent from the same parent.
+    sendContent(content, { parentId: bubble.dataset.parentId || null, superseded: followingBubbles(bubble) });
+  });
+
+  bubble.classList.add("is-editing");
+  body.hidden = true;
+  if (actions) actions.hidden = true;
+  body.after(form);
+  area.focus();
+  area.setSelectionRange(area.value.length, area.value.length);
+}
+
+async function rewindTo(bubble) {
+  try {
+    await apiJson("POST", `${API}/rewind/`, { message_id: bubble.dataset.messageId });
+    location.reload();
+  } catch (error) {
+    showNotice(error.message);
+  }
+}
+
+// --- title -------------------------------------------------------------------
+
+function showTitle(title) {
+  const shown = title || "New chat";
+  titleButton.textContent = shown;
+  titleButton.dataset.title = title;
+  titleInput.value = title;
+  document.title = `${shown} · Elion`;
+  const link = document.querySelector(`[data-conversation-link="${conversationId}"] .conversation-title`);
+  if (link) link.textContent = shown;
+}
+
+// The first send names an untitled conversation server-side; show that name.
+async function refreshTitle() {
+  try {
+    const data = await apiJson("GET", `${API}/`);
+    if (data.title && titleInput.hidden) showTitle(data.title);
+  } catch {
+    /* cosmetic only */
+  }
+}
+
+function startRename() {
+  titleInput.value = titleButton.dataset.title ?? titleInput.value;
+  titleButton.hidden = true;
+  titleInput.hidden = false;
+  titleInput.focus();
+  titleInput.select();
+}
+
+let renaming = false;
+async function finishRename(save) {
+  if (titleInput.hidden || renaming) return;
+  const title = titleInput.value.trim();
+  const before = titleButton.dataset.title ?? "";
+  if (save && title !== before) {
+    renaming = true;
+    try {
+      const data = await apiJson("PATCH", `${API}/`, { title });
+      showTitle(data.title);
+    } catch (error) {
+      showNotice(error.message);
+    } finally {
+      renaming = false;
+    }
+  }
+  titleInput.hidden = true;
+  titleButton.hidden = false;
+}
+
+// --- wiring -------------------------------------------------------------------
+
+function autosize() {
+  input.style.height = "auto";
+  input.style.height = `${Math.min(input.scrollHeight, window.innerHeight * 0.4)}px`;
+}
+
+function init() {
+  titleButton.dataset.title = titleInput.value;
+
+  composer.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const content = input.value;
+    if (busy || !content.trim()) return;
+    input.value = "";
+    autosize();
+    sendContent(content);
+  });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      composer.requestSubmit();
+    }
+  });
+  input.addEventListener("input", autosize);
+
+  list.addEventListener("click", (event) => {
+    const button = event.target.closest("[data-action]");
+    if (!button || busy) return;
+    const bubble = button.closest(".message");
+    if (!bubble?.dataset.messageId) return;
+    const action = button.dataset.action;
+    if (action === "retry") retryReply(bubble);
+    else if (action === "edit") startEdit(bubble);
+    else if (action === "rewind") rewindTo(bubble);
+  });
+
+  estimateButton.addEventListener("click", () => setPanelOpen(panel.hidden));
+  panel.querySelector("[data-diagnostics-close]").addEventListener("click", () => setPanelOpen(false));
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && !panel.hidden) setPanelOpen(false);
+  });
+
+  // The header's "⋯" menu is a <details>; close it on an outside click or Escape.
+  const menu = document.querySelector("[data-conversation-menu]");
+  if (menu) {
+    document.addEventListener("click", (event) => {
+      if (menu.open && !menu.contains(event.target)) menu.open = false;
+    });
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && menu.open) menu.open = false;
+    });
+  }
+
+  titleButton.addEventListener("click", startRename);
+  titleInput.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      finishRename(true);
+    } else if (event.key === "Escape") {
+      finishRename(false);
+    }
+  });
+  titleInput.addEventListener("blur", () => finishRename(true));
+
+  const initial = JSON.parse(document.getElementById("initial-diagnostics")?.textContent || "null");
+  if (initial) renderDiagnostics(initial);
+  updateEstimate();
+  scrollToBottom();
+
+  // Open the socket early so the first send does not wait for the handshake.
+  connectSocket().then((ws) => {
+    if (!ws) socketUnavailable = true;
+  });
+
+  resume();
+}
+
+// After a reload: finish an unconfirmed send (idempotent by its client id),
+// or follow a reply another tab or an earlier page load is still streaming.
+function resume() {
+  const unconfirmed = pending.load();
+  if (unconfirmed) {
+    const clientId = unconfirmed.client_message_id;
+    const userBubble = findBubble(clientId);
+    const reply = userBubble?.nextElementSibling;
+    const settled =
+      reply?.dataset.role === "assistant" && reply.dataset.parentId === clientId && reply.dataset.status !== "streaming";
+    if (settled) {
+      pending.clear(clientId);
+    } else {
+      const { saved_at: _ignored, ...payload } = unconfirmed;
+      const bubble = userBubble ? null : makeUserBubble(payload.content);
+      if (bubble) appendBubble(bubble);
+      runTurn(new Turn("send", payload, { userBubble: bubble, resumed: true }));
+      return;
+    }
+  }
+  const streaming = bubbles().find((b) => b.dataset.status === "streaming");
+  if (streaming) {
+    setBusy(true);
+    pollUntilSettled(streaming.dataset.messageId)
+      .catch((error) => showNotice(error.message))
+      .finally(() => {
+        updateEstimate();
+        setBusy(false);
+      });
+  }
+}
+
+if (root) init();
