@@ -36,3 +36,52 @@ class ThreadHandoff(models.Model):
 
     def __str__(self) -> str:
         return f"Handoff into {self.destination_id} from {self.source_id}"
+
+
+class PromptReconciliationRun(models.Model):
+    """Legacy-prompt reconciliation under one policy version.
+
+    `completed_at` is set only once every stale prompt of that version was
+    rebuilt and no failure remained; its presence lets later starts skip the
+    scan. `dispatch_until` is the lease of whichever cluster is enqueueing
+    batches (claimed with a conditional UPDATE).
+    """
+
+    policy_version = models.CharField(max_length=64, unique=True)
+    markers = models.JSONField(default=dict)
+    started_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    rebuilt = models.PositiveIntegerField(default=0)
+    dispatch_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "continuity_prompt_reconciliation"
+
+    def __str__(self) -> str:
+        state = "completed" if self.completed_at else "incomplete"
+        return f"Prompt reconciliation {self.policy_version[:12]} ({state})"
+
+
+class PromptReconciliationFailure(models.Model):
+    """A stale prompt whose rebuild failed: retried with backoff up to a limit.
+
+    Holds an error class name only, never prompt or memory text.
+    """
+
+    policy_version = models.CharField(max_length=64)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.CharField(max_length=200, blank=True, default="")
+    last_failed_at = models.DateTimeField()
+    next_attempt_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "continuity_prompt_reconciliation_failure"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["policy_version", "conversation"], name="one_reconciliation_failure_per_prompt"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"Reconciliation failure for {self.conversation_id} ({self.attempts} attempts)"

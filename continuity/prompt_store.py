@@ -141,7 +141,10 @@ def _metadata_markers_current(metadata: dict | None, markers: dict[str, str]) ->
     return all(stored.get(name) == value for name, value in markers.items())
 
 
-def static_prompt_ensure(conversation: Conversation) -> Message:
+_NOT_LOADED = object()
+
+
+def static_prompt_ensure(conversation: Conversation, existing: Message | None | object = _NOT_LOADED) -> Message:
     """The conversation's stored prompt: built now if missing, rebuilt if its policy is stale.
 
     A current prompt is reused as stored: every source change rebuilds it
@@ -151,9 +154,11 @@ def static_prompt_ensure(conversation: Conversation) -> Message:
     transaction, so a concurrent first send waits instead of racing, and a
     memory edit/delete/refresh either finished before we read the snapshot or
     rebuilds this prompt after we commit; the unique constraint is the last
-    guard if it does not.
+    guard if it does not. `existing`, when given, is the conversation's stored
+    prompt read under that same lock.
     """
-    existing = Message.objects.filter(conversation=conversation, role=Role.SYSTEM).first()
+    if existing is _NOT_LOADED:  # callers that already loaded the rows pass the prompt (or None)
+        existing = Message.objects.filter(conversation=conversation, role=Role.SYSTEM).first()
     if existing is not None:
         if not markers_are_current(existing):
             existing.content = build_static_prompt(prompt_inputs_for(conversation))

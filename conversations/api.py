@@ -6,6 +6,7 @@ Views translate requests into service calls and results into responses.
 from __future__ import annotations
 
 import json
+from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
@@ -27,7 +28,7 @@ from conversations.send_pipeline import reply_events, retry_prepare, send_comman
 from conversations.settings_service import assistant_settings_get, assistant_settings_update
 from conversations.transcript import live_branch
 from elion import access
-from elion.errors import InvalidInput, ServiceError
+from elion.errors import InvalidInput, NotFound, ServiceError
 
 
 def validated(serializer_class, data) -> dict:
@@ -232,6 +233,13 @@ def parse_json_body(request) -> dict:
     return payload
 
 
+def parse_conversation_id(raw: str) -> UUID:
+    try:
+        return UUID(str(raw))
+    except ValueError as exc:
+        raise NotFound("No conversation has that id.", code="conversation_not_found") from exc
+
+
 def csrf_checked(request) -> None:
     """Session-authenticated sends need the CSRF token like any session write."""
     from django.conf import settings
@@ -252,24 +260,23 @@ class SendView(View):
         return await sync_to_async(MessageListView.as_view())(request, conversation_id=conversation_id)
 
     async def post(self, request, conversation_id):
-        try:
-            await sync_to_async(csrf_checked)(request)
-            payload = parse_json_body(request)
-            conversation = await sync_to_async(services.access_conversation)(conversation_id)
-            command = send_command_from_payload(conversation.id, payload)
-        except ServiceError as exc:
-            return error_response(exc)
-        return await sse_or_json(request, lambda: send_prepare(command))
+        def prepare():
+            # One thread hop for the checks and the transaction: each hop and
+            # each extra query is paid before the first delta.
+            csrf_checked(request)
+            conversation_uuid = parse_conversation_id(conversation_id)
+            command = send_command_from_payload(conversation_uuid, parse_json_body(request))
+            return send_prepare(command)
+
+        return await sse_or_json(request, prepare)
 
 
 @method_decorator(csrf_exempt, name="dispatch")
 class RetryView(View):
     async def post(self, request, conversation_id, message_id):
-        try:
-            await sync_to_async(csrf_checked)(request)
-        except ServiceError as exc:
-            return error_response(exc)
-        return await sse_or_json(
-            request, lambda: retry_prepare(conversation_id=conversation_id, message_id=message_id)
-        )
+        def prepare():
+            csrf_checked(request)
+            return retry_prepare(conversation_id=conversation_id, message_id=message_id)
+
+        return await sse_or_json(request, prepare)
 

@@ -41,10 +41,26 @@ def recorded_binding(conversation: Conversation) -> ProviderBinding | None:
     return ProviderBinding(*row) if row else None
 
 
-def provider_binding_check(conversation: Conversation) -> ProviderConfig:
-    """The configured provider, if the conversation may use it; else 409."""
+def binding_of_latest(messages) -> ProviderBinding | None:
+    """The binding on the latest bound message among already-loaded rows."""
+    bound = [m for m in messages if m.provider_id and m.role != Role.SYSTEM]
+    if not bound:
+        return None
+    latest = max(bound, key=lambda m: m.seq)
+    return ProviderBinding(latest.provider_id, latest.provider_type, latest.model, latest.route_fingerprint)
+
+
+_QUERY = object()
+
+
+def provider_binding_check(conversation: Conversation, recorded: ProviderBinding | None | object = _QUERY) -> ProviderConfig:
+    """The configured provider, if the conversation may use it; else 409.
+
+    `recorded` may be passed when the caller already loaded the rows.
+    """
     config = configured_provider()
-    recorded = recorded_binding(conversation)
+    if recorded is _QUERY:
+        recorded = recorded_binding(conversation)
     if recorded is not None and recorded != config.binding():
         raise Conflict(
             f"This conversation is bound to provider '{recorded.provider_id}' "

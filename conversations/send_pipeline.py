@@ -32,17 +32,15 @@ from continuity.prompt_store import static_prompt_ensure
 from continuity.request_assembly import AssembledRequest, HistoryTurn, assemble_request
 from conversations import provider_gateway, tool_loop
 from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
-from conversations.provider_binding import binding_fields, provider_binding_check
+from conversations.provider_binding import binding_fields, binding_of_latest, provider_binding_check
 from conversations.provider_gateway import ProviderConfig, ProviderError
 from conversations.services import (
     access_conversation,
-    conversation_has_live_stream,
     lease_deadline,
-    message_in_conversation,
     streams_interrupt_expired,
 )
-from conversations.transcript import is_projectable, live_branch, static_prompt_message
-from elion.errors import Conflict, InvalidInput
+from conversations.transcript import is_projectable, live_branch, static_prompt_message, walk_to_root
+from elion.errors import Conflict, InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -119,21 +117,56 @@ def _next_seq(conversation: Conversation) -> int:
     return conversation.last_seq
 
 
-def _reply_for_existing_turn(user_message: Message) -> Message | None:
-    return (
-        Message.objects.filter(parent=user_message, role=Role.ASSISTANT)
-        .exclude(status=MessageStatus.FAILED)
-        .order_by("-seq")
-        .first()
-    )
+@dataclass
+class LoadedRows:
+    """Every stored row of one conversation, read in one query under its lock.
+
+    The live-stream check, the recorded provider binding, the parent, the
+    stored prompt and the history all come from these rows, so a send costs a
+    handful of statements however long the thread is.
+    """
+
+    tree: dict[UUID, Message]
+    prompt: Message | None
+
+    @classmethod
+    def load(cls, conversation: Conversation) -> LoadedRows:
+        tree: dict[UUID, Message] = {}
+        prompt = None
+        for message in Message.objects.filter(conversation=conversation):
+            if message.role == Role.SYSTEM:
+                prompt = message
+            else:
+                tree[message.id] = message
+        return cls(tree=tree, prompt=prompt)
+
+    def get(self, message_id: object) -> Message:
+        try:
+            return self.tree[UUID(str(message_id))]
+        except (KeyError, ValueError, TypeError) as exc:
+            raise NotFound("No message with that id in this conversation.", code="message_not_found") from exc
+
+    def latest_reply_to(self, user_message: Message) -> Message | None:
+        replies = [
+            m for m in self.tree.values()
+            if m.parent_id == user_message.id and m.role == Role.ASSISTANT and m.status != MessageStatus.FAILED
+        ]
+        return max(replies, key=lambda m: m.seq, default=None)
 
 
-def _ensure_no_live_stream(conversation: Conversation) -> None:
-    streams_interrupt_expired(conversation)
-    if conversation_has_live_stream(conversation):
+def _ensure_no_live_stream(conversation: Conversation, rows: LoadedRows) -> None:
+    streaming = [m for m in rows.tree.values() if m.status == MessageStatus.STREAMING]
+    if not streaming:
+        return
+    now = timezone.now()
+    if any(m.lease_expires_at is not None and m.lease_expires_at > now for m in streaming):
         raise Conflict(
             "A reply is still streaming in this conversation; wait for it to finish.", code="reply_in_progress"
         )
+    # Their process died (the lease ran out): keep the text as `interrupted`.
+    streams_interrupt_expired(conversation)
+    for message in streaming:
+        message.status = MessageStatus.INTERRUPTED
 
 
 @transaction.atomic
@@ -144,17 +177,19 @@ def send_prepare(command: SendCommand) -> PreparedReply:
     conversation = access_conversation(command.conversation_id, lock=True)
     if conversation.trashed:
         raise Conflict("This conversation is in the trash; restore it to send.", code="conversation_trashed")
+    rows = LoadedRows.load(conversation)
 
     if command.client_message_id is not None:
-        existing = Message.objects.filter(pk=command.client_message_id).first()
-        if existing is not None:
-            return _prepare_for_repeated_turn(conversation, existing, command)
+        if command.client_message_id in rows.tree:
+            return _prepare_for_repeated_turn(conversation, rows, rows.tree[command.client_message_id], command)
+        if Message.objects.filter(pk=command.client_message_id).exists():
+            raise Conflict("client_message_id is already used by another message.", code="client_message_id_conflict")
 
-    _ensure_no_live_stream(conversation)
-    config = provider_binding_check(conversation)
-    parent = _resolve_parent(conversation, command.parent_id)
+    _ensure_no_live_stream(conversation, rows)
+    config = provider_binding_check(conversation, binding_of_latest(rows.tree.values()))
+    parent = _resolve_parent(conversation, command.parent_id, rows)
     # The first send stores the static prompt before the turn it answers.
-    prompt = static_prompt_ensure(conversation)
+    prompt = static_prompt_ensure(conversation, rows.prompt)
     client_id = {"id": command.client_message_id} if command.client_message_id else {}
     user_message = Message.objects.create(
         **client_id,
@@ -165,22 +200,27 @@ def send_prepare(command: SendCommand) -> PreparedReply:
         content=command.content,
         **binding_fields(config),
     )
+    rows.tree[user_message.id] = user_message
     if not conversation.title:
         conversation.title = " ".join(command.content.split())[:AUTO_TITLE_CHARACTERS]
-    return _start_reply(conversation, user_message, config, prompt)
+    return _start_reply(conversation, rows, user_message, config, prompt)
 
 
-def _prepare_for_repeated_turn(conversation: Conversation, existing: Message, command: SendCommand) -> PreparedReply:
+def _prepare_for_repeated_turn(
+    conversation: Conversation, rows: LoadedRows, existing: Message, command: SendCommand
+) -> PreparedReply:
     """The same client_message_id again never makes a second user turn."""
-    if existing.conversation_id != conversation.id or existing.role != Role.USER:
-        raise Conflict("client_message_id is already used by another message.", code="client_message_id_conflict")
-    if existing.content != command.content:
+    if existing.role != Role.USER or existing.content != command.content:
         raise Conflict(
             "client_message_id was already sent with different content.", code="client_message_id_conflict"
         )
-    streams_interrupt_expired(conversation)
-    reply = _reply_for_existing_turn(existing)
+    reply = rows.latest_reply_to(existing)
     if reply is not None:
+        if reply.status == MessageStatus.STREAMING and (
+            reply.lease_expires_at is None or reply.lease_expires_at <= timezone.now()
+        ):
+            streams_interrupt_expired(conversation)
+            reply.status = MessageStatus.INTERRUPTED
         return PreparedReply(
             conversation_id=conversation.id,
             user_message_id=existing.id,
@@ -188,17 +228,17 @@ def _prepare_for_repeated_turn(conversation: Conversation, existing: Message, co
             replay={"content": reply.content, "status": reply.status, "diagnostics": reply.metadata.get("diagnostics")},
         )
     # The turn was stored but its reply failed or never started: answer it now.
-    _ensure_no_live_stream(conversation)
-    config = provider_binding_check(conversation)
-    return _start_reply(conversation, existing, config, static_prompt_ensure(conversation))
+    _ensure_no_live_stream(conversation, rows)
+    config = provider_binding_check(conversation, binding_of_latest(rows.tree.values()))
+    return _start_reply(conversation, rows, existing, config, static_prompt_ensure(conversation, rows.prompt))
 
 
-def _resolve_parent(conversation: Conversation, parent_id: object) -> Message | None:
+def _resolve_parent(conversation: Conversation, parent_id: object, rows: LoadedRows) -> Message | None:
     if parent_id is _UNSET:
-        return conversation.head
+        return rows.tree.get(conversation.head_id) if conversation.head_id else None
     if parent_id is None:
         return None
-    parent = message_in_conversation(conversation, parent_id)
+    parent = rows.get(parent_id)
     if parent.role != Role.ASSISTANT or parent.status == MessageStatus.STREAMING:
         raise InvalidInput(
             "parent_id must name a finished assistant message (or be null to start from the beginning).",
@@ -213,18 +253,23 @@ def retry_prepare(*, conversation_id: UUID, message_id: UUID | str) -> PreparedR
     conversation = access_conversation(conversation_id, lock=True)
     if conversation.trashed:
         raise Conflict("This conversation is in the trash; restore it to retry.", code="conversation_trashed")
-    target = message_in_conversation(conversation, message_id)
+    rows = LoadedRows.load(conversation)
+    target = rows.get(message_id)
     if target.role != Role.ASSISTANT or target.kind != MessageKind.ORDINARY or target.parent_id is None:
         raise InvalidInput("Only an assistant reply can be retried.", code="not_retryable")
-    _ensure_no_live_stream(conversation)
-    config = provider_binding_check(conversation)
-    return _start_reply(conversation, target.parent, config, static_prompt_ensure(conversation))
+    _ensure_no_live_stream(conversation, rows)
+    config = provider_binding_check(conversation, binding_of_latest(rows.tree.values()))
+    user_message = rows.tree[target.parent_id]
+    return _start_reply(conversation, rows, user_message, config, static_prompt_ensure(conversation, rows.prompt))
 
 
 def _start_reply(
-    conversation: Conversation, user_message: Message, config: ProviderConfig, prompt: Message
+    conversation: Conversation, rows: LoadedRows, user_message: Message, config: ProviderConfig, prompt: Message
 ) -> PreparedReply:
-    """Create the streaming assistant message, move the head, assemble the request."""
+    """Assemble the request, create the streaming assistant message, move the head."""
+    tools = reply_tools(config)
+    branch = walk_to_root(rows.tree, user_message.id)
+    request = reply_request_build(conversation, prompt, tools=tools, branch=branch)
     assistant = Message.objects.create(
         conversation=conversation,
         parent=user_message,
@@ -232,14 +277,11 @@ def _start_reply(
         role=Role.ASSISTANT,
         status=MessageStatus.STREAMING,
         lease_expires_at=lease_deadline(),
+        metadata={"diagnostics": request.diagnostics},
         **binding_fields(config),
     )
     conversation.head = assistant
     conversation.save(update_fields=["head", "last_seq", "title", "updated_at"])
-    tools = reply_tools(config)
-    request = reply_request_build(conversation, prompt, tools=tools)
-    assistant.metadata = {"diagnostics": request.diagnostics}
-    assistant.save(update_fields=["metadata"])
     return PreparedReply(
         conversation_id=conversation.id,
         user_message_id=user_message.id,
@@ -261,13 +303,21 @@ def reply_tools(config: ProviderConfig) -> list[dict]:
 
 
 def reply_request_build(
-    conversation: Conversation, prompt: Message | None = None, *, tools: list[dict] | None = None
+    conversation: Conversation,
+    prompt: Message | None = None,
+    *,
+    tools: list[dict] | None = None,
+    branch: list[Message] | None = None,
 ) -> AssembledRequest:
-    """The model input for the reply at the head: stored rows in, request out."""
+    """The model input for the reply at the head: stored rows in, request out.
+
+    `branch` is the live branch when the caller already walked it.
+    """
     prompt = prompt or static_prompt_message(conversation)
+    branch = live_branch(conversation) if branch is None else branch
     history = [
         HistoryTurn(m.role, m.content, tuple(tool_loop.project_tool_parts(m.parts)))
-        for m in live_branch(conversation)
+        for m in branch
         if is_projectable(m)
     ]
     return assemble_request(

@@ -1,0 +1,53 @@
+"""django-q2 task entry points for legacy-prompt reconciliation: thin wrappers over services.
+
+`prompts_reconcile_tick` is scheduled every minute (migration
+`0003_schedule_prompt_reconciliation`). When no completion is recorded for
+the current policy version and a candidate is ready, it claims the dispatch
+lease and enqueues one batch; each batch enqueues the next while ready
+candidates remain. Nothing here runs when the web server starts.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from continuity import reconciliation
+from continuity.policies import policy_markers
+
+BATCH_TASK = "continuity.tasks.reconcile_prompt_batch"
+
+
+def enqueue(func: str, *args) -> None:
+    from django_q.tasks import async_task
+
+    # After commit: the batch must see what enqueued it.
+    transaction.on_commit(lambda: async_task(func, *args, task_name="reconcile stored prompts"))
+
+
+def prompts_reconcile_tick() -> bool:
+    """Scheduled: start a chain of batches if there is work and no other cluster runs one."""
+    markers = policy_markers()
+    now = timezone.now()
+    if reconciliation.completion_recorded(reconciliation.policy_version(markers)):
+        return False  # later starts skip the scan
+    if not reconciliation.ready_candidates(markers, now).exists():
+        # Nothing to do now: everything done (record it) or backing off.
+        reconciliation.completion_record_if_done(markers, now)
+        return False
+    if not reconciliation.dispatch_claim(markers, now):
+        return False
+    enqueue(BATCH_TASK)
+    return True
+
+
+def reconcile_prompt_batch(batch_size: int | None = None) -> dict:
+    """One bounded batch; enqueues the next one while ready candidates remain."""
+    result = reconciliation.prompts_reconcile_batch(batch_size=batch_size)
+    markers = policy_markers()
+    if result.more and (result.rebuilt or result.failed):
+        reconciliation.dispatch_renew(markers, timezone.now())
+        enqueue(BATCH_TASK, batch_size)
+    else:
+        reconciliation.dispatch_release(markers)
+    return {"rebuilt": len(result.rebuilt), "failed": len(result.failed), "completed": result.completed}
