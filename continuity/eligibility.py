@@ -1,25 +1,77 @@
 """The one answer to "may this conversation feed automatic continuity?".
 
+Visibility states (seed, "Hidden Folders and Continuity Quarantine" and
+"Continuity Shield"), strongest first:
+
+* `trashed`: in the trash. Quarantined.
+* `hidden`: in a hidden folder. Quarantined.
+* `shielded`: left quarantine (restored, folder unhidden, moved out of a
+  hidden folder) and not yet released. Visible, but kept out of automatic
+  continuity until the owner releases the shield.
+* `normal`: everything else.
+
 Every automatic layer asks here: prior-thread selection for New Chat, handoff
-capture, handoff injection into a stored prompt (and, as they arrive, keyword
-recall and past-conversation search defaults). A conversation feeds automatic
-continuity only when it is not in a hidden folder, not trashed, not
-Continuity-Shielded, and has the same persona as the thread it would feed.
+capture, handoff injection into a stored prompt, keyword recall, and the
+model's past-conversation search tool. A conversation feeds automatic
+continuity only in the `normal` state, and only into a thread of its own
+persona. The owner's Past Conversation Search (deliberate) reads normal
+conversations, and shielded ones only when asked for that one search.
 
 Deliberate access is not decided here: opening a conversation, reading it,
 and an explicit Branch / Fresh Chat work whatever this module says.
+
+The state lives in two columns and a folder flag (`Conversation.trashed`,
+`Conversation.shielded`, `Folder.hidden`); the transitions that change them
+are `conversations.visibility`.
 """
 
 from __future__ import annotations
+
+from enum import StrEnum
+from uuid import UUID
 
 from django.db.models import Q, QuerySet
 
 from conversations.models import Conversation
 
 
+class VisibilityState(StrEnum):
+    NORMAL = "normal"
+    HIDDEN = "hidden"
+    TRASHED = "trashed"
+    SHIELDED = "shielded"
+
+
+def quarantine_filter() -> Q:
+    """Trashed or in a hidden folder."""
+    return Q(trashed=True) | Q(folder__hidden=True)
+
+
+def _not_quarantined() -> Q:
+    return Q(trashed=False) & ~Q(folder__hidden=True)
+
+
+def visibility_state(conversation: Conversation) -> VisibilityState:
+    """The conversation's state as loaded (its folder row is read if not cached)."""
+    if conversation.trashed:
+        return VisibilityState.TRASHED
+    if conversation.folder_id is not None and conversation.folder.hidden:
+        return VisibilityState.HIDDEN
+    if conversation.shielded:
+        return VisibilityState.SHIELDED
+    return VisibilityState.NORMAL
+
+
+def in_quarantine(conversation: Conversation) -> bool:
+    return visibility_state(conversation) in (VisibilityState.TRASHED, VisibilityState.HIDDEN)
+
+
+# --- Automatic continuity ----------------------------------------------------------
+
+
 def continuity_source_filter(*, persona: str) -> Q:
     """The eligibility rule as a query condition (for querysets over Conversation)."""
-    return Q(persona=persona, trashed=False, shielded=False) & ~Q(folder__hidden=True)
+    return Q(persona=persona, shielded=False) & _not_quarantined()
 
 
 def continuity_sources(*, persona: str) -> QuerySet[Conversation]:
@@ -41,3 +93,29 @@ def feeds_automatic_continuity(conversation: Conversation | None, *, persona: st
 def continuity_source_ids(conversation_ids, *, persona: str) -> set:
     """Which of `conversation_ids` may feed automatic continuity for a `persona` thread."""
     return set(continuity_sources(persona=persona).filter(pk__in=conversation_ids).values_list("pk", flat=True))
+
+
+def model_search_sources(*, persona: str, current_conversation_id: UUID | str | None) -> QuerySet[Conversation]:
+    """What the model's `search_past_conversations` tool may read: automatic-continuity
+    sources of its persona, never the conversation it is answering in. The tool
+    has no shielded option: shielded material is always out of its reach."""
+    sources = continuity_sources(persona=persona)
+    if current_conversation_id is not None:
+        sources = sources.exclude(pk=current_conversation_id)
+    return sources
+
+
+# --- Deliberate search ------------------------------------------------------------
+
+
+def deliberate_search_filter(*, include_shielded: bool) -> Q:
+    """The owner's Past Conversation Search: never hidden or trashed; shielded
+    only when the owner asks for it in that search (which changes nothing else)."""
+    condition = _not_quarantined()
+    if not include_shielded:
+        condition &= Q(shielded=False)
+    return condition
+
+
+def deliberate_search_sources(*, include_shielded: bool) -> QuerySet[Conversation]:
+    return Conversation.objects.filter(deliberate_search_filter(include_shielded=include_shielded))

@@ -1,22 +1,22 @@
-"""Operational status of stored-prompt reconciliation, for /api/health/."""
+"""Operational status of stored-prompt reconciliation, for /api/health/.
+
+`{"completed", "pending", "remaining_failures"}`: a recorded completion for
+the current policy version answers at once; otherwise the stale prompts and
+the failures still standing are counted (two aggregate queries, however many
+prompts there are). Remaining failures never read as completion.
+"""
 
 from __future__ import annotations
 
-from continuity.prompt_store import policy_markers
-from conversations.models import Message, Role
+from continuity.reconciliation import stale_prompts
 
 
 def stale_prompt_count() -> int:
     """Stored prompts whose policy markers are not the current ones."""
-    markers = policy_markers()
-    stale = 0
-    for metadata in Message.objects.filter(role=Role.SYSTEM).values_list("metadata", flat=True).iterator():
-        stored = (metadata or {}).get("policy_markers", {})
-        if any(stored.get(name) != value for name, value in markers.items()):
-            stale += 1
-    return stale
+    return stale_prompts().count()
 
 
 def reconciliation_status() -> dict:
-    pending = stale_prompt_count()
-    return {"completed": pending == 0, "pending": pending, "remaining_failures": 0}
+    from continuity.reconciliation import reconciliation_status as status
+
+    return status().as_dict()

@@ -12,8 +12,9 @@ from __future__ import annotations
 from continuity.static_prompt import PROMPT_POLICY
 
 # Automatic keyword recall: never during the birth period, the reserved
-# heading rejected in an opening request and quoted where users wrote it.
-RECALL_POLICY = "recall/2026-11-30.birth-gated"
+# heading rejected in an opening request and quoted where users wrote it
+# (custom instructions, memories, characters, and owner/assistant names).
+RECALL_POLICY = "recall/2026-12-01.birth-gated.names-quoted"
 
 
 def handoff_size_policy() -> str:

@@ -87,8 +87,13 @@ def snapshot_memories(conversation_ids) -> dict[UUID, tuple[PromptMemory, ...]]:
 
 
 def saved_characters() -> tuple[PromptCharacter, ...]:
-    """Character Studio's characters. The slot is ready; that issue fills it."""
-    return ()
+    """Character Studio's characters, by name (one query, whatever the thread count)."""
+    from conversations.models import Character
+
+    return tuple(
+        PromptCharacter(name=name, image_guidance=guidance)
+        for name, guidance in Character.objects.order_by("name", "id").values_list("name", "image_guidance")
+    )
 
 
 def continuity_blocks(conversation_ids) -> dict[UUID, str]:

@@ -38,7 +38,8 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, Func, Q, QuerySet, TextField, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from continuity.models import PromptReconciliationFailure, PromptReconciliationRun
@@ -52,6 +53,8 @@ logger = logging.getLogger(__name__)
 MAX_RETRY_DELAY = timedelta(hours=6)
 # How long one cluster may keep enqueueing batches before another may take over.
 DISPATCH_LEASE = timedelta(minutes=5)
+# A batch looks for its candidates among this many times its size.
+CLAIM_WINDOW = 4
 
 
 # --- Selectors -------------------------------------------------------------
@@ -63,19 +66,46 @@ def policy_version(markers: dict[str, str] | None = None) -> str:
     return hashlib.sha256(json.dumps(markers, sort_keys=True).encode()).hexdigest()
 
 
-def current_prompts(markers: dict[str, str]) -> QuerySet[Message]:
-    lookups = {f"metadata__policy_markers__{name}": value for name, value in markers.items()}
-    return Message.objects.filter(role=Role.SYSTEM, **lookups)
+class MarkerText(Func):
+    """`metadata -> policy_markers -> <name>` as text, NULL when missing: one JSON read per row.
+
+    Django's own key transforms compile to a CASE over two JSON calls per key
+    on SQLite; the health endpoint counts every stored prompt with this, so
+    it is kept to the plain extraction.
+    """
+
+    output_field = TextField()
+
+    def __init__(self, name: str):
+        if not name.replace("_", "").isalnum():
+            raise ValueError(f"not a marker name: {name!r}")
+        self.marker = name
+        super().__init__(F("metadata"))
+
+    def as_sql(self, compiler, connection, **extra_context):
+        column, params = compiler.compile(self.source_expressions[0])
+        if connection.vendor == "postgresql":
+            return f"({column} #>> %s::text[])", [*params, f"{{policy_markers,{self.marker}}}"]
+        return f"json_extract({column}, %s)", [*params, f'$."policy_markers"."{self.marker}"']
 
 
 def stale_prompts(markers: dict[str, str] | None = None) -> QuerySet[Message]:
-    """Stored prompts whose markers differ from `markers` (missing ones included).
-
-    `NOT IN (current)` rather than a negated key lookup: a missing marker key
-    compares as NULL, which a plain `exclude` would silently count as current.
-    """
+    """Stored prompts whose markers differ from `markers` (a missing marker counts as different)."""
     markers = markers if markers is not None else policy_markers()
-    return Message.objects.filter(role=Role.SYSTEM).exclude(pk__in=current_prompts(markers).values("pk"))
+    stale = Q()
+    for name, value in markers.items():
+        stale |= ~Q(**{f"marker_{name}": value})
+    return (
+        Message.objects.filter(role=Role.SYSTEM)
+        .order_by()
+        .alias(
+            **{
+                f"marker_{name}": Coalesce(MarkerText(name), Value(""), output_field=TextField())
+                for name in markers
+            }
+        )
+        .filter(stale)
+    )
 
 
 def _blocked_failures(version: str, now: datetime) -> QuerySet[PromptReconciliationFailure]:
@@ -126,7 +156,9 @@ def reconciliation_status() -> ReconciliationStatus:
     if completion_recorded(version):
         return ReconciliationStatus(version, True, 0, 0)
     pending = stale_prompts(markers).count()
-    failures = remaining_failures(markers).count() if pending else 0
+    failures = 0
+    if pending and PromptReconciliationFailure.objects.filter(policy_version=version).exists():
+        failures = remaining_failures(markers).count()
     return ReconciliationStatus(version, pending == 0, pending, failures)
 
 
@@ -164,7 +196,11 @@ def _claim(markers: dict[str, str], now: datetime, batch_size: int) -> list[UUID
     candidate list read before another batch committed must not make us
     rebuild what it just rebuilt.
     """
-    candidates = ready_candidates(markers, now).values("conversation_id")
+    # A window in conversation order, so a batch reads a bounded slice of the
+    # prompts rather than all of them; it is wider than the batch so rows
+    # another reconciler holds still leave this one work.
+    candidates = ready_candidates(markers, now).order_by("conversation_id").values("conversation_id")
+    candidates = candidates[: batch_size * CLAIM_WINDOW]
     locked = list(
         Conversation.objects.select_for_update(skip_locked=True)
         .filter(pk__in=candidates)
@@ -199,12 +235,13 @@ def _rebuild(ids: list[UUID], version: str, now: datetime) -> tuple[list[UUID], 
     Precondition: inside a transaction holding the rows' locks. Savepoints
     keep one failing candidate from undoing the others.
     """
-    try:
-        with transaction.atomic():
-            static_prompts_rebuild(ids)
-        return ids, []
-    except Exception:  # noqa: BLE001 - isolate the failing candidate(s) below
-        logger.info("bulk prompt reconciliation failed; rebuilding %d candidates one by one", len(ids))
+    if len(ids) > 1:
+        try:
+            with transaction.atomic():
+                static_prompts_rebuild(ids)
+            return ids, []
+        except Exception:  # noqa: BLE001 - isolate the failing candidate(s) below
+            logger.info("bulk prompt reconciliation failed; rebuilding %d candidates one by one", len(ids))
     rebuilt, failed = [], []
     for pk in ids:
         try:

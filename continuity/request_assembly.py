@@ -13,6 +13,8 @@ import json
 import math
 from dataclasses import dataclass, field
 
+from continuity.keyword_recall import contains_recall_section
+
 ESTIMATE_METHOD = "chars_div_4"
 
 
@@ -46,6 +48,16 @@ class AssembledRequest:
     diagnostics: dict = field(default_factory=dict)
 
 
+class RecallInBirthPeriod(Exception):
+    """An opening (birth-period) request carries an actual automatic-recall section.
+
+    Raised by final request assembly instead of returning a request, so it can
+    never reach any provider path (seed: "final opening request assembly
+    rejects an actual dynamic === AUTO-RECALLED CONTEXT === section"). It
+    means a bug upstream: the recall layer never runs in the birth period.
+    """
+
+
 def trim_history(turns: list[HistoryTurn], budget_tokens: int) -> tuple[list[HistoryTurn], int]:
     """Drop the oldest turns until the history fits; the newest turn always stays.
 
@@ -73,11 +85,14 @@ def assemble_request(
     handoff_text: str = "",
     tool_definitions_text: str = "",
     input_budget_tokens: int,
+    birth_period: bool = False,
 ) -> AssembledRequest:
     """Build the model input: stored prompt, trimmed history, dynamic context.
 
     `handoff_text` is the part of the static prompt that came from a prior
-    thread; it is counted as a subcategory, never added twice.
+    thread; it is counted as a subcategory, never added twice. In the
+    `birth_period` (no ordinary assistant reply yet) a request whose system
+    messages carry an actual recall section raises `RecallInBirthPeriod`.
     """
     static_tokens = estimate_tokens(static_prompt)
     dynamic_tokens = estimate_tokens(dynamic_context)
@@ -97,6 +112,10 @@ def assemble_request(
         messages.append({"role": "system", "content": dynamic_context})
     if kept:
         messages.extend(turn_messages(kept[-1]))
+    if birth_period and any(
+        message["role"] == "system" and contains_recall_section(message["content"]) for message in messages
+    ):
+        raise RecallInBirthPeriod("an opening request carries an automatic recall section")
 
     total = static_tokens + history_tokens + dynamic_tokens + tool_tokens
     diagnostics = {

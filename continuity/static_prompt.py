@@ -23,6 +23,7 @@ PROMPT_POLICY = "static-prompt/2026-11-30.layer1"
 # "Retired broad recent-activity section").
 RESERVED_RECALL_HEADING = "=== AUTO-RECALLED CONTEXT ==="
 QUOTED_RECALL_LABEL = "=== QUOTED AUTO-RECALL LABEL ==="
+PRIOR_THREAD_HEADING = "## Continuity from a prior thread\n"
 
 
 @dataclass(frozen=True)
@@ -66,11 +67,12 @@ def quote_reserved_headings(text: str) -> str:
 
 
 def owner(inputs: PromptInputs) -> str:
-    return inputs.settings.owner_name
+    # Names are user-authored too (Settings): quoted like every other owner text.
+    return quote_reserved_headings(inputs.settings.owner_name)
 
 
 def assistant_name(inputs: PromptInputs) -> str:
-    return "Clipboard" if inputs.persona == "clipboard" else inputs.settings.display_name
+    return "Clipboard" if inputs.persona == "clipboard" else quote_reserved_headings(inputs.settings.display_name)
 
 
 def section_custom_instructions(inputs: PromptInputs) -> str:
@@ -201,7 +203,25 @@ def section_saved_characters(inputs: PromptInputs) -> str:
 def section_prior_thread_continuity(inputs: PromptInputs) -> str:
     """The verbatim final-eight handoff, rendered (boundary and all) by the handoff layer."""
     block = inputs.continuity_block.strip()
-    return f"## Continuity from a prior thread\n{block}" if block else ""
+    return f"{PRIOR_THREAD_HEADING}{block}" if block else ""
+
+
+def prior_thread_section_in(prompt: str) -> str:
+    """The prior-thread continuity section of a built prompt, exactly as it stands ("" if none).
+
+    Sections are joined by blank lines and the handoff block has none inside
+    (each quoted message is one JSON string), so the section runs from its
+    heading to the next section's heading. The last such heading is the real
+    one (only fixed sections follow it), and it must hold a verbatim block.
+    Request size details count it as the handoff sub-figure of the static prompt.
+    """
+    start = prompt.rfind("\n\n" + PRIOR_THREAD_HEADING)
+    start = start + 2 if start >= 0 else (0 if prompt.startswith(PRIOR_THREAD_HEADING) else -1)
+    if start < 0:
+        return ""
+    end = prompt.find("\n\n## ", start)
+    section = prompt[start:] if end < 0 else prompt[start:end]
+    return section if "\nBEGIN VERBATIM_EXCHANGE_" in section else ""
 
 
 def section_persona_integrity(inputs: PromptInputs) -> str:

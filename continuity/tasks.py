@@ -15,6 +15,7 @@ from django.utils import timezone
 from continuity import reconciliation
 from continuity.policies import policy_markers
 
+TICK_TASK = "continuity.tasks.prompts_reconcile_tick"
 BATCH_TASK = "continuity.tasks.reconcile_prompt_batch"
 
 

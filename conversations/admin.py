@@ -1,6 +1,7 @@
+from django import forms
 from django.contrib import admin
 
-from conversations.models import AssistantSettings, Conversation, Folder, Message
+from conversations.models import AssistantSettings, Character, Conversation, Folder, Message
 
 
 @admin.register(AssistantSettings)
@@ -16,7 +17,31 @@ class AssistantSettingsAdmin(admin.ModelAdmin):
 
 @admin.register(Folder)
 class FolderAdmin(admin.ModelAdmin):
+    """Hiding, unhiding and deleting go through the visibility services, so
+    conversations are shielded and stored prompts refreshed here too."""
+
     list_display = ("name", "hidden", "created_at")
+
+    def save_model(self, request, obj, form, change):
+        from conversations import services
+
+        if not change:
+            saved = services.folder_create(name=obj.name, hidden=obj.hidden)
+            obj.pk = saved.pk
+            return
+        changes = {name: form.cleaned_data[name] for name in ("name", "hidden") if name in form.changed_data}
+        services.folder_update(folder_id=obj.pk, changes=changes)
+
+    def delete_model(self, request, obj):
+        from conversations import services
+
+        services.folder_delete(folder_id=obj.pk)
+
+    def delete_queryset(self, request, queryset):
+        from conversations import services
+
+        for pk in list(queryset.values_list("pk", flat=True)):
+            services.folder_delete(folder_id=pk)
 
 
 class MessageInline(admin.TabularInline):
@@ -32,11 +57,66 @@ class MessageInline(admin.TabularInline):
 
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
+    """Trash, restore, release and folder moves are visibility transitions: they
+    run through `conversations.visibility` (actions, and `save_model` for the folder)."""
+
     list_display = ("display_title", "persona", "folder", "trashed", "shielded", "origin", "updated_at")
     list_filter = ("persona", "trashed", "shielded", "origin", "folder")
     search_fields = ("title",)
-    readonly_fields = ("head", "last_seq", "origin")
+    readonly_fields = ("head", "last_seq", "origin", "trashed", "shielded")
     inlines = [MessageInline]
+    actions = ["trash_selected", "restore_selected", "release_shield_selected"]
+
+    def save_model(self, request, obj, form, change):
+        from conversations import services
+
+        if not change:
+            saved = services.conversation_create(persona=obj.persona, title=obj.title, folder_id=obj.folder_id)
+            obj.pk = saved.pk
+            return
+        changes = {}
+        if "title" in form.changed_data:
+            changes["title"] = form.cleaned_data["title"]
+        if "folder" in form.changed_data:
+            folder = form.cleaned_data["folder"]
+            changes["folder_id"] = folder.pk if folder else None
+        if changes:
+            services.conversation_update(conversation_id=obj.pk, changes=changes)
+        other = [name for name in form.changed_data if name not in ("title", "folder")]
+        if other:
+            Conversation.objects.filter(pk=obj.pk).update(**{name: form.cleaned_data[name] for name in other})
+
+    def _transition(self, request, queryset, service, done: str):
+        from django.contrib import messages
+
+        from elion.errors import ServiceError
+
+        count = 0
+        for pk in list(queryset.values_list("pk", flat=True)):
+            try:
+                service(conversation_id=pk)
+                count += 1
+            except ServiceError as exc:
+                self.message_user(request, f"{pk}: {exc.detail}", messages.WARNING)
+        self.message_user(request, f"{count} conversation(s) {done}.")
+
+    @admin.action(description="Move to trash")
+    def trash_selected(self, request, queryset):
+        from conversations.visibility import conversation_trash
+
+        self._transition(request, queryset, conversation_trash, "moved to the trash")
+
+    @admin.action(description="Restore from trash (comes back Continuity-Shielded)")
+    def restore_selected(self, request, queryset):
+        from conversations.visibility import conversation_restore
+
+        self._transition(request, queryset, conversation_restore, "restored and shielded")
+
+    @admin.action(description="Release Continuity Shield")
+    def release_shield_selected(self, request, queryset):
+        from conversations.visibility import conversation_shield_release
+
+        self._transition(request, queryset, conversation_shield_release, "released")
 
 
 @admin.register(Message)
@@ -48,3 +128,53 @@ class MessageAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         # The transcript is append-only through the send pipeline.
         return False
+
+
+class CharacterAdminForm(forms.ModelForm):
+    """Runs the service's checks so bad input is a form error, not a failed save."""
+
+    class Meta:
+        model = Character
+        fields = ("name", "description", "image_guidance")
+
+    def clean(self):
+        from conversations.characters import clean_character_fields
+        from elion.errors import ServiceError
+
+        cleaned = super().clean()
+        try:
+            clean_character_fields({k: cleaned.get(k) or "" for k in self.Meta.fields}, creating=True)
+        except ServiceError as exc:
+            raise forms.ValidationError(exc.detail) from exc
+        return cleaned
+
+
+@admin.register(Character)
+class CharacterAdmin(admin.ModelAdmin):
+    """Character Studio in the admin: every write goes through the services, so
+    stored prompts are rebuilt here too."""
+
+    form = CharacterAdminForm
+    list_display = ("name", "updated_at")
+    search_fields = ("name",)
+
+    def save_model(self, request, obj, form, change):
+        from conversations import characters
+
+        fields = {name: form.cleaned_data[name] for name in ("name", "description", "image_guidance")}
+        if change:
+            saved = characters.character_edit(character_id=obj.pk, changes=fields)
+        else:
+            saved = characters.character_create(**fields)
+        obj.pk = saved.pk
+
+    def delete_model(self, request, obj):
+        from conversations import characters
+
+        characters.character_delete(character_id=obj.pk)
+
+    def delete_queryset(self, request, queryset):
+        from conversations import characters
+
+        for pk in list(queryset.values_list("pk", flat=True)):
+            characters.character_delete(character_id=pk)

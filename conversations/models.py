@@ -174,3 +174,46 @@ class IdempotentAction(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["action", "source", "key"], name="idempotent_action_key_unique"),
         ]
+
+
+class Character(models.Model):
+    """A Character Studio character: listed in every stored prompt's saved-characters
+    section and pinnable for one message as dynamic context."""
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    image_guidance = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class MessageSearchEntry(models.Model):
+    """Past Conversation Search's index row for one searchable message.
+
+    Searchable: user and assistant speech (`kind=ordinary`, status complete
+    or interrupted); never the stored prompt, tool output or a Branch
+    handoff bubble. Database triggers on the message table (migration
+    `0004_message_search_index`) create, replace and remove these rows on
+    every write path, with `search_text` NULL; `conversations.past_search`
+    fills it in (Python tokens, so SQLite and PostgreSQL see the same words)
+    before each search. A message's row is only ever replaced, never updated
+    in place, except for that fill-in.
+    """
+
+    message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="search_entry")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    search_text = models.TextField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["id"], condition=Q(search_text__isnull=True), name="message_search_pending"),
+        ]
+
+    def __str__(self) -> str:
+        return f"search entry for {self.message_id}"

@@ -39,12 +39,19 @@ class SidebarGroup:
 
 
 def sidebar_groups(limit: int = SIDEBAR_LIMIT) -> list[SidebarGroup]:
-    """Conversations not in the trash, grouped by folder, most recent first.
+    """Conversations not in the trash and not in a hidden folder, grouped by folder,
+    most recent first.
 
     Unfiled conversations come first; folders follow in order of their most
-    recent conversation.
+    recent conversation, then empty folders by name. Hidden folders have
+    their own page (`visibility_views.hidden_folders_page`).
     """
-    rows = Conversation.objects.filter(trashed=False).select_related("folder").order_by("-updated_at")[:limit]
+    rows = (
+        Conversation.objects.filter(trashed=False)
+        .exclude(folder__hidden=True)
+        .select_related("folder")
+        .order_by("-updated_at")[:limit]
+    )
     unfiled = SidebarGroup(name="Chats", folder=None)
     folders: dict[int, SidebarGroup] = {}
     for conversation in rows:
@@ -57,6 +64,8 @@ def sidebar_groups(limit: int = SIDEBAR_LIMIT) -> list[SidebarGroup]:
                 name=conversation.folder.name, folder=conversation.folder
             )
         group.conversations.append(conversation)
+    for folder in Folder.objects.filter(hidden=False).exclude(pk__in=list(folders)):
+        folders[folder.pk] = SidebarGroup(name=folder.name, folder=folder)
     groups = [unfiled] if unfiled.conversations else []
     return groups + list(folders.values())
 

@@ -25,11 +25,14 @@ from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connection as db_connection
 from django.db import transaction
 from django.utils import timezone
 
+from continuity.dynamic_context import PINNED_CHARACTER_KEY, dynamic_context_build
 from continuity.prompt_store import static_prompt_ensure
-from continuity.request_assembly import AssembledRequest, HistoryTurn, assemble_request
+from continuity.request_assembly import AssembledRequest, HistoryTurn, RecallInBirthPeriod, assemble_request
+from continuity.static_prompt import prior_thread_section_in
 from conversations import provider_gateway, tool_loop
 from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
 from conversations.provider_binding import binding_fields, binding_of_latest, provider_binding_check
@@ -101,7 +104,7 @@ def send_command_from_payload(conversation_id: UUID, payload: dict) -> SendComma
     if parent is not _UNSET and parent is not None:
         parent = _parse_uuid(parent, "parent_id")
     pinned = payload.get("pinned_character_id")
-    if pinned is not None and not isinstance(pinned, int):
+    if pinned is not None and (isinstance(pinned, bool) or not isinstance(pinned, int)):
         raise InvalidInput("pinned_character_id must be an integer.", code="invalid_pinned_character_id")
     return SendCommand(
         conversation_id=conversation_id,
@@ -172,6 +175,8 @@ def _ensure_no_live_stream(conversation: Conversation, rows: LoadedRows) -> None
 @transaction.atomic
 def send_prepare(command: SendCommand) -> PreparedReply:
     """Commit the user turn and a `streaming` assistant message; no provider I/O."""
+    # An unknown pinned character is a 404 before anything is read or written.
+    pinned = _pinned_character_metadata(command.pinned_character_id)
     # Row lock: sends, rewinds and first-prompt creation in one conversation
     # are serialised, so two sends can never both pass the streaming check.
     conversation = access_conversation(command.conversation_id, lock=True)
@@ -198,12 +203,23 @@ def send_prepare(command: SendCommand) -> PreparedReply:
         seq=_next_seq(conversation),
         role=Role.USER,
         content=command.content,
+        metadata=pinned,
         **binding_fields(config),
     )
     rows.tree[user_message.id] = user_message
     if not conversation.title:
         conversation.title = " ".join(command.content.split())[:AUTO_TITLE_CHARACTERS]
     return _start_reply(conversation, rows, user_message, config, prompt)
+
+
+def _pinned_character_metadata(character_id: int | None) -> dict:
+    """The user turn's record of a character pinned for it (the choice only;
+    the character's text enters the request as dynamic context, never stored)."""
+    if character_id is None:
+        return {}
+    from conversations.characters import access_character
+
+    return {PINNED_CHARACTER_KEY: access_character(character_id).pk}
 
 
 def _prepare_for_repeated_turn(
@@ -269,7 +285,10 @@ def _start_reply(
     """Assemble the request, create the streaming assistant message, move the head."""
     tools = reply_tools(config)
     branch = walk_to_root(rows.tree, user_message.id)
-    request = reply_request_build(conversation, prompt, tools=tools, branch=branch)
+    try:
+        request = reply_request_build(conversation, prompt, tools=tools, branch=branch)
+    except RecallInBirthPeriod:
+        return _refuse_reply(conversation, user_message, config)
     assistant = Message.objects.create(
         conversation=conversation,
         parent=user_message,
@@ -290,6 +309,41 @@ def _start_reply(
         request=request,
         tools=tools,
         tool_context=tool_loop.ToolContext(conversation_id=conversation.id, persona=conversation.persona),
+    )
+
+
+RECALL_REFUSED = (
+    "recall_in_birth_period",
+    "This reply was not sent: the request carried automatically recalled context before the "
+    "conversation's first reply, which is never allowed. This is an internal error; it has been logged.",
+)
+
+
+def _refuse_reply(conversation: Conversation, user_message: Message, config: ProviderConfig) -> PreparedReply:
+    """Final assembly refused a birth-period request with a recall section: the
+    reply fails, stored as such, and nothing reaches any provider path."""
+    code, detail = RECALL_REFUSED
+    logger.error(
+        "refused to dispatch a birth-period request with an automatic recall section (conversation %s)",
+        conversation.id,
+    )
+    assistant = Message.objects.create(
+        conversation=conversation,
+        parent=user_message,
+        seq=_next_seq(conversation),
+        role=Role.ASSISTANT,
+        status=MessageStatus.FAILED,
+        error=code,
+        error_detail=detail,
+        **binding_fields(config),
+    )
+    conversation.head = assistant
+    conversation.save(update_fields=["head", "last_seq", "title", "updated_at"])
+    return PreparedReply(
+        conversation_id=conversation.id,
+        user_message_id=user_message.id,
+        assistant_message_id=assistant.id,
+        replay={"content": "", "status": MessageStatus.FAILED, "error": {"error": code, "detail": detail}},
     )
 
 
@@ -320,11 +374,19 @@ def reply_request_build(
         for m in branch
         if is_projectable(m)
     ]
+    static_prompt = prompt.content if prompt else ""
+    # Layer 2, fresh for this send and never stored: pinned character + keyword recall.
+    dynamic = dynamic_context_build(
+        conversation, branch=branch, static_prompt=static_prompt, history=[turn.content for turn in history]
+    )
     return assemble_request(
-        static_prompt=prompt.content if prompt else "",
+        static_prompt=static_prompt,
         history=history,
+        dynamic_context=dynamic.text,
+        handoff_text=prior_thread_section_in(static_prompt),
         tool_definitions_text=tool_loop.tool_definitions_text(tools or []),
         input_budget_tokens=settings.ELION_INPUT_BUDGET_TOKENS,
+        birth_period=dynamic.birth_period,
     )
 
 
@@ -344,8 +406,18 @@ def persist(fn):
     Not thread-sensitive: the one shared sync thread may be busy running a
     sync middleware chain that is itself waiting for this reply (a
     `?stream=false` send), which would deadlock.
+    The worker's connection is closed after each write, which hands a pooled
+    PostgreSQL connection back: worker threads outlive no request that would
+    otherwise close it, and a pool drained by idle workers stalls every send.
     """
-    return sync_to_async(fn, thread_sensitive=False)
+
+    def write(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            db_connection.close()
+
+    return sync_to_async(write, thread_sensitive=False)
 
 
 def _flush_partial(message_id: UUID, content: str) -> None:
@@ -412,7 +484,7 @@ class ReplyRun:
                     break
                 await tool_loop.tool_round_run(
                     calls, round_number=round_number, message_id=message_id, parts=parts,
-                    offered=prepared.tools, context=prepared.tool_context, emit=self.emit,
+                    offered=prepared.tools, context=prepared.tool_context, emit=self.emit, persist=persist,
                 )
             raise ProviderError(
                 "tool_round_limit",
@@ -482,6 +554,8 @@ async def _events(prepared: PreparedReply, run: ReplyRun | None) -> AsyncIterato
         replay = prepared.replay
         if replay.get("diagnostics"):
             yield "diagnostics", replay["diagnostics"]
+        if replay.get("error"):
+            yield "error", replay["error"]
         if replay["content"]:
             yield "delta", {"text": replay["content"]}
         yield "done", {"message_id": str(prepared.assistant_message_id), "status": replay["status"]}

@@ -69,7 +69,12 @@ def conversation_create(
     # (database reads only) before inserting; this transaction makes capture,
     # conversation and handoff row one unit, so a failed capture leaves nothing.
     from continuity.handoff_store import new_chat_handoff_capture, new_chat_handoff_store
+    from memories.snapshots import memory_set_lock, snapshot_capture
 
+    # Lock order step 1 before the capture reads eligibility: a visibility
+    # transition (which takes the same lock) either committed before the
+    # capture or waits until this conversation and its handoff row exist.
+    memory_set_lock()
     handoff_capture = new_chat_handoff_capture(persona=persona, origin=origin)
     conversation = Conversation.objects.create(
         persona=persona, title=_clean_title(title), folder=access_folder(folder_id), origin=origin
@@ -77,19 +82,25 @@ def conversation_create(
     new_chat_handoff_store(handoff_capture, destination=conversation)
     # Seed: the memory snapshot is captured at creation, in the same
     # transaction, before any static prompt can be built from it.
-    from memories.snapshots import snapshot_capture
-
     snapshot_capture(conversation)
     return conversation
 
 
 @transaction.atomic
 def conversation_update(*, conversation_id: UUID, changes: dict) -> Conversation:
+    """Rename and/or move. A move is a visibility transition (`conversations.visibility`)."""
+    moving = "folder_id" in changes
+    if moving:
+        from memories.snapshots import memory_set_lock
+
+        memory_set_lock()  # lock order: before the conversation row
     conversation = access_conversation(conversation_id, lock=True)
     if "title" in changes:
         conversation.title = _clean_title(changes["title"])
-    if "folder_id" in changes:
-        conversation.folder = access_folder(changes["folder_id"])
+    if moving:
+        from conversations.visibility import conversation_move_locked
+
+        conversation_move_locked(conversation, changes["folder_id"])
     conversation.save()
     return conversation
 
@@ -128,24 +139,34 @@ def folder_create(*, name: str, hidden: bool = False) -> Folder:
 
 @transaction.atomic
 def folder_update(*, folder_id: int, changes: dict) -> Folder:
+    """Rename and/or hide/unhide. Hiding is a visibility transition (`conversations.visibility`)."""
+    if "hidden" in changes:
+        from memories.snapshots import memory_set_lock
+
+        memory_set_lock()  # lock order: before the folder row the rename writes
     folder = access_folder(folder_id)
+    if folder is None:
+        raise NotFound("No folder has that id.", code="folder_not_found")
     if "name" in changes:
         name = (changes["name"] or "").strip()
         if not name:
             raise InvalidInput("A folder needs a name.", code="folder_name_required")
         folder.name = name[:200]
+        folder.save(update_fields=["name"])
     if "hidden" in changes:
-        folder.hidden = bool(changes["hidden"])
-    folder.save()
+        from conversations.visibility import folder_hidden_set
+
+        folder = folder_hidden_set(folder_id=folder.pk, hidden=bool(changes["hidden"]))
     return folder
 
 
 @transaction.atomic
 def folder_delete(*, folder_id: int) -> None:
-    """Delete a folder; its conversations move to no folder (nothing is lost)."""
-    folder = access_folder(folder_id)
-    folder.conversations.update(folder=None)
-    folder.delete()
+    """Delete a folder; its conversations move to no folder (nothing is lost, and
+    those leaving a hidden folder are shielded: see `conversations.visibility`)."""
+    from conversations.visibility import folder_remove
+
+    folder_remove(folder_id=folder_id)
 
 
 # --- Streams and leases -----------------------------------------------------

@@ -29,23 +29,21 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from uuid import UUID
 
-from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from conversations.models import Message, MessageKind, MessageStatus, Role
+from conversations.models import Message
 from conversations.provider_gateway import ToolCallRequested
 
 logger = logging.getLogger(__name__)
 
 RESULT_MAX_CHARACTERS = 16_000
 PAST_SEARCH_LIMIT = 8
-PAST_SEARCH_CANDIDATES = 200
+PAST_SEARCH_CANDIDATES = 50
 ARCHIVE_SEARCH_LIMIT = 8
-EXCERPT_CHARACTERS = 300
 INTERRUPTED_RESULT = "The tool call was interrupted before it returned a result."
 WEB_SEARCH_TOOL = {"type": "web_search"}
 
@@ -147,59 +145,34 @@ def _int_arg(args: dict, name: str, default: int, low: int, high: int | None = N
     return min(value, high) if high is not None else value
 
 
-def _clip(text: str, width: int = EXCERPT_CHARACTERS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
-
-
-def _live_message_ids(conversation_ids: set) -> set:
-    """Ids on each conversation's live branch (head → root), from ids and parents only."""
-    from conversations.models import Conversation
-
-    heads = dict(Conversation.objects.filter(pk__in=conversation_ids).values_list("pk", "head_id"))
-    rows = Message.objects.filter(conversation_id__in=conversation_ids).exclude(role=Role.SYSTEM)
-    parents = dict(rows.values_list("pk", "parent_id"))
-    live: set = set()
-    for head in heads.values():
-        current = head
-        while current is not None and current not in live:
-            live.add(current)
-            current = parents.get(current)
-    return live
-
-
 def past_conversation_search(*, query: str, context: ToolContext, limit: int = PAST_SEARCH_LIMIT) -> list[dict]:
-    """Excerpts from other eligible conversations' live branches, newest first."""
-    from archive.search import query_terms
-    from continuity.eligibility import continuity_sources
+    """Excerpts from the conversations the model may search, best match first.
 
-    terms = query_terms(query)
-    if not terms:
-        return []
-    sources = continuity_sources(persona=context.persona).exclude(pk=context.conversation_id)
-    rows = Message.objects.filter(
-        conversation__in=sources,
-        role__in=(Role.USER, Role.ASSISTANT),
-        kind=MessageKind.ORDINARY,
-        status__in=(MessageStatus.COMPLETE, MessageStatus.INTERRUPTED),
+    Matching and ranking are the owner's Past Conversation Search (live-branch
+    user/assistant speech only); which conversations count is
+    `continuity.eligibility.model_search_sources`: its persona's automatic
+    continuity sources, never shielded, never the current conversation.
+    """
+    from continuity.eligibility import model_search_sources
+    from conversations.past_search import past_conversation_search as owner_search
+
+    # Shielded conversations are never asked for; the wider limit leaves room
+    # for hits the model may not see (the current thread, the other persona).
+    hits = owner_search(query, include_shielded=False, limit=PAST_SEARCH_CANDIDATES)
+    allowed = set(
+        model_search_sources(persona=context.persona, current_conversation_id=context.conversation_id)
+        .filter(pk__in={hit.conversation_id for hit in hits})
+        .values_list("pk", flat=True)
     )
-    for term in terms:
-        rows = rows.filter(content__icontains=term)
-    candidates = list(
-        rows.order_by("-created_at", "-seq").values(
-            "id", "conversation_id", "conversation__title", "role", "content", "created_at"
-        )[:PAST_SEARCH_CANDIDATES]
-    )
-    live = _live_message_ids({row["conversation_id"] for row in candidates})
     return [
         {
-            "conversation_title": row["conversation__title"] or "Untitled conversation",
-            "role": row["role"],
-            "date": row["created_at"].date().isoformat(),
-            "excerpt": _clip(row["content"]),
+            "conversation_title": hit.conversation_title,
+            "role": hit.role,
+            "date": hit.created_at.date().isoformat(),
+            "excerpt": hit.excerpt,
         }
-        for row in candidates
-        if row["id"] in live
+        for hit in hits
+        if hit.conversation_id in allowed
     ][:limit]
 
 
@@ -345,18 +318,19 @@ def _save_parts(message_id: UUID, parts: list[dict]) -> None:
 async def tool_round_run(
     calls: list[ToolCallRequested], *, round_number: int, message_id: UUID, parts: list[dict],
     offered: list[dict], context: ToolContext, emit: Callable[[str, dict], None],
+    persist: Callable[[Callable], Callable[..., Awaitable]],
 ) -> None:
     """Run one round's calls in order, storing each call, then its result, as it happens.
 
-    `parts` (the message's stored parts) is extended in place.
+    `parts` (the message's stored parts) is extended in place. `persist` runs
+    a database function off the event loop the way the reply's other writes
+    run (send_pipeline.persist).
     """
-    # Own worker thread per write, like the reply's other writes (see send_pipeline.persist).
-    save = sync_to_async(_save_parts, thread_sensitive=False)
     for call in calls:
         parts.append(call_part(call, round_number))
-        await save(message_id, list(parts))
+        await persist(_save_parts)(message_id, list(parts))
         emit("tool", {"name": call.name, "status": "running"})
-        result = await sync_to_async(run_tool, thread_sensitive=False)(call, offered=offered, context=context)
+        result = await persist(run_tool)(call, offered=offered, context=context)
         parts.append(result_part(call.call_id, result))
-        await save(message_id, list(parts))
+        await persist(_save_parts)(message_id, list(parts))
         emit("tool", {"name": call.name, "status": "error" if result.is_error else "done"})

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from uuid import UUID
 
+from django.db import connection
+
 from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
 
 
@@ -43,6 +45,34 @@ def walk_to_root(messages: dict[UUID, Message], tip_id: UUID | None) -> list[Mes
 def live_branch(conversation: Conversation) -> list[Message]:
     """The live branch in order: root first, head last. No system message."""
     return walk_to_root(tree_messages(conversation), conversation.head_id)
+
+
+def live_ids_among(message_ids, head_ids) -> set[UUID]:
+    """Which of `message_ids` lie on a live branch: the path from one of `head_ids`
+    (their conversations' heads) up to its root.
+
+    One recursive query walks the branches inside the database and returns
+    only the matching ids, so no branch is loaded into Python however long.
+    """
+    message_ids, head_ids = list(message_ids), [h for h in set(head_ids) if h is not None]
+    if not message_ids or not head_ids:
+        return set()
+    field = Message._meta.pk
+    table = connection.ops.quote_name(Message._meta.db_table)
+
+    def prep(values):
+        return [field.get_db_prep_value(value, connection) for value in values]
+
+    sql = (
+        f"WITH RECURSIVE walk(id, parent_id) AS ("
+        f" SELECT m.id, m.parent_id FROM {table} m WHERE m.id IN ({', '.join(['%s'] * len(head_ids))})"
+        f" UNION"
+        f" SELECT m.id, m.parent_id FROM {table} m JOIN walk w ON m.id = w.parent_id"
+        f") SELECT id FROM walk WHERE id IN ({', '.join(['%s'] * len(message_ids))})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, prep(head_ids) + prep(message_ids))
+        return {value if isinstance(value, UUID) else UUID(str(value)) for (value,) in cursor.fetchall()}
 
 
 def static_prompt_message(conversation: Conversation) -> Message | None:

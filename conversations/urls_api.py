@@ -1,14 +1,17 @@
 from django.urls import path
 
-from continuity.api import ConversationBranchView
-from conversations import api
+from continuity.api import ContinuityCleanupView, ConversationBranchView
+from conversations import api, characters_api
 
 urlpatterns = [
     path("health/", api.HealthView.as_view(), name="api-health"),
+    path("maintenance/continuity-cleanup/", ContinuityCleanupView.as_view(), name="api-continuity-cleanup"),
     path("auth/login/", api.LoginView.as_view(), name="api-login"),
     path("settings/", api.SettingsView.as_view(), name="api-settings"),
     path("folders/", api.FolderListView.as_view(), name="api-folders"),
     path("folders/<int:folder_id>/", api.FolderDetailView.as_view(), name="api-folder"),
+    path("characters/", characters_api.CharacterListView.as_view(), name="api-characters"),
+    path("characters/<str:character_id>/", characters_api.CharacterDetailView.as_view(), name="api-character"),
     path("conversations/", api.ConversationListView.as_view(), name="api-conversations"),
     path("conversations/<str:conversation_id>/", api.ConversationDetailView.as_view(), name="api-conversation"),
     path("conversations/<str:conversation_id>/rewind/", api.ConversationRewindView.as_view(), name="api-rewind"),

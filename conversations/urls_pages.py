@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations import views
+from conversations import characters_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -14,4 +14,7 @@ urlpatterns = [
         name="message-fragment",
     ),
     path("settings/", views.settings_page, name="settings"),
+    path("characters/", characters_views.characters_page, name="characters"),
+    path("characters/<int:character_id>/edit/", characters_views.character_edit_page, name="character-edit"),
+    path("characters/<int:character_id>/delete/", characters_views.character_delete_page, name="character-delete"),
 ]

@@ -9,14 +9,18 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from conversations import page_selectors, services
+from conversations.characters import characters_list
 from conversations.models import Conversation, Persona, Personality
+from conversations.past_search import quoted_excerpt
 from conversations.settings_service import assistant_settings_get, assistant_settings_update
+from conversations.visibility_selectors import chat_visibility
 from elion import access
 from elion.errors import ServiceError
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    latest = Conversation.objects.filter(trashed=False).first()
+    # Opening a hidden-folder conversation is deliberate access, never a landing page.
+    latest = Conversation.objects.filter(trashed=False).exclude(folder__hidden=True).first()
     if latest is not None:
         return redirect("chat", conversation_id=latest.id)
     return render(request, "chat/empty.html")
@@ -76,6 +80,13 @@ def chat_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
             "token_estimate": page_selectors.thread_token_estimate(branch),
             "diagnostics": page_selectors.latest_diagnostics(branch),
             "streaming": any(bubble.is_streaming for bubble in bubbles),
+            # Character Studio characters the owner may pin for one message.
+            "characters": characters_list(),
+            "visibility": chat_visibility(conversation),
+            # A Past Conversation Search result the owner chose to use (`?quote=<message id>&q=…`).
+            "composer_prefill": quoted_excerpt(message_id=request.GET["quote"], query=request.GET.get("q", ""))
+            if request.GET.get("quote")
+            else "",
         },
     )
 

@@ -23,6 +23,7 @@ def elion(request) -> dict:
     from conversations.models import Persona
     from conversations.page_selectors import sidebar_groups
     from conversations.settings_service import assistant_settings_get
+    from conversations.visibility_selectors import sidebar_counts
 
     is_owner = _is_owner(request)
     return {
@@ -33,4 +34,5 @@ def elion(request) -> dict:
         "assistant": SimpleLazyObject(assistant_settings_get),
         "personas": Persona.choices,
         "sidebar": SimpleLazyObject(sidebar_groups) if is_owner else [],
+        "sidebar_counts": SimpleLazyObject(sidebar_counts) if is_owner else {},
     }

@@ -5,6 +5,7 @@ The table of variables is API.md's "Configuration" section.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -27,7 +28,8 @@ ALLOWED_HOSTS = env.text("ELION_ALLOWED_HOSTS", "*").split(",")
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    # The admin with a "Tools" section (Continuity Cleanup, reconciliation status).
+    "elion.admin_site.ElionAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -77,7 +79,10 @@ TEMPLATES = [
 _database_url = env.optional_text("DATABASE_URL")
 if _database_url:
     DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=0)}
-    if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    # Not in `qcluster`: django-q2 forks its workers, and a pool's open
+    # connections must not be shared across a fork (PostgreSQL protocol errors).
+    _forking_queue = len(sys.argv) > 1 and sys.argv[1] == "qcluster"
+    if DATABASES["default"]["ENGINE"].endswith("postgresql") and not _forking_queue:
         # A pool: opening a PostgreSQL connection per request cost ~5 ms a send
         # (bench/send_overhead.py). Reply writers return theirs after each write.
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
@@ -208,6 +213,11 @@ ELION_FLUSH_CHARACTERS = 2_000
 # --- Continuity -------------------------------------------------------------
 HANDOFF_PER_MESSAGE_CHARACTER_LIMIT = env.int_or_default("HANDOFF_PER_MESSAGE_CHARACTER_LIMIT", 20_000)
 HANDOFF_TOTAL_CHARACTER_BUDGET = env.int_or_default("HANDOFF_TOTAL_CHARACTER_BUDGET", 60_000)
+# Legacy stored-prompt reconciliation (django-q2 jobs, never at start-up):
+# prompts per batch, attempts per failing prompt, first retry delay (doubling).
+ELION_RECONCILE_BATCH_SIZE = env.integer("ELION_RECONCILE_BATCH_SIZE", 200, minimum=1)
+ELION_RECONCILE_MAX_ATTEMPTS = env.integer("ELION_RECONCILE_MAX_ATTEMPTS", 5, minimum=1)
+ELION_RECONCILE_RETRY_SECONDS = env.integer("ELION_RECONCILE_RETRY_SECONDS", 60, minimum=0)
 
 # --- Archive and Library ----------------------------------------------------
 # One archive document or Library file; a ChatGPT export (zip or JSON); the

@@ -8,8 +8,10 @@ urlpatterns = [
     # Before conversations: `conversations/<id>/refresh-memory/` lives in memories.
     path("api/", include("memories.urls_api")),
     path("api/", include("conversations.urls_api")),
+    path("api/", include("conversations.urls_visibility_api")),
     path("api/", include("archive.urls_api")),
     path("memories/", include("memories.urls_pages")),
     path("", include("archive.urls_pages")),
     path("", include("conversations.urls_pages")),
+    path("", include("conversations.urls_visibility_pages")),
 ]

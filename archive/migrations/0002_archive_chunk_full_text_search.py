@@ -2,8 +2,10 @@
 
 SQLite: an external-content FTS5 table over `search_text`, kept in step with
 the chunk table by triggers, so every write path (ORM, admin, bulk create,
-raw SQL) updates the index. PostgreSQL: a GIN index over the same tsvector
-expression the search query uses.
+raw SQL) updates the index. PostgreSQL: a stored generated tsvector column
+(`search_vector`, unknown to the ORM, kept by the database itself) with a GIN
+index; matching a stored vector stays cheap even when the planner tests rows
+one by one along the primary key.
 
 On SQLite a later migration that alters `archive_archivechunk` rebuilds the
 table, which drops these triggers: such a migration must create them again
@@ -39,10 +41,14 @@ SQLITE_BACKWARD = [
     "DROP TABLE IF EXISTS archive_chunk_fts",
 ]
 POSTGRES_FORWARD = [
-    "CREATE INDEX archive_chunk_search_gin ON archive_archivechunk "
-    "USING gin (to_tsvector('simple', search_text))",
+    "ALTER TABLE archive_archivechunk ADD COLUMN search_vector tsvector "
+    "GENERATED ALWAYS AS (to_tsvector('simple', search_text)) STORED",
+    "CREATE INDEX archive_chunk_search_gin ON archive_archivechunk USING gin (search_vector)",
 ]
-POSTGRES_BACKWARD = ["DROP INDEX IF EXISTS archive_chunk_search_gin"]
+POSTGRES_BACKWARD = [
+    "DROP INDEX IF EXISTS archive_chunk_search_gin",
+    "ALTER TABLE archive_archivechunk DROP COLUMN IF EXISTS search_vector",
+]
 
 
 def _run(statements_by_vendor):

@@ -18,3 +18,24 @@ document.addEventListener("keydown", (event) => {
 });
 // Keep the current conversation in view in a long list.
 document.querySelector(".conversation-link.is-current")?.scrollIntoView({ block: "nearest" });
+
+// Actions that change what automatic continuity may use ask first: any form
+// with `data-confirm`. A folder move asks only when it enters or leaves a
+// hidden folder (moves between visible folders change nothing).
+document.addEventListener(
+  "submit",
+  (event) => {
+    const form = event.target.closest("form[data-confirm]");
+    if (!form) return;
+    if (form.hasAttribute("data-move-form")) {
+      const option = form.querySelector("select option:checked");
+      const wasHidden = form.dataset.currentHidden === "true";
+      if ((option?.dataset.hidden === "true") === wasHidden) return;
+    }
+    if (!window.confirm(form.dataset.confirm)) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  },
+  true,
+);

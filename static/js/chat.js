@@ -33,6 +33,8 @@ const threadStart = root?.querySelector("[data-thread-start]");
 const composer = root?.querySelector("[data-composer]");
 const input = root?.querySelector("[data-composer-input]");
 const sendButton = root?.querySelector("[data-send-button]");
+// Character Studio: a character pinned for the next message only.
+const pinSelect = root?.querySelector("[data-pin-character]");
 const panel = root?.querySelector("[data-diagnostics-panel]");
 const estimateButton = document.querySelector("[data-estimate-button]");
 const titleButton = document.querySelector("[data-title-button]");
@@ -57,6 +59,7 @@ function setBusy(value) {
   busy = value;
   input.disabled = value;
   sendButton.disabled = value;
+  if (pinSelect) pinSelect.disabled = value;
   root.dataset.busy = String(value);
   if (!value) input.focus({ preventScroll: true });
 }
@@ -179,6 +182,7 @@ class Turn {
     for (const el of this.superseded) el.hidden = false;
     if (!this.userId) this.userBubble?.remove();
     if (this.kind === "send" && !this.resumed && !input.value) input.value = this.payload.content;
+    if (this.payload.pinned_character_id && pinSelect && !pinSelect.value) setPinned(this.payload.pinned_character_id);
     if (this.payload.client_message_id) pending.clear(this.payload.client_message_id);
     threadStart.hidden = bubbles().length > 0;
     showNotice(detail);
@@ -349,10 +353,17 @@ async function runTurn(turn) {
   return turn.promise;
 }
 
-function sendContent(content, { parentId, superseded = [] } = {}) {
+function setPinned(characterId) {
+  if (!pinSelect) return;
+  pinSelect.value = characterId ? String(characterId) : "";
+  pinSelect.classList.toggle("is-pinned", Boolean(pinSelect.value));
+}
+
+function sendContent(content, { parentId, superseded = [], pinnedCharacterId = null } = {}) {
   const payload = { content, client_message_id: newClientId() };
   // parent_id absent: continue from the head; null: a new first message.
   if (parentId !== undefined) payload.parent_id = parentId;
+  if (pinnedCharacterId) payload.pinned_character_id = pinnedCharacterId;
   pending.save(payload);
   for (const el of superseded) el.hidden = true;
   const userBubble = makeUserBubble(content);
@@ -494,7 +505,10 @@ function init() {
     if (busy || !content.trim()) return;
     input.value = "";
     autosize();
-    sendContent(content);
+    // A pinned character travels with this one message, then the pin clears.
+    const pinnedCharacterId = pinSelect?.value ? Number(pinSelect.value) : null;
+    setPinned(null);
+    sendContent(content, { pinnedCharacterId });
   });
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
@@ -503,6 +517,7 @@ function init() {
     }
   });
   input.addEventListener("input", autosize);
+  pinSelect?.addEventListener("change", () => setPinned(pinSelect.value));
 
   list.addEventListener("click", (event) => {
     const button = event.target.closest("[data-action]");

@@ -162,7 +162,10 @@ def test_edit_is_offered_only_where_the_send_pipeline_accepts_the_parent(client,
     assert str(after_user.id) not in editable
 
 
-def test_sidebar_groups_by_folder_most_recent_first_without_trash(make_conversation):
+def test_sidebar_groups_by_folder_most_recent_first_without_trash_or_hidden_folders(make_conversation):
+    """Hidden folders have their own page (tests/pages/test_visibility_views.py); empty
+    visible folders are listed after the others so they can be used and hidden."""
+    Folder.objects.create(name="Empty")
     work = Folder.objects.create(name="Work")
     hidden = Folder.objects.create(name="Secret", hidden=True)
     old = make_conversation(title="old unfiled")
@@ -178,9 +181,10 @@ def test_sidebar_groups_by_folder_most_recent_first_without_trash(make_conversat
     groups = sidebar_groups()
     assert [(g.name, g.hidden, [c.title for c in g.conversations]) for g in groups] == [
         ("Chats", False, ["new unfiled", "old unfiled"]),
-        ("Secret", True, ["hidden chat"]),
         ("Work", False, ["work chat"]),
+        ("Empty", False, []),
     ]
+    assert in_hidden.folder_id == hidden.id
 
 
 def test_sidebar_lists_conversations_with_persona_and_links(client, make_conversation, keyed):
