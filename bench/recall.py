@@ -321,10 +321,16 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=50, help="messages per conversation")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=20261201)
+    parser.add_argument(
+        "--keep", metavar="DIR",
+        help="SQLite only: keep the loaded database in DIR and reuse it on the next run (skips the load)",
+    )
     args = parser.parse_args()
 
     server_url = os.environ.get("DATABASE_URL") or None
-    data_dir = Path(tempfile.mkdtemp(prefix="elion-recall-bench-"))
+    keep = Path(args.keep) if args.keep and not server_url else None
+    data_dir = keep or Path(tempfile.mkdtemp(prefix="elion-recall-bench-"))
+    data_dir.mkdir(parents=True, exist_ok=True)
     drop = None
     try:
         database_url = None
@@ -335,11 +341,16 @@ def main() -> None:
         setup_django(data_dir, database_url)
         from django.db import connection
 
+        from conversations.models import Message
+
         print(f"database: {connection.vendor}")
         words = vocabulary(random.Random(args.seed))
-        seconds = load(args.conversations, args.messages, words, args.seed)
-        total = args.conversations * args.messages
-        print(f"load: {args.conversations:,} conversations, {total:,} messages in {seconds:.1f} s")
+        if keep and Message.objects.exists():
+            print(f"load: reusing {Message.objects.count():,} messages in {keep}")
+        else:
+            seconds = load(args.conversations, args.messages, words, args.seed)
+            total = args.conversations * args.messages
+            print(f"load: {args.conversations:,} conversations, {total:,} messages in {seconds:.1f} s")
         check_tokens_match_the_app()
         measure(args.queries, words, args.seed)
     finally:
@@ -350,7 +361,8 @@ def main() -> None:
             from bench.send_overhead import pg_drop_database
 
             pg_drop_database(server_url, drop)
-        shutil.rmtree(data_dir, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(data_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
