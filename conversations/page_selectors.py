@@ -96,6 +96,17 @@ class Bubble:
     def is_streaming(self) -> bool:
         return self.message.status == MessageStatus.STREAMING
 
+    @property
+    def tool_rounds(self) -> list[dict]:
+        """Each stored tool call with its result (if any), for the compact view."""
+        parts = self.message.parts or []
+        results = {p.get("call_id"): p for p in parts if p.get("type") == "tool_result"}
+        return [
+            {"name": p.get("name", ""), "arguments": p.get("arguments", ""), "result": results.get(p.get("call_id"))}
+            for p in parts
+            if p.get("type") == "tool_call"
+        ]
+
 
 def _bubble(message: Message, parent: Message | None, owner: str, assistant: str) -> Bubble:
     is_assistant = message.role == Role.ASSISTANT

@@ -296,3 +296,17 @@ def test_handoff_artifact_renders_as_a_handoff_bubble_in_page_and_fragment(clien
         assert 'data-kind="handoff_artifact"' in html
         assert f'href="/c/{source.id}/"' in html
         assert "<strong>the last exchange</strong>" in html
+
+
+def test_tool_calls_are_shown_compactly_with_results_on_demand(client, make_conversation, make_turns, keyed):
+    conversation = make_conversation()
+    _, reply = make_turns(conversation, ("user", "what did we say about tea?"), ("assistant", "We said it was green."))
+    reply.parts = [
+        {"type": "tool_call", "call_id": "c1", "name": "search_past_conversations", "arguments": '{"query": "tea"}'},
+        {"type": "tool_result", "call_id": "c1", "content": "Tea is a leaf.", "is_error": False},
+    ]
+    reply.save(update_fields=["parts"])
+    html = client.get(f"/c/{conversation.id}/").content.decode()
+    assert "<details class=\"tool-calls\">" in html
+    assert "<code>search_past_conversations</code>" in html
+    assert "Tea is a leaf." in html  # inside the collapsed details, shown on demand
