@@ -315,6 +315,18 @@ def measure(count: int, words: list[str], seed: int) -> None:
         print(f"  size: {name:<32} {size / 1_048_576:9.1f} MiB")
 
 
+def pg_kept_database(url: str, name: str) -> str:
+    """DATABASE_URL's server, database `name` (created when missing, never dropped)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conversations", type=int, default=20_000)
@@ -322,8 +334,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument(
-        "--keep", metavar="DIR",
-        help="SQLite only: keep the loaded database in DIR and reuse it on the next run (skips the load)",
+        "--keep", metavar="NAME",
+        help="keep the loaded data and reuse it on the next run (skips the load): a directory for SQLite, "
+        "a database name on DATABASE_URL's server for PostgreSQL",
     )
     args = parser.parse_args()
 
@@ -334,7 +347,10 @@ def main() -> None:
     drop = None
     try:
         database_url = None
-        if server_url:
+        if server_url and args.keep:
+            database_url = pg_kept_database(server_url, args.keep)
+            keep = data_dir  # reuse the data; keep the (empty) data dir too
+        elif server_url:
             from bench.send_overhead import pg_create_database
 
             database_url, drop = pg_create_database(server_url)

@@ -97,7 +97,9 @@ def recall_section(
 
     `carried` is the text already in the request (stored prompt with any
     handoff, the thread's history): excerpts that substantially overlap it
-    are suppressed.
+    are suppressed. It is the history before any budget trimming (the
+    dynamic context's own size is part of what trimming needs), so an excerpt
+    repeating a turn that is then trimmed away stays suppressed: the safe side.
     """
     from continuity.recall_search import handoff_source_ids, live_message_ids, recall_candidates, title_terms
 
@@ -108,22 +110,27 @@ def recall_section(
     # Never the current thread; never the source a handoff already carried in.
     exclude = {conversation.pk} | handoff_source_ids(conversation.pk)
     topics: frozenset[str] = frozenset()
+    named: list[str] = []
+    named_hits: list[kr.RecallHit] = []
     if not kr.has_recall_cue(text) and kr.is_short(text):
         # The skip rule needs two database facts about the keywords.
         titles = title_terms(keywords, persona=persona, exclude=exclude)
         named = [k for k in keywords if k in kr.named_words(text) and k not in titles]
         found: set[str] = set()
         if named:
-            hits = recall_candidates(named, persona=persona, exclude=exclude)
-            live = live_message_ids(hits)
-            for hit in hits:
+            named_hits = recall_candidates(named, persona=persona, exclude=exclude)
+            live = live_message_ids(named_hits)
+            for hit in named_hits:
                 if hit.message_id in live:
                     found |= set(named).intersection(kr.words(hit.content))
         topics = kr.named_topics(keywords, text=text, title_terms=titles, message_terms=found)
     decision = kr.recall_decision(text, keywords=keywords, topics=topics)
     if not decision.run:
         return "", decision, 0
-    hits = recall_candidates(decision.terms, persona=persona, exclude=exclude)
+    if named and set(decision.terms) <= set(named):
+        hits = named_hits  # the same search was just made; ranking keeps only the decided terms
+    else:
+        hits = recall_candidates(decision.terms, persona=persona, exclude=exclude)
     excerpts = kr.select_excerpts(hits, decision.terms, context=kr.ContextText(carried), keep=live_message_ids)
     section = kr.render_recall_section(
         excerpts, persona=persona, owner_name=owner_name, display_name=display_name

@@ -281,29 +281,39 @@ def excerpt_around(text: str, terms: Sequence[str], width: int = EXCERPT_CHARACT
 
 
 class ContextText:
-    """Text already carried in the request, indexed for overlap checks."""
+    """Text already carried in the request, indexed for overlap checks.
+
+    Built lazily, on the first check: most sends recall nothing, and a long
+    thread's history is then never tokenised for this.
+    """
 
     def __init__(self, texts: Iterable[str], n: int = OVERLAP_NGRAM):
         self.n = n
-        self.grams: set[tuple[str, ...]] = set()
-        self.joined_parts: list[str] = []
-        for text in texts:
-            tokens = words(text)
-            self.joined_parts.append(" ".join(tokens))
-            self.grams.update(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
-        self._joined: str | None = None
+        self._texts = list(texts)
+        self._grams: set[tuple[str, ...]] | None = None
+        self._joined = ""
+
+    def _index(self) -> set[tuple[str, ...]]:
+        if self._grams is None:
+            grams: set[tuple[str, ...]] = set()
+            parts = []
+            for text in self._texts:
+                tokens = words(text)
+                parts.append(" ".join(tokens))
+                grams.update(tuple(tokens[i : i + self.n]) for i in range(len(tokens) - self.n + 1))
+            self._grams, self._joined = grams, " " + " \n ".join(parts) + " "
+        return self._grams
 
     def overlap(self, text: str) -> float:
         """The share of `text`'s word n-grams found in the context (0.0 to 1.0)."""
         tokens = words(text)
         if not tokens:
             return 0.0
+        grams = self._index()
         if len(tokens) < self.n:
-            if self._joined is None:
-                self._joined = " " + " \n ".join(self.joined_parts) + " "
             return 1.0 if f" {' '.join(tokens)} " in self._joined else 0.0
-        grams = [tuple(tokens[i : i + self.n]) for i in range(len(tokens) - self.n + 1)]
-        return sum(1 for gram in grams if gram in self.grams) / len(grams)
+        own = [tuple(tokens[i : i + self.n]) for i in range(len(tokens) - self.n + 1)]
+        return sum(1 for gram in own if gram in grams) / len(own)
 
 
 def select_excerpts(

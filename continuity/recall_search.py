@@ -13,8 +13,9 @@ current conversation or a handoff's source (the caller passes them in
 `exclude`), never stored system prompts, tool parts or Branch handoff
 bubbles (none of them is in the index).
 
-Bounded work per send: one index query per term, at most
-`CANDIDATES_PER_TERM` newest matches each, one query for those messages,
+Bounded work per send: at most `CANDIDATES_PER_TERM` newest matches per
+term, found by one index probe plus one query per term that is rare lately
+(`_candidate_entry_ids`), one query for those messages,
 then a walk up from their conversations' heads (`live_message_ids`) for the
 best-ranked few, to check that each sits on its live branch. Nothing loads
 a whole table.
@@ -26,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from uuid import UUID
 
 from django.db.models import Q
+from django.db.models.expressions import RawSQL
 
 from continuity.eligibility import continuity_sources
 from continuity.keyword_recall import RecallHit, words
@@ -41,25 +43,92 @@ def _sources(*, persona: str, exclude: Iterable[UUID]):
     return continuity_sources(persona=persona).exclude(pk__in=list(exclude))
 
 
-def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterable[UUID]) -> set[int]:
-    from conversations.past_search import ENTRY_TABLE, FTS_TABLE, VECTOR_COLUMN
-    from elion.fulltext import matching_ids
+def _newest_matches(
+    terms: Sequence[str], *, source_sql: str, source_params: Sequence, limit: int, before: int | None = None,
+    by_index_order: bool = True,
+) -> list[tuple[int, str]]:
+    """(id, search_text) of the newest eligible index rows holding ANY of `terms`.
 
-    sources = _sources(persona=persona, exclude=exclude).order_by().values("pk")
-    sources_sql, sources_params = sources.query.sql_with_params()
-    found: set[int] = set()
-    for term in terms:
-        found.update(
-            matching_ids(
-                table=ENTRY_TABLE,
-                fts_table=FTS_TABLE,
-                terms=[term],
-                limit=CANDIDATES_PER_TERM,
-                where=f"AND c.conversation_id IN ({sources_sql})",
-                params=sources_params,
-                vector_column=VECTOR_COLUMN,  # PostgreSQL's GIN index is on this stored column
-            )
+    SQLite walks the FTS5 index newest first and stops at `limit`.
+    PostgreSQL matches the stored tsvector through its GIN index; with
+    `by_index_order=False` the ordering is written so the planner cannot walk
+    the primary key backwards testing every row (right for terms that are
+    rare, which then cost a bitmap scan of their few rows), see
+    `_candidate_entry_ids`.
+    """
+    from django.db import connection
+
+    from conversations.past_search import ENTRY_TABLE, FTS_TABLE, VECTOR_COLUMN
+
+    params: list = []
+    older = ""
+    if before is not None:
+        older = "AND c.id < %s "
+    if connection.vendor == "postgresql":
+        order = "c.id DESC" if by_index_order else "c.id + 0 DESC"
+        sql = (
+            f"SELECT c.id, c.search_text FROM {ENTRY_TABLE} c "
+            f"WHERE c.{VECTOR_COLUMN} @@ to_tsquery('simple', %s) {older}AND EXISTS ({source_sql}) "
+            f"ORDER BY {order} LIMIT %s"
         )
+        params.append(" | ".join(terms))
+    else:
+        sql = (
+            f"SELECT c.id, c.search_text FROM {FTS_TABLE} f JOIN {ENTRY_TABLE} c ON c.id = f.rowid "
+            f"WHERE {FTS_TABLE} MATCH %s {older.replace('c.id', 'f.rowid')}AND EXISTS ({source_sql}) "
+            "ORDER BY f.rowid DESC LIMIT %s"
+        )
+        params.append(" OR ".join(f'"{term}"' for term in terms))
+    if before is not None:
+        params.append(before)
+    params += [*source_params, limit]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterable[UUID]) -> set[int]:
+    """For each term, the ids of its `CANDIDATES_PER_TERM` newest eligible index rows.
+
+    Done in two steps so no term costs a long walk on either database:
+
+    1. One probe for the newest `CANDIDATES_PER_TERM × len(terms)` rows holding
+       any term. Common terms fill it at once, and every term's newest
+       matches down to the probe's oldest row are in it.
+    2. Only a term with fewer than `CANDIDATES_PER_TERM` matches in the probe
+       is asked for again, for rows older than the probe: such a term is rare
+       lately, so PostgreSQL fetches its few rows from the GIN index instead
+       of walking the table backwards (SQLite's FTS5 walks newest first anyway).
+
+    Eligibility is a correlated EXISTS (one primary-key probe per row the
+    search meets), not `IN (every eligible conversation)`, which would cost
+    far more than the search itself (bench/recall.py).
+    """
+    source = (
+        _sources(persona=persona, exclude=exclude).filter(pk=RawSQL("c.conversation_id", ())).order_by().values("pk")
+    )
+    source_sql, source_params = source.query.sql_with_params()
+    query = {"source_sql": source_sql, "source_params": source_params}
+    probe_size = CANDIDATES_PER_TERM * len(terms)
+    probe = _newest_matches(terms, limit=probe_size, **query)
+    found: set[int] = set()
+    counts = dict.fromkeys(terms, 0)
+    for pk, search_text in probe:
+        present = [term for term in set((search_text or "").split()) if term in counts]
+        keep = False
+        for term in present:
+            counts[term] += 1
+            keep = keep or counts[term] <= CANDIDATES_PER_TERM
+        if keep:
+            found.add(pk)
+    if len(probe) < probe_size:
+        return found  # the probe holds every match of every term
+    oldest = min(pk for pk, _ in probe)
+    for term in terms:
+        missing = CANDIDATES_PER_TERM - counts[term]
+        if missing > 0:
+            older = _newest_matches([term], limit=missing, before=oldest, by_index_order=False, **query)
+            found.update(pk for pk, _ in older)
     return found
 
 
@@ -149,8 +218,9 @@ def recall_candidates(terms: Sequence[str], *, persona: str, exclude: Iterable[U
 def title_terms(terms: Sequence[str], *, persona: str, exclude: Iterable[UUID]) -> frozenset[str]:
     """Which of `terms` occur as whole words in the title of a recallable conversation.
 
-    `icontains` folds only ASCII case on SQLite, so the common spellings of
-    each term are asked for too; the words themselves then decide.
+    `icontains` folds only ASCII case on SQLite, so for a term with other
+    letters the common spellings are asked for too; the words themselves
+    then decide.
     """
     terms = [term for term in dict.fromkeys(terms) if term]
     if not terms:
@@ -158,8 +228,9 @@ def title_terms(terms: Sequence[str], *, persona: str, exclude: Iterable[UUID]) 
     condition = Q()
     for term in terms:
         condition |= Q(title__icontains=term)
-        for variant in {term.capitalize(), term.upper(), term.title()} - {term}:
-            condition |= Q(title__contains=variant)
+        if not term.isascii():
+            for variant in {term.capitalize(), term.upper(), term.title()} - {term}:
+                condition |= Q(title__contains=variant)
     titles = (
         _sources(persona=persona, exclude=exclude)
         .filter(condition)

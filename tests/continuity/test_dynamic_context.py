@@ -458,3 +458,30 @@ def test_a_prompt_stored_under_an_older_recall_policy_is_rebuilt_before_use(make
     assert RESERVED_RECALL_HEADING not in system and "legacy text" not in system
     stored = Message.objects.get(conversation=fresh, role="system")
     assert stored.content == system and stored.metadata["policy_markers"] == policy_markers()
+
+
+def test_candidates_are_the_newest_eligible_matches_of_each_term(thread, monkeypatch):
+    """The two-step search (one probe, then rare terms again) gives exactly each
+    term's newest `CANDIDATES_PER_TERM` eligible matches, on either database."""
+    from continuity import recall_search
+    from conversations.models import MessageSearchEntry
+    from conversations.past_search import message_search_index_sync
+
+    monkeypatch.setattr(recall_search, "CANDIDATES_PER_TERM", 2)
+    texts = ["omega one", "alpha one", "omega two", "alpha two", "alpha three", "omega three", "alpha four",
+             "alpha five", "beta one", "alpha six"]
+    for text in texts:
+        thread(("user", text), ("assistant", "ok"))
+    hidden = thread(("user", "alpha hidden omega"), ("assistant", "ok"))
+    Conversation.objects.filter(pk=hidden.pk).update(shielded=True)
+    thread(("user", "alpha newest"), ("assistant", "ok"))
+    message_search_index_sync()
+    eligible = MessageSearchEntry.objects.exclude(conversation=hidden).order_by("-id").values_list("id", "search_text")
+    expected: set[int] = set()
+    for term in ("alpha", "omega", "beta", "gamma"):
+        expected |= {pk for pk, text in eligible if term in text.split()}.intersection(
+            [pk for pk, text in eligible if term in text.split()][:2]
+        )
+    found = recall_search._candidate_entry_ids(["alpha", "omega", "beta", "gamma"], persona="elion", exclude=[])
+    assert found == expected
+    assert len(found) == 5  # alpha ×2 (newest), omega ×2 (older, asked again), beta ×1
