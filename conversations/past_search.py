@@ -77,10 +77,11 @@ def message_search_index_sync(*, batch_size: int = INDEX_BATCH) -> int:
                 .order_by("id")
                 .values_list("id", "message__content")[:batch_size]
             )
-            if not pending:
-                return done
-            _search_texts_write([(pk, search_text_for(content or "")) for pk, content in pending])
+            if pending:
+                _search_texts_write([(pk, search_text_for(content or "")) for pk, content in pending])
         done += len(pending)
+        if len(pending) < batch_size:
+            return done  # a short batch was the last one: no second query for the usual single new row
 
 
 def _search_texts_write(rows: list[tuple[int, str]]) -> None:
