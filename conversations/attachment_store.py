@@ -55,10 +55,7 @@ def conversation_store(conversation_id: UUID | str) -> Path:
 
 
 def conversation_stores() -> Iterator[tuple[UUID, Path]]:
-    base = root() / "conversations"
-    if not base.is_dir():
-        return
-    for entry in base.iterdir():
+    for entry in _entries(root() / "conversations"):
         try:
             yield UUID(entry.name), entry
         except ValueError:
@@ -135,14 +132,18 @@ def touch(store: Path, sha256: str) -> bool:
 
 
 def blobs_in(store: Path) -> Iterator[tuple[str, Path]]:
-    if not store.is_dir():
-        return
-    for shard in store.iterdir():
-        if not shard.is_dir():
-            continue
-        for blob in shard.iterdir():
+    """The blobs of a store; directories another collector removes meanwhile are skipped."""
+    for shard in _entries(store):
+        for blob in _entries(shard):
             if _SHA256.match(blob.name):
                 yield blob.name, blob
+
+
+def _entries(directory: Path) -> list[Path]:
+    try:
+        return list(directory.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def older_than(path: Path, seconds: float, now: float | None = None) -> bool:
