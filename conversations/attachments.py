@@ -121,13 +121,13 @@ def attachment_upload(*, upload: UploadedFile | None, conversation_id: object = 
     limit = settings.ELION_ATTACHMENT_MAX_BYTES
     try:
         if upload.size is not None and upload.size > limit:
-            raise _too_large(limit)
+            raise attachment_too_large()
         upload.seek(0)
         data = upload.read(limit + 1)  # the declared size is not trusted
     finally:
         upload.close()
     if len(data) > limit:
-        raise _too_large(limit)
+        raise attachment_too_large()
     if not data:
         raise InvalidInput("The file is empty.", code="empty_file")
     name = attachment_name_clean(upload.name)
@@ -145,9 +145,10 @@ def attachment_upload(*, upload: UploadedFile | None, conversation_id: object = 
     )
 
 
-def _too_large(limit: int) -> FileTooLarge:
+def attachment_too_large() -> FileTooLarge:
     from archive.uploads import size_text
 
+    limit = settings.ELION_ATTACHMENT_MAX_BYTES
     return FileTooLarge(f"The file is larger than the attachment limit of {size_text(limit)}.")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -17,12 +18,20 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations import schema as docs
-from conversations.attachments import attachment_repr, attachment_upload, attachment_verified_content
+from conversations.attachments import (
+    attachment_repr,
+    attachment_too_large,
+    attachment_upload,
+    attachment_verified_content,
+)
 from conversations.forking import conversation_fork
 from conversations.models import AttachmentKind
 from conversations.serializers import conversation_repr
 from conversations.services import access_conversation
 from elion.errors import InvalidInput
+
+# Room for the multipart boundaries, headers and a conversation_id field.
+MULTIPART_OVERHEAD = 64 * 1024
 
 
 class AttachmentUploadView(APIView):
@@ -31,6 +40,10 @@ class AttachmentUploadView(APIView):
         responses={201: dict, 400: docs.ErrorSerializer, 413: docs.ErrorSerializer, 415: docs.ErrorSerializer},
     )
     def post(self, request):
+        # Refuse an oversize body before Django spools it to disk.
+        declared = request.META.get("CONTENT_LENGTH") or "0"
+        if declared.isdigit() and int(declared) > settings.ELION_ATTACHMENT_MAX_BYTES + MULTIPART_OVERHEAD:
+            raise attachment_too_large()
         if not hasattr(request.data, "getlist"):
             raise InvalidInput("Send the file as a multipart form with field `file`.", code="file_required")
         files = request.FILES.getlist("file")

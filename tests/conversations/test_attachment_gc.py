@@ -178,3 +178,12 @@ def test_gc_schedule_is_created_by_the_migration():
     assert set(collect_attachment_garbage()) == {
         "uploads_removed", "orphan_rows_removed", "blobs_removed", "temp_files_removed"
     }
+
+
+def test_admin_lists_attachments_read_only(client):
+    draft = uploaded("listed.md", b"# listed\n")
+    listing = client.get("/admin/conversations/attachment/")
+    assert listing.status_code == 200 and "listed.md" in listing.content.decode()
+    assert client.post(f"/admin/conversations/attachment/{draft.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert client.post(f"/admin/conversations/attachment/{draft.pk}/change/", {"name": "renamed"}).status_code == 403
+    assert Attachment.objects.get(pk=draft.pk).name == "listed.md"

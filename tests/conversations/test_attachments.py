@@ -360,3 +360,46 @@ async def test_attachment_endpoints_are_owner_only(scripted_provider, settings):
     assert response.status_code == 401
     content = await client.get("/api/conversations/0b7f1c0e-0000-4000-8000-000000000000/attachments/x/")
     assert content.status_code == 401
+
+
+async def test_an_oversize_body_is_refused_before_it_is_read(scripted_provider, settings, attachment_root):
+    settings.ELION_ATTACHMENT_MAX_BYTES = 1024
+    response = await AsyncClient().post("/api/attachments/", {"file": SimpleUploadedFile("big.txt", b"x" * 200_000)})
+    assert response.status_code == 413 and response.json()["error"] == "attachment_too_large"
+    assert "1 KB" in response.json()["detail"]
+
+
+async def test_websocket_send_carries_attachments_like_sse(scripted_provider):
+    from channels.testing import WebsocketCommunicator
+
+    from elion.asgi import application
+
+    client = AsyncClient()
+    conversation_id = await create_conversation(client)
+    notes = await upload(client, "notes.md", MARKDOWN)
+    headers = [(b"host", b"testserver"), (b"origin", b"http://testserver")]
+    ws = WebsocketCommunicator(application, f"/ws/conversations/{conversation_id}/", headers=headers)
+    connected, _ = await ws.connect()
+    assert connected
+    await ws.send_json_to({"type": "send", "content": "", "attachment_ids": [notes["id"]]})
+    frames = [await ws.receive_json_from(timeout=10)]
+    while frames[-1]["type"] != "done":
+        frames.append(await ws.receive_json_from(timeout=10))
+    assert frames[0]["type"] == "user_message" and frames[-1]["status"] == "complete"
+    await ws.disconnect()
+    assert last_user_content(scripted_provider.last_request().body) == [
+        {"type": "input_text", "text": "[Attached file “notes.md” (text/markdown)]\n" + MARKDOWN.decode()}
+    ]
+    export = await client.get(f"/api/conversations/{conversation_id}/export/?format=markdown")
+    assert "[Attachment: notes.md (text/markdown)]" in export.content.decode()
+
+
+async def test_a_messages_manifest_is_immutable(scripted_provider):
+    client = AsyncClient()
+    conversation_id = await create_conversation(client)
+    notes = await upload(client, "notes.md", MARKDOWN)
+    await send_sse(client, conversation_id, content="x", attachment_ids=[notes["id"]])
+    entry = await sync_to_async(MessageAttachment.objects.get)(attachment_id=notes["id"])
+    entry.position = 5
+    with pytest.raises(ValueError, match="immutable"):
+        await sync_to_async(entry.save)()
