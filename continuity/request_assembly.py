@@ -31,15 +31,33 @@ class HistoryTurn:
     # messages, already paired (conversations.tool_loop.project_tool_parts).
     # They travel and are trimmed with their turn, never apart from it.
     tool_messages: tuple[dict, ...] = ()
+    # The turn's verified attachment manifest as neutral content parts, in
+    # manifest order (conversations.attachments.attachment_parts_verified).
+    attachments: tuple[dict, ...] = ()
+
+
+IMAGE_TOKEN_ESTIMATE = 765  # one high-detail 1024x1024 image, the providers' usual figure
+
+
+def attachment_tokens(parts: tuple[dict, ...]) -> int:
+    return sum(IMAGE_TOKEN_ESTIMATE if part["type"] == "image" else estimate_tokens(part["text"]) for part in parts)
 
 
 def turn_tokens(turn: HistoryTurn) -> int:
     tools = sum(estimate_tokens(json.dumps(message, separators=(",", ":"))) for message in turn.tool_messages)
-    return estimate_tokens(turn.content) + tools
+    return estimate_tokens(turn.content) + tools + attachment_tokens(turn.attachments)
+
+
+def turn_content(turn: HistoryTurn) -> str | list[dict]:
+    """Plain text, or (with attachments) the text part followed by the manifest's parts in order."""
+    if not turn.attachments:
+        return turn.content
+    text = [{"type": "text", "text": turn.content}] if turn.content else []
+    return [*text, *turn.attachments]
 
 
 def turn_messages(turn: HistoryTurn) -> list[dict]:
-    return [*turn.tool_messages, {"role": turn.role, "content": turn.content}]
+    return [*turn.tool_messages, {"role": turn.role, "content": turn_content(turn)}]
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 from django import forms
 from django.contrib import admin
 
-from conversations.models import AssistantSettings, Character, Conversation, Folder, Message
+from conversations.models import AssistantSettings, Attachment, Character, Conversation, Folder, Message
 
 
 @admin.register(AssistantSettings)
@@ -127,6 +127,26 @@ class MessageAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         # The transcript is append-only through the send pipeline.
+        return False
+
+
+@admin.register(Attachment)
+class AttachmentAdmin(admin.ModelAdmin):
+    """Read-only: blobs and manifests change only through uploads, sends, forks and the collector."""
+
+    list_display = ("name", "mime", "size", "sha256", "created_at", "attached_at")
+    list_filter = ("kind", "mime")
+    search_fields = ("name", "sha256")
+    readonly_fields = [f.name for f in Attachment._meta.fields if f.name != "text"]
+    exclude = ("text",)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
         return False
 
 

@@ -23,6 +23,7 @@ from conversations import export as conversation_export
 from conversations import schema as docs
 from conversations import serializers as s
 from conversations import services
+from conversations.attachments import manifests_for
 from conversations.models import Conversation, Folder, Message, Role
 from conversations.send_pipeline import reply_events, retry_prepare, send_command_from_payload, send_prepare
 from conversations.settings_service import assistant_settings_get, assistant_settings_update
@@ -168,7 +169,8 @@ class MessageListView(APIView):
         services.streams_interrupt_expired(conversation)
         conversation.refresh_from_db()
         branch = [m for m in live_branch(conversation) if m.role != Role.SYSTEM]
-        return Response({"results": [s.message_repr(m) for m in branch]})
+        manifests = manifests_for(branch)
+        return Response({"results": [s.message_repr(m, manifests.get(m.id, [])) for m in branch]})
 
 
 # --- Sending: async, because the reply streams ------------------------------

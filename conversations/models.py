@@ -217,3 +217,71 @@ class MessageSearchEntry(models.Model):
 
     def __str__(self) -> str:
         return f"search entry for {self.message_id}"
+
+
+class AttachmentKind(models.TextChoices):
+    IMAGE = "image", "Image"
+    FILE = "file", "File"
+
+
+class Attachment(models.Model):
+    """One uploaded image or file: its attachment identity and its content identity.
+
+    The bytes live as content-addressed blobs (`conversations.attachment_store`):
+    first in the upload store, then, once a send commits it, in the store of
+    every conversation whose messages list it. Rows never change after upload
+    except the two claim timestamps, each set once by a conditional UPDATE.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    sha256 = models.CharField(max_length=64, db_index=True)
+    size = models.PositiveBigIntegerField()
+    # Display name only: sanitised at upload and never used in a filesystem path.
+    name = models.CharField(max_length=255)
+    mime = models.CharField(max_length=100)
+    kind = models.CharField(max_length=10, choices=AttachmentKind.choices)
+    # The text a file contributes to model requests (extracted once at upload);
+    # empty for images, which travel as image inputs.
+    text = models.TextField(blank=True, default="")
+    # Set at upload when the client names a conversation: only that one may attach it.
+    scope_conversation_id = models.UUIDField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Set once, by the send that commits the attachment to a message.
+    attached_at = models.DateTimeField(null=True, blank=True)
+    # Set once, by the garbage collector that claimed an unattached upload.
+    gc_claimed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["attached_at", "created_at"], name="attachment_gc_scan")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.sha256[:12]})"
+
+
+class MessageAttachment(models.Model):
+    """One entry of a message's immutable, ordered attachment manifest.
+
+    Written only in the transaction that creates its message (a send or a
+    fork) and never updated; a fork lists the same attachment under its own
+    message, so one attachment identity can appear in several conversations.
+    """
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="manifest")
+    position = models.PositiveSmallIntegerField()
+    attachment = models.ForeignKey(Attachment, on_delete=models.PROTECT, related_name="manifest_entries")
+
+    class Meta:
+        ordering = ["message", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["message", "position"], name="manifest_position_unique"),
+            models.UniqueConstraint(fields=["message", "attachment"], name="manifest_attachment_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"attachment {self.position} of {self.message_id}"
+
+    def save(self, *args, **kwargs):
+        # The manifest is immutable once written: an existing entry is never saved again.
+        if not self._state.adding:
+            raise ValueError("A message's attachment manifest is immutable.")
+        super().save(*args, **kwargs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from continuity.request_assembly import estimate_tokens
+from conversations.attachments import manifests_for
 from conversations.models import (
     AssistantSettings,
     Conversation,
@@ -87,6 +88,8 @@ class Bubble:
     html: str
     editable: bool
     retryable: bool
+    # The message's attachment manifest, in order (conversations.attachments).
+    attachments: tuple = ()
 
     @property
     def is_handoff(self) -> bool:
@@ -108,12 +111,14 @@ class Bubble:
         ]
 
 
-def _bubble(message: Message, parent: Message | None, owner: str, assistant: str) -> Bubble:
+def _bubble(message: Message, parent: Message | None, owner: str, assistant: str, attachments=()) -> Bubble:
     is_assistant = message.role == Role.ASSISTANT
     settled = message.status != MessageStatus.STREAMING
     # Edit-and-resend sends from this turn's parent, which the send pipeline
     # accepts only when it is a finished assistant reply (or no parent at all).
-    editable = message.role == Role.USER and (
+    # A turn with attachments is not editable: its uploads belong to it, and an
+    # edited copy would silently leave them behind.
+    editable = message.role == Role.USER and not attachments and (
         parent is None or (parent.role == Role.ASSISTANT and parent.status != MessageStatus.STREAMING)
     )
     return Bubble(
@@ -123,6 +128,7 @@ def _bubble(message: Message, parent: Message | None, owner: str, assistant: str
         html=render_markdown(message.content) if is_assistant and settled else "",
         editable=editable,
         retryable=is_assistant and settled and message.kind == MessageKind.ORDINARY and message.parent_id is not None,
+        attachments=tuple(attachments),
     )
 
 
@@ -134,8 +140,12 @@ def bubbles_for(conversation: Conversation, messages: list[Message], settings_ro
     missing = {m.parent_id for m in messages if m.parent_id and m.parent_id not in by_id}
     if missing:
         by_id.update({m.id: m for m in Message.objects.filter(pk__in=missing)})
+    manifests = manifests_for(m for m in messages if m.role == Role.USER)
     return [
-        _bubble(message, by_id.get(message.parent_id) if message.parent_id else None, owner, assistant)
+        _bubble(
+            message, by_id.get(message.parent_id) if message.parent_id else None, owner, assistant,
+            manifests.get(message.id, ()),
+        )
         for message in messages
     ]
 

@@ -72,6 +72,39 @@ def provider_binding_check(conversation: Conversation, recorded: ProviderBinding
     return config
 
 
+def history_binding_check(messages, *, action: str) -> ProviderConfig:
+    """The configured provider, if every message of a history to be copied or
+    replayed carries one complete binding equal to it; else 409.
+
+    Seed 004: the complete tuple is validated before replay or fork
+    publication; mixed bindings and unbound legacy history fail closed.
+    Branch / Fresh Chat handoff bubbles are the app's own records, not
+    provider output, and carry no binding.
+    """
+    from conversations.models import MessageKind
+
+    config = configured_provider()
+    recorded = {
+        ProviderBinding(m.provider_id, m.provider_type, m.model, m.route_fingerprint)
+        for m in messages
+        if m.kind != MessageKind.HANDOFF_ARTIFACT
+    }
+    if any(not all(binding.__dict__.values()) for binding in recorded):
+        raise Conflict(
+            f"This conversation has messages with no provider binding (legacy history), so it cannot {action}. "
+            "Run `manage.py bind_legacy_conversations --provider ID` with the provider that produced them first.",
+            code="provider_unbound",
+        )
+    if len(recorded) > 1:
+        raise Conflict(
+            f"This conversation's messages are bound to more than one provider route, so it cannot {action}.",
+            code="provider_mixed",
+        )
+    if recorded:
+        provider_binding_check(None, next(iter(recorded)))
+    return config
+
+
 def binding_fields(config: ProviderConfig) -> dict[str, str]:
     """The four binding columns, to stamp on a new durable message."""
     binding = config.binding()

@@ -151,7 +151,7 @@ def _responses_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         if m.get("content"):
             # System prompts stay input items (not `instructions`) so ordering is explicit.
-            items.append({"role": m["role"], "content": m["content"]})
+            items.append({"role": m["role"], "content": _responses_content(m["content"])})
         for c in m.get("tool_calls") or []:
             args = _as_json(c["arguments"])
             items.append({"type": "function_call", "call_id": c["call_id"], "name": c["name"], "arguments": args})
@@ -167,8 +167,39 @@ def _chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             calls = [{"id": c["call_id"], "type": "function", "function": _function(c)} for c in m["tool_calls"]]
             wire.append({"role": "assistant", "content": m.get("content") or None, "tool_calls": calls})
         else:
-            wire.append({"role": m["role"], "content": m["content"]})
+            wire.append({"role": m["role"], "content": _chat_content(m["content"])})
     return wire
+
+
+# A turn with attachments carries a list of neutral parts instead of a string:
+# `{"type": "text", "text"}` and `{"type": "image", "image_url": <data URL>}`.
+
+
+def _responses_content(content: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return content
+    return [
+        {"type": "input_image", "image_url": part["image_url"]} if part["type"] == "image"
+        else {"type": "input_text", "text": part["text"]}
+        for part in content
+    ]
+
+
+def _chat_content(content: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return content
+    return [
+        {"type": "image_url", "image_url": {"url": part["image_url"]}} if part["type"] == "image"
+        else {"type": "text", "text": part["text"]}
+        for part in content
+    ]
+
+
+def content_text(content: str | list[dict[str, Any]] | None) -> str:
+    """The text of a message's content, whichever form it has."""
+    if isinstance(content, list):
+        return "\n".join(part["text"] for part in content if part.get("type") == "text")
+    return str(content or "")
 
 
 def _function(call: dict[str, Any]) -> dict[str, str]:
@@ -251,7 +282,7 @@ async def _stream_chat(
 
 async def _offline_demo(messages: list[dict[str, Any]]) -> AsyncIterator[ProviderEvent]:
     """Deterministic, clearly labelled stand-in so the app works without a key."""
-    said = next((str(m.get("content") or "") for m in reversed(messages) if m["role"] == "user"), "")
+    said = next((content_text(m.get("content")) for m in reversed(messages) if m["role"] == "user"), "")
     text = f"(Offline demo — no OPENAI_API_KEY is set.) You said: {said[:200]}"
     for piece in re.findall(r"\s*\S+", text):
         await asyncio.sleep(0.02)  # paced like a real stream so the UI path is exercised

@@ -34,6 +34,13 @@ from continuity.prompt_store import static_prompt_ensure
 from continuity.request_assembly import AssembledRequest, HistoryTurn, RecallInBirthPeriod, assemble_request
 from continuity.static_prompt import prior_thread_section_in
 from conversations import provider_gateway, tool_loop
+from conversations.attachments import (
+    attachment_ids_clean,
+    attachment_parts_verified,
+    attachments_commit,
+    manifest_ids,
+    manifests_for,
+)
 from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
 from conversations.provider_binding import binding_fields, binding_of_latest, provider_binding_check
 from conversations.provider_gateway import ProviderConfig, ProviderError
@@ -59,6 +66,8 @@ class SendCommand:
     # `_UNSET`: continue from the head; None: start a new root (edit the first turn).
     parent_id: object = _UNSET
     pinned_character_id: int | None = None
+    # Uploaded attachments for this turn, in manifest order.
+    attachment_ids: tuple[UUID, ...] = ()
 
 
 @dataclass
@@ -76,9 +85,11 @@ class PreparedReply:
     events: list = field(default_factory=list)
 
 
-def validate_content(content: object) -> str:
-    if not isinstance(content, str) or not content.strip():
-        raise InvalidInput("A message needs some text.", code="empty_message")
+def validate_content(content: object, *, has_attachments: bool = False) -> str:
+    if has_attachments and content in (None, ""):
+        return ""  # an attachment-only turn
+    if not isinstance(content, str) or (not content.strip() and not has_attachments):
+        raise InvalidInput("A message needs some text or an attachment.", code="empty_message")
     limit = settings.ELION_MAX_MESSAGE_CHARACTERS
     if len(content) > limit:
         raise InvalidInput(
@@ -106,9 +117,11 @@ def send_command_from_payload(conversation_id: UUID, payload: dict) -> SendComma
     pinned = payload.get("pinned_character_id")
     if pinned is not None and (isinstance(pinned, bool) or not isinstance(pinned, int)):
         raise InvalidInput("pinned_character_id must be an integer.", code="invalid_pinned_character_id")
+    attachment_ids = attachment_ids_clean(payload.get("attachment_ids"))
     return SendCommand(
         conversation_id=conversation_id,
-        content=validate_content(payload.get("content")),
+        content=validate_content(payload.get("content"), has_attachments=bool(attachment_ids)),
+        attachment_ids=attachment_ids,
         client_message_id=_parse_uuid(client_id, "client_message_id") if client_id else None,
         parent_id=parent,
         pinned_character_id=pinned,
@@ -207,8 +220,10 @@ def send_prepare(command: SendCommand) -> PreparedReply:
         **binding_fields(config),
     )
     rows.tree[user_message.id] = user_message
+    attached = attachments_commit(message=user_message, attachment_ids=command.attachment_ids)
     if not conversation.title:
-        conversation.title = " ".join(command.content.split())[:AUTO_TITLE_CHARACTERS]
+        title_source = command.content if command.content.strip() else ", ".join(a.name for a in attached)
+        conversation.title = " ".join(title_source.split())[:AUTO_TITLE_CHARACTERS]
     return _start_reply(conversation, rows, user_message, config, prompt)
 
 
@@ -226,9 +241,14 @@ def _prepare_for_repeated_turn(
     conversation: Conversation, rows: LoadedRows, existing: Message, command: SendCommand
 ) -> PreparedReply:
     """The same client_message_id again never makes a second user turn."""
-    if existing.role != Role.USER or existing.content != command.content:
+    if (
+        existing.role != Role.USER
+        or existing.content != command.content
+        or manifest_ids(existing) != list(command.attachment_ids)
+    ):
         raise Conflict(
-            "client_message_id was already sent with different content.", code="client_message_id_conflict"
+            "client_message_id was already sent with different content or attachments.",
+            code="client_message_id_conflict",
         )
     reply = rows.latest_reply_to(existing)
     if reply is not None:
@@ -369,10 +389,13 @@ def reply_request_build(
     """
     prompt = prompt or static_prompt_message(conversation)
     branch = live_branch(conversation) if branch is None else branch
+    attachment_parts = branch_attachment_parts(conversation, branch)
     history = [
-        HistoryTurn(m.role, m.content, tuple(tool_loop.project_tool_parts(m.parts)))
+        HistoryTurn(
+            m.role, m.content, tuple(tool_loop.project_tool_parts(m.parts)), attachment_parts.get(m.id, ())
+        )
         for m in branch
-        if is_projectable(m)
+        if is_projectable(m, has_attachments=m.id in attachment_parts)
     ]
     static_prompt = prompt.content if prompt else ""
     # Layer 2, fresh for this send and never stored: pinned character + keyword recall.
@@ -388,6 +411,16 @@ def reply_request_build(
         input_budget_tokens=settings.ELION_INPUT_BUDGET_TOKENS,
         birth_period=dynamic.birth_period,
     )
+
+
+def branch_attachment_parts(conversation: Conversation, branch: list[Message]) -> dict[UUID, tuple[dict, ...]]:
+    """Every manifest on the branch, each blob re-verified, as request parts.
+
+    Seed 004: resume revalidates every referenced blob before model
+    projection; a missing or tampered one raises AttachmentUnavailable (409,
+    naming it), which rolls the caller's transaction back.
+    """
+    return attachment_parts_verified(conversation.id, manifests_for(m for m in branch if m.role == Role.USER))
 
 
 # --- Streaming -------------------------------------------------------------

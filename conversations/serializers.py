@@ -46,7 +46,12 @@ def conversation_repr(conversation: Conversation) -> dict:
     }
 
 
-def message_repr(message: Message) -> dict:
+def message_repr(message: Message, attachments: list | None = None) -> dict:
+    """`attachments`: the message's manifest when the caller loaded it for many messages at once."""
+    from conversations.attachments import attachment_repr, manifests_for
+
+    if attachments is None:
+        attachments = manifests_for([message]).get(message.id, [])
     metadata = dict(message.metadata or {})
     if message.error:
         metadata["error"] = {"error": message.error, "detail": message.error_detail}
@@ -57,7 +62,7 @@ def message_repr(message: Message) -> dict:
         "kind": message.kind,
         "content": message.content,
         "status": message.status,
-        "attachments": metadata.pop("attachments", []),
+        "attachments": [attachment_repr(attachment) for attachment in attachments],
         "metadata": metadata,
         "created_at": message.created_at.isoformat(),
     }

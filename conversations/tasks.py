@@ -8,3 +8,10 @@ from conversations.services import streams_interrupt_expired
 def interrupt_stale_streams() -> int:
     """Scheduled every minute: replies whose process died become `interrupted`."""
     return streams_interrupt_expired()
+
+
+def collect_attachment_garbage() -> dict[str, int]:
+    """Scheduled hourly: stale uploads and unreferenced blobs past the grace period."""
+    from conversations.attachment_gc import attachment_garbage_collect
+
+    return attachment_garbage_collect().as_dict()

@@ -79,11 +79,12 @@ def static_prompt_message(conversation: Conversation) -> Message | None:
     return Message.objects.filter(conversation=conversation, role=Role.SYSTEM).first()
 
 
-def is_projectable(message: Message) -> bool:
+def is_projectable(message: Message, *, has_attachments: bool = False) -> bool:
     """May this live-branch message be sent to the model as history?
 
     Failed replies and the reply being streamed are not history; a Branch
     handoff bubble travels in the static prompt's continuity slot instead.
+    An attachment-only user turn is history even without text.
     """
     if message.role not in (Role.USER, Role.ASSISTANT):
         return False
@@ -91,7 +92,7 @@ def is_projectable(message: Message) -> bool:
         return False
     if message.status in (MessageStatus.FAILED, MessageStatus.STREAMING):
         return False
-    return bool(message.content.strip())
+    return bool(message.content.strip()) or has_attachments
 
 
 def tree_problems(conversation_id: UUID, messages: Iterable[Message]) -> list[str]:

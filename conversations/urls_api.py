@@ -1,7 +1,7 @@
 from django.urls import path
 
 from continuity.api import ContinuityCleanupView, ConversationBranchView
-from conversations import api, characters_api
+from conversations import api, attachments_api, characters_api
 
 urlpatterns = [
     path("health/", api.HealthView.as_view(), name="api-health"),
@@ -16,6 +16,13 @@ urlpatterns = [
     path("conversations/<str:conversation_id>/", api.ConversationDetailView.as_view(), name="api-conversation"),
     path("conversations/<str:conversation_id>/rewind/", api.ConversationRewindView.as_view(), name="api-rewind"),
     path("conversations/<str:conversation_id>/branch/", ConversationBranchView.as_view(), name="api-branch"),
+    path("conversations/<str:conversation_id>/fork/", attachments_api.ConversationForkView.as_view(), name="api-fork"),
+    path("attachments/", attachments_api.AttachmentUploadView.as_view(), name="api-attachments"),
+    path(
+        "conversations/<str:conversation_id>/attachments/<str:attachment_id>/",
+        attachments_api.AttachmentContentView.as_view(),
+        name="api-attachment-content",
+    ),
     path("conversations/<str:conversation_id>/export/", api.ConversationExportView.as_view(), name="api-export"),
     path("conversations/<str:conversation_id>/messages/", api.SendView.as_view(), name="api-messages"),
     path(

@@ -210,6 +210,16 @@ ELION_STREAM_LEASE_SECONDS = env.integer("ELION_STREAM_LEASE_SECONDS", 30, minim
 ELION_FLUSH_INTERVAL_SECONDS = 0.25
 ELION_FLUSH_CHARACTERS = 2_000
 
+# --- Attachments --------------------------------------------------------------
+# Content-addressed blobs live under ELION_ATTACHMENT_ROOT (uploads/, one store
+# per conversation, tmp/). Limits answer 413/400; the garbage collector leaves
+# anything younger than the grace period alone.
+ELION_ATTACHMENT_ROOT = Path(env.text("ELION_ATTACHMENT_ROOT") or DATA_DIR / "attachments")
+ELION_ATTACHMENT_MAX_BYTES = env.integer("ELION_ATTACHMENT_MAX_BYTES", 10 * 1024 * 1024, minimum=1)
+ELION_ATTACHMENTS_PER_MESSAGE = env.integer("ELION_ATTACHMENTS_PER_MESSAGE", 10, minimum=1)
+ELION_ATTACHMENT_MAX_TEXT_CHARACTERS = env.integer("ELION_ATTACHMENT_MAX_TEXT_CHARACTERS", 200_000, minimum=1)
+ELION_ATTACHMENT_GC_GRACE_SECONDS = env.integer("ELION_ATTACHMENT_GC_GRACE_SECONDS", 24 * 3600, minimum=0)
+
 # --- Continuity -------------------------------------------------------------
 HANDOFF_PER_MESSAGE_CHARACTER_LIMIT = env.int_or_default("HANDOFF_PER_MESSAGE_CHARACTER_LIMIT", 20_000)
 HANDOFF_TOTAL_CHARACTER_BUDGET = env.int_or_default("HANDOFF_TOTAL_CHARACTER_BUDGET", 60_000)

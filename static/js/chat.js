@@ -20,6 +20,14 @@ import {
   showNotice,
   updateEstimate,
 } from "./chat/thread.js";
+import {
+  appendAttachmentNames,
+  initAttachments,
+  restoreAttachments,
+  setAttachDisabled,
+  takeAttachments,
+  uploading,
+} from "./chat/attachments.js";
 
 const root = document.querySelector("[data-chat]");
 
@@ -60,14 +68,16 @@ function setBusy(value) {
   input.disabled = value;
   sendButton.disabled = value;
   if (pinSelect) pinSelect.disabled = value;
+  setAttachDisabled(value);
   root.dataset.busy = String(value);
   if (!value) input.focus({ preventScroll: true });
 }
 
 class Turn {
   // kind: "send" | "retry". payload: the WebSocket frame without `type`.
-  constructor(kind, payload, { userBubble = null, superseded = [], resumed = false } = {}) {
+  constructor(kind, payload, { userBubble = null, superseded = [], resumed = false, attachments = [] } = {}) {
     this.kind = kind;
+    this.attachments = attachments;
     this.payload = payload;
     this.userBubble = userBubble;
     this.superseded = superseded;
@@ -182,6 +192,7 @@ class Turn {
     for (const el of this.superseded) el.hidden = false;
     if (!this.userId) this.userBubble?.remove();
     if (this.kind === "send" && !this.resumed && !input.value) input.value = this.payload.content;
+    if (this.kind === "send" && !this.resumed) restoreAttachments(this.attachments);
     if (this.payload.pinned_character_id && pinSelect && !pinSelect.value) setPinned(this.payload.pinned_character_id);
     if (this.payload.client_message_id) pending.clear(this.payload.client_message_id);
     threadStart.hidden = bubbles().length > 0;
@@ -359,17 +370,19 @@ function setPinned(characterId) {
   pinSelect.classList.toggle("is-pinned", Boolean(pinSelect.value));
 }
 
-function sendContent(content, { parentId, superseded = [], pinnedCharacterId = null } = {}) {
+function sendContent(content, { parentId, superseded = [], pinnedCharacterId = null, attachments = [] } = {}) {
   const payload = { content, client_message_id: newClientId() };
+  if (attachments.length) payload.attachment_ids = attachments.map((item) => item.id);
   // parent_id absent: continue from the head; null: a new first message.
   if (parentId !== undefined) payload.parent_id = parentId;
   if (pinnedCharacterId) payload.pinned_character_id = pinnedCharacterId;
   pending.save(payload);
   for (const el of superseded) el.hidden = true;
   const userBubble = makeUserBubble(content);
+  appendAttachmentNames(userBubble, attachments);
   appendBubble(userBubble);
   updateEstimate();
-  return runTurn(new Turn("send", payload, { userBubble, superseded }));
+  return runTurn(new Turn("send", payload, { userBubble, superseded, attachments }));
 }
 
 function retryReply(bubble) {
@@ -439,6 +452,46 @@ async function rewindTo(bubble) {
   }
 }
 
+// Fork from here: one Idempotency-Key per message until the fork resolves, so
+// a double click or a lost response never makes two forks.
+async function forkFrom(bubble, button) {
+  const messageId = bubble.dataset.messageId;
+  const storageKey = `elion.fork.pending.${messageId}`;
+  let key = sessionStorage.getItem(storageKey);
+  if (!key) {
+    key = newClientId();
+    sessionStorage.setItem(storageKey, key);
+  }
+  button.disabled = true;
+  try {
+    const response = await fetch(`${API}/fork/`, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: {
+        "Content-Type": "application/json",
+        Accept: "application/json",
+        "Idempotency-Key": key,
+        "X-CSRFToken": csrfToken(),
+      },
+      body: JSON.stringify({ message_id: messageId }),
+    });
+    const body = await response.json().catch(() => ({}));
+    if (response.ok && body.id) {
+      sessionStorage.removeItem(storageKey);
+      window.location.assign(`/c/${body.id}/`);
+      return;
+    }
+    if (response.status >= 400 && response.status < 500 && ![401, 403, 429].includes(response.status)) {
+      sessionStorage.removeItem(storageKey);
+    }
+    showNotice(body.detail || "The fork could not be created; try again.");
+  } catch {
+    showNotice("The connection failed; click Fork again to retry the same fork.");
+  } finally {
+    button.disabled = false;
+  }
+}
+
 // --- title -------------------------------------------------------------------
 
 function showTitle(title) {
@@ -498,17 +551,24 @@ function autosize() {
 
 function init() {
   titleButton.dataset.title = titleInput.value;
+  initAttachments({ onError: showNotice });
 
   composer.addEventListener("submit", (event) => {
     event.preventDefault();
     const content = input.value;
-    if (busy || !content.trim()) return;
+    if (busy) return;
+    if (uploading()) {
+      showNotice("Wait for the attachments to finish uploading.");
+      return;
+    }
+    const attachments = takeAttachments();
+    if (!content.trim() && !attachments.length) return;
     input.value = "";
     autosize();
     // A pinned character travels with this one message, then the pin clears.
     const pinnedCharacterId = pinSelect?.value ? Number(pinSelect.value) : null;
     setPinned(null);
-    sendContent(content, { pinnedCharacterId });
+    sendContent(content, { pinnedCharacterId, attachments });
   });
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
@@ -528,6 +588,7 @@ function init() {
     if (action === "retry") retryReply(bubble);
     else if (action === "edit") startEdit(bubble);
     else if (action === "rewind") rewindTo(bubble);
+    else if (action === "fork") forkFrom(bubble, button);
   });
 
   estimateButton.addEventListener("click", () => setPanelOpen(panel.hidden));

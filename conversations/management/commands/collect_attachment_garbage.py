@@ -1,0 +1,28 @@
+"""Remove stale uploads and attachment blobs no durable message references."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+
+from conversations.attachment_gc import attachment_garbage_collect
+
+
+class Command(BaseCommand):
+    help = (
+        "Remove uploads never sent and blobs no message references, once older than "
+        "ELION_ATTACHMENT_GC_GRACE_SECONDS (or --grace-seconds). Referenced blobs are never removed."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--grace-seconds", type=int, default=None, help="Override the grace period.")
+
+    def handle(self, *args, grace_seconds=None, **options):
+        if grace_seconds is not None and grace_seconds < 0:
+            from django.core.management.base import CommandError
+
+            raise CommandError("--grace-seconds must be 0 or more.")
+        report = attachment_garbage_collect(grace_seconds=grace_seconds)
+        self.stdout.write(
+            f"{report.uploads_removed} stale uploads, {report.orphan_rows_removed} orphaned attachments, "
+            f"{report.blobs_removed} blobs, {report.temp_files_removed} temporary files removed"
+        )
