@@ -127,7 +127,7 @@ check_bind() {
 }
 
 case "$MODE" in
-    nginx-conf) check_bind; nginx_conf; exit 0 ;;
+    nginx-conf) nginx_conf; exit 0 ;;   # writes a file, binds nothing
     proxy) check_bind; nginx_exec ;;
     run) ;;
     *) echo "usage: $0 [run|proxy|nginx-conf]" >&2; exit 2 ;;
