@@ -198,7 +198,8 @@ if [[ -n "${DATABASE_URL:-}" ]]; then
     say "using DATABASE_URL as given"
 else
     PG_DIR_WANTED="${ELION_PG_DIR:-$ELION_DATA_DIR/postgres}"
-    eval "$(bash "$ROOT/scripts/pg_tmp.sh" up "$PG_DIR_WANTED")"
+    PG_ENV="$(bash "$ROOT/scripts/pg_tmp.sh" up "$PG_DIR_WANTED")" || die "could not start PostgreSQL in $PG_DIR_WANTED"
+    eval "$PG_ENV"
     if [[ "$PG_STARTED" == 1 ]]; then PG_STOP_DIR="$PG_DIR"; fi
     say "PostgreSQL on 127.0.0.1:$PG_PORT ($PG_DIR$([[ $PG_STARTED == 1 ]] || echo ', already running'))"
 fi
