@@ -1,6 +1,8 @@
 # Elion developer entry points.
 #   make run                 migrate, collectstatic, then daphne + django-q cluster (Ctrl-C stops both)
 #   make run HOST=0.0.0.0 PORT=9000
+#   make run-scaled          PostgreSQL + Redis (started on loopback if not running), 2 Daphne workers and
+#                            2 qcluster processes behind nginx on HOST:PORT (scripts/run_scaled.sh; see Procfile)
 #   make test                whole suite on SQLite, then on a throwaway PostgreSQL
 #   make test ARGS="-k foo"  extra pytest arguments (or set PYTEST_ARGS)
 #   make test-sqlite | test-postgres | lint
@@ -18,7 +20,7 @@ ARGS ?=
 PYTEST_ARGS ?= $(ARGS)
 export HOST PORT PYTEST_ARGS
 
-.PHONY: venv run test test-sqlite test-postgres lint
+.PHONY: venv run run-scaled test test-sqlite test-postgres lint
 
 # Internal: create the venv if missing; reinstall only when requirements.txt changed.
 venv: $(STAMP)
@@ -30,6 +32,9 @@ $(STAMP): requirements.txt
 
 run: venv
 	bash scripts/run.sh
+
+run-scaled: venv
+	bash scripts/run_scaled.sh
 
 test: venv
 	bash scripts/test.sh all

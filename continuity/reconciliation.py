@@ -271,10 +271,13 @@ def completion_record_if_done(markers: dict[str, str], now: datetime | None = No
         # Re-check inside the transaction that writes the row.
         if stale_prompts(markers).exists():
             return False
-        PromptReconciliationRun.objects.filter(pk=run.pk, completed_at__isnull=True).update(
+        recorded = PromptReconciliationRun.objects.filter(pk=run.pk, completed_at__isnull=True).update(
             completed_at=now or timezone.now(), dispatch_until=None
         )
         PromptReconciliationFailure.objects.filter(policy_version=version).delete()
+    if recorded:
+        # Only the caller whose conditional UPDATE matched says so: one line per policy version.
+        logger.info("prompt reconciliation completion recorded for policy version %s", version[:12])
     return True
 
 

@@ -4,6 +4,12 @@
 #   eval "$(scripts/pg_tmp.sh start)"   # sets PG_TMP_DIR, PG_PORT, DATABASE_URL
 #   scripts/pg_tmp.sh stop "$PG_TMP_DIR"
 #
+# A kept server (make run-scaled): the data directory survives a stop.
+#
+#   eval "$(scripts/pg_tmp.sh up DIR)"      # starts it unless it runs; sets PG_DIR, PG_PORT,
+#                                          # DATABASE_URL and PG_STARTED (1 when this call started it)
+#   scripts/pg_tmp.sh down DIR               # stops it, keeps the data
+#
 # The server listens on 127.0.0.1 only, with trust auth, fsync off (data is
 # disposable). It has a SUPERUSER role `elion` (password `elion`) so that
 # pytest-django can create/drop its test database, and a database `elion`.
@@ -109,8 +115,58 @@ cmd_stop() {
     rm -rf "$dir"
 }
 
+# A server whose data directory is kept: initdb on first use, the port remembered in DIR/port.
+cmd_up() {
+    local dir="${1:-}" bindir port started=0 fresh=0
+    [[ -n "$dir" ]] || die "usage: $0 up DIR"
+    bindir="$(find_bindir)"
+    if [[ "$(id -u)" == 0 ]] && ! id postgres >/dev/null 2>&1; then
+        useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres >&2 \
+            || die "cannot create system user postgres"
+    fi
+    mkdir -p "$dir"
+    dir="$(cd "$dir" && pwd)"
+    chmod 700 "$dir"
+    if [[ "$(id -u)" == 0 ]]; then
+        chown postgres: "$dir"
+    fi
+    if [[ ! -f "$dir/data/PG_VERSION" ]]; then
+        as_pg "$bindir/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 \
+            >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; die "initdb failed in $dir"; }
+        fresh=1
+    fi
+    [[ -s "$dir/port" ]] || free_port >"$dir/port"
+    port="$(cat "$dir/port")"
+    if ! as_pg "$bindir/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+        as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 start \
+            -o "-p $port -k $dir -c listen_addresses=127.0.0.1" >/dev/null 2>&1 \
+            || { tail -n 30 "$dir/postgres.log" >&2; die "pg_ctl start failed in $dir (port $port)"; }
+        started=1
+    fi
+    if ((fresh)); then
+        as_pg "$bindir/psql" -h "$dir" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -qAt \
+            -c "CREATE ROLE elion LOGIN SUPERUSER PASSWORD 'elion'" \
+            -c "CREATE DATABASE elion OWNER elion" >&2 \
+            || die "creating role/database failed"
+    fi
+    printf 'export PG_DIR=%q\n' "$dir"
+    printf 'export PG_PORT=%q\n' "$port"
+    printf 'export PG_STARTED=%q\n' "$started"
+    printf 'export DATABASE_URL=%q\n' "postgres://elion:elion@127.0.0.1:$port/elion"
+}
+
+cmd_down() {
+    local dir="${1:-}" bindir
+    [[ -n "$dir" && -f "$dir/data/PG_VERSION" ]] || die "usage: $0 down DIR (a directory made by '$0 up')"
+    bindir="$(find_bindir)"
+    as_pg "$bindir/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null 2>&1 \
+        || echo "pg_tmp: warning: pg_ctl stop failed for $dir" >&2
+}
+
 case "${1:-}" in
     start) cmd_start ;;
     stop) shift; cmd_stop "$@" ;;
-    *) echo "usage: $0 start | stop DIR" >&2; exit 2 ;;
+    up) shift; cmd_up "$@" ;;
+    down) shift; cmd_down "$@" ;;
+    *) echo "usage: $0 start | stop DIR | up DIR | down DIR" >&2; exit 2 ;;
 esac

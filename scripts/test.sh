@@ -77,6 +77,11 @@ ensure_chromium() {
     [[ -x /usr/bin/chromium ]] || apt_install chromium
 }
 
+# bench/load.py's smoke test puts nginx in front of two Daphne workers (as make run-scaled does).
+ensure_nginx() {
+    command -v nginx >/dev/null 2>&1 || apt_install nginx
+}
+
 ensure_postgres() {
     compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || apt_install postgresql
 }
@@ -119,6 +124,7 @@ run_suite() {
 
 # ---------------------------------------------------------------- run
 ensure_chromium
+ensure_nginx
 if [[ "$MODE" != sqlite ]]; then
     ensure_postgres
 fi

@@ -12,17 +12,12 @@ a legacy prompt met during a normal send is rebuilt before it reaches the model.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from datetime import timedelta
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -486,29 +481,6 @@ def _get_json(url: str) -> tuple[dict, float]:
 
 
 @contextmanager
-def queue_cluster(extra_env: dict[str, str]):
-    """A real django-q2 cluster (`manage.py qcluster`) on the test database."""
-    from tests.support.live_server import ROOT, subprocess_env
-
-    log_path = Path(os.environ.get("ELION_DATA_DIR", "/tmp")) / f"qcluster-{os.getpid()}.log"
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=subprocess_env(extra_env),
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    try:
-        yield process
-    finally:
-        process.send_signal(signal.SIGTERM)
-        with suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=30)
-        # The cluster's own processes too (its sentinel can outlive the parent).
-        with suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-
-
-@contextmanager
 def prompts_table_locked():
     """PostgreSQL: hold an ACCESS EXCLUSIVE lock on the message table (no reader gets through)."""
     if connection.vendor != "postgresql":
@@ -526,6 +498,7 @@ def test_port_opens_at_once_with_many_stale_prompts_and_health_answers_while_job
     from django_q.tasks import async_task
 
     from tests.support.live_server import LiveApp
+    from tests.support.queue_cluster import queue_cluster
 
     def time_to_port(app: LiveApp) -> float:
         started = time.monotonic()

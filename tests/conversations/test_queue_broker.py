@@ -1,0 +1,101 @@
+"""The django-q2 broker follows REDIS_URL: Redis when it is set, the database (ORM) otherwise.
+
+The Redis case is proved end to end: a real redis-server on loopback, a real
+`qcluster` subprocess and a task enqueued by another process with the same
+settings; the task runs and the database's ORM queue is never used.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from conversations.models import Conversation, Message, MessageStatus, Role
+from tests.support.live_server import ROOT, free_port, subprocess_env
+from tests.support.queue_cluster import QueueCluster
+
+SHOW_BROKER = "from django_q.brokers import get_broker; print(type(get_broker()).__name__)"
+
+
+def django_run(code: str, extra_env: dict[str, str]) -> str:
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=subprocess_env(extra_env),
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout.strip().splitlines()[-1]
+
+
+@contextmanager
+def redis_on_loopback():
+    # TODO(merge): use tests/support/redis_server.py (being added on another branch) instead.
+    if not shutil.which("redis-server"):
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    port = free_port()
+    process = subprocess.Popen(
+        ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=port)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_queue_uses_the_database_broker_without_redis_url():
+    assert django_run(SHOW_BROKER, {"REDIS_URL": ""}) == "ORM"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+@pytest.mark.django_db(transaction=True)
+def test_queue_uses_the_redis_broker_when_redis_url_is_set():
+    from django_q.models import OrmQ, Task
+
+    conversation = Conversation.objects.create(title="stale", last_seq=1)
+    reply = Message.objects.create(
+        conversation=conversation, seq=1, role=Role.ASSISTANT, content="half", status=MessageStatus.STREAMING,
+        lease_expires_at=timezone.now() - timedelta(minutes=5),
+    )
+    with redis_on_loopback() as url:
+        env = {"REDIS_URL": url}
+        assert django_run(SHOW_BROKER, env) == "Redis"
+        cluster = QueueCluster(env).start()
+        try:
+            django_run(
+                "from django_q.tasks import async_task; "
+                "print(async_task('conversations.tasks.interrupt_stale_streams', task_name='swept via redis'))",
+                env,
+            )
+            deadline = time.monotonic() + 60
+            while not Task.objects.filter(name="swept via redis").exists() and time.monotonic() < deadline:
+                assert cluster.process.poll() is None, cluster.log()[-3000:]
+                time.sleep(0.1)
+        finally:
+            cluster.stop()
+    task = Task.objects.get(name="swept via redis")
+    assert task.success and task.result == 1, cluster.log()[-3000:]
+    reply.refresh_from_db()
+    assert reply.status == MessageStatus.INTERRUPTED
+    assert not OrmQ.objects.exists()  # nothing went through the database queue
