@@ -229,6 +229,8 @@ class RecallHit:
     # Where the message sits: checked lazily against the conversation's live branch.
     seq: int = 0
     head_id: str | None = None
+    # The search index's tokens of `content` (`words(content)` joined by spaces), when the hit came from it.
+    tokens: str = ""
 
 
 @dataclass(frozen=True)
@@ -237,9 +239,12 @@ class Excerpt:
     text: str
 
 
-def hit_score(content: str, terms: Sequence[str]) -> tuple[int, float]:
-    """(distinct terms matched, saturated term frequency with a mild length norm)."""
-    tokens = words(content)
+def hit_score(content: str, terms: Sequence[str], tokens: str = "") -> tuple[int, float]:
+    """(distinct terms matched, saturated term frequency with a mild length norm).
+
+    `tokens`, the index's tokens of `content` when known, spares tokenising it again.
+    """
+    tokens = tokens.split() if tokens else words(content)
     counts = Counter(tokens)
     length_factor = 0.25 + 0.75 * len(tokens) / 120
     matched = sum(1 for term in terms if counts[term])
@@ -255,7 +260,7 @@ def rank_hits(hits: Iterable[RecallHit], terms: Sequence[str]) -> list[RecallHit
     """
     scored = []
     for hit in hits:
-        matched, frequency = hit_score(hit.content, terms)
+        matched, frequency = hit_score(hit.content, terms, hit.tokens)
         if matched:
             scored.append(((-matched, -frequency, -hit.created_at.timestamp(), hit.message_id), hit))
     scored.sort(key=lambda item: item[0])

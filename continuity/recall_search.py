@@ -13,7 +13,7 @@ current conversation or a handoff's source (the caller passes them in
 `exclude`), never stored system prompts, tool parts or Branch handoff
 bubbles (none of them is in the index).
 
-Bounded work per send: at most `CANDIDATES_PER_TERM` newest matches per
+Bounded work per send: at most `candidates_per_term()` newest matches per
 term, found by one index probe plus one query per term that is rare lately
 (`_candidate_entry_ids`), one query for those messages,
 then a walk up from their conversations' heads (`live_message_ids`) for the
@@ -34,6 +34,11 @@ from continuity.keyword_recall import RecallHit, words
 from conversations.models import MessageKind, MessageStatus, Role
 
 CANDIDATES_PER_TERM = 40
+# A long message's eight keywords would ask for 320 candidates, each fetched and
+# scored: the per-term share shrinks so the whole stays near this budget (but
+# never below MIN_CANDIDATES_PER_TERM per term).
+CANDIDATE_BUDGET = 160
+MIN_CANDIDATES_PER_TERM = 20
 TITLE_SCAN_LIMIT = 200
 RECALLABLE_ROLES = (Role.USER, Role.ASSISTANT)
 RECALLABLE_STATUSES = (MessageStatus.COMPLETE, MessageStatus.INTERRUPTED)
@@ -87,8 +92,17 @@ def _newest_matches(
         return cursor.fetchall()
 
 
-def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterable[UUID]) -> set[int]:
-    """For each term, the ids of its `CANDIDATES_PER_TERM` newest eligible index rows.
+def candidates_per_term(term_count: int) -> int:
+    """How many newest matches each term contributes: `CANDIDATES_PER_TERM`, less when many terms share the budget."""
+    share = max(MIN_CANDIDATES_PER_TERM, CANDIDATE_BUDGET // max(term_count, 1))
+    return min(CANDIDATES_PER_TERM, share)
+
+
+def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterable[UUID]) -> dict[int, str]:
+    """For each term, its `candidates_per_term` newest eligible index rows: {id: search_text}.
+
+    The index's own tokens come back with the ids, so ranking never
+    tokenises message text again (`keyword_recall.hit_score`).
 
     Done in two steps so no term costs a long walk on either database:
 
@@ -109,26 +123,28 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     )
     source_sql, source_params = source.query.sql_with_params()
     query = {"source_sql": source_sql, "source_params": source_params}
-    probe_size = CANDIDATES_PER_TERM * len(terms)
+    per_term = candidates_per_term(len(terms))
+    probe_size = per_term * len(terms)
     probe = _newest_matches(terms, limit=probe_size, **query)
-    found: set[int] = set()
+    found: dict[int, str] = {}
     counts = dict.fromkeys(terms, 0)
     for pk, search_text in probe:
-        present = [term for term in set((search_text or "").split()) if term in counts]
+        search_text = search_text or ""
+        present = counts.keys() & search_text.split()
         keep = False
         for term in present:
             counts[term] += 1
-            keep = keep or counts[term] <= CANDIDATES_PER_TERM
+            keep = keep or counts[term] <= per_term
         if keep:
-            found.add(pk)
+            found[pk] = search_text
     if len(probe) < probe_size:
         return found  # the probe holds every match of every term
     oldest = min(pk for pk, _ in probe)
     for term in terms:
-        missing = CANDIDATES_PER_TERM - counts[term]
+        missing = per_term - counts[term]
         if missing > 0:
             older = _newest_matches([term], limit=missing, before=oldest, by_index_order=False, **query)
-            found.update(pk for pk, _ in older)
+            found.update((pk, search_text or "") for pk, search_text in older)
     return found
 
 
@@ -191,13 +207,13 @@ def recall_candidates(terms: Sequence[str], *, persona: str, exclude: Iterable[U
     if not entry_ids:
         return []
     rows = Message.objects.filter(
-        search_entry__id__in=entry_ids,
+        search_entry__id__in=list(entry_ids),
         role__in=RECALLABLE_ROLES,
         kind=MessageKind.ORDINARY,
         status__in=RECALLABLE_STATUSES,
     ).values_list(
         "id", "conversation_id", "conversation__title", "conversation__head_id", "role", "content", "created_at",
-        "seq",
+        "seq", "search_entry__id",
     )
     return [
         RecallHit(
@@ -209,8 +225,9 @@ def recall_candidates(terms: Sequence[str], *, persona: str, exclude: Iterable[U
             created_at=created_at,
             seq=seq,
             head_id=str(head_id) if head_id else None,
+            tokens=entry_ids[entry_id],
         )
-        for pk, conversation_id, title, head_id, role, content, created_at, seq in rows
+        for pk, conversation_id, title, head_id, role, content, created_at, seq, entry_id in rows
         if content.strip()
     ]
 

@@ -482,6 +482,6 @@ def test_candidates_are_the_newest_eligible_matches_of_each_term(thread, monkeyp
         expected |= {pk for pk, text in eligible if term in text.split()}.intersection(
             [pk for pk, text in eligible if term in text.split()][:2]
         )
-    found = recall_search._candidate_entry_ids(["alpha", "omega", "beta", "gamma"], persona="elion", exclude=[])
+    found = set(recall_search._candidate_entry_ids(["alpha", "omega", "beta", "gamma"], persona="elion", exclude=[]))
     assert found == expected
     assert len(found) == 5  # alpha ×2 (newest), omega ×2 (older, asked again), beta ×1
