@@ -77,6 +77,10 @@ ensure_chromium() {
     [[ -x /usr/bin/chromium ]] || apt_install chromium
 }
 
+ensure_redis() {
+    command -v redis-server >/dev/null || [[ -x /usr/bin/redis-server ]] || apt_install redis-server
+}
+
 ensure_postgres() {
     compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || apt_install postgresql
 }
@@ -119,6 +123,7 @@ run_suite() {
 
 # ---------------------------------------------------------------- run
 ensure_chromium
+ensure_redis
 if [[ "$MODE" != sqlite ]]; then
     ensure_postgres
 fi
