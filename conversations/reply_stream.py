@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from uuid import UUID
 
 from channels.layers import get_channel_layer
@@ -113,26 +113,32 @@ class ReplyBroadcast:
         self._stop_listener: asyncio.Task | None = None
         self._stops: GroupSubscription | None = None
 
-    async def open(self, on_stop: Callable[[], None]) -> None:
-        """Start publishing; call `on_stop` when a stop request arrives.
+    def start(self, on_stop: Callable[[], None], stop_recorded: Callable[[], Awaitable[bool]]) -> None:
+        """Start publishing, and listening for a stop request (then `on_stop()`).
 
+        Nothing here waits for the layer, so the provider call starts at once.
+        The listener subscribes first, then asks `stop_recorded()` (the
+        database flag), so a stop asked before it listened is not missed.
         Precondition: called from the run's task before it emits anything.
         """
-        if self.layer is None:
-            return
         loop = asyncio.get_running_loop()
-        self._sender = loop.create_task(self._send_all())
-        try:
-            self._stops = await GroupSubscription(stop_group(self.message_id)).open()
-        except Exception:  # noqa: BLE001 - the database flag still stops the run
-            logger.warning("reply %s: channel layer unavailable; stop requests arrive by database only",
-                           self.message_id, exc_info=True)
-            self._stops = None
-            return
-        self._stop_listener = loop.create_task(self._listen_for_stop(on_stop))
+        if self.layer is not None:
+            self._sender = loop.create_task(self._send_all())
+        self._stop_listener = loop.create_task(self._listen_for_stop(on_stop, stop_recorded))
 
-    async def _listen_for_stop(self, on_stop: Callable[[], None]) -> None:
-        while True:
+    async def _listen_for_stop(self, on_stop: Callable[[], None], stop_recorded: Callable[[], Awaitable[bool]]) -> None:
+        if self.layer is not None:
+            self._stops = GroupSubscription(stop_group(self.message_id))  # closed by `close`, even half open
+            try:
+                await self._stops.open()
+            except Exception:  # noqa: BLE001 - the database flag still stops the run
+                logger.warning("reply %s: channel layer unavailable; stop requests arrive by database only",
+                               self.message_id, exc_info=True)
+                stops, self._stops = self._stops, None
+                await stops.close()
+        if await stop_recorded():
+            on_stop()
+        while self._stops is not None:
             message = await self._stops.get(timeout=3600)
             if message is not None and message.get("type") == STOP_TYPE:
                 on_stop()
@@ -159,7 +165,7 @@ class ReplyBroadcast:
         """Send what is queued (the final `done` included), then stop listening."""
         if self._stop_listener is not None:
             self._stop_listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._stop_listener
         if self._stops is not None:
             await self._stops.close()

@@ -509,11 +509,8 @@ class ReplyRun:
         loop = asyncio.get_running_loop()
         heartbeat = trailing = None
         try:
-            await self.broadcast.open(on_stop=self.stop)
+            self.broadcast.start(on_stop=self.stop, stop_recorded=lambda: persist(_stop_was_requested)(message_id))
             self.broadcast.publish(STARTED, {"user_message_id": str(prepared.user_message_id)})
-            # A stop asked before the run listened is in the database.
-            if await persist(_stop_was_requested)(message_id):
-                self.stop()
             heartbeat = loop.create_task(self._heartbeat(message_id))
             trailing = loop.create_task(self._trailing_flush(message_id))
             # Round 0 is the ordinary reply; each round that asks for tools is
@@ -588,7 +585,10 @@ class ReplyRun:
         while True:
             await asyncio.sleep(interval)
             if self.unflushed and time.monotonic() - self.last_flush >= interval:
-                await self._flush(message_id)
+                try:
+                    await self._flush(message_id)
+                except Exception:  # noqa: BLE001 - the next flush or the final write stores the text
+                    logger.warning("reply %s: trailing flush failed", message_id, exc_info=True)
 
     async def _stream_round(self, messages: list[dict]) -> tuple[list, dict]:
         """One provider request: stream its text, collect its tool calls and usage."""

@@ -10,6 +10,7 @@ import threading
 import uuid
 
 import pytest
+import yaml
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient
@@ -252,3 +253,13 @@ async def test_sending_the_same_turn_again_while_it_streams_follows_the_live_rep
     rows = await sync_to_async(list)(Message.objects.filter(conversation_id=conversation_id).exclude(role="system"))
     assert sorted(m.role for m in rows) == [Role.ASSISTANT, Role.USER]
     assert len(scripted_provider.requests) == 1
+
+
+async def test_the_openapi_schema_documents_watch_and_stop():
+    response = await AsyncClient().get("/api/schema/")
+    assert response.status_code == 200
+    paths = yaml.safe_load(response.content)["paths"]
+    watch = paths["/api/conversations/{conversation_id}/messages/{message_id}/stream/"]["get"]
+    assert "Last-Event-ID" in [p["name"] for p in watch["parameters"]]
+    assert "204" in paths["/api/conversations/{conversation_id}/stream/"]["get"]["responses"]
+    assert {"200", "202", "409"} <= set(paths["/api/conversations/{conversation_id}/messages/{message_id}/stop/"]["post"]["responses"])
