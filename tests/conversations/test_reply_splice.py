@@ -8,10 +8,12 @@ duplicate, and `seq` only grows.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from conversations.reply_watch import StreamSplice, parse_after_seq
+from elion.errors import InvalidInput
 
 
 def seqs(deltas: list[str]) -> list[int]:
@@ -81,12 +83,9 @@ def test_a_live_delta_already_in_the_stored_text_is_dropped():
     assert splice.live("ld", 12) == [("ld", 12)]
 
 
-def test_last_event_id_must_be_a_whole_number_of_characters():
+@pytest.mark.parametrize("bad", ["-1", "abc", "1.5", True])
+def test_last_event_id_must_be_a_whole_number_of_characters(bad):
     assert parse_after_seq(None) == 0 and parse_after_seq("") == 0 and parse_after_seq(" 42 ") == 42
-    for bad in ("-1", "abc", "1.5", True):
-        try:
-            parse_after_seq(bad)
-        except Exception as exc:  # noqa: BLE001
-            assert getattr(exc, "code", None) == "invalid_last_event_id"
-        else:
-            raise AssertionError(f"{bad!r} accepted")
+    with pytest.raises(InvalidInput) as caught:
+        parse_after_seq(bad)
+    assert caught.value.code == "invalid_last_event_id"
