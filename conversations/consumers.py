@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -33,6 +34,8 @@ from conversations.reply_watch import ReplyWatch, live_reply_id, parse_after_seq
 from conversations.send_pipeline import reply_events, retry_prepare, send_command_from_payload, send_prepare
 from elion.access import OWNER_USERNAME, origin_is_cross_site
 from elion.errors import NotFound, ServiceError
+
+logger = logging.getLogger(__name__)
 
 
 def _header(scope, name: bytes) -> str | None:
@@ -90,6 +93,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 await self._handle(content)
             except ServiceError as exc:
                 await self.send_json({"type": "error", **exc.as_dict()})
+            except Exception:  # noqa: BLE001 - one broken frame must not leave the socket deaf
+                logger.exception("websocket frame failed in conversation %s", self.conversation_id)
+                await self.send_json(
+                    {"type": "error", "error": "internal_error", "detail": "That request failed inside the app."}
+                )
 
     async def _handle(self, content) -> None:
         kind = content.get("type") if isinstance(content, dict) else None
