@@ -12,6 +12,10 @@ HTTP API makes, and forwards events as `{"type": name, ...data}`.
 * `{"type": "stop", "message_id"}`: stop a streaming reply (`reply_stop`);
   answered by `{"type": "stopped", "message": {...}, "settled": bool}`, while
   the reply's own stream ends with `done` (`status: interrupted`).
+* `{"type": "follow"}`: from now on, every reply that starts in this
+  conversation from elsewhere (another tab, another worker) is forwarded
+  like a watch, each frame marked `"followed": true`. Acknowledged by
+  `{"type": "following"}` once subscribed.
 
 Send, retry and watch frames are handled one after another, in order; a stop
 is handled at once, so it can end the reply this socket is forwarding. A
@@ -30,6 +34,7 @@ from django.conf import settings
 
 from conversations import serializers, services
 from conversations.reply_stop import reply_stop
+from conversations.reply_stream import EVENT_TYPE, STARTED, GroupSubscription, conversation_group
 from conversations.reply_watch import ReplyWatch, live_reply_id, parse_after_seq
 from conversations.send_pipeline import reply_events, retry_prepare, send_command_from_payload, send_prepare
 from elion.access import OWNER_USERNAME, origin_is_cross_site
@@ -49,6 +54,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         self.frames: asyncio.Queue[dict] = asyncio.Queue()
         self.tasks: set[asyncio.Task] = set()
+        self.following = False
+        # Replies this socket started: `follow` leaves them to the send that forwards them.
+        self.own_replies: set[str] = set()
         host = _header(self.scope, b"host") or ""
         if origin_is_cross_site(_header(self.scope, b"origin"), host):
             await self.close(code=4403)
@@ -83,6 +91,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def receive_json(self, content, **kwargs):
         if isinstance(content, dict) and content.get("type") == "stop":
             self._spawn(self._stop(content))
+        elif isinstance(content, dict) and content.get("type") == "follow":
+            if not self.following:
+                self.following = True
+                self._spawn(self._follow())
         else:
             self.frames.put_nowait(content)
 
@@ -112,7 +124,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 conversation_id=self.conversation_id, message_id=content.get("message_id")
             )
         else:
-            raise ServiceError("Frames must have type 'send', 'retry', 'watch' or 'stop'.", code="unknown_frame_type")
+            raise ServiceError(
+                "Frames must have type 'send', 'retry', 'watch', 'stop' or 'follow'.", code="unknown_frame_type"
+            )
+        self.own_replies.add(str(prepared.assistant_message_id))
         async for name, data in reply_events(prepared):
             await self.send_json({"type": name, **data})
 
@@ -130,6 +145,26 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 await self.send_json({"type": name, **data})
         finally:
             await watch.close()
+
+    async def _follow(self) -> None:
+        async with GroupSubscription(conversation_group(self.conversation_id)) as events:
+            await self.send_json({"type": "following"})
+            while True:
+                message = await events.get(timeout=3600)
+                if message is None or message.get("type") != EVENT_TYPE or message.get("event") != STARTED:
+                    continue
+                if message["message_id"] in self.own_replies:
+                    continue
+                watch = ReplyWatch(conversation_id=self.conversation_id, message_id=message["message_id"])
+                try:
+                    await watch.open()
+                except ServiceError:
+                    continue
+                try:
+                    async for name, data in watch.events():
+                        await self.send_json({"type": name, **data, "followed": True})
+                finally:
+                    await watch.close()
 
     async def _stop(self, content: dict) -> None:
         try:

@@ -303,6 +303,8 @@ function connectSocket() {
     ws.addEventListener("open", () => {
       clearTimeout(timer);
       socket = ws;
+      // Show replies started elsewhere (another tab or device) as they stream.
+      ws.send(JSON.stringify({ type: "follow" }));
       settle(ws);
     });
     ws.addEventListener("error", () => {
@@ -322,11 +324,29 @@ function connectSocket() {
       } catch {
         return;
       }
-      const { type, ...data } = frame;
-      if (activeTurn && activeTurn.ws === ws) activeTurn.handle(type, data);
+      const { type, followed, ...data } = frame;
+      if (followed) followFrame(ws, type, data);
+      else if (activeTurn && activeTurn.ws === ws) activeTurn.handle(type, data);
     });
   });
   return socketPromise;
+}
+
+// A reply started elsewhere: while this page is idle it becomes this page's turn.
+function followFrame(ws, type, data) {
+  if (type === "user_message" && !activeTurn) {
+    // A placeholder keeps the order (question, then reply) until the server's rendering arrives.
+    const userBubble = makeUserBubble("");
+    userBubble.dataset.messageId = data.id;
+    userBubble.id = `message-${data.id}`;
+    appendBubble(userBubble);
+    const turn = new Turn("follow", {}, { userBubble });
+    turn.ws = ws;
+    activeTurn = turn;
+    setBusy(true);
+    refreshBubble(data.id).catch(() => {});
+  }
+  if (activeTurn?.kind === "follow" && activeTurn.ws === ws) activeTurn.handle(type, data);
 }
 
 // Follow a reply over SSE, from the characters already shown (Last-Event-ID).

@@ -263,3 +263,30 @@ async def test_the_openapi_schema_documents_watch_and_stop():
     assert "Last-Event-ID" in [p["name"] for p in watch["parameters"]]
     assert "204" in paths["/api/conversations/{conversation_id}/stream/"]["get"]["responses"]
     assert {"200", "202", "409"} <= set(paths["/api/conversations/{conversation_id}/messages/{message_id}/stop/"]["post"]["responses"])
+
+
+async def test_a_following_socket_gets_replies_started_elsewhere_and_not_its_own(scripted_provider):
+    scripted_provider.script(ScriptedReply(chunks=["From ", "elsewhere."]), ScriptedReply(chunks=["Mine."]))
+    client = AsyncClient()
+    conversation_id = await create_conversation(client)
+    idle, sender = communicator(conversation_id), communicator(conversation_id)
+    assert (await idle.connect())[0] and (await sender.connect())[0]
+    for ws in (idle, sender):
+        await ws.send_json_to({"type": "follow"})
+        assert await ws.receive_json_from(timeout=5) == {"type": "following"}
+    await sender.send_json_to({"type": "send", "content": "first"})
+    sent = await frames_until_done(sender)
+    followed = await frames_until_done(idle)
+    assert all(f.pop("followed") is True for f in followed)
+    assert followed[:2] == [{"type": "user_message", "id": sent[0]["id"]}, {"type": "assistant_message", "id": sent[1]["id"]}]
+    assert delta_text(followed) == delta_text(sent) == "From elsewhere."
+    assert followed[-1] == {"type": "done", "message_id": sent[1]["id"], "status": "complete"}
+    # The idle socket sends next; the first sender, following too, now sees that reply.
+    await idle.send_json_to({"type": "send", "content": "second"})
+    own = await frames_until_done(idle)
+    mirrored = await frames_until_done(sender)
+    assert delta_text(own) == delta_text(mirrored) == "Mine."
+    assert all("followed" not in f for f in own) and all(f["followed"] for f in mirrored)
+    assert await idle.receive_nothing(timeout=0.3) and await sender.receive_nothing(timeout=0.3)
+    await idle.disconnect()
+    await sender.disconnect()

@@ -113,3 +113,36 @@ def test_the_stop_button_keeps_the_partial_reply_as_interrupted(live_app, page: 
     assistant = Message.objects.get(conversation=conversation, role=Role.ASSISTANT)
     assert (assistant.status, assistant.content, assistant.error) == (MessageStatus.INTERRUPTED, "Patience ", "stopped")
     assert page.js_errors == []
+
+
+def test_an_open_idle_tab_shows_a_reply_sent_from_another_tab(live_app, page: Page, browser, scripted_server):
+    conversation, _ = seed_conversation()
+    hold = threading.Event()
+    scripted_server.script(ScriptedReply(chunks=CHUNKS, hold=hold, delay_between_chunks=0.05))
+    frames = record_socket_frames(page)
+    page.goto(f"{live_app.url}/c/{conversation.id}/")
+    page.wait_for_function("() => document.querySelector('[data-chat]').dataset.busy !== 'true'")
+    for _ in range(200):  # the idle tab's socket is following the conversation
+        if {"type": "following"} in frames["received"]:
+            break
+        page.wait_for_timeout(25)
+    else:
+        raise AssertionError(f"no follow acknowledgement: {frames}")
+    other = browser.new_context(viewport={"width": 1280, "height": 860})
+    try:
+        sender = other.new_page()
+        sender.set_default_timeout(10_000)
+        sender.goto(f"{live_app.url}/c/{conversation.id}/")
+        send(sender, "Sent from the other tab")
+        expect(live_body(page)).to_have_text("Patience ")
+        expect(page.locator(".message-user .message-body")).to_have_text("Sent from the other tab")
+        expect(page.locator("[data-stop-button]")).to_be_visible()
+        hold.set()
+        for tab in (page, sender):
+            wait_settled(tab)
+            expect(live_body(tab)).to_have_text("Patience pays off.")
+            expect(tab.locator(".message-user")).to_have_count(1)
+    finally:
+        hold.set()
+        other.close()
+    assert page.js_errors == []
