@@ -25,6 +25,8 @@ from conversations import serializers as s
 from conversations import services
 from conversations.attachments import manifests_for
 from conversations.models import Conversation, Folder, Message, Role
+from conversations.reply_stop import reply_stop
+from conversations.reply_watch import ReplyWatch, live_reply_id, parse_after_seq
 from conversations.send_pipeline import reply_events, retry_prepare, send_command_from_payload, send_prepare
 from conversations.settings_service import assistant_settings_get, assistant_settings_update
 from conversations.transcript import live_branch
@@ -177,7 +179,21 @@ class MessageListView(APIView):
 
 
 def sse_frame(name: str, data: dict) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+    # A delta's `seq` is its event id: a client reconnecting with it as
+    # `Last-Event-ID` gets the rest of the reply (`ReplyWatchView`).
+    event_id = f"id: {data['seq']}\n" if name == "delta" and "seq" in data else ""
+    return f"{event_id}event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+def sse_response(events) -> StreamingHttpResponse:
+    async def frames():
+        async for name, data in events:
+            yield sse_frame(name, data)
+
+    response = StreamingHttpResponse(frames(), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
 
 
 def error_response(exc: ServiceError) -> JsonResponse:
@@ -193,16 +209,7 @@ async def sse_or_json(request, prepare) -> HttpResponse:
     if request.GET.get("stream", "true").lower() in ("false", "0"):
         return await collect_json(prepared)
 
-    events = reply_events(prepared)  # starts the reply now, before any byte is sent
-
-    async def frames():
-        async for name, data in events:
-            yield sse_frame(name, data)
-
-    response = StreamingHttpResponse(frames(), content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
+    return sse_response(reply_events(prepared))  # starts the reply now, before any byte is sent
 
 
 async def collect_json(prepared) -> JsonResponse:
@@ -282,3 +289,58 @@ class RetryView(View):
 
         return await sse_or_json(request, prepare)
 
+
+
+# --- Watching and stopping a reply (resumable streams) --------------------------
+
+
+async def watch_response(request, conversation_id, message_id) -> HttpResponse:
+    """SSE of one reply: its stored text after the client's `Last-Event-ID`, then the live rest."""
+    try:
+        after_seq = parse_after_seq(request.headers.get("Last-Event-ID") or request.GET.get("after_seq"))
+        watch = ReplyWatch(conversation_id=conversation_id, message_id=message_id, after_seq=after_seq)
+        await watch.open()
+    except ServiceError as exc:
+        return error_response(exc)
+
+    async def events():
+        try:
+            async for event in watch.events():
+                yield event
+        finally:
+            await watch.close()
+
+    return sse_response(events())
+
+
+class ReplyWatchView(View):
+    """`GET …/messages/{id}/stream/`: follow one reply (any status; a finished one ends at once)."""
+
+    async def get(self, request, conversation_id, message_id):
+        return await watch_response(request, conversation_id, message_id)
+
+
+class LiveReplyWatchView(View):
+    """`GET …/stream/`: follow the reply streaming in the conversation now; 204 when none is."""
+
+    async def get(self, request, conversation_id):
+        try:
+            message_id = await sync_to_async(live_reply_id)(conversation_id=conversation_id)
+        except ServiceError as exc:
+            return error_response(exc)
+        if message_id is None:
+            return HttpResponse(status=204)
+        return await watch_response(request, conversation_id, message_id)
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class ReplyStopView(View):
+    """`POST …/messages/{id}/stop/`: 200 with the stopped reply, 202 while its run has not confirmed."""
+
+    async def post(self, request, conversation_id, message_id):
+        try:
+            await sync_to_async(csrf_checked)(request)
+            message, settled = await reply_stop(conversation_id=conversation_id, message_id=message_id)
+        except ServiceError as exc:
+            return error_response(exc)
+        return JsonResponse(s.message_repr(message), status=200 if settled else 202)

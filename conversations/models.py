@@ -138,6 +138,10 @@ class Message(models.Model):
     model = models.CharField(max_length=100, blank=True, default="")
     route_fingerprint = models.CharField(max_length=64, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Set when the owner asks a streaming reply to stop. The run, in whichever
+    # process holds it, sees it at its next flush or lease renewal (and sooner
+    # through the channel layer) and keeps the partial text as `interrupted`.
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

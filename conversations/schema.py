@@ -154,4 +154,57 @@ def add_streaming_endpoints(result, generator, request, public):
             "responses": stream_responses,
         }
     }
+    _add_watch_and_stop(paths, conversation_param, message_param)
     return result
+
+
+def _add_watch_and_stop(paths: dict, conversation_param: dict, message_param: dict) -> None:
+    """Resumable streams and Stop (`reply_watch`, `reply_stop`)."""
+    last_event_id = {
+        "name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "integer", "minimum": 0},
+        "description": "Characters of the reply the client already has: the `seq` (SSE `id`) of its last delta.",
+    }
+    after_seq = {"name": "after_seq", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0},
+                 "description": "Same as Last-Event-ID, for clients that cannot set the header."}
+    watch_ok = {
+        "description": "text/event-stream: user_message, assistant_message, diagnostics, then the stored text "
+        "after Last-Event-ID as one delta, then live delta/tool/error events to done",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    }
+    paths["/api/conversations/{conversation_id}/messages/{message_id}/stream/"] = {
+        "get": {
+            "operationId": "conversations_messages_stream",
+            "parameters": [conversation_param, message_param, last_event_id, after_seq],
+            "responses": {
+                "200": watch_ok,
+                "400": {"description": "Not an assistant reply, or a bad Last-Event-ID", **_json(_ERROR)},
+                "404": {"description": "Unknown conversation or message", **_json(_ERROR)},
+            },
+        }
+    }
+    paths["/api/conversations/{conversation_id}/stream/"] = {
+        "get": {
+            "operationId": "conversations_live_stream",
+            "parameters": [conversation_param, last_event_id, after_seq],
+            "responses": {
+                "200": watch_ok,
+                "204": {"description": "No reply is streaming in this conversation"},
+                "404": {"description": "Unknown conversation", **_json(_ERROR)},
+            },
+        }
+    }
+    paths["/api/conversations/{conversation_id}/messages/{message_id}/stop/"] = {
+        "post": {
+            "operationId": "conversations_messages_stop",
+            "parameters": [conversation_param, message_param],
+            "responses": {
+                "200": {"description": "The reply, stored as interrupted (also when it was stopped before)",
+                        **_json({"type": "object"})},
+                "202": {"description": "Stop recorded; the reply's process has not confirmed yet (still streaming)",
+                        **_json({"type": "object"})},
+                "400": {"description": "Not an assistant reply", **_json(_ERROR)},
+                "404": {"description": "Unknown conversation or message", **_json(_ERROR)},
+                "409": {"description": "reply_not_streaming: the reply already ended", **_json(_ERROR)},
+            },
+        }
+    }

@@ -5,12 +5,18 @@
    `streaming`, store the static prompt on the first send, and assemble the
    model request from stored rows.
 2. `ReplyRun` streams from the provider in its own asyncio task, flushing
-   partial text to the database at most every 250 ms or 2,000 characters and
-   renewing the stream lease, then finalises `complete` or `failed`. The task
-   does not belong to the transport: a client that goes away stops listening,
-   not persisting.
+   partial text to the database at once for the first delta, then at most
+   every 250 ms (also when the stream pauses) or 2,000 characters, and
+   renewing the stream lease, then finalises `complete` or `failed` (or
+   `interrupted` when the owner stops it). The task does not belong to the
+   transport: a client that goes away stops listening, not persisting.
 
-Events are `(name, data)` pairs named as in API.md "Sending".
+Events are `(name, data)` pairs named as in API.md "Sending". Each delta
+carries `seq`: the reply's length in characters once the delta is appended,
+so the text flushed to the database always ends at a known `seq` (its
+length), and a watcher joins stored text and live deltas without gap or
+duplicate (`conversations.reply_watch`). Every event is also published to the
+conversation's channel-layer group (`conversations.reply_stream`).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from conversations.attachments import (
 from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
 from conversations.provider_binding import binding_fields, binding_of_latest, provider_binding_check
 from conversations.provider_gateway import ProviderConfig, ProviderError
+from conversations.reply_stream import STARTED, ReplyBroadcast
 from conversations.services import (
     access_conversation,
     lease_deadline,
@@ -453,14 +460,30 @@ def persist(fn):
     return sync_to_async(write, thread_sensitive=False)
 
 
-def _flush_partial(message_id: UUID, content: str) -> None:
-    Message.objects.filter(pk=message_id, status=MessageStatus.STREAMING).update(
-        content=content, lease_expires_at=lease_deadline(), updated_at=timezone.now()
-    )
+def _still_wanted(message_id: UUID):
+    """The reply's row while it streams and nobody asked it to stop."""
+    return Message.objects.filter(pk=message_id, status=MessageStatus.STREAMING, stop_requested_at__isnull=True)
 
 
-def _renew_lease(message_id: UUID) -> None:
-    Message.objects.filter(pk=message_id, status=MessageStatus.STREAMING).update(lease_expires_at=lease_deadline())
+def _flush_partial(message_id: UUID, content: str) -> bool:
+    """Store the partial text; False when the reply was asked to stop (or ended elsewhere)."""
+    return bool(_still_wanted(message_id).update(content=content, lease_expires_at=lease_deadline(),
+                                                 updated_at=timezone.now()))
+
+
+def _renew_lease(message_id: UUID) -> bool:
+    return bool(_still_wanted(message_id).update(lease_expires_at=lease_deadline()))
+
+
+def _stop_was_requested(message_id: UUID) -> bool:
+    return Message.objects.filter(pk=message_id, stop_requested_at__isnull=False).exists()
+
+
+STOPPED = ("stopped", "Stopped before the reply finished; the partial text is kept.")
+
+
+class ReplyStopped(Exception):
+    """The owner asked this reply to stop."""
 
 
 def _finalise(message_id: UUID, content: str, status: str, error: str = "", detail: str = "", usage=None) -> None:
@@ -481,9 +504,23 @@ class ReplyRun:
     def __init__(self, prepared: PreparedReply):
         self.prepared = prepared
         self.queue: asyncio.Queue[tuple[str, dict]] = asyncio.Queue()
+        self.broadcast = ReplyBroadcast(prepared.conversation_id, prepared.assistant_message_id)
+        self.stop_requested = False
+        self._round: asyncio.Task | None = None
+        # Inline and trailing flushes write one at a time, newest text last.
+        self._flush_lock = asyncio.Lock()
 
     def emit(self, name: str, data: dict) -> None:
         self.queue.put_nowait((name, data))
+        self.broadcast.publish(name, data)
+
+    def stop(self) -> None:
+        """End the provider call now; the run keeps the partial text as `interrupted`."""
+        if self.stop_requested:
+            return
+        self.stop_requested = True
+        if self._round is not None and not self._round.done():
+            self._round.cancel()
 
     def start(self) -> None:
         # A fresh context: the request's context ties thread-sensitive
@@ -497,17 +534,23 @@ class ReplyRun:
         prepared = self.prepared
         message_id = prepared.assistant_message_id
         self.text_parts: list[str] = []
+        self.length = 0  # characters so far: the `seq` of the latest delta
         self.unflushed = 0
         self.last_flush = float("-inf")  # the first text is persisted at once
         parts: list[dict] = []  # this reply's stored tool calls and results
         usage = {"input_tokens": None, "output_tokens": None}
-        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(message_id))
+        loop = asyncio.get_running_loop()
+        heartbeat = trailing = None
         try:
+            self.broadcast.start(on_stop=self.stop, stop_recorded=lambda: persist(_stop_was_requested)(message_id))
+            self.broadcast.publish(STARTED, {"user_message_id": str(prepared.user_message_id)})
+            heartbeat = loop.create_task(self._heartbeat(message_id))
+            trailing = loop.create_task(self._trailing_flush(message_id))
             # Round 0 is the ordinary reply; each round that asks for tools is
             # answered and followed by another request, at most ELION_MAX_TOOL_ROUNDS times.
             for round_number in range(settings.ELION_MAX_TOOL_ROUNDS + 1):
                 messages = prepared.request.messages + tool_loop.project_tool_parts(parts)
-                calls, round_usage = await self._stream_round(messages)
+                calls, round_usage = await self._stream_round_stoppable(messages)
                 usage = {key: _add(usage[key], round_usage[key]) for key in usage}
                 if not calls:
                     await persist(_finalise)(message_id, "".join(self.text_parts), MessageStatus.COMPLETE, usage=usage)
@@ -523,6 +566,12 @@ class ReplyRun:
                 "tool_round_limit",
                 f"The model asked for tools more than {settings.ELION_MAX_TOOL_ROUNDS} times; the partial reply is kept.",
             )
+        except ReplyStopped:
+            for task in (heartbeat, trailing):
+                if task is not None:
+                    task.cancel()
+            await persist(_finalise)(message_id, "".join(self.text_parts), MessageStatus.INTERRUPTED, *STOPPED)
+            self.emit("done", {"message_id": str(message_id), "status": MessageStatus.INTERRUPTED})
         except ProviderError as exc:
             await persist(_finalise)(message_id, "".join(self.text_parts), MessageStatus.FAILED, exc.code, exc.detail)
             self.emit("error", {"error": exc.code, "detail": exc.detail})
@@ -534,7 +583,45 @@ class ReplyRun:
             self.emit("error", {"error": "internal_error", "detail": detail})
             self.emit("done", {"message_id": str(message_id), "status": MessageStatus.FAILED})
         finally:
-            heartbeat.cancel()
+            for task in (heartbeat, trailing):
+                if task is not None:
+                    task.cancel()
+            await self.broadcast.close()
+
+    async def _stream_round_stoppable(self, messages: list[dict]) -> tuple[list, dict]:
+        """`_stream_round` in a task of its own, so a stop can end the provider call."""
+        if self.stop_requested:
+            raise ReplyStopped
+        self._round = asyncio.get_running_loop().create_task(self._stream_round(messages))
+        try:
+            return await self._round
+        except asyncio.CancelledError:
+            # Our round was cancelled by `stop`, not this task by its owner.
+            if self.stop_requested and not asyncio.current_task().cancelling():
+                raise ReplyStopped from None
+            self._round.cancel()
+            raise
+        finally:
+            self._round = None
+
+    async def _flush(self, message_id: UUID) -> None:
+        async with self._flush_lock:
+            if not self.unflushed:
+                return
+            self.unflushed, self.last_flush = 0, time.monotonic()
+            if not await persist(_flush_partial)(message_id, "".join(self.text_parts)):
+                self.stop()
+
+    async def _trailing_flush(self, message_id: UUID) -> None:
+        """Text that arrived just before the stream paused is stored within the interval too."""
+        interval = settings.ELION_FLUSH_INTERVAL_SECONDS
+        while True:
+            await asyncio.sleep(interval)
+            if self.unflushed and time.monotonic() - self.last_flush >= interval:
+                try:
+                    await self._flush(message_id)
+                except Exception:  # noqa: BLE001 - the next flush or the final write stores the text
+                    logger.warning("reply %s: trailing flush failed", message_id, exc_info=True)
 
     async def _stream_round(self, messages: list[dict]) -> tuple[list, dict]:
         """One provider request: stream its text, collect its tool calls and usage."""
@@ -543,14 +630,16 @@ class ReplyRun:
         usage = None
         async for event in provider_gateway.stream_reply(self.prepared.config, messages, self.prepared.tools):
             if isinstance(event, provider_gateway.TextDelta):
+                if not event.text:
+                    continue
                 self.text_parts.append(event.text)
+                self.length += len(event.text)
                 self.unflushed += len(event.text)
-                self.emit("delta", {"text": event.text})
+                self.emit("delta", {"text": event.text, "seq": self.length})
                 if self.unflushed >= settings.ELION_FLUSH_CHARACTERS or (
                     time.monotonic() - self.last_flush >= settings.ELION_FLUSH_INTERVAL_SECONDS
                 ):
-                    await persist(_flush_partial)(message_id, "".join(self.text_parts))
-                    self.unflushed, self.last_flush = 0, time.monotonic()
+                    await self._flush(message_id)
             elif isinstance(event, provider_gateway.ToolCallRequested):
                 calls.append(event)
             elif isinstance(event, provider_gateway.Completed):
@@ -563,7 +652,8 @@ class ReplyRun:
         interval = max(settings.ELION_STREAM_LEASE_SECONDS / 3, 0.2)
         while True:
             await asyncio.sleep(interval)
-            await persist(_renew_lease)(message_id)
+            if not await persist(_renew_lease)(message_id):
+                self.stop()
 
 
 def reply_events(prepared: PreparedReply) -> AsyncIterator[tuple[str, dict]]:
@@ -587,10 +677,16 @@ async def _events(prepared: PreparedReply, run: ReplyRun | None) -> AsyncIterato
         replay = prepared.replay
         if replay.get("diagnostics"):
             yield "diagnostics", replay["diagnostics"]
+        if replay["status"] == MessageStatus.STREAMING:
+            # The same turn sent again while its reply still streams (another
+            # tab, a reload, maybe another process): follow that reply live.
+            async for event in _follow(prepared):
+                yield event
+            return
         if replay.get("error"):
             yield "error", replay["error"]
         if replay["content"]:
-            yield "delta", {"text": replay["content"]}
+            yield "delta", {"text": replay["content"], "seq": len(replay["content"])}
         yield "done", {"message_id": str(prepared.assistant_message_id), "status": replay["status"]}
         return
     yield "diagnostics", prepared.request.diagnostics
@@ -599,3 +695,15 @@ async def _events(prepared: PreparedReply, run: ReplyRun | None) -> AsyncIterato
         yield name, data
         if name == "done":
             return
+
+
+async def _follow(prepared: PreparedReply) -> AsyncIterator[tuple[str, dict]]:
+    from conversations.reply_watch import ReplyWatch
+
+    watch = ReplyWatch(conversation_id=prepared.conversation_id, message_id=prepared.assistant_message_id)
+    await watch.open()
+    try:
+        async for event in watch.events(announce=False):
+            yield event
+    finally:
+        await watch.close()

@@ -30,4 +30,15 @@ urlpatterns = [
         api.RetryView.as_view(),
         name="api-retry",
     ),
+    path(
+        "conversations/<str:conversation_id>/messages/<str:message_id>/stream/",
+        api.ReplyWatchView.as_view(),
+        name="api-reply-stream",
+    ),
+    path(
+        "conversations/<str:conversation_id>/messages/<str:message_id>/stop/",
+        api.ReplyStopView.as_view(),
+        name="api-reply-stop",
+    ),
+    path("conversations/<str:conversation_id>/stream/", api.LiveReplyWatchView.as_view(), name="api-live-stream"),
 ]

@@ -112,15 +112,21 @@ DATABASE_IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.optional_text("REDIS_URL")
+# Every reply delta is published to its conversation's group (watchers in any
+# worker process follow it), so a channel holds up to this many events before
+# the layer drops for a slow reader; a watcher that misses a delta re-reads
+# the stored text (`conversations.reply_watch`).
+CHANNEL_CAPACITY = 1000
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": CHANNEL_CAPACITY},
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer",
+                                  "CONFIG": {"capacity": CHANNEL_CAPACITY}}}
 
 Q_CLUSTER = {
     "name": "elion",

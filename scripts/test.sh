@@ -82,6 +82,10 @@ ensure_nginx() {
     command -v nginx >/dev/null 2>&1 || apt_install nginx
 }
 
+ensure_redis() {
+    command -v redis-server >/dev/null || [[ -x /usr/bin/redis-server ]] || apt_install redis-server
+}
+
 ensure_postgres() {
     compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || apt_install postgresql
 }
@@ -125,6 +129,7 @@ run_suite() {
 # ---------------------------------------------------------------- run
 ensure_chromium
 ensure_nginx
+ensure_redis
 if [[ "$MODE" != sqlite ]]; then
     ensure_postgres
 fi

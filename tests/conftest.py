@@ -11,6 +11,9 @@ os.environ.setdefault("ELION_TESTING", "1")
 
 from tests.support.scripted_provider import ScriptedProvider, ScriptedReply  # noqa: E402
 
+# The `redis_server` fixture: a real redis-server on loopback.
+pytest_plugins = ["tests.support.redis_server"]
+
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

@@ -1,6 +1,7 @@
 // Elion chat page: live replies over the WebSocket (fetch + SSE when it cannot
-// connect), edit-and-resend, retry, rewind, inline rename and the request size
-// panel. Plain ES module, no build step. The server renders every settled
+// connect), resuming a reply that is still streaming (after a reload, in a
+// second tab, or when the connection drops), Stop, edit-and-resend, retry,
+// rewind, inline rename and the request size panel. Plain ES module, no build step. The server renders every settled
 // bubble; this file only streams plain text into a live bubble and then swaps
 // in the server's HTML fragment.
 
@@ -41,6 +42,7 @@ const threadStart = root?.querySelector("[data-thread-start]");
 const composer = root?.querySelector("[data-composer]");
 const input = root?.querySelector("[data-composer-input]");
 const sendButton = root?.querySelector("[data-send-button]");
+const stopButton = root?.querySelector("[data-stop-button]");
 // Character Studio: a character pinned for the next message only.
 const pinSelect = root?.querySelector("[data-pin-character]");
 const panel = root?.querySelector("[data-diagnostics-panel]");
@@ -70,11 +72,15 @@ function setBusy(value) {
   if (pinSelect) pinSelect.disabled = value;
   setAttachDisabled(value);
   root.dataset.busy = String(value);
+  sendButton.hidden = value;
+  stopButton.hidden = !value;
+  stopButton.disabled = !activeTurn?.assistantId;
   if (!value) input.focus({ preventScroll: true });
 }
 
 class Turn {
-  // kind: "send" | "retry". payload: the WebSocket frame without `type`.
+  // kind: "send" | "retry" | "watch". payload: the WebSocket frame without `type`
+  // (a watch: {message_id, after_seq}, following a reply already on the page).
   constructor(kind, payload, { userBubble = null, superseded = [], resumed = false, attachments = [] } = {}) {
     this.kind = kind;
     this.attachments = attachments;
@@ -83,7 +89,9 @@ class Turn {
     this.superseded = superseded;
     this.resumed = resumed;
     this.userId = null;
-    this.assistantId = null;
+    this.assistantId = kind === "watch" ? payload.message_id : null;
+    // Characters of the reply shown so far: the `seq` of the last delta.
+    this.seq = kind === "watch" ? payload.after_seq || 0 : 0;
     this.doneSeen = false;
     this.finished = false;
     this.ws = null;
@@ -118,10 +126,15 @@ class Turn {
         break;
       }
       case "assistant_message": {
-        this.assistantId = data.id;
-        this.dropSuperseded();
-        const live = makeLiveBubble(data.id);
         const existing = findBubble(data.id);
+        // Resuming a reply already shown: its text so far stays, the rest follows.
+        const following = this.assistantId === data.id && existing;
+        this.assistantId = data.id;
+        this.announced = true;
+        stopButton.disabled = false;
+        this.dropSuperseded();
+        if (following) break;
+        const live = makeLiveBubble(data.id);
         if (existing) existing.replaceWith(live);
         else appendBubble(live);
         break;
@@ -130,14 +143,21 @@ class Turn {
         renderDiagnostics(data);
         break;
       case "delta":
+        // `seq` is where this delta ends; anything not past what is shown is a repeat.
+        if (typeof data.seq === "number") {
+          if (data.seq <= this.seq) break;
+          this.seq = data.seq;
+        }
         this.appendText(data.text || "");
         break;
       case "tool":
         this.showTool(data);
         break;
       case "error":
-        if (!this.assistantId) this.fail(data.detail || "The message could not be sent.");
-        else this.showError(data.detail || "The reply failed.");
+        // Nothing started (bad input, a reply already streaming, nothing left to watch).
+        if (!this.assistantId || (this.kind === "watch" && !this.announced)) {
+          this.fail(data.detail || "The message could not be sent.");
+        } else this.showError(data.detail || "The reply failed.");
         break;
       case "done":
         this.doneSeen = true;
@@ -216,9 +236,16 @@ class Turn {
     if (!titleButton.dataset.title) refreshTitle();
   }
 
-  // The transport went away mid-turn. The reply keeps running server-side.
+  // The transport went away mid-turn. The reply keeps running server-side:
+  // follow it again from the last `seq` shown (Last-Event-ID), polling as a last resort.
   async transportLost() {
     if (this.finished || this.doneSeen) return;
+    if (this.assistantId && !this.rewatched) {
+      this.rewatched = true;
+      socketUnavailable = true;
+      await watchOverSse(this);
+      return;
+    }
     if (this.assistantId) {
       this.finished = true;
       try {
@@ -287,6 +314,8 @@ function connectSocket() {
     ws.addEventListener("open", () => {
       clearTimeout(timer);
       socket = ws;
+      // Show replies started elsewhere (another tab or device) as they stream.
+      ws.send(JSON.stringify({ type: "follow" }));
       settle(ws);
     });
     ws.addEventListener("error", () => {
@@ -306,14 +335,68 @@ function connectSocket() {
       } catch {
         return;
       }
-      const { type, ...data } = frame;
-      if (activeTurn && activeTurn.ws === ws) activeTurn.handle(type, data);
+      const { type, followed, ...data } = frame;
+      if (followed) followFrame(ws, type, data);
+      else if (activeTurn && activeTurn.ws === ws) activeTurn.handle(type, data);
     });
   });
   return socketPromise;
 }
 
+// A reply started elsewhere: while this page is idle it becomes this page's turn.
+function followFrame(ws, type, data) {
+  if (type === "user_message" && !activeTurn) {
+    // A placeholder keeps the order (question, then reply) until the server's rendering arrives.
+    const userBubble = makeUserBubble("");
+    userBubble.dataset.messageId = data.id;
+    userBubble.id = `message-${data.id}`;
+    appendBubble(userBubble);
+    const turn = new Turn("follow", {}, { userBubble });
+    turn.ws = ws;
+    activeTurn = turn;
+    setBusy(true);
+    refreshBubble(data.id).catch(() => {});
+  }
+  if (activeTurn?.kind === "follow" && activeTurn.ws === ws) activeTurn.handle(type, data);
+}
+
+// Follow a reply over SSE, from the characters already shown (Last-Event-ID).
+async function watchOverSse(turn) {
+  turn.ws = null;
+  let response;
+  try {
+    response = await fetch(`${API}/messages/${turn.assistantId}/stream/`, {
+      credentials: "same-origin",
+      cache: "no-store",
+      headers: { Accept: "text/event-stream", "Last-Event-ID": String(turn.seq) },
+    });
+  } catch {
+    return turn.transportLost();
+  }
+  if (!response.ok) return turn.transportLost();
+  try {
+    await readSse(response, (name, data) => turn.handle(name, data));
+  } catch {
+    /* the stream broke; handled below */
+  }
+  if (!turn.doneSeen && !turn.finished) await turn.transportLost();
+}
+
+async function stopReply() {
+  const turn = activeTurn;
+  if (!turn?.assistantId) return;
+  stopButton.disabled = true;
+  try {
+    // The reply's own stream then ends with `done` (interrupted), settling the bubble.
+    await apiJson("POST", `${API}/messages/${turn.assistantId}/stop/`);
+  } catch (error) {
+    showNotice(error.message);
+    if (activeTurn === turn) stopButton.disabled = false;
+  }
+}
+
 async function streamOverSse(turn) {
+  if (turn.kind === "watch") return watchOverSse(turn);
   turn.ws = null;
   const retry = turn.kind === "retry";
   const url = retry ? `${API}/messages/${turn.payload.message_id}/retry/` : `${API}/messages/`;
@@ -578,6 +661,7 @@ function init() {
   });
   input.addEventListener("input", autosize);
   pinSelect?.addEventListener("change", () => setPinned(pinSelect.value));
+  stopButton.addEventListener("click", stopReply);
 
   list.addEventListener("click", (event) => {
     const button = event.target.closest("[data-action]");
@@ -652,15 +736,12 @@ function resume() {
       return;
     }
   }
+  // A reply still streaming (sent from another tab, or before a reload): follow
+  // it live from the text the page was rendered with.
   const streaming = bubbles().find((b) => b.dataset.status === "streaming");
   if (streaming) {
-    setBusy(true);
-    pollUntilSettled(streaming.dataset.messageId)
-      .catch((error) => showNotice(error.message))
-      .finally(() => {
-        updateEstimate();
-        setBusy(false);
-      });
+    const afterSeq = Number.parseInt(streaming.dataset.streamSeq, 10) || 0;
+    runTurn(new Turn("watch", { message_id: streaming.dataset.messageId, after_seq: afterSeq }));
   }
 }
 

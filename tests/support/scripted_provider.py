@@ -39,6 +39,7 @@ import contextlib
 import dataclasses
 import json
 import re
+import select
 import signal
 import socket
 import sys
@@ -81,7 +82,8 @@ class ScriptedReply:
     status: int = 200  # >= 400 → OpenAI-style JSON error body with this status
     error_message: str | None = None
     drop_after_chunks: int | None = None  # send N content chunks (text/argument deltas), then cut
-    hold: threading.Event | None = None  # after the first chunk, block until set
+    hold: threading.Event | None = None  # after the first chunk (or hold_after_chunks), block until set
+    hold_after_chunks: int = 1
     usage: dict[str, int] | None = None  # {"input_tokens": n, "output_tokens": m}
     finish: bool = True  # False → end the body cleanly but without the completion event / [DONE]
 
@@ -126,6 +128,7 @@ class ScriptedProvider:
         self._named_holds: dict[str, threading.Event] = {}
         self._connections: set[socket.socket] = set()
         self._stopping = threading.Event()
+        self.abandoned_streams = 0  # held streams whose client hung up
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.default_reply = ScriptedReply()
@@ -197,10 +200,15 @@ class ScriptedProvider:
         with self._lock:
             self._requests.clear()
             self._queue.clear()
+            self.abandoned_streams = 0
 
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
+
+    def note_abandoned(self) -> None:
+        with self._lock:
+            self.abandoned_streams += 1
 
     def release(self, name: str | None = None) -> None:
         """Set a named hold (from the HTTP control API), or every named hold when name is None."""
@@ -229,6 +237,15 @@ class ScriptedProvider:
 def _abort(conn: socket.socket) -> None:
     with contextlib.suppress(OSError):
         conn.shutdown(socket.SHUT_RDWR)
+
+
+def _peer_closed(conn: socket.socket) -> bool:
+    """Did the client close its end (readable with nothing to read)?"""
+    try:
+        readable, _, _ = select.select([conn], [], [], 0)
+        return bool(readable) and conn.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -380,9 +397,13 @@ class _Handler(BaseHTTPRequestHandler):
         turn.sent += 1
         if turn.reply.drop_after_chunks is not None and turn.sent >= turn.reply.drop_after_chunks:
             self._drop()
-        if turn.sent == 1 and turn.reply.hold is not None:
+        if turn.sent == turn.reply.hold_after_chunks and turn.reply.hold is not None:
             while not turn.reply.hold.wait(0.05):
                 if self.provider._stopping.is_set():
+                    self._drop()
+                if _peer_closed(self.connection):
+                    # The app ended the call (e.g. the owner pressed Stop).
+                    self.provider.note_abandoned()
                     self._drop()
         if turn.reply.delay_between_chunks:
             time.sleep(turn.reply.delay_between_chunks)
