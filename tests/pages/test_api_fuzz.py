@@ -26,7 +26,7 @@ AUTH = {"Authorization": f"Bearer {OWNER_API_TOKEN}"}
 CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance]
 
 
-MODES = {GenerationMode.POSITIVE: 10, GenerationMode.NEGATIVE: 6}  # examples per operation
+MODES = {GenerationMode.POSITIVE: 8, GenerationMode.NEGATIVE: 5}  # examples per operation
 
 
 def refused_by_twisted(case, response) -> bool:
