@@ -11,8 +11,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from archive import library, services
+from archive import schema as docs
 from archive.models import ArchiveDocument
 from archive.search import archive_search
+from conversations.schema import ErrorSerializer
 from elion.errors import InvalidInput
 
 QUERY_MAX_CHARACTERS = 500
@@ -46,6 +48,11 @@ def document_repr(document: ArchiveDocument, *, duplicate: bool | None = None) -
 
 
 class ArchiveDocumentListView(APIView):
+    @extend_schema(
+        operation_id="archive_documents_list",
+        parameters=[OpenApiParameter("collection", str)],
+        responses={200: docs.DocumentListSerializer, 400: ErrorSerializer},
+    )
     def get(self, request):
         documents = ArchiveDocument.objects.defer("text")
         collection = request.query_params.get("collection")
@@ -53,7 +60,12 @@ class ArchiveDocumentListView(APIView):
             documents = documents.filter(collection=services.clean_collection(collection))
         return Response({"results": [document_repr(d) for d in documents[:1000]]})
 
-    @extend_schema(description="multipart `file` + `collection` (+ `title`), or JSON `{title, text, collection}`.")
+    @extend_schema(
+        description="multipart `file` + `collection` (+ `title`), or JSON `{title, text, collection}`.",
+        request={"multipart/form-data": docs.DocumentUploadSerializer, "application/json": docs.DocumentTextSerializer},
+        responses={200: docs.DocumentAddedSerializer, 201: docs.DocumentAddedSerializer, 400: ErrorSerializer,
+                   413: ErrorSerializer},
+    )
     def post(self, request):
         data = _body(request)
         upload = request.FILES.get("file")
@@ -72,6 +84,7 @@ class ArchiveDocumentListView(APIView):
 
 
 class ArchiveDocumentDetailView(APIView):
+    @extend_schema(responses={200: docs.DocumentDetailSerializer, 404: ErrorSerializer})
     def get(self, request, document_id):
         document = services.access_document(document_id)
         chunks = [
@@ -80,13 +93,18 @@ class ArchiveDocumentDetailView(APIView):
         ]
         return Response({**document_repr(document), "metadata": document.metadata, "chunk_list": chunks})
 
+    @extend_schema(responses={204: None, 404: ErrorSerializer})
     def delete(self, request, document_id):
         services.archive_document_delete(document_id=document_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ChatGPTImportView(APIView):
-    @extend_schema(description="multipart `file`: conversations.json or the export zip; optional `collection`, `assistant_name`.")
+    @extend_schema(
+        description="multipart `file`: conversations.json or the export zip; optional `collection`, `assistant_name`.",
+        request={"multipart/form-data": docs.ChatGPTImportSerializer},
+        responses={200: docs.ChatGPTImportSummarySerializer, 400: ErrorSerializer, 413: ErrorSerializer},
+    )
     def post(self, request):
         data = _body(request)
         summary = services.archive_chatgpt_import(
@@ -98,7 +116,10 @@ class ChatGPTImportView(APIView):
 
 
 class ArchiveSearchView(APIView):
-    @extend_schema(parameters=[OpenApiParameter("q", str), OpenApiParameter("collection", str)])
+    @extend_schema(
+        parameters=[OpenApiParameter("q", str), OpenApiParameter("collection", str)],
+        responses={200: docs.ArchiveSearchSerializer, 400: ErrorSerializer},
+    )
     def get(self, request):
         query = request.query_params.get("q", "")
         if len(query) > QUERY_MAX_CHARACTERS:
@@ -110,10 +131,16 @@ class ArchiveSearchView(APIView):
 
 
 class LibraryFileListView(APIView):
+    @extend_schema(operation_id="library_files_list", responses={200: docs.LibraryFileListSerializer})
     def get(self, request):
         return Response({"results": [library.library_file_repr(f) for f in library.library_files()]})
 
-    @extend_schema(description="multipart `file` (+ `name`), or JSON `{name, text}`.")
+    @extend_schema(
+        description="multipart `file` (+ `name`), or JSON `{name, text}`.",
+        request={"multipart/form-data": docs.LibraryUploadSerializer, "application/json": docs.LibraryTextSerializer},
+        responses={200: docs.LibraryFileAddedSerializer, 201: docs.LibraryFileAddedSerializer, 400: ErrorSerializer,
+                   413: ErrorSerializer},
+    )
     def post(self, request):
         data = _body(request)
         upload = request.FILES.get("file")
@@ -138,7 +165,10 @@ def _int_param(request, name: str, default: int) -> int:
 
 
 class LibraryFileDetailView(APIView):
-    @extend_schema(parameters=[OpenApiParameter("offset", int), OpenApiParameter("limit", int)])
+    @extend_schema(
+        parameters=[OpenApiParameter("offset", int), OpenApiParameter("limit", int)],
+        responses={200: docs.LibraryPageSerializer, 400: ErrorSerializer, 404: ErrorSerializer},
+    )
     def get(self, request, file_id):
         file = library.access_library_file(file_id)
         page = library.library_page(
@@ -148,6 +178,7 @@ class LibraryFileDetailView(APIView):
         )
         return Response({**library.library_file_repr(file), **page})
 
+    @extend_schema(responses={204: None, 404: ErrorSerializer})
     def delete(self, request, file_id):
         library.library_file_delete(file_id=file_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from django.http import Http404
+from django.http import Http404, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -45,3 +46,10 @@ def exception_handler(exc, context):
         code = "csrf_failed"
     response.data = {"error": code, "detail": detail}
     return response
+
+
+def page_not_found(request, exception):
+    """`handler404`: a path no URL pattern matches is a JSON 404 under /api/, the HTML page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": "not_found", "detail": "No such API path."}, status=404)
+    return defaults.page_not_found(request, exception)

@@ -26,6 +26,16 @@ CHROMIUM_ARGS = [
 ]
 
 
+# Fixtures that start a session-wide Daphne or chromium. Tests using them run last, together:
+# each server and the browser start once per session, and the browser's event loop (and
+# the ORM async guard it lifts) never overlaps the rest of the suite.
+LIVE_FIXTURES = frozenset({"_daphne_with_scripted_provider", "_offline_protected_daphne", "browser"})
+
+
+def pytest_collection_modifyitems(session, config, items):
+    items.sort(key=lambda item: bool(LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ()))))
+
+
 @pytest.fixture(scope="session")
 def scripted_server():
     with ScriptedProvider() as provider:

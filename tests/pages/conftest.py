@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 OWNER_PASSWORD = "correct horse battery staple"
+OWNER_API_TOKEN = "proof-script-token"
 # Variables the parent may carry that would change what the server does.
 _SCRUBBED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ELION_OWNER_PASSWORD", "ELION_API_TOKEN", "DATABASE_URL",
              "ELION_MODEL", "ELION_API_SELECTOR", "ELION_PROVIDER_ID", "ELION_DEPLOYMENT", "REDIS_URL",
@@ -134,9 +135,9 @@ def wait_until_no_stream(timeout: float = 10.0) -> None:
         time.sleep(0.1)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def _daphne_with_scripted_provider(django_db_setup, django_db_blocker, scripted_server, tmp_path_factory):
-    """One server per module: it keeps no state between tests but the database."""
+    """One server per test session: it keeps no state between tests but the database."""
     with django_db_blocker.unblock():
         app = start_daphne(
             "scripted",
@@ -162,13 +163,24 @@ def live_app(transactional_db, _daphne_with_scripted_provider, scripted_server):
     scripted_server.clear()
 
 
-@pytest.fixture
-def offline_protected_app(transactional_db, tmp_path):
-    """A server with no OPENAI_API_KEY (offline demo provider) and an owner password."""
-    app = start_daphne("offline", {"ELION_OWNER_PASSWORD": OWNER_PASSWORD}, tmp_path)
+@pytest.fixture(scope="session")
+def _offline_protected_daphne(django_db_setup, django_db_blocker, tmp_path_factory):
+    """One protected server per test session, replying with the offline demo provider."""
+    with django_db_blocker.unblock():
+        app = start_daphne(
+            "offline",
+            {"ELION_OWNER_PASSWORD": OWNER_PASSWORD, "ELION_API_TOKEN": OWNER_API_TOKEN},
+            tmp_path_factory.mktemp("daphne"),
+        )
     yield app
-    wait_until_no_stream()
     stop_daphne(app)
+
+
+@pytest.fixture
+def offline_protected_app(transactional_db, _offline_protected_daphne):
+    """A server with no OPENAI_API_KEY (offline demo provider), an owner password and an API token."""
+    yield _offline_protected_daphne
+    wait_until_no_stream()
 
 
 # --- browser ------------------------------------------------------------------
@@ -181,7 +193,7 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (never `playwright install`)")
@@ -191,7 +203,8 @@ def browser():
     # thread while the browser lives, which Django's ORM guard reads as "called
     # from async code". Tests here use the ORM between browser steps on purpose
     # (no loop work is pending then), so the guard is lifted while the browser
-    # exists, and restored afterwards.
+    # exists, and restored afterwards. Tests that use it run last (tests/conftest.py),
+    # so the lifted guard never reaches the rest of the suite.
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:

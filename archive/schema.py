@@ -1,0 +1,117 @@
+"""OpenAPI response shapes for the archive and Library API (API.md "Search, characters, archive, library").
+
+Documentation only: the views build their bodies with `document_repr`, `library_file_repr` and friends;
+these serializers describe those bodies so `/api/schema/` (and the fuzz test's response checks) know them.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from archive.models import ArchiveCollection, DocumentSource, LibraryFileKind
+
+
+class DocumentSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    collection = serializers.ChoiceField(choices=ArchiveCollection.choices)
+    chunks = serializers.IntegerField(min_value=0)
+    source = serializers.ChoiceField(choices=DocumentSource.choices)
+    created_at = serializers.DateTimeField()
+
+
+class DocumentAddedSerializer(DocumentSerializer):
+    duplicate = serializers.BooleanField()
+
+
+class DocumentListSerializer(serializers.Serializer):
+    results = DocumentSerializer(many=True)
+
+
+class ChunkSerializer(serializers.Serializer):
+    chunk = serializers.IntegerField(min_value=1)
+    speaker = serializers.CharField(allow_blank=True)
+    role = serializers.CharField(allow_blank=True)
+    turn = serializers.IntegerField(allow_null=True)
+    text = serializers.CharField(allow_blank=True)
+
+
+class DocumentDetailSerializer(DocumentSerializer):
+    metadata = serializers.DictField()
+    chunk_list = ChunkSerializer(many=True)
+
+
+class ChatGPTImportSummarySerializer(serializers.Serializer):
+    conversations = serializers.IntegerField(min_value=0)
+    messages = serializers.IntegerField(min_value=0)
+    skipped = serializers.IntegerField(min_value=0)
+    duplicates = serializers.IntegerField(min_value=0)
+    document_ids = serializers.ListField(child=serializers.IntegerField())
+
+
+class ArchiveHitSerializer(serializers.Serializer):
+    document_id = serializers.IntegerField()
+    document_title = serializers.CharField()
+    collection = serializers.ChoiceField(choices=ArchiveCollection.choices)
+    chunk = serializers.IntegerField(min_value=1)
+    speaker = serializers.CharField(allow_blank=True)
+    excerpt = serializers.CharField(allow_blank=True)
+
+
+class ArchiveSearchSerializer(serializers.Serializer):
+    results = ArchiveHitSerializer(many=True)
+
+
+class LibraryFileSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(choices=LibraryFileKind.choices)
+    size = serializers.IntegerField(min_value=0)
+    characters = serializers.IntegerField(min_value=0)
+    created_at = serializers.DateTimeField()
+
+
+class LibraryFileAddedSerializer(LibraryFileSerializer):
+    duplicate = serializers.BooleanField()
+
+
+class LibraryFileListSerializer(serializers.Serializer):
+    results = LibraryFileSerializer(many=True)
+
+
+class LibraryPageSerializer(LibraryFileSerializer):
+    offset = serializers.IntegerField(min_value=0)
+    next_offset = serializers.IntegerField(allow_null=True)
+    total_characters = serializers.IntegerField(min_value=0)
+    text = serializers.CharField(allow_blank=True)
+
+
+# --- Request bodies ------------------------------------------------------------------------
+
+
+class DocumentUploadSerializer(serializers.Serializer):
+    file = serializers.FileField()
+    collection = serializers.ChoiceField(choices=ArchiveCollection.choices)
+    title = serializers.CharField(required=False, allow_blank=True)
+
+
+class DocumentTextSerializer(serializers.Serializer):
+    text = serializers.CharField()
+    collection = serializers.ChoiceField(choices=ArchiveCollection.choices)
+    title = serializers.CharField(required=False, allow_blank=True)
+
+
+class ChatGPTImportSerializer(serializers.Serializer):
+    file = serializers.FileField()
+    collection = serializers.ChoiceField(choices=ArchiveCollection.choices, required=False)
+    assistant_name = serializers.CharField(required=False, allow_blank=True)
+
+
+class LibraryUploadSerializer(serializers.Serializer):
+    file = serializers.FileField()
+    name = serializers.CharField(required=False, allow_blank=True)
+
+
+class LibraryTextSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    text = serializers.CharField()
