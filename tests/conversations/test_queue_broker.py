@@ -7,7 +7,6 @@ settings; the task runs and the database's ORM queue is never used.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import time
@@ -18,8 +17,9 @@ import pytest
 from django.utils import timezone
 
 from conversations.models import Conversation, Message, MessageStatus, Role
-from tests.support.live_server import ROOT, free_port, subprocess_env
+from tests.support.live_server import ROOT, subprocess_env
 from tests.support.queue_cluster import QueueCluster
+from tests.support.redis_server import RedisServer
 
 SHOW_BROKER = "from django_q.brokers import get_broker; print(type(get_broker()).__name__)"
 
@@ -35,31 +35,8 @@ def django_run(code: str, extra_env: dict[str, str]) -> str:
 
 @contextmanager
 def redis_on_loopback():
-    # TODO(merge): use tests/support/redis_server.py (being added on another branch) instead.
-    if not shutil.which("redis-server"):
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    port = free_port()
-    process = subprocess.Popen(
-        ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        import redis
-
-        client = redis.Redis(host="127.0.0.1", port=port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with RedisServer() as server:
+        yield server.url
 
 
 @pytest.mark.django_db(transaction=True)
