@@ -313,6 +313,7 @@ async def watch_response(request, conversation_id, message_id) -> HttpResponse:
     return sse_response(events())
 
 
+@method_decorator(csrf_exempt, name="dispatch")  # GET only: any write is a 405, never an HTML CSRF page
 class ReplyWatchView(View):
     """`GET …/messages/{id}/stream/`: follow one reply (any status; a finished one ends at once)."""
 
@@ -320,6 +321,7 @@ class ReplyWatchView(View):
         return await watch_response(request, conversation_id, message_id)
 
 
+@method_decorator(csrf_exempt, name="dispatch")  # GET only, as above
 class LiveReplyWatchView(View):
     """`GET …/stream/`: follow the reply streaming in the conversation now; 204 when none is."""
 
@@ -343,4 +345,5 @@ class ReplyStopView(View):
             message, settled = await reply_stop(conversation_id=conversation_id, message_id=message_id)
         except ServiceError as exc:
             return error_response(exc)
-        return JsonResponse(s.message_repr(message), status=200 if settled else 202)
+        body = await sync_to_async(s.message_repr)(message)  # reads the attachment manifest
+        return JsonResponse(body, status=200 if settled else 202)

@@ -172,7 +172,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         except ServiceError as exc:
             await self.send_json({"type": "error", **exc.as_dict()})
             return
-        await self.send_json({"type": "stopped", "message": serializers.message_repr(message), "settled": settled})
+        body = await sync_to_async(serializers.message_repr)(message)  # reads the attachment manifest
+        await self.send_json({"type": "stopped", "message": body, "settled": settled})
 
     async def decode_json(self, text_data):
         import json

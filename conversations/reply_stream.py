@@ -23,6 +23,8 @@ from uuid import UUID
 
 from channels.layers import get_channel_layer
 
+from elion.errors import NotFound
+
 logger = logging.getLogger(__name__)
 
 EVENT_TYPE = "reply.event"
@@ -32,6 +34,11 @@ STARTED = "started"
 
 
 def conversation_group(conversation_id: UUID | str) -> str:
+    """The channel-layer group of one conversation; a malformed id is a 404 (group names allow only ASCII)."""
+    try:
+        conversation_id = UUID(str(conversation_id))
+    except ValueError as exc:
+        raise NotFound("No conversation has that id.", code="conversation_not_found") from exc
     return f"elion.conversation.{conversation_id}"
 
 
