@@ -159,3 +159,13 @@ def latest_diagnostics(messages: list[Message]) -> dict | None:
             if isinstance(diagnostics, dict):
                 return diagnostics
     return None
+
+
+def binding_problem_for(conversation: Conversation):
+    """The provider-binding refusal a send here would meet (a `Conflict`), or None."""
+    from conversations.provider_binding import binding_problem
+
+    rows = Message.objects.filter(conversation=conversation).exclude(role=Role.SYSTEM).only(
+        "role", "provider_id", "provider_type", "model", "route_fingerprint"
+    )
+    return binding_problem(rows)

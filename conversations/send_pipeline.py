@@ -35,7 +35,7 @@ from continuity.request_assembly import AssembledRequest, HistoryTurn, RecallInB
 from continuity.static_prompt import prior_thread_section_in
 from conversations import provider_gateway, tool_loop
 from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
-from conversations.provider_binding import binding_fields, binding_of_latest, provider_binding_check
+from conversations.provider_binding import binding_fields, provider_binding_gate
 from conversations.provider_gateway import ProviderConfig, ProviderError
 from conversations.services import (
     access_conversation,
@@ -183,15 +183,16 @@ def send_prepare(command: SendCommand) -> PreparedReply:
     if conversation.trashed:
         raise Conflict("This conversation is in the trash; restore it to send.", code="conversation_trashed")
     rows = LoadedRows.load(conversation)
+    # Seed 004: the full binding tuple is validated before any replay or provider I/O.
+    config = provider_binding_gate(rows.tree.values())
 
     if command.client_message_id is not None:
         if command.client_message_id in rows.tree:
-            return _prepare_for_repeated_turn(conversation, rows, rows.tree[command.client_message_id], command)
+            return _prepare_for_repeated_turn(conversation, rows, rows.tree[command.client_message_id], command, config)
         if Message.objects.filter(pk=command.client_message_id).exists():
             raise Conflict("client_message_id is already used by another message.", code="client_message_id_conflict")
 
     _ensure_no_live_stream(conversation, rows)
-    config = provider_binding_check(conversation, binding_of_latest(rows.tree.values()))
     parent = _resolve_parent(conversation, command.parent_id, rows)
     # The first send stores the static prompt before the turn it answers.
     prompt = static_prompt_ensure(conversation, rows.prompt)
@@ -223,7 +224,7 @@ def _pinned_character_metadata(character_id: int | None) -> dict:
 
 
 def _prepare_for_repeated_turn(
-    conversation: Conversation, rows: LoadedRows, existing: Message, command: SendCommand
+    conversation: Conversation, rows: LoadedRows, existing: Message, command: SendCommand, config: ProviderConfig
 ) -> PreparedReply:
     """The same client_message_id again never makes a second user turn."""
     if existing.role != Role.USER or existing.content != command.content:
@@ -245,7 +246,6 @@ def _prepare_for_repeated_turn(
         )
     # The turn was stored but its reply failed or never started: answer it now.
     _ensure_no_live_stream(conversation, rows)
-    config = provider_binding_check(conversation, binding_of_latest(rows.tree.values()))
     return _start_reply(conversation, rows, existing, config, static_prompt_ensure(conversation, rows.prompt))
 
 
@@ -270,11 +270,11 @@ def retry_prepare(*, conversation_id: UUID, message_id: UUID | str) -> PreparedR
     if conversation.trashed:
         raise Conflict("This conversation is in the trash; restore it to retry.", code="conversation_trashed")
     rows = LoadedRows.load(conversation)
+    config = provider_binding_gate(rows.tree.values())
     target = rows.get(message_id)
     if target.role != Role.ASSISTANT or target.kind != MessageKind.ORDINARY or target.parent_id is None:
         raise InvalidInput("Only an assistant reply can be retried.", code="not_retryable")
     _ensure_no_live_stream(conversation, rows)
-    config = provider_binding_check(conversation, binding_of_latest(rows.tree.values()))
     user_message = rows.tree[target.parent_id]
     return _start_reply(conversation, rows, user_message, config, static_prompt_ensure(conversation, rows.prompt))
 
