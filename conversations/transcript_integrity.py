@@ -184,18 +184,10 @@ def _sound_tip(conversation: Conversation) -> UUID | None:
     """The newest finished message whose walk to the root is sound (a safe head)."""
     rows = {m.id: m for m in Message.objects.filter(conversation=conversation).exclude(role=Role.SYSTEM)}
     for message in sorted(rows.values(), key=lambda m: -m.seq):
+        # `rows` holds only this conversation's messages, so a sound walk stays inside it.
         if message.status != MessageStatus.STREAMING and not _path_break(rows, message.id):
-            if all(rows[a].conversation_id == conversation.id for a in _ancestors(rows, message.id)):
-                return message.id
+            return message.id
     return None
-
-
-def _ancestors(rows: dict[UUID, Message], tip: UUID) -> list[UUID]:
-    out, current = [], tip
-    while current is not None:
-        out.append(current)
-        current = rows[current].parent_id
-    return out
 
 
 def transcripts_check(*, conversation_ids=None, repair: bool = False) -> tuple[list[TranscriptProblem], list]:

@@ -13,6 +13,7 @@ urlpatterns = [
     path("characters/", characters_api.CharacterListView.as_view(), name="api-characters"),
     path("characters/<str:character_id>/", characters_api.CharacterDetailView.as_view(), name="api-character"),
     path("conversations/", api.ConversationListView.as_view(), name="api-conversations"),
+    path("deletions/<str:deletion_id>/", api.DeletionReceiptView.as_view(), name="api-deletion"),
     path("conversations/<str:conversation_id>/", api.ConversationDetailView.as_view(), name="api-conversation"),
     path("conversations/<str:conversation_id>/rewind/", api.ConversationRewindView.as_view(), name="api-rewind"),
     path("conversations/<str:conversation_id>/branch/", ConversationBranchView.as_view(), name="api-branch"),
