@@ -29,6 +29,7 @@ from django.db import connection as db_connection
 from django.db import transaction
 from django.utils import timezone
 
+from continuity.compaction import compaction_projection
 from continuity.dynamic_context import PINNED_CHARACTER_KEY, dynamic_context_build
 from continuity.prompt_store import static_prompt_ensure
 from continuity.request_assembly import AssembledRequest, HistoryTurn, RecallInBirthPeriod, assemble_request
@@ -369,9 +370,11 @@ def reply_request_build(
     """
     prompt = prompt or static_prompt_message(conversation)
     branch = live_branch(conversation) if branch is None else branch
+    # A compaction whose boundary lies on this branch stands in for the turns it covers.
+    compacted = compaction_projection(conversation, branch)
     history = [
         HistoryTurn(m.role, m.content, tuple(tool_loop.project_tool_parts(m.parts)))
-        for m in branch
+        for m in compacted.branch_after
         if is_projectable(m)
     ]
     static_prompt = prompt.content if prompt else ""
@@ -387,6 +390,7 @@ def reply_request_build(
         tool_definitions_text=tool_loop.tool_definitions_text(tools or []),
         input_budget_tokens=settings.ELION_INPUT_BUDGET_TOKENS,
         birth_period=dynamic.birth_period,
+        compacted_summary=compacted.summary_text,
     )
 
 

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from continuity.api import ContinuityCleanupView, ConversationBranchView
+from continuity.compaction_views import ConversationCompactionView
 from conversations import api, characters_api
 
 urlpatterns = [
@@ -17,6 +18,9 @@ urlpatterns = [
     path("conversations/<str:conversation_id>/", api.ConversationDetailView.as_view(), name="api-conversation"),
     path("conversations/<str:conversation_id>/rewind/", api.ConversationRewindView.as_view(), name="api-rewind"),
     path("conversations/<str:conversation_id>/branch/", ConversationBranchView.as_view(), name="api-branch"),
+    path(
+        "conversations/<str:conversation_id>/compaction/", ConversationCompactionView.as_view(), name="api-compaction"
+    ),
     path("conversations/<str:conversation_id>/export/", api.ConversationExportView.as_view(), name="api-export"),
     path("conversations/<str:conversation_id>/messages/", api.SendView.as_view(), name="api-messages"),
     path(
