@@ -81,6 +81,7 @@ class ScriptedReply:
     error_message: str | None = None
     drop_after_chunks: int | None = None  # send N content chunks (text/argument deltas), then cut
     hold: threading.Event | None = None  # after the first chunk, block until set
+    hold_before_response: threading.Event | None = None  # request recorded, nothing answered until set
     usage: dict[str, int] | None = None  # {"input_tokens": n, "output_tokens": m}
     finish: bool = True  # False → end the body cleanly but without the completion event / [DONE]
 
@@ -350,6 +351,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- replies -----------------------------------------------------------
     def _reply(self, path: str, body: dict[str, Any], reply: ScriptedReply) -> None:
+        if reply.hold_before_response is not None:
+            while not reply.hold_before_response.wait(0.05):
+                if self.provider._stopping.is_set():
+                    self._drop()
         if reply.delay_before_first:
             time.sleep(reply.delay_before_first)
         if reply.status >= 400:
