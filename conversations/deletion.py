@@ -149,7 +149,10 @@ def conversation_deletion_intent(*, conversation_id: UUID | str) -> Conversation
 def conversation_delete_forever(*, conversation_id: UUID | str) -> ConversationDeletion:
     """Intent, then every step, then the receipt. A crash part-way is finished by the job."""
     deletion = conversation_deletion_intent(conversation_id=conversation_id)
-    deletion_run(deletion.pk)
+    try:
+        deletion_run(deletion.pk)
+    except Exception:  # noqa: BLE001 - the intent is committed; the job finishes what failed here
+        logger.exception("deletion #%s stopped part-way; finish_pending_deletions will complete it", deletion.pk)
     deletion.refresh_from_db()
     return deletion
 

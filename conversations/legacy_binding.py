@@ -16,8 +16,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from conversations.models import Conversation, Message, Role
-from conversations.provider_binding import binding_fields, known_provider, recorded_bindings
+from conversations.models import Conversation, Message, MessageKind, Role
+from conversations.provider_binding import binding_fields, is_legacy_unbound, known_provider, recorded_bindings
 
 
 @dataclass
@@ -29,7 +29,10 @@ class LegacyBindingReport:
 def legacy_conversation_ids() -> list[UUID]:
     """Conversations holding at least one transcript row with an empty binding field."""
     empty = Q(provider_id="") | Q(provider_type="") | Q(model="") | Q(route_fingerprint="")
-    unbound = Message.objects.exclude(role=Role.SYSTEM).filter(empty)
+    # Unbound handoff bubbles are not legacy history (`provider_binding.is_legacy_unbound`).
+    unbound = Message.objects.exclude(role=Role.SYSTEM).filter(empty).exclude(
+        kind=MessageKind.HANDOFF_ARTIFACT, provider_id=""
+    )
     return sorted(set(unbound.values_list("conversation_id", flat=True)), key=str)
 
 
@@ -68,7 +71,6 @@ def legacy_conversations_bind(
                 continue
             report.bound[str(conversation_id)] = unbound
             if not dry_run:
-                ids_to_bind = [m.pk for m in rows if not (m.provider_id and m.provider_type and m.model
-                                                          and m.route_fingerprint)]
+                ids_to_bind = [m.pk for m in rows if is_legacy_unbound(m)]
                 Message.objects.filter(pk__in=ids_to_bind).update(**fields, updated_at=timezone.now())
     return report

@@ -166,7 +166,7 @@ def binding_problem_for(conversation: Conversation):
     from conversations.provider_binding import binding_problem
 
     rows = Message.objects.filter(conversation=conversation).exclude(role=Role.SYSTEM).only(
-        "role", "provider_id", "provider_type", "model", "route_fingerprint"
+        "role", "kind", "provider_id", "provider_type", "model", "route_fingerprint"
     )
     return binding_problem(rows)
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
-from conversations.models import Conversation, Message, Role
+from conversations.models import Conversation, Message, MessageKind, Role
 from conversations.provider_gateway import ProviderBinding, ProviderConfig
 from elion.errors import Conflict
 
@@ -73,10 +73,20 @@ def is_bound_record(message: Message) -> bool:
     return message.role != Role.SYSTEM
 
 
+def has_full_binding(message: Message) -> bool:
+    return bool(message.provider_id and message.provider_type and message.model and message.route_fingerprint)
+
+
 def is_legacy_unbound(message: Message) -> bool:
-    return is_bound_record(message) and not (
-        message.provider_id and message.provider_type and message.model and message.route_fingerprint
-    )
+    """A transcript row with no (complete) binding, from before bindings were recorded.
+
+    A Branch / Fresh Chat handoff bubble written before bubbles were stamped
+    is not counted: the app wrote it, no provider produced it, and it is never
+    replayed as history (its text travels in the stored prompt's slot).
+    """
+    if message.kind == MessageKind.HANDOFF_ARTIFACT and not message.provider_id:
+        return False
+    return is_bound_record(message) and not has_full_binding(message)
 
 
 def recorded_bindings(messages: Iterable[Message]) -> tuple[set[ProviderBinding], int]:
@@ -88,7 +98,7 @@ def recorded_bindings(messages: Iterable[Message]) -> tuple[set[ProviderBinding]
             continue
         if is_legacy_unbound(message):
             unbound += 1
-        else:
+        elif has_full_binding(message):
             bindings.add(ProviderBinding(message.provider_id, message.provider_type, message.model,
                                          message.route_fingerprint))
     return bindings, unbound

@@ -144,3 +144,17 @@ def test_branch_from_drifted_history_continues_under_the_current_provider(
     response = send(client, branch["id"], "go on")
     assert response.status_code == 200
     assert scripted_provider.last_request().body["model"] == "gpt-5.5-mini"
+
+
+def test_an_unbound_branch_bubble_from_before_bindings_is_not_legacy_history(
+    scripted_provider, make_conversation, make_turns
+):
+    from conversations.models import MessageKind
+
+    conversation = make_conversation()
+    (bubble,) = make_turns(conversation, ("assistant", "From the earlier thread: ..."), binding={})
+    Message.objects.filter(pk=bubble.pk).update(kind=MessageKind.HANDOFF_ARTIFACT)
+    scripted_provider.script({"text": "carrying on"})
+    response = send(Client(), conversation.id, "go on")
+    assert response.status_code == 200
+    assert response.json()["assistant_message"]["content"] == "carrying on"
