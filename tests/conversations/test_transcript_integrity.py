@@ -62,6 +62,7 @@ def test_interrupted_tool_call_gets_a_synthetic_result_and_the_next_request_is_w
     assert [(p["type"], p["call_id"], p["is_error"]) for p in synthetic] == [("tool_result", "call_lost", True)]
     assert reply.status == MessageStatus.INTERRUPTED and reply.content == "Let me check"
 
+    assert "data-synthetic-result" in Client().get(f"/c/{conversation.id}/").content.decode()  # shown as such
     scripted_provider.script({"text": "ok"})
     response = Client().post(
         f"/api/conversations/{conversation.id}/messages/?stream=false", {"content": "go on"},
