@@ -35,6 +35,7 @@ Stdlib only, so it can run without the project's dependencies.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import re
@@ -225,10 +226,8 @@ class ScriptedProvider:
 
 
 def _abort(conn: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         conn.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -241,10 +240,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def finish(self) -> None:
         self.provider._track(self.connection, False)
-        try:
+        with contextlib.suppress(OSError):
             super().finish()
-        except OSError:
-            pass
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output quiet
