@@ -27,6 +27,7 @@ from conversations.models import (
     MessageStatus,
     Role,
 )
+from conversations.provider_binding import binding_fields, configured_provider
 from conversations.services import access_conversation, conversation_create
 from elion.errors import Conflict, InvalidInput
 from memories.snapshots import memory_set_lock
@@ -73,6 +74,9 @@ def _branch_create(source: Conversation) -> Conversation:
         status=MessageStatus.COMPLETE,
         content=handoff.visible(source.title),
         metadata={"source_conversation_id": str(source.id), "source_message_ids": handoff.source_message_ids},
+        # The destination continues under the current provider (seed 004: every
+        # durable message carries the binding; Branch is how drifted history continues).
+        **binding_fields(configured_provider()),
     )
     destination.head = bubble
     destination.save(update_fields=["head", "last_seq", "updated_at"])

@@ -17,6 +17,13 @@ continuity only in the `normal` state, and only into a thread of its own
 persona. The owner's Past Conversation Search (deliberate) reads normal
 conversations, and shielded ones only when asked for that one search.
 
+Model-written derived records never feed automatic continuity, whatever the
+conversation's state: a compacted summary (`continuity.compaction`) lives in
+its own table, not among the messages, so handoff capture, keyword recall, the
+model's search tool, Past Conversation Search and the archive (which all read
+messages or archive rows) cannot reach it; it enters only its own
+conversation's requests, labelled as a summary.
+
 Deliberate access is not decided here: opening a conversation, reading it,
 and an explicit Branch / Fresh Chat work whatever this module says.
 

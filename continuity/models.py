@@ -85,3 +85,33 @@ class PromptReconciliationFailure(models.Model):
 
     def __str__(self) -> str:
         return f"Reconciliation failure for {self.conversation_id} ({self.attempts} attempts)"
+
+
+class Compaction(models.Model):
+    """A model-written summary of a conversation's live branch up to `through_message`.
+
+    A derived record, never history: requests carry it in place of the turns
+    it covers while `through_message` is an ancestor of (or is) the head
+    (`continuity.compaction`). The messages themselves, their ids and their
+    tool pairing are untouched; deleting this row (Undo) removes the
+    projection. Model-written, so it never feeds handoffs, keyword recall,
+    search or the archive. The provider binding is recorded like on every
+    durable record.
+    """
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="compactions")
+    through_message = models.ForeignKey("conversations.Message", on_delete=models.CASCADE, related_name="+")
+    summary = models.TextField()
+    covered_messages = models.PositiveIntegerField(default=0)
+    provider_id = models.CharField(max_length=100, blank=True, default="")
+    provider_type = models.CharField(max_length=50, blank=True, default="")
+    model = models.CharField(max_length=100, blank=True, default="")
+    route_fingerprint = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "continuity_compaction"
+        ordering = ["conversation", "-id"]
+
+    def __str__(self) -> str:
+        return f"Compacted summary of {self.conversation_id} through {self.through_message_id}"

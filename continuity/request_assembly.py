@@ -104,6 +104,7 @@ def assemble_request(
     tool_definitions_text: str = "",
     input_budget_tokens: int,
     birth_period: bool = False,
+    compacted_summary: str = "",
 ) -> AssembledRequest:
     """Build the model input: stored prompt, trimmed history, dynamic context.
 
@@ -111,17 +112,23 @@ def assemble_request(
     thread; it is counted as a subcategory, never added twice. In the
     `birth_period` (no ordinary assistant reply yet) a request whose system
     messages carry an actual recall section raises `RecallInBirthPeriod`.
+    `compacted_summary` (the labelled text of a compaction, `continuity.compaction`)
+    stands in for the history before its boundary: it follows the static
+    prompt, is never trimmed, and counts as history in the diagnostics.
     """
     static_tokens = estimate_tokens(static_prompt)
     dynamic_tokens = estimate_tokens(dynamic_context)
     tool_tokens = estimate_tokens(tool_definitions_text)
-    history_budget = max(input_budget_tokens - static_tokens - dynamic_tokens - tool_tokens, 0)
+    summary_tokens = estimate_tokens(compacted_summary)
+    history_budget = max(input_budget_tokens - static_tokens - dynamic_tokens - tool_tokens - summary_tokens, 0)
     kept, trimmed = trim_history(history, history_budget)
-    history_tokens = sum(turn_tokens(turn) for turn in kept)
+    history_tokens = sum(turn_tokens(turn) for turn in kept) + summary_tokens
 
     messages: list[dict] = []
     if static_prompt:
         messages.append({"role": "system", "content": static_prompt})
+    if compacted_summary:
+        messages.append({"role": "system", "content": compacted_summary})
     for turn in kept[:-1]:
         messages.extend(turn_messages(turn))
     # Dynamic context sits next to the conversation turns, just before the

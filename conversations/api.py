@@ -139,6 +139,21 @@ class ConversationDetailView(APIView):
         changes = validated(s.ConversationPatchSerializer, patch_fields(request, ("title", "folder_id")))
         return Response(s.conversation_repr(services.conversation_update(conversation_id=conversation_id, changes=changes)))
 
+    @extend_schema(responses={200: dict, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer})
+    def delete(self, request, conversation_id):
+        """Delete a trashed conversation forever; answers the receipt (counts only, no text)."""
+        from conversations.deletion import conversation_delete_forever, deletion_receipt
+
+        return Response(deletion_receipt(conversation_delete_forever(conversation_id=conversation_id)))
+
+
+class DeletionReceiptView(APIView):
+    @extend_schema(responses={200: dict, 404: docs.ErrorSerializer})
+    def get(self, request, deletion_id):
+        from conversations.deletion import access_deletion, deletion_receipt
+
+        return Response(deletion_receipt(access_deletion(deletion_id)))
+
 
 class ConversationRewindView(APIView):
     @extend_schema(request=s.RewindSerializer, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})

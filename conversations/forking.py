@@ -37,7 +37,7 @@ from conversations.models import (
     MessageAttachment,
     MessageStatus,
 )
-from conversations.provider_binding import history_binding_check
+from conversations.provider_binding import provider_binding_gate
 from conversations.services import TITLE_MAX, access_conversation, conversation_create, streams_interrupt_expired
 from conversations.transcript import tree_messages, walk_to_root
 from elion.errors import Conflict, InvalidInput, NotFound
@@ -111,7 +111,7 @@ def _fork_create(source: Conversation, target_id: UUID) -> Conversation:
     if copied[-1].status == MessageStatus.STREAMING:
         raise Conflict("That reply is still streaming; fork once it has finished.", code="reply_in_progress")
     # Seed 004: the complete provider tuple is validated before publication.
-    history_binding_check(copied, action="fork")
+    provider_binding_gate(copied)  # seed 004: the full tuple, before fork publication
     manifests = manifests_for(copied)
     blobs = _verified_blobs(source.id, manifests)
 

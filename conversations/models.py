@@ -67,6 +67,19 @@ class ConversationOrigin(models.TextChoices):
     LEGACY = "legacy", "Legacy"
 
 
+class SelectableConversationManager(models.Manager):
+    """Conversations that may be selected anywhere: never one being deleted forever.
+
+    The default manager, so lists, search, recall, handoff capture, the API
+    and the pages all stop seeing a conversation the moment its permanent
+    deletion intent commits (`conversations.deletion`). Related-object access
+    and the deletion steps use `Conversation.all_objects`.
+    """
+
+    def get_queryset(self):
+        return super().get_queryset().filter(deletion_generation__isnull=True)
+
+
 class Conversation(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     title = models.CharField(max_length=300, blank=True, default="")
@@ -80,11 +93,18 @@ class Conversation(models.Model):
     )
     # Highest seq handed out; bumped under the conversation's row lock.
     last_seq = models.PositiveIntegerField(default=0)
+    # Set (with a fresh value) when the owner deletes it forever: the generation
+    # a `ConversationDeletion` removes. Never cleared; the row goes away.
+    deletion_generation = models.UUIDField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = SelectableConversationManager()
+    all_objects = models.Manager()
+
     class Meta:
         ordering = ["-updated_at"]
+        base_manager_name = "all_objects"
         indexes = [models.Index(fields=["persona", "trashed", "-updated_at"], name="conv_persona_recent")]
 
     def __str__(self) -> str:
@@ -289,3 +309,39 @@ class MessageAttachment(models.Model):
         if not self._state.adding:
             raise ValueError("A message's attachment manifest is immutable.")
         super().save(*args, **kwargs)
+
+
+class DeletionState(models.TextChoices):
+    PENDING = "pending", "Pending"
+    COMPLETE = "complete", "Complete"
+
+
+class ConversationDeletion(models.Model):
+    """A permanent deletion: its intent, its progress, then its receipt.
+
+    Recorded before anything is removed and never deleted itself. The id
+    (autoincrement, never reused) and `generation` (the value stamped on the
+    conversation at intent time) identify what is removed: every step only
+    touches a conversation still carrying that generation, so a stale job or
+    an old receipt can never reach a newer record. `counts` holds row counts
+    per step, never text. Work is claimed with a conditional UPDATE of
+    `claimed_until` (a lease), so two clusters never run the same steps.
+    """
+
+    conversation_id = models.UUIDField(db_index=True)
+    generation = models.UUIDField(unique=True)
+    state = models.CharField(max_length=20, choices=DeletionState.choices, default=DeletionState.PENDING)
+    # Name of the next step to run; "" once every step ran.
+    next_step = models.CharField(max_length=50, blank=True, default="")
+    counts = models.JSONField(default=dict, blank=True)
+    claim = models.UUIDField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    requested_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["state", "claimed_until"], name="deletion_state_claim")]
+
+    def __str__(self) -> str:
+        return f"Deletion #{self.pk} of {self.conversation_id} ({self.state})"

@@ -169,3 +169,38 @@ def latest_diagnostics(messages: list[Message]) -> dict | None:
             if isinstance(diagnostics, dict):
                 return diagnostics
     return None
+
+
+def binding_problem_for(conversation: Conversation):
+    """The provider-binding refusal a send here would meet (a `Conflict`), or None."""
+    from conversations.provider_binding import binding_problem
+
+    rows = Message.objects.filter(conversation=conversation).exclude(role=Role.SYSTEM).only(
+        "role", "kind", "provider_id", "provider_type", "model", "route_fingerprint"
+    )
+    return binding_problem(rows)
+
+
+def compaction_context(conversation: Conversation, branch: list[Message]) -> dict:
+    """The chat page's compaction state: the summary in force (if any), its size,
+    and whether Compact is offered (long threads ending in a finished reply)."""
+    from continuity.compaction import COMPACT_MIN_TURNS, applicable_compaction, summary_system_text
+    from continuity.models import Compaction
+    from conversations.transcript import is_projectable
+
+    found = applicable_compaction(list(Compaction.objects.filter(conversation=conversation)), branch)
+    compaction = found[0] if found else None
+    head = branch[-1] if branch else None
+    can_compact = (
+        not conversation.trashed
+        and head is not None
+        and head.role == Role.ASSISTANT
+        and head.status != MessageStatus.STREAMING
+        and (compaction is None or compaction.through_message_id != head.id)
+        and sum(1 for m in branch if is_projectable(m)) >= COMPACT_MIN_TURNS
+    )
+    return {
+        "compaction": compaction,
+        "compaction_tokens": estimate_tokens(summary_system_text(compaction.summary)) if compaction else 0,
+        "can_compact": can_compact,
+    }

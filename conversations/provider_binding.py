@@ -2,18 +2,32 @@
 
 Seed 004: the provider id, type, logical model and route fingerprint recorded on
 a conversation's durable messages are compared with the configured provider
-before any replay or provider I/O. Drift fails closed and names the recorded
-provider; the API key is not part of the comparison, so rotating it alone keeps
-working.
+before any replay or provider I/O (send, repeated send, retry, compaction).
+The whole tuple is compared, on every bound message, not just the latest:
+
+* history with no recorded binding (legacy rows, binding fields empty) fails
+  closed until the owner binds it deliberately
+  (`manage.py bind_legacy_conversations --provider ID`);
+* history bound to more than one tuple (mixed bindings) fails closed;
+* a single recorded tuple that differs from the configured one fails closed
+  and names the recorded provider id.
+
+The API key is not part of the tuple, so rotating it alone keeps working. A
+Branch / Fresh Chat starts a new conversation under the current provider
+(its handoff bubble is stamped with the configured binding).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.conf import settings
 
-from conversations.models import Conversation, Message, Role
+from conversations.models import Conversation, Message, MessageKind, Role
 from conversations.provider_gateway import ProviderBinding, ProviderConfig
 from elion.errors import Conflict
+
+CONTINUE_HINT = "Use Branch / Fresh Chat to continue this conversation's final exchange under the current provider."
 
 
 def configured_provider() -> ProviderConfig:
@@ -50,59 +64,98 @@ def binding_of_latest(messages) -> ProviderBinding | None:
     return ProviderBinding(latest.provider_id, latest.provider_type, latest.model, latest.route_fingerprint)
 
 
-_QUERY = object()
+def is_bound_record(message: Message) -> bool:
+    """Does this durable message carry (or owe) a provider binding?
+
+    Every transcript message does; the stored static prompt stands outside
+    the transcript and is rebuilt from settings, never replayed as history.
+    """
+    return message.role != Role.SYSTEM
 
 
-def provider_binding_check(conversation: Conversation, recorded: ProviderBinding | None | object = _QUERY) -> ProviderConfig:
-    """The configured provider, if the conversation may use it; else 409.
+def has_full_binding(message: Message) -> bool:
+    return bool(message.provider_id and message.provider_type and message.model and message.route_fingerprint)
 
-    `recorded` may be passed when the caller already loaded the rows.
+
+def is_legacy_unbound(message: Message) -> bool:
+    """A transcript row with no (complete) binding, from before bindings were recorded.
+
+    A Branch / Fresh Chat handoff bubble written before bubbles were stamped
+    is not counted: the app wrote it, no provider produced it, and it is never
+    replayed as history (its text travels in the stored prompt's slot).
+    """
+    if message.kind == MessageKind.HANDOFF_ARTIFACT and not message.provider_id:
+        return False
+    return is_bound_record(message) and not has_full_binding(message)
+
+
+def recorded_bindings(messages: Iterable[Message]) -> tuple[set[ProviderBinding], int]:
+    """The distinct complete tuples recorded on `messages`, and how many rows have none."""
+    bindings: set[ProviderBinding] = set()
+    unbound = 0
+    for message in messages:
+        if not is_bound_record(message):
+            continue
+        if is_legacy_unbound(message):
+            unbound += 1
+        elif has_full_binding(message):
+            bindings.add(ProviderBinding(message.provider_id, message.provider_type, message.model,
+                                         message.route_fingerprint))
+    return bindings, unbound
+
+
+def binding_problem(messages: Iterable[Message], config: ProviderConfig | None = None) -> Conflict | None:
+    """Why these rows may not be replayed to the configured provider, or None.
+
+    A pure function of the loaded rows and the configuration.
+    """
+    config = config or configured_provider()
+    bindings, unbound = recorded_bindings(messages)
+    if unbound:
+        return Conflict(
+            f"This conversation has {unbound} message(s) from before provider bindings were recorded, so it is "
+            "not known which provider wrote them. Nothing was sent. Bind it deliberately with "
+            f"`manage.py bind_legacy_conversations --provider {config.provider_id} --conversation <id>`. "
+            + CONTINUE_HINT,
+            code="provider_binding_missing",
+        )
+    if len(bindings) > 1:
+        ids = ", ".join(sorted({f"'{b.provider_id}'" for b in bindings}))
+        return Conflict(
+            f"This conversation's history is bound to more than one provider route ({ids}), so it cannot be "
+            "replayed to any single provider. Nothing was sent. " + CONTINUE_HINT,
+            code="provider_binding_mixed",
+        )
+    if bindings:
+        (recorded,) = bindings
+        if recorded != config.binding():
+            return Conflict(
+                f"This conversation is bound to provider '{recorded.provider_id}' "
+                f"(type {recorded.provider_type}, model {recorded.model}), which differs from the configured "
+                f"provider '{config.provider_id}' (type {config.provider_type}, model {config.model}, or its "
+                f"route). Nothing was sent. Select provider '{recorded.provider_id}' with its original route "
+                "to continue here. " + CONTINUE_HINT,
+                code="provider_mismatch",
+            )
+    return None
+
+
+def provider_binding_gate(messages: Iterable[Message]) -> ProviderConfig:
+    """The configured provider, if these rows (one conversation's) may be replayed to it; else 409.
+
+    Callers run it before any replay or provider I/O, on rows read under the
+    conversation's lock.
     """
     config = configured_provider()
-    if recorded is _QUERY:
-        recorded = recorded_binding(conversation)
-    if recorded is not None and recorded != config.binding():
-        raise Conflict(
-            f"This conversation is bound to provider '{recorded.provider_id}' "
-            f"(type {recorded.provider_type}, model {recorded.model}), which differs from the configured "
-            f"provider '{config.provider_id}' (model {config.model}). Select provider '{recorded.provider_id}' "
-            "with its original route to continue, or start a Branch / Fresh Chat.",
-            code="provider_mismatch",
-        )
+    problem = binding_problem(messages, config)
+    if problem is not None:
+        raise problem
     return config
 
 
-def history_binding_check(messages, *, action: str) -> ProviderConfig:
-    """The configured provider, if every message of a history to be copied or
-    replayed carries one complete binding equal to it; else 409.
-
-    Seed 004: the complete tuple is validated before replay or fork
-    publication; mixed bindings and unbound legacy history fail closed.
-    Branch / Fresh Chat handoff bubbles are the app's own records, not
-    provider output, and carry no binding.
-    """
-    from conversations.models import MessageKind
-
-    config = configured_provider()
-    recorded = {
-        ProviderBinding(m.provider_id, m.provider_type, m.model, m.route_fingerprint)
-        for m in messages
-        if m.kind != MessageKind.HANDOFF_ARTIFACT
-    }
-    if any(not all(binding.__dict__.values()) for binding in recorded):
-        raise Conflict(
-            f"This conversation has messages with no provider binding (legacy history), so it cannot {action}. "
-            "Run `manage.py bind_legacy_conversations --provider ID` with the provider that produced them first.",
-            code="provider_unbound",
-        )
-    if len(recorded) > 1:
-        raise Conflict(
-            f"This conversation's messages are bound to more than one provider route, so it cannot {action}.",
-            code="provider_mixed",
-        )
-    if recorded:
-        provider_binding_check(None, next(iter(recorded)))
-    return config
+def provider_binding_check(conversation: Conversation) -> ProviderConfig:
+    """`provider_binding_gate` over every stored row of `conversation`."""
+    return provider_binding_gate(Message.objects.filter(conversation=conversation).exclude(role=Role.SYSTEM))
 
 
 def binding_fields(config: ProviderConfig) -> dict[str, str]:
@@ -114,3 +167,17 @@ def binding_fields(config: ProviderConfig) -> dict[str, str]:
         "model": binding.model,
         "route_fingerprint": binding.route_fingerprint,
     }
+
+
+def known_provider(provider_id: str) -> ProviderConfig:
+    """The provider configuration for `provider_id`; only the configured provider is known."""
+    config = configured_provider()
+    if provider_id != config.provider_id:
+        raise Conflict(
+            f"Unknown provider '{provider_id}': the only configured provider is '{config.provider_id}' "
+            "(ELION_PROVIDER_ID).",
+            code="unknown_provider",
+        )
+    return config
+
+

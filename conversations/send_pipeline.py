@@ -35,6 +35,7 @@ from django.db import connection as db_connection
 from django.db import transaction
 from django.utils import timezone
 
+from continuity.compaction import compaction_projection
 from continuity.dynamic_context import PINNED_CHARACTER_KEY, dynamic_context_build
 from continuity.prompt_store import static_prompt_ensure
 from continuity.request_assembly import AssembledRequest, HistoryTurn, RecallInBirthPeriod, assemble_request
@@ -48,7 +49,7 @@ from conversations.attachments import (
     manifests_for,
 )
 from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
-from conversations.provider_binding import binding_fields, binding_of_latest, provider_binding_check
+from conversations.provider_binding import binding_fields, provider_binding_gate
 from conversations.provider_gateway import ProviderConfig, ProviderError
 from conversations.reply_stream import STARTED, ReplyBroadcast
 from conversations.services import (
@@ -203,15 +204,16 @@ def send_prepare(command: SendCommand) -> PreparedReply:
     if conversation.trashed:
         raise Conflict("This conversation is in the trash; restore it to send.", code="conversation_trashed")
     rows = LoadedRows.load(conversation)
+    # Seed 004: the full binding tuple is validated before any replay or provider I/O.
+    config = provider_binding_gate(rows.tree.values())
 
     if command.client_message_id is not None:
         if command.client_message_id in rows.tree:
-            return _prepare_for_repeated_turn(conversation, rows, rows.tree[command.client_message_id], command)
+            return _prepare_for_repeated_turn(conversation, rows, rows.tree[command.client_message_id], command, config)
         if Message.objects.filter(pk=command.client_message_id).exists():
             raise Conflict("client_message_id is already used by another message.", code="client_message_id_conflict")
 
     _ensure_no_live_stream(conversation, rows)
-    config = provider_binding_check(conversation, binding_of_latest(rows.tree.values()))
     parent = _resolve_parent(conversation, command.parent_id, rows)
     # The first send stores the static prompt before the turn it answers.
     prompt = static_prompt_ensure(conversation, rows.prompt)
@@ -245,7 +247,7 @@ def _pinned_character_metadata(character_id: int | None) -> dict:
 
 
 def _prepare_for_repeated_turn(
-    conversation: Conversation, rows: LoadedRows, existing: Message, command: SendCommand
+    conversation: Conversation, rows: LoadedRows, existing: Message, command: SendCommand, config: ProviderConfig
 ) -> PreparedReply:
     """The same client_message_id again never makes a second user turn."""
     if (
@@ -272,7 +274,6 @@ def _prepare_for_repeated_turn(
         )
     # The turn was stored but its reply failed or never started: answer it now.
     _ensure_no_live_stream(conversation, rows)
-    config = provider_binding_check(conversation, binding_of_latest(rows.tree.values()))
     return _start_reply(conversation, rows, existing, config, static_prompt_ensure(conversation, rows.prompt))
 
 
@@ -297,11 +298,11 @@ def retry_prepare(*, conversation_id: UUID, message_id: UUID | str) -> PreparedR
     if conversation.trashed:
         raise Conflict("This conversation is in the trash; restore it to retry.", code="conversation_trashed")
     rows = LoadedRows.load(conversation)
+    config = provider_binding_gate(rows.tree.values())
     target = rows.get(message_id)
     if target.role != Role.ASSISTANT or target.kind != MessageKind.ORDINARY or target.parent_id is None:
         raise InvalidInput("Only an assistant reply can be retried.", code="not_retryable")
     _ensure_no_live_stream(conversation, rows)
-    config = provider_binding_check(conversation, binding_of_latest(rows.tree.values()))
     user_message = rows.tree[target.parent_id]
     return _start_reply(conversation, rows, user_message, config, static_prompt_ensure(conversation, rows.prompt))
 
@@ -396,12 +397,15 @@ def reply_request_build(
     """
     prompt = prompt or static_prompt_message(conversation)
     branch = live_branch(conversation) if branch is None else branch
+    # Every blob the branch references is verified, also those a compaction now stands in for.
     attachment_parts = branch_attachment_parts(conversation, branch)
+    # A compaction whose boundary lies on this branch stands in for the turns it covers.
+    compacted = compaction_projection(conversation, branch)
     history = [
         HistoryTurn(
             m.role, m.content, tuple(tool_loop.project_tool_parts(m.parts)), attachment_parts.get(m.id, ())
         )
-        for m in branch
+        for m in compacted.branch_after
         if is_projectable(m, has_attachments=m.id in attachment_parts)
     ]
     static_prompt = prompt.content if prompt else ""
@@ -417,6 +421,7 @@ def reply_request_build(
         tool_definitions_text=tool_loop.tool_definitions_text(tools or []),
         input_budget_tokens=settings.ELION_INPUT_BUDGET_TOKENS,
         birth_period=dynamic.birth_period,
+        compacted_summary=compacted.summary_text,
     )
 
 

@@ -191,10 +191,18 @@ def streams_interrupt_expired(conversation: Conversation | None = None) -> int:
     stale = Message.objects.filter(status=MessageStatus.STREAMING, lease_expires_at__lte=timezone.now())
     if conversation is not None:
         stale = stale.filter(conversation=conversation)
-    return stale.update(
+    stale_ids = list(stale.values_list("pk", flat=True))
+    if not stale_ids:
+        return 0
+    count = stale.filter(pk__in=stale_ids).update(
         status=MessageStatus.INTERRUPTED,
         error="stream_interrupted",
         error_detail="The reply stopped because the server process ended; the partial text is kept.",
         lease_expires_at=None,
         updated_at=timezone.now(),
     )
+    # A tool call the dead process left without a result gets a synthetic one.
+    from conversations.transcript_integrity import interrupted_tool_calls_close
+
+    interrupted_tool_calls_close(stale_ids)
+    return count

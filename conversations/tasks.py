@@ -15,3 +15,10 @@ def collect_attachment_garbage() -> dict[str, int]:
     from conversations.attachment_gc import attachment_garbage_collect
 
     return attachment_garbage_collect().as_dict()
+
+
+def finish_pending_deletions() -> int:
+    """Scheduled every minute (and run at start): permanent deletions a crash interrupted are finished."""
+    from conversations.deletion import deletions_finish
+
+    return deletions_finish()

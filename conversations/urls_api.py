@@ -1,6 +1,7 @@
 from django.urls import path
 
 from continuity.api import ContinuityCleanupView, ConversationBranchView
+from continuity.compaction_views import ConversationCompactionView
 from conversations import api, attachments_api, characters_api
 
 urlpatterns = [
@@ -13,6 +14,7 @@ urlpatterns = [
     path("characters/", characters_api.CharacterListView.as_view(), name="api-characters"),
     path("characters/<str:character_id>/", characters_api.CharacterDetailView.as_view(), name="api-character"),
     path("conversations/", api.ConversationListView.as_view(), name="api-conversations"),
+    path("deletions/<str:deletion_id>/", api.DeletionReceiptView.as_view(), name="api-deletion"),
     path("conversations/<str:conversation_id>/", api.ConversationDetailView.as_view(), name="api-conversation"),
     path("conversations/<str:conversation_id>/rewind/", api.ConversationRewindView.as_view(), name="api-rewind"),
     path("conversations/<str:conversation_id>/branch/", ConversationBranchView.as_view(), name="api-branch"),
@@ -22,6 +24,9 @@ urlpatterns = [
         "conversations/<str:conversation_id>/attachments/<str:attachment_id>/",
         attachments_api.AttachmentContentView.as_view(),
         name="api-attachment-content",
+    ),
+    path(
+        "conversations/<str:conversation_id>/compaction/", ConversationCompactionView.as_view(), name="api-compaction"
     ),
     path("conversations/<str:conversation_id>/export/", api.ConversationExportView.as_view(), name="api-export"),
     path("conversations/<str:conversation_id>/messages/", api.SendView.as_view(), name="api-messages"),

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from continuity import compaction_views
 from conversations import characters_views, views
 
 urlpatterns = [
@@ -7,6 +8,8 @@ urlpatterns = [
     path("login/", views.login_page, name="login"),
     path("logout/", views.logout_page, name="logout"),
     path("c/new/", views.new_chat, name="new-chat"),
+    path("c/<str:conversation_id>/compact/", compaction_views.compact_page, name="conversation-compact"),
+    path("c/<str:conversation_id>/compact/undo/", compaction_views.compaction_undo_page, name="conversation-compact-undo"),
     path("c/<str:conversation_id>/", views.chat_page, name="chat"),
     path(
         "c/<str:conversation_id>/messages/<str:message_id>/fragment/",

@@ -11,6 +11,11 @@ urlpatterns = [
     path("c/<str:conversation_id>/trash/", views.conversation_trash_page, name="conversation-trash"),
     path("c/<str:conversation_id>/restore/", views.conversation_restore_page, name="conversation-restore"),
     path(
+        "c/<str:conversation_id>/delete-forever/",
+        views.conversation_delete_forever_page,
+        name="conversation-delete-forever",
+    ),
+    path(
         "c/<str:conversation_id>/release-shield/",
         views.conversation_release_shield_page,
         name="conversation-release-shield",

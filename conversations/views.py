@@ -83,6 +83,10 @@ def chat_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
             # Character Studio characters the owner may pin for one message.
             "characters": characters_list(),
             "visibility": chat_visibility(conversation),
+            # Seed 004: history this provider may not replay; Branch / Fresh Chat continues it.
+            "binding_problem": page_selectors.binding_problem_for(conversation),
+            # Compact / Undo and the labelled "Compacted summary" marker at its boundary.
+            **page_selectors.compaction_context(conversation, branch),
             # A Past Conversation Search result the owner chose to use (`?quote=<message id>&q=…`).
             "composer_prefill": quoted_excerpt(message_id=request.GET["quote"], query=request.GET.get("q", ""))
             if request.GET.get("quote")

@@ -43,6 +43,24 @@ def conversation_trash_page(request: HttpRequest, conversation_id: str) -> HttpR
 
 
 @require_POST
+def conversation_delete_forever_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    from conversations.deletion import conversation_delete_forever
+
+    try:
+        deletion = conversation_delete_forever(conversation_id=conversation_id)
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+        return redirect("/trash/")
+    if deletion.state == "complete":
+        removed = deletion.counts.get("messages", 0)
+        messages.success(request, f"Deleted forever: the conversation and its {removed} message(s) are gone.")
+    else:
+        messages.success(request, "Deleting forever: the conversation is gone from every list; its rows are "
+                                  "being removed in the background.")
+    return redirect("/trash/")
+
+
+@require_POST
 def conversation_restore_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
     try:
         conversation = visibility.conversation_restore(conversation_id=conversation_id)

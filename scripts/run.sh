@@ -17,6 +17,8 @@ fi
 
 "$PY" manage.py migrate --noinput
 "$PY" manage.py collectstatic --noinput -v 0
+# Startup hook: finish permanent deletions a crash interrupted (the django-q2 schedule also does).
+"$PY" manage.py finish_pending_deletions
 
 # Job control: each child gets its own process group, so stopping a group also
 # stops its own children (django-q worker processes).

@@ -96,11 +96,17 @@ def make_conversation(db):
 
 @pytest.fixture
 def make_turns(db):
-    """Append a straight chain of completed turns to a conversation (bypassing the provider)."""
+    """Append a straight chain of completed turns to a conversation (bypassing the provider).
+
+    Rows carry the configured provider's binding, as every durable message does;
+    `binding={}` makes legacy (unbound) rows.
+    """
     from conversations.models import Message
+    from conversations.provider_binding import binding_fields, configured_provider
 
     def make(conversation, *pairs, parent=None, binding=None):
-        binding = binding or {}
+        if binding is None:
+            binding = binding_fields(configured_provider())
         parent = parent if parent is not None else conversation.head
         created = []
         for role, content in pairs:

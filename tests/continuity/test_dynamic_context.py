@@ -60,9 +60,9 @@ def titles(section: str) -> list[str]:
 
 
 @pytest.fixture
-def current(make_conversation, make_turns):
+def current(make_conversation, make_turns, scripted_provider):
     """The thread we send in: created before any other (so it has no handoff) and
-    past its birth period (one complete exchange)."""
+    past its birth period (one complete exchange), bound to the scripted provider."""
     conversation = make_conversation(persona="elion", title="Today")
     make_turns(conversation, ("user", "hello"), ("assistant", "Hello, AUMA."))
     return conversation

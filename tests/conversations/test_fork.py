@@ -227,8 +227,8 @@ def test_fork_validates_the_provider_binding_before_publication(client, bound, m
     (mixed_answer,) = make_turns(mixed, ("assistant", "a"), binding=other_route)
     before = Conversation.objects.count()
 
-    assert fork(client, legacy, legacy_answer).json()["error"] == "provider_unbound"
-    assert fork(client, mixed, mixed_answer).json()["error"] == "provider_mixed"
+    assert fork(client, legacy, legacy_answer).json()["error"] == "provider_binding_missing"
+    assert fork(client, mixed, mixed_answer).json()["error"] == "provider_binding_mixed"
     settings.ELION_MODEL = "another-model"
     response = fork(client, drifted, answer)
     assert response.status_code == 409 and response.json()["error"] == "provider_mismatch"
@@ -266,3 +266,24 @@ def test_fork_of_a_branch_keeps_its_handoff(client, bound):
     destination_id = fork(client, branch, answer).json()["id"]
     row = ThreadHandoff.objects.get(destination_id=destination_id)
     assert row.source_id == source.id and row.handoff == ThreadHandoff.objects.get(destination=branch).handoff
+
+
+def test_delete_forever_removes_the_conversations_blobs_and_a_fork_still_verifies(client):
+    """Permanent deletion removes the blobs nothing else references: the
+    conversation's own store (a fork holds its own copies, so it keeps working)."""
+    from conversations.deletion import conversation_delete_forever
+    from conversations.visibility import conversation_trash
+
+    source = conversation_create(persona="elion")
+    (image,) = with_attachments(source, ("photo.png", png_bytes()))
+    source.refresh_from_db()
+    destination = Conversation.objects.get(pk=fork(client, source, Message.objects.get(pk=source.head_id)).json()["id"])
+    assert store.conversation_store(source.id).is_dir()
+
+    conversation_trash(conversation_id=source.id)
+    receipt = conversation_delete_forever(conversation_id=source.id)
+
+    assert receipt.counts["attachment_blobs"] == 1
+    assert not store.conversation_store(source.id).exists()
+    assert store.read_verified(store.conversation_store(destination.id), image.sha256, image.size) == png_bytes()
+    reply_request_build(destination)  # every blob the fork lists still verifies

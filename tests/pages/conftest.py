@@ -154,8 +154,18 @@ def _daphne_with_scripted_provider(django_db_setup, django_db_blocker, scripted_
 
 
 @pytest.fixture
-def live_app(transactional_db, _daphne_with_scripted_provider, scripted_server):
-    """The app served by Daphne, replying through the session's scripted provider."""
+def live_app(transactional_db, _daphne_with_scripted_provider, scripted_server, settings):
+    """The app served by Daphne, replying through the session's scripted provider.
+
+    The test process is configured like the server, so rows a test seeds carry
+    the provider binding the server checks (`configured_provider()`).
+    """
+    settings.OPENAI_API_KEY = "test-key"
+    settings.OPENAI_BASE_URL = scripted_server.base_url
+    settings.ELION_API_SELECTOR = "responses"
+    settings.ELION_MODEL = "gpt-5.5"
+    settings.ELION_PROVIDER_ID = "openai"
+    settings.ELION_DEPLOYMENT = ""
     scripted_server.clear()
     yield _daphne_with_scripted_provider
     scripted_server.release()

@@ -24,13 +24,20 @@ COMPOSER = "[data-composer-input]"
 
 
 def seed_conversation(*pairs: tuple[str, str], title: str = "Seeded chat") -> tuple[Conversation, list[Message]]:
-    """A conversation with a straight chain of completed turns, no provider involved."""
+    """A conversation with a straight chain of completed turns, no provider involved.
+
+    Rows carry the configured provider's binding (the `live_app` fixture configures
+    this process like the server), as every durable message does.
+    """
+    from conversations.provider_binding import binding_fields, configured_provider
+
     conversation = conversation_create(persona="elion", title=title)
     parent, created = None, []
     for role, content in pairs:
         conversation.last_seq += 1
         parent = Message.objects.create(
-            conversation=conversation, parent=parent, seq=conversation.last_seq, role=role, content=content
+            conversation=conversation, parent=parent, seq=conversation.last_seq, role=role, content=content,
+            **binding_fields(configured_provider()),
         )
         created.append(parent)
     conversation.head = parent

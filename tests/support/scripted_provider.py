@@ -84,6 +84,7 @@ class ScriptedReply:
     drop_after_chunks: int | None = None  # send N content chunks (text/argument deltas), then cut
     hold: threading.Event | None = None  # after the first chunk (or hold_after_chunks), block until set
     hold_after_chunks: int = 1
+    hold_before_response: threading.Event | None = None  # request recorded, nothing answered until set
     usage: dict[str, int] | None = None  # {"input_tokens": n, "output_tokens": m}
     finish: bool = True  # False → end the body cleanly but without the completion event / [DONE]
 
@@ -366,6 +367,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- replies -----------------------------------------------------------
     def _reply(self, path: str, body: dict[str, Any], reply: ScriptedReply) -> None:
+        if reply.hold_before_response is not None:
+            while not reply.hold_before_response.wait(0.05):
+                if self.provider._stopping.is_set():
+                    self._drop()
         if reply.delay_before_first:
             time.sleep(reply.delay_before_first)
         if reply.status >= 400:

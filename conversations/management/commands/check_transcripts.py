@@ -1,0 +1,36 @@
+"""Report (and with --repair, fix what is safe) broken transcript invariants."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from django.core.management.base import BaseCommand, CommandError
+
+from conversations.transcript_integrity import transcripts_check
+
+
+class Command(BaseCommand):
+    help = (
+        "Check every conversation's transcript: orphan parents, parents in another conversation or with a larger "
+        "seq, a head outside its conversation, unpaired tool calls, replies streaming past their lease. "
+        "--repair fixes what can be fixed safely. Exits non-zero while problems remain."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--repair", action="store_true")
+        parser.add_argument("--conversation", action="append", default=[], help="Only this conversation (repeatable).")
+
+    def handle(self, *args, repair: bool, conversation: list[str], **options):
+        try:
+            ids = [UUID(value) for value in conversation] or None
+        except ValueError as exc:
+            raise CommandError(f"--conversation must be a UUID: {exc}") from exc
+        fixed, remaining = transcripts_check(conversation_ids=ids, repair=repair)
+        for problem in fixed:
+            self.stdout.write(f"repaired {problem}")
+        for problem in remaining:
+            note = "" if problem.repairable else " (needs a person: not repaired automatically)"
+            self.stdout.write(f"problem {problem}{note}")
+        self.stdout.write(f"{len(fixed)} repaired, {len(remaining)} remaining")
+        if remaining:
+            raise CommandError(f"{len(remaining)} transcript problem(s) remain.")
