@@ -91,13 +91,17 @@ def _step_idempotent_actions(conversation_id: UUID) -> dict[str, int]:
 
 
 def _step_messages(conversation_id: UUID) -> dict[str, int]:
+    from conversations.models import MessageAttachment
+
     Conversation.all_objects.filter(pk=conversation_id).update(head=None)
+    # Manifest entries first: the raw delete below cascades nothing.
+    manifest_entries, _ = MessageAttachment.objects.filter(message__conversation_id=conversation_id).delete()
     count = Message.objects.filter(conversation_id=conversation_id).count()
     # One statement: parent links inside the conversation go with it (the
     # foreign keys are checked at commit), and the search-index trigger sees
     # each row leave.
     Message.objects.filter(conversation_id=conversation_id)._raw_delete(Message.objects.db)
-    return {"messages": count}
+    return {"messages": count, "attachment_manifest_entries": manifest_entries}
 
 
 def _step_attachment_blobs(conversation_id: UUID) -> dict[str, int]:

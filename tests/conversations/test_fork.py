@@ -220,7 +220,7 @@ def test_fork_validates_the_provider_binding_before_publication(client, bound, m
     drifted = conversation_create(persona="elion")
     _, answer = bound(drifted, ("user", "q"), ("assistant", "a"))
     legacy = conversation_create(persona="elion")
-    (_, legacy_answer) = make_turns(legacy, ("user", "q"), ("assistant", "a"))
+    (_, legacy_answer) = make_turns(legacy, ("user", "q"), ("assistant", "a"), binding={})  # unbound: legacy
     mixed = conversation_create(persona="elion")
     bound(mixed, ("user", "q"))
     other_route = {**binding_fields(configured_provider()), "route_fingerprint": "f" * 32}
