@@ -101,7 +101,13 @@ def recall_section(
     dynamic context's own size is part of what trimming needs), so an excerpt
     repeating a turn that is then trimmed away stays suppressed: the safe side.
     """
-    from continuity.recall_search import handoff_source_ids, live_message_ids, recall_candidates, title_terms
+    from continuity.recall_search import (
+        best_recall_candidates,
+        handoff_source_ids,
+        live_message_ids,
+        recall_candidates,
+        title_terms,
+    )
 
     keywords = kr.extract_keywords(text)
     if birth_period or not keywords:
@@ -127,11 +133,16 @@ def recall_section(
     decision = kr.recall_decision(text, keywords=keywords, topics=topics)
     if not decision.run:
         return "", decision, 0
+    context = kr.ContextText(carried)
     if named and set(decision.terms) <= set(named):
-        hits = named_hits  # the same search was just made; ranking keeps only the decided terms
+        hits, complete = named_hits, True  # the same search was just made; ranking keeps only the decided terms
     else:
+        hits, complete = best_recall_candidates(decision.terms, persona=persona, exclude=exclude)
+    excerpts = kr.select_excerpts(hits, decision.terms, context=context, keep=live_message_ids)
+    if len(excerpts) < kr.MAX_EXCERPTS and not complete:
+        # The best candidates' prefix ran out (branch or overlap checks): rank them all.
         hits = recall_candidates(decision.terms, persona=persona, exclude=exclude)
-    excerpts = kr.select_excerpts(hits, decision.terms, context=kr.ContextText(carried), keep=live_message_ids)
+        excerpts = kr.select_excerpts(hits, decision.terms, context=context, keep=live_message_ids)
     section = kr.render_recall_section(
         excerpts, persona=persona, owner_name=owner_name, display_name=display_name
     )

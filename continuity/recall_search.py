@@ -30,7 +30,7 @@ from django.db.models import Q
 from django.db.models.expressions import RawSQL
 
 from continuity.eligibility import continuity_sources
-from continuity.keyword_recall import RecallHit, words
+from continuity.keyword_recall import MAX_EXCERPTS, RecallHit, hit_score, words
 from conversations.models import MessageKind, MessageStatus, Role
 
 CANDIDATES_PER_TERM = 40
@@ -39,6 +39,9 @@ CANDIDATES_PER_TERM = 40
 # never below MIN_CANDIDATES_PER_TERM per term).
 CANDIDATE_BUDGET = 160
 MIN_CANDIDATES_PER_TERM = 20
+# Message rows read first, in rank order (`best_recall_candidates`): enough for
+# ten excerpts after the live-branch and overlap checks drop some.
+BEST_FIRST = 4 * MAX_EXCERPTS
 TITLE_SCAN_LIMIT = 200
 RECALLABLE_ROLES = (Role.USER, Role.ASSISTANT)
 RECALLABLE_STATUSES = (MessageStatus.COMPLETE, MessageStatus.INTERRUPTED)
@@ -195,15 +198,46 @@ def live_message_ids(hits: Sequence[RecallHit]) -> set[str]:
 def recall_candidates(terms: Sequence[str], *, persona: str, exclude: Iterable[UUID]) -> list[RecallHit]:
     """Recallable messages holding any of `terms`: unranked, and not yet checked
     against their live branch (`live_message_ids`, asked lazily for the best)."""
-    from conversations.models import Message
-    from conversations.past_search import message_search_index_sync
-
     terms = [term for term in dict.fromkeys(terms) if term]
     if not terms:
         return []
-    exclude = list(exclude)
+    return _hits(_entries(terms, persona=persona, exclude=exclude))
+
+
+def best_recall_candidates(
+    terms: Sequence[str], *, persona: str, exclude: Iterable[UUID], first: int = BEST_FIRST
+) -> tuple[list[RecallHit], bool]:
+    """A prefix of `recall_candidates` in rank order, and whether it is all of them.
+
+    Candidates are scored on the index's own tokens (`hit_score`, the
+    ranking's first two keys) before any message row is read; only the
+    `first` best, with every candidate tied with the last of them, are read.
+    Ranking that set walks the same order as ranking every candidate, so the
+    caller reads the rest only when the prefix yields too few excerpts.
+    """
+    terms = [term for term in dict.fromkeys(terms) if term]
+    if not terms:
+        return [], True
+    entries = _entries(terms, persona=persona, exclude=exclude)
+    if len(entries) <= first:
+        return _hits(entries), True
+    keys = {pk: hit_score("", terms, tokens) for pk, tokens in entries.items()}
+    threshold = sorted(keys.values(), reverse=True)[first - 1]
+    best = {pk: tokens for pk, tokens in entries.items() if keys[pk] >= threshold}
+    return _hits(best), len(best) == len(entries)
+
+
+def _entries(terms: list[str], *, persona: str, exclude: Iterable[UUID]) -> dict[int, str]:
+    from conversations.past_search import message_search_index_sync
+
     message_search_index_sync()  # index the newest messages (the last reply) before searching
-    entry_ids = _candidate_entry_ids(terms, persona=persona, exclude=exclude)
+    return _candidate_entry_ids(terms, persona=persona, exclude=list(exclude))
+
+
+def _hits(entry_ids: dict[int, str]) -> list[RecallHit]:
+    """The recallable messages of these index rows, carrying the rows' tokens."""
+    from conversations.models import Message
+
     if not entry_ids:
         return []
     rows = Message.objects.filter(
