@@ -52,17 +52,17 @@ def _sources(*, persona: str, exclude: Iterable[UUID]):
 
 
 def _newest_matches(
-    terms: Sequence[str], *, source_sql: str, source_params: Sequence, limit: int, before: int | None = None,
-    by_index_order: bool = True,
+    terms: Sequence[str], *, source_sql: str, source_params: Sequence, limit: int, before: int | None = None
 ) -> list[tuple[int, str]]:
     """(id, search_text) of the newest eligible index rows holding ANY of `terms`.
 
     SQLite walks the FTS5 index newest first and stops at `limit`.
-    PostgreSQL matches the stored tsvector through its GIN index; with
-    `by_index_order=False` the ordering is written so the planner cannot walk
-    the primary key backwards testing every row (right for terms that are
-    rare, which then cost a bitmap scan of their few rows), see
-    `_candidate_entry_ids`.
+    PostgreSQL's planner chooses, from its statistics of the stored tsvector,
+    between walking the primary key backwards (common terms) and a GIN bitmap
+    scan (rare ones). Forcing the bitmap scan for every term asked again in
+    step 2 of `_candidate_entry_ids` made recall 4× slower at 1,000,000
+    messages (bench/recall.py): a term rare among the newest rows can still
+    match thousands of older ones.
     """
     from django.db import connection
 
@@ -73,11 +73,10 @@ def _newest_matches(
     if before is not None:
         older = "AND c.id < %s "
     if connection.vendor == "postgresql":
-        order = "c.id DESC" if by_index_order else "c.id + 0 DESC"
         sql = (
             f"SELECT c.id, c.search_text FROM {ENTRY_TABLE} c "
             f"WHERE c.{VECTOR_COLUMN} @@ to_tsquery('simple', %s) {older}AND EXISTS ({source_sql}) "
-            f"ORDER BY {order} LIMIT %s"
+            "ORDER BY c.id DESC LIMIT %s"
         )
         params.append(" | ".join(terms))
     else:
@@ -109,13 +108,11 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
 
     Done in two steps so no term costs a long walk on either database:
 
-    1. One probe for the newest `CANDIDATES_PER_TERM × len(terms)` rows holding
+    1. One probe for the newest `candidates_per_term × len(terms)` rows holding
        any term. Common terms fill it at once, and every term's newest
        matches down to the probe's oldest row are in it.
-    2. Only a term with fewer than `CANDIDATES_PER_TERM` matches in the probe
-       is asked for again, for rows older than the probe: such a term is rare
-       lately, so PostgreSQL fetches its few rows from the GIN index instead
-       of walking the table backwards (SQLite's FTS5 walks newest first anyway).
+    2. Only a term with fewer than `candidates_per_term` matches in the probe
+       is asked for again, for rows older than the probe.
 
     Eligibility is a correlated EXISTS (one primary-key probe per row the
     search meets), not `IN (every eligible conversation)`, which would cost
@@ -146,7 +143,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     for term in terms:
         missing = per_term - counts[term]
         if missing > 0:
-            older = _newest_matches([term], limit=missing, before=oldest, by_index_order=False, **query)
+            older = _newest_matches([term], limit=missing, before=oldest, **query)
             found.update((pk, search_text or "") for pk, search_text in older)
     return found
 
