@@ -33,23 +33,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import setup_django  # noqa: E402
+
 OTHER_MEMORIES = 12
 
 
-def setup_django(data_dir: Path, database_url: str | None) -> None:
-    os.environ["ELION_DATA_DIR"] = str(data_dir)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "elion.settings"
-    os.environ["ELION_LOG_LEVEL"] = "WARNING"
-    for name in ("DATABASE_URL", "ELION_TESTING", "DJANGO_DEBUG"):
-        os.environ.pop(name, None)
-    if database_url:
-        os.environ["DATABASE_URL"] = database_url
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def load(small: int, large: int, seed: int) -> tuple[int, int]:

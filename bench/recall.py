@@ -46,37 +46,19 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import setup_django, synthetic_vocabulary, zipf_weights  # noqa: E402
+
 VOCABULARY = 8_000
-SYLLABLES = ["ka", "lo", "mi", "ren", "sa", "tu", "vel", "or", "in", "da", "fe", "qua", "zi", "bo", "ny", "th"]
 FILLER = ["the", "and", "we", "you", "that", "with", "was", "for", "about", "it"]
 BATCH = 10_000
 
 
-def setup_django(data_dir: Path, database_url: str | None) -> None:
-    os.environ["ELION_DATA_DIR"] = str(data_dir)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "elion.settings"
-    os.environ["ELION_LOG_LEVEL"] = "WARNING"
-    for name in ("DATABASE_URL", "ELION_TESTING", "DJANGO_DEBUG"):
-        os.environ.pop(name, None)
-    if database_url:
-        os.environ["DATABASE_URL"] = database_url
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def vocabulary(rng: random.Random) -> list[str]:
-    words: dict[str, None] = {}
-    while len(words) < VOCABULARY:
-        words.setdefault("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))), None)
-    return list(words)
+    return synthetic_vocabulary(rng, VOCABULARY)
 
 
-def zipf_weights(n: int) -> list[float]:
-    return [1 / (rank + 1) for rank in range(n)]
 
 
 def sentence(rng: random.Random, words: list[str], weights: list[float], low: int, high: int) -> str:
