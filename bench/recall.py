@@ -207,12 +207,14 @@ def index_sizes() -> list[tuple[str, int]]:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
-                "SELECT pg_relation_size('message_search_gin'), pg_total_relation_size(%s), "
+                "SELECT pg_relation_size('message_search_gin'), pg_relation_size('message_search_id_brin'), "
+                "pg_relation_size('conversation_title_trgm'), pg_total_relation_size(%s), "
                 "pg_total_relation_size('conversations_message')",
                 [entry],
             )
-            gin, entries, messages = cursor.fetchone()
-            return [("GIN index", gin), ("index table (with its indexes)", entries), ("message table", messages)]
+            gin, brin, title, entries, messages = cursor.fetchone()
+            return [("GIN index", gin), ("BRIN index on id", brin), ("title trigram index", title),
+                    ("index table (with its indexes)", entries), ("message table", messages)]
         try:
             cursor.execute(
                 "SELECT name, SUM(pgsize) FROM dbstat WHERE name LIKE 'message_search_fts%%' "
@@ -301,7 +303,8 @@ def measure(count: int, words: list[str], seed: int, naive_every: int = 1) -> No
           f"p95 {percentile(slow, .95) / percentile(paired, .95):.1f}x")
     print(f"  target p95 < 50 ms: {'met' if percentile(fast, .95) < 0.05 else 'NOT met'}")
     for name, size in index_sizes():
-        print(f"  size: {name:<32} {size / 1_048_576:9.1f} MiB")
+        shown = f"{size / 1_048_576:9.1f} MiB" if size >= 1_048_576 else f"{size / 1024:9.1f} KiB"
+        print(f"  size: {name:<32} {shown}")
 
 
 def pg_kept_database(url: str, name: str) -> str:

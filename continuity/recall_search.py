@@ -43,6 +43,13 @@ MIN_CANDIDATES_PER_TERM = 20
 # ten excerpts after the live-branch and overlap checks drop some.
 BEST_FIRST = 4 * MAX_EXCERPTS
 TITLE_SCAN_LIMIT = 200
+# PostgreSQL (`_candidate_entry_ids`, `_older_matches_postgres`), in index rows:
+# the probe's range; the longest walk for a term short in the probe; the id
+# windows read for rarer terms.
+PROBE_ROWS = 4_096
+WALK_ROWS = 4_096
+MIN_WINDOW_ROWS = 4_096
+MAX_WINDOW_ROWS = 1_048_576
 RECALLABLE_ROLES = (Role.USER, Role.ASSISTANT)
 RECALLABLE_STATUSES = (MessageStatus.COMPLETE, MessageStatus.INTERRUPTED)
 
@@ -54,44 +61,69 @@ def _sources(*, persona: str, exclude: Iterable[UUID]):
 def _newest_matches(
     terms: Sequence[str], *, source_sql: str, source_params: Sequence, limit: int, before: int | None = None
 ) -> list[tuple[int, str]]:
-    """(id, search_text) of the newest eligible index rows holding ANY of `terms`.
-
-    SQLite walks the FTS5 index newest first and stops at `limit`.
-    PostgreSQL's planner chooses, from its statistics of the stored tsvector,
-    between walking the primary key backwards (common terms) and a GIN bitmap
-    scan (rare ones). Forcing the bitmap scan for every term asked again in
-    step 2 of `_candidate_entry_ids` made recall 4× slower at 1,000,000
-    messages (bench/recall.py): a term rare among the newest rows can still
-    match thousands of older ones.
-    """
+    """SQLite: (id, search_text) of the newest eligible index rows holding ANY
+    of `terms` (below id `before` when given), at most `limit`. FTS5 walks its
+    doclists newest first and stops at the limit, however rare the terms."""
     from django.db import connection
 
-    from conversations.past_search import ENTRY_TABLE, FTS_TABLE, VECTOR_COLUMN
+    from conversations.past_search import ENTRY_TABLE, FTS_TABLE
 
-    params: list = []
-    older = ""
-    if before is not None:
-        older = "AND c.id < %s "
-    if connection.vendor == "postgresql":
-        sql = (
-            f"SELECT c.id, c.search_text FROM {ENTRY_TABLE} c "
-            f"WHERE c.{VECTOR_COLUMN} @@ to_tsquery('simple', %s) {older}AND EXISTS ({source_sql}) "
-            "ORDER BY c.id DESC LIMIT %s"
-        )
-        params.append(" | ".join(terms))
-    else:
-        sql = (
-            f"SELECT c.id, c.search_text FROM {FTS_TABLE} f JOIN {ENTRY_TABLE} c ON c.id = f.rowid "
-            f"WHERE {FTS_TABLE} MATCH %s {older.replace('c.id', 'f.rowid')}AND EXISTS ({source_sql}) "
-            "ORDER BY f.rowid DESC LIMIT %s"
-        )
-        params.append(" OR ".join(f'"{term}"' for term in terms))
-    if before is not None:
-        params.append(before)
-    params += [*source_params, limit]
+    older = "AND f.rowid < %s " if before is not None else ""
+    sql = (
+        f"SELECT c.id, c.search_text FROM {FTS_TABLE} f JOIN {ENTRY_TABLE} c ON c.id = f.rowid "
+        f"WHERE {FTS_TABLE} MATCH %s {older}AND EXISTS ({source_sql}) ORDER BY f.rowid DESC LIMIT %s"
+    )
+    params = [" OR ".join(f'"{term}"' for term in terms), *([before] if before is not None else [])]
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, [*params, *source_params, limit])
         return cursor.fetchall()
+
+
+def _walk_newest_postgres(
+    terms: Sequence[str], *, source_sql: str, source_params: Sequence, limit: int, since: int, before: int | None
+) -> list[tuple[int, str]]:
+    """PostgreSQL: the newest eligible rows holding ANY of `terms` with
+    `since <= id < before`, at most `limit`, by walking the primary key
+    backwards: at most `before - since` rows are read, fewer when common terms
+    fill the limit early. `ts_match_vq` is `@@` as a function, which no index
+    serves, so the planner cannot trade this bounded walk for a GIN bitmap of
+    every match of a common term (110,000 rows at 1,000,000 messages)."""
+    from django.db import connection
+
+    from conversations.past_search import ENTRY_TABLE, VECTOR_COLUMN
+
+    older = "AND c.id < %s " if before is not None else ""
+    sql = (
+        f"SELECT c.id, c.search_text FROM {ENTRY_TABLE} c "
+        f"WHERE ts_match_vq(c.{VECTOR_COLUMN}, to_tsquery('simple', %s)) AND c.id >= %s {older}"
+        f"AND EXISTS ({source_sql}) ORDER BY c.id DESC LIMIT %s"
+    )
+    params = [" | ".join(terms), since, *([before] if before is not None else [])]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, *source_params, limit])
+        return cursor.fetchall()
+
+
+def _window_matches_postgres(
+    term: str, *, source_sql: str, source_params: Sequence, before: int, since: int | None
+) -> list[tuple[int, str]]:
+    """PostgreSQL: every eligible row holding `term` with `since <= id < before`,
+    newest first. With no ORDER BY ... LIMIT to walk for, the planner reads
+    only the matches: a bitmap AND of the GIN index (the term) and the BRIN
+    index on id (the window)."""
+    from django.db import connection
+
+    from conversations.past_search import ENTRY_TABLE, VECTOR_COLUMN
+
+    window = "AND c.id >= %s " if since is not None else ""
+    sql = (
+        f"SELECT c.id, c.search_text FROM {ENTRY_TABLE} c "
+        f"WHERE c.{VECTOR_COLUMN} @@ to_tsquery('simple', %s) AND c.id < %s {window}AND EXISTS ({source_sql})"
+    )
+    params = [term, before, *([since] if since is not None else [])]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, *source_params])
+        return sorted(cursor.fetchall(), reverse=True)
 
 
 def candidates_per_term(term_count: int) -> int:
@@ -109,23 +141,40 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     Done in two steps so no term costs a long walk on either database:
 
     1. One probe for the newest `candidates_per_term × len(terms)` rows holding
-       any term. Common terms fill it at once, and every term's newest
-       matches down to the probe's oldest row are in it.
+       any term (on PostgreSQL, among the newest `PROBE_ROWS` index rows).
+       Common terms fill it at once, and every term's newest matches down to
+       the probe's oldest row are in it.
     2. Only a term with fewer than `candidates_per_term` matches in the probe
-       is asked for again, for rows older than the probe.
+       is asked for again, for rows older than the probe: SQLite's FTS5 walks
+       the term's own doclist newest first; PostgreSQL has no such order, so
+       `_older_matches_postgres` bounds the work per term.
 
     Eligibility is a correlated EXISTS (one primary-key probe per row the
     search meets), not `IN (every eligible conversation)`, which would cost
     far more than the search itself (bench/recall.py).
     """
+    from django.db import connection
+
     source = (
         _sources(persona=persona, exclude=exclude).filter(pk=RawSQL("c.conversation_id", ())).order_by().values("pk")
     )
     source_sql, source_params = source.query.sql_with_params()
+    postgres = connection.vendor == "postgresql"
+    if postgres:
+        # OFFSET 0 keeps the EXISTS a per-row primary-key probe: PostgreSQL would
+        # otherwise turn it into a hash join that reads every conversation.
+        source_sql += " OFFSET 0"
     query = {"source_sql": source_sql, "source_params": source_params}
     per_term = candidates_per_term(len(terms))
     probe_size = per_term * len(terms)
-    probe = _newest_matches(terms, limit=probe_size, **query)
+    if postgres:
+        top = _newest_entry_id()
+        if top is None:
+            return {}
+        since = max(top - PROBE_ROWS + 1, 0)
+        probe = _walk_newest_postgres(terms, limit=probe_size, since=since, before=None, **query)
+    else:
+        probe = _newest_matches(terms, limit=probe_size, **query)
     found: dict[int, str] = {}
     counts = dict.fromkeys(terms, 0)
     for pk, search_text in probe:
@@ -137,14 +186,65 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
             keep = keep or counts[term] <= per_term
         if keep:
             found[pk] = search_text
-    if len(probe) < probe_size:
+    if len(probe) == probe_size:
+        oldest = min(pk for pk, _ in probe)
+        span = top - oldest + 1 if postgres else 0
+    elif postgres and since > 0:
+        oldest, span = since, top - since + 1  # the probe holds every match in its rows
+    else:
         return found  # the probe holds every match of every term
-    oldest = min(pk for pk, _ in probe)
-    for term in terms:
-        missing = per_term - counts[term]
-        if missing > 0:
-            older = _newest_matches([term], limit=missing, before=oldest, **query)
-            found.update((pk, search_text or "") for pk, search_text in older)
+    short = {term: per_term - counts[term] for term in terms if counts[term] < per_term}
+    if postgres:
+        found.update(_older_matches_postgres(short, counts, span=span, before=oldest, query=query))
+        return found
+    for term, missing in short.items():
+        older = _newest_matches([term], limit=missing, before=oldest, **query)
+        found.update((pk, search_text or "") for pk, search_text in older)
+    return found
+
+
+def _newest_entry_id() -> int | None:
+    from conversations.models import MessageSearchEntry
+
+    return MessageSearchEntry.objects.order_by("-id").values_list("id", flat=True).first()
+
+
+def _older_matches_postgres(
+    missing: dict[str, int], seen: dict[str, int], *, span: int, before: int, query: dict
+) -> dict[int, str]:
+    """PostgreSQL: each term's `missing[term]` newest eligible rows with id below `before`.
+
+    The probe met the term `seen[term]` times in its newest `span` index
+    rows, which estimates how many rows back its missing matches lie. A term
+    whose missing matches should lie within `WALK_ROWS` rows is walked for
+    there (`_walk_newest_postgres`). Beyond that, or for a rarer term, a
+    walk would read tens of thousands of rows at 1,000,000 messages, and a
+    bitmap scan of every match costs as much for a term of middling
+    frequency, so the rows are read in id windows
+    (`_window_matches_postgres`): the first sized to hold about the missing
+    matches, each next one eight times larger, the last unbounded. A term
+    still short after a window matched less than expected there, so the next
+    window holds at most about eight times its missing matches.
+    """
+    found: dict[int, str] = {}
+    for term, need in missing.items():
+        expected_rows = int(need * span / (seen[term] + 1))
+        high = before
+        if seen[term] and expected_rows <= WALK_ROWS:
+            since = max(high - WALK_ROWS, 0)
+            rows = _walk_newest_postgres([term], limit=need, since=since, before=high, **query)
+            found.update(rows)
+            need -= len(rows)
+            high = since
+        size = max(MIN_WINDOW_ROWS, expected_rows)
+        while need > 0 and high > 0:
+            since = high - size if size < MAX_WINDOW_ROWS else None
+            rows = _window_matches_postgres(term, before=high, since=since, **query)[:need]
+            found.update(rows)
+            need -= len(rows)
+            if since is None:
+                break
+            high, size = since, size * 8
     return found
 
 

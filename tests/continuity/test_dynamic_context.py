@@ -485,3 +485,43 @@ def test_candidates_are_the_newest_eligible_matches_of_each_term(thread, monkeyp
     found = set(recall_search._candidate_entry_ids(["alpha", "omega", "beta", "gamma"], persona="elion", exclude=[]))
     assert found == expected
     assert len(found) == 5  # alpha ×2 (newest), omega ×2 (older, asked again), beta ×1
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_candidates_stay_exact_when_rare_terms_are_found_by_bounded_walks_and_id_windows(thread, monkeypatch, seed):
+    """PostgreSQL finds a term short in the probe by a bounded walk, then id
+    windows growing eightfold (`_older_matches_postgres`). With the bounds
+    shrunk to a few rows, every path runs on a small thread set, and the result
+    is still exactly each term's newest eligible matches (SQLite: the same
+    answer from FTS5's own order)."""
+    import random
+
+    from continuity import recall_search
+    from conversations.models import MessageSearchEntry
+    from conversations.past_search import message_search_index_sync
+
+    for name, value in (("CANDIDATES_PER_TERM", 3), ("PROBE_ROWS", 4), ("WALK_ROWS", 3), ("MIN_WINDOW_ROWS", 2),
+                        ("MAX_WINDOW_ROWS", 40)):
+        monkeypatch.setattr(recall_search, name, value)
+    rng = random.Random(seed)
+    vocabulary = ["common", "usual", "middling", "sparse", "rare", "unique", "filler"]
+    weights = [40, 25, 10, 5, 2, 1, 60]
+    shielded = []
+    for number in range(45):
+        text = " ".join(rng.choices(vocabulary, weights, k=4))
+        conversation = thread(("user", f"{text} {number}"), ("assistant", "noted"))
+        if rng.random() < 0.1:
+            shielded.append(conversation.pk)
+    Conversation.objects.filter(pk__in=shielded).update(shielded=True)
+    message_search_index_sync()
+    eligible = list(
+        MessageSearchEntry.objects.exclude(conversation__in=shielded).order_by("-id").values_list("id", "search_text")
+    )
+    for terms in (["common", "rare"], ["sparse", "unique", "middling"], ["unique"], ["usual", "sparse", "absent"]):
+        per_term = recall_search.candidates_per_term(len(terms))
+        expected: set[int] = set()
+        for term in terms:
+            expected |= set([pk for pk, text in eligible if term in text.split()][:per_term])
+        found = recall_search._candidate_entry_ids(terms, persona="elion", exclude=[])
+        assert set(found) == expected, terms
+        assert all(found[pk] == dict(eligible)[pk] for pk in found)
