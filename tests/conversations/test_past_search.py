@@ -199,3 +199,18 @@ def test_search_triggers_exist_after_all_migrations():
             cursor.execute("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
         found = {row[0] for row in cursor.fetchall()}
     assert names <= found
+
+
+def test_search_indexes_exist_after_all_migrations():
+    """The indexes recall's bounded searches stand on: FTS5 on SQLite; on
+    PostgreSQL the GIN index, the BRIN index on id (id windows) and the title
+    trigram index (the skip rule's title check)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            expected = {"message_search_fts"}
+        else:
+            cursor.execute("SELECT indexname FROM pg_indexes")
+            expected = {"message_search_gin", "message_search_id_brin", "conversation_title_trgm"}
+        found = {row[0] for row in cursor.fetchall()}
+    assert expected <= found
