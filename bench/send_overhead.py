@@ -142,14 +142,14 @@ def start_provider(tmp: Path) -> tuple[subprocess.Popen, str]:
 
 
 def start_daphne(
-    tmp: Path, env: dict[str, str], instrumented: bool, log_name: str = "daphne.log"
+    tmp: Path, env: dict[str, str], instrumented: bool, log_name: str = "daphne.log", root: Path = ROOT
 ) -> tuple[subprocess.Popen, str]:
     port = free_port()
     log = tmp / log_name
     app = "bench.send_overhead:instrumented_application" if instrumented else "elion.asgi:application"
     process = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
-        cwd=ROOT,
+        cwd=root,
         env=env,
         stdout=open(log, "wb"),  # noqa: SIM115
         stderr=subprocess.STDOUT,
@@ -794,7 +794,14 @@ def summary(results: dict, counts: dict, timings: dict, args) -> list[str]:
         f"{results['request_shape'].get('characters'):,} characters",
     ]
     if len(app_sides) > 1:
-        lines.append(f"A' = the same app with --variant {args.variant} (a second Daphne on the same database)")
+        if args.baseline:
+            lines.append(
+                f"A = the tree at {args.baseline}; A' = this tree"
+                + (f" with --variant {args.variant}" if args.variant else "")
+                + " (a second Daphne on the same database)"
+            )
+        else:
+            lines.append(f"A' = the same app with --variant {args.variant} (a second Daphne on the same database)")
     lines += ["", f"{'time to first delta':36} {'median ms':>10} {'p95 ms':>8} {'mean ms':>8} {'min ms':>8}"]
     rows = []
     for side in app_sides:
@@ -847,11 +854,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--profile", action="store_true", help="time the app's stages inside Daphne")
     parser.add_argument("--variant", default="", help="comma-separated candidate fixes (implies --profile)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="a source tree (e.g. `git archive main | tar -x -C DIR`) that A runs from; A' runs this tree "
+        "(implies --profile; both share the database, so the schema must match)",
+    )
     parser.add_argument("--keep-temp", action="store_true", help="keep the temp dir (logs) for inspection")
     args = parser.parse_args(argv)
-    if (args.warmup + args.rounds) * (2 if args.variant else 1) > args.conversations:
+    two_servers = bool(args.variant or args.baseline)
+    if (args.warmup + args.rounds) * (2 if two_servers else 1) > args.conversations:
         parser.error("--conversations must be at least --warmup + --rounds (each round uses a fresh thread)")
-    instrumented = args.profile or bool(args.variant)
+    if args.baseline and not (args.baseline / "elion" / "asgi.py").exists():
+        parser.error(f"--baseline {args.baseline} is not a source tree of this app")
+    instrumented = args.profile or two_servers
 
     tmp = Path(tempfile.mkdtemp(prefix="elion-bench-"))
     provider = None
@@ -878,17 +895,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"loading {args.conversations:,} conversations × {args.messages_per_conversation} messages …", flush=True)
         ids, counts = load_data(args.conversations, args.messages_per_conversation, args.seed)
         print(f"loaded in {counts['load_seconds']:.1f} s (ANALYZE {counts['analyze_seconds']:.1f} s)", flush=True)
-        servers = {"A": ""} | ({"A'": args.variant} if args.variant else {})
+        # side -> (variant, source tree); with --baseline, A is the baseline tree and A' this one.
+        servers = {"A": ("", args.baseline.resolve() if args.baseline else ROOT)}
+        if two_servers:
+            servers["A'"] = (args.variant, ROOT)
         picks = random.Random(args.seed).sample(ids, (args.warmup + args.rounds) * len(servers))
 
         app_urls, trace_files = {}, {}
-        for side, variant in servers.items():
+        for side, (variant, root) in servers.items():
             server_env = dict(env)
             trace_files[side] = tmp / f"traces-{len(trace_files)}.jsonl"
             if instrumented:
                 server_env[TRACE_ENV] = str(trace_files[side])
                 server_env[VARIANT_ENV] = variant
-            process, app_urls[side] = start_daphne(tmp, server_env, instrumented, log_name=f"daphne-{len(daphnes)}.log")
+            process, app_urls[side] = start_daphne(
+                tmp, server_env, instrumented, log_name=f"daphne-{len(daphnes)}.log", root=root
+            )
             daphnes.append(process)
 
         import asyncio
@@ -897,7 +919,10 @@ def main(argv: list[str] | None = None) -> int:
         results = asyncio.run(measure(app_urls, provider_url, picks, args))
         timings["load_after"] = os.getloadavg()[0]
         print()
-        print(f"send_overhead {time.strftime('%Y-%m-%d %H:%M')} — variant: {args.variant or 'none'}")
+        print(
+            f"send_overhead {time.strftime('%Y-%m-%d %H:%M')} — variant: {args.variant or 'none'}"
+            + (f"; baseline: {args.baseline}" if args.baseline else "")
+        )
         for line in summary(results, counts, timings, args):
             print(line)
         if instrumented:
