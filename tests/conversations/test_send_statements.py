@@ -52,7 +52,7 @@ def test_a_send_reads_the_settings_once_and_updates_the_conversation_once(thread
         assert len(touching(statements, "conversations_assistantsettings")) == 1
         updates = [sql for sql in touching(statements, "conversations_conversation") if sql.startswith("UPDATE")]
         assert len(updates) == 1
-    assert any("message_search" in sql for sql in second)  # recall searched the index
+    assert any("conversations_messagesearchentry" in sql for sql in second)  # recall searched the index
 
 
 def test_savepoints_only_guard_the_stored_prompt_insert(threads):
