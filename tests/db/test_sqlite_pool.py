@@ -244,6 +244,9 @@ def test_pooling_can_be_turned_off(db_file):
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_never_reuses_or_closes_its_parents_connections(db_file):
+    held = wrapper(db_file)  # a wrapper holding a connection while the process forks
+    held.ensure_connection()
+    held_raw = held.connection
     parent_raw = open_and_close(db_file)
     key = key_of(db_file)
     assert pool.pool_size(key) == 1
@@ -260,6 +263,9 @@ def test_a_forked_child_never_reuses_or_closes_its_parents_connections(db_file):
             checks.append(db.connection is not parent_raw)
             db.close()
             checks.append(pool.pool_size(key) == 1)  # its own connection, pooled in the child
+            held.close()  # the parent's connection: dropped, neither pooled nor closed
+            checks.append(held_raw in pool._inherited and pool.pool_size(key) == 1)
+            held_raw.execute("SELECT 1")  # still open (ProgrammingError if the child had closed it)
             os.write(write, "".join("1" if ok else "0" for ok in checks).encode())
             code = 0
         finally:
@@ -269,11 +275,23 @@ def test_a_forked_child_never_reuses_or_closes_its_parents_connections(db_file):
     os.close(read)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert report == "111"
+    assert report == "1111"
     # The parent's pooled connection is still open, still pooled, and sees the child's row.
     assert pool.pool_size(key) == 1
     assert parent_raw.execute("SELECT text FROM note").fetchall() == [("from the child",)]
     assert open_and_close(db_file) is parent_raw
+    held.close()
+    assert pool.pool_size(key) == 2  # the parent pools its own connection as usual
+
+
+def test_the_test_database_pool_is_closed_when_its_file_is_destroyed(db_file):
+    raw = open_and_close(db_file)
+    creation = wrapper(db_file).creation
+    creation._destroy_test_db(str(db_file), verbosity=0)  # removes the file, as at the end of a test session
+    assert not db_file.exists()
+    assert pool.pool_size(key_of(db_file)) == 0
+    with pytest.raises(sqlite3.ProgrammingError):
+        raw.execute("SELECT 1")
 
 
 def test_the_app_uses_the_pooled_backend_for_sqlite():

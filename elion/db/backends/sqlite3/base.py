@@ -15,13 +15,16 @@ it goes back, and one closed inside an atomic block is really closed.
 Never pooled: in-memory databases (closing one destroys it; Django never
 closes them anyway), and connections opened in another process. After a
 fork (django-q2 forks its workers) the child starts with an empty pool and
-never touches, closes or reuses a connection its parent opened.
+never closes or reuses a connection its parent opened: closing a wrapper
+that still holds one drops it (kept referenced, so never finalised).
 
 The pool is keyed by the database file and the connection options, and a
 pooled connection whose file was replaced (deleted and created again) is
 dropped rather than reused. `close_pool()` closes the idle connections of
-one database (the test database's creation and destruction call it); every
-pool is closed at interpreter exit.
+one database. `connections.close_all()` (request and test teardown) hands
+connections back like any close; the test database's creation and
+destruction close the idle connections to its file before removing it
+(`pool_close_file`), and every pool is closed at interpreter exit.
 
 `OPTIONS["pool"]`: `True` (the default here) or `{"max_idle": N}`; `False`
 turns pooling off.
@@ -132,6 +135,14 @@ def pool_close(key: tuple | None = None) -> int:
     return len(drained)
 
 
+def pool_close_file(path: str) -> int:
+    """Close the idle connections of every pool on the database file at `path`."""
+    target = os.path.realpath(str(path))
+    with _lock:
+        keys = [key for key in _pools if key[0] == target]
+    return sum(pool_close(key) for key in keys)
+
+
 def pool_size(key: tuple | None = None) -> int:
     with _lock:
         if key is None:
@@ -151,11 +162,14 @@ class DatabaseCreation(SQLiteDatabaseCreation):
     """The test database file is removed and made anew: its pooled connections go first."""
 
     def _create_test_db(self, verbosity, autoclobber, keepdb=False):
-        self.connection.close_pool()
+        name = self._get_test_db_name()
+        if not keepdb and not self.is_in_memory_db(name):
+            pool_close_file(name)
         return super()._create_test_db(verbosity, autoclobber, keepdb)
 
     def _destroy_test_db(self, test_database_name, verbosity):
-        self.connection.close_pool()
+        if test_database_name and not self.is_in_memory_db(test_database_name):
+            pool_close_file(test_database_name)
         return super()._destroy_test_db(test_database_name, verbosity)
 
 
@@ -194,7 +208,10 @@ class DatabaseWrapper(SQLiteDatabaseWrapper):
     def _close(self):
         origin = getattr(self, "_pooled_from", None)
         connection = self.connection
-        if connection is None or origin is None or origin[1] != os.getpid() or self.in_atomic_block:
+        if connection is not None and origin is not None and origin[1] != os.getpid():
+            _inherited.append(connection)  # opened by the parent: dropped here, never closed or reused
+            return None
+        if connection is None or origin is None or self.in_atomic_block:
             return super()._close()
         key = origin[0]
         try:
