@@ -142,14 +142,14 @@ def start_provider(tmp: Path) -> tuple[subprocess.Popen, str]:
 
 
 def start_daphne(
-    tmp: Path, env: dict[str, str], instrumented: bool, log_name: str = "daphne.log"
+    tmp: Path, env: dict[str, str], instrumented: bool, log_name: str = "daphne.log", root: Path = ROOT
 ) -> tuple[subprocess.Popen, str]:
     port = free_port()
     log = tmp / log_name
     app = "bench.send_overhead:instrumented_application" if instrumented else "elion.asgi:application"
     process = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
-        cwd=ROOT,
+        cwd=root,
         env=env,
         stdout=open(log, "wb"),  # noqa: SIM115
         stderr=subprocess.STDOUT,
@@ -569,126 +569,10 @@ def _install_hooks() -> None:
 
 # Candidate hot-path fixes, applied in the server with --variant NAME (comma-separated).
 # Each mirrors a small change to the named file; the bench measures it before anyone edits that file.
-VARIANTS: dict[str, str] = {
-    "lean_prepare": "send_pipeline.py: parent by id (no head SELECT), one SELECT for the live-stream check, "
-    "request built before the assistant INSERT (no metadata UPDATE)",
-    "lean_view": "api.py: SendView.post does csrf + parse + send_prepare in one thread hop, without its own "
-    "conversation SELECT (send_prepare's locked lookup already answers 404)",
-    "lazy_owner": "access.py: OwnerAccessMiddleware sets request.user lazily, so a send never queries auth_user",
-    "pg_pool": "settings.py (PostgreSQL): OPTIONS pool=True, Django's psycopg connection pool, instead of a new "
-    "connection per request (needs the psycopg-pool package importable by Daphne, e.g. through PYTHONPATH)",
-}
-
-
-def _variant_lean_prepare() -> None:
-    from conversations import send_pipeline as sp
-    from conversations.models import Message, MessageStatus
-    from conversations.services import conversation_has_live_stream, streams_interrupt_expired
-
-    original_resolve = getattr(sp._resolve_parent, "__wrapped__", sp._resolve_parent)
-
-    def resolve_parent(conversation, parent_id):
-        if parent_id is sp._UNSET:
-            # Only the id is needed for the INSERT; a pk-only instance avoids the head SELECT.
-            return Message(pk=conversation.head_id) if conversation.head_id else None
-        return original_resolve(conversation, parent_id)
-
-    def ensure_no_live_stream(conversation):
-        # One SELECT in the common case (no streaming row); the UPDATE + EXISTS only when one exists.
-        if not Message.objects.filter(conversation=conversation, status=MessageStatus.STREAMING).exists():
-            return
-        streams_interrupt_expired(conversation)
-        if conversation_has_live_stream(conversation):
-            raise sp.Conflict(
-                "A reply is still streaming in this conversation; wait for it to finish.", code="reply_in_progress"
-            )
-
-    def start_reply(conversation, user_message, config, prompt):
-        # Mirrors send_pipeline._start_reply as of 2026-11-30, reordered: the streaming reply is not
-        # projectable, so the request can be built before it exists, and its diagnostics then go
-        # into the INSERT instead of a second UPDATE. Re-sync this copy when _start_reply changes.
-        conversation.head = user_message
-        build_kwargs, prepared_extra = {}, {}
-        if hasattr(sp, "reply_tools"):
-            tools = sp.reply_tools(config)
-            build_kwargs["tools"] = tools
-            prepared_extra["tools"] = tools
-            prepared_extra["tool_context"] = sp.tool_loop.ToolContext(
-                conversation_id=conversation.id, persona=conversation.persona
-            )
-        request = sp.reply_request_build(conversation, prompt, **build_kwargs)
-        assistant = Message.objects.create(
-            conversation=conversation,
-            parent=user_message,
-            seq=sp._next_seq(conversation),
-            role=sp.Role.ASSISTANT,
-            status=MessageStatus.STREAMING,
-            lease_expires_at=sp.lease_deadline(),
-            metadata={"diagnostics": request.diagnostics},
-            **sp.binding_fields(config),
-        )
-        conversation.head = assistant
-        conversation.save(update_fields=["head", "last_seq", "title", "updated_at"])
-        return sp.PreparedReply(
-            conversation_id=conversation.id,
-            user_message_id=user_message.id,
-            assistant_message_id=assistant.id,
-            config=config,
-            request=request,
-            **prepared_extra,
-        )
-
-    sp._resolve_parent = _timed("prepare._resolve_parent", resolve_parent)
-    sp._ensure_no_live_stream = _timed("prepare._ensure_no_live_stream", ensure_no_live_stream)
-    sp._start_reply = _timed("prepare._start_reply", start_reply)
-
-
-def _variant_lean_view() -> None:
-    from uuid import UUID
-
-    from conversations import api
-    from elion.errors import NotFound
-
-    async def post(self, request, conversation_id):
-        _mark("view_start")
-
-        def prepare():
-            api.csrf_checked(request)
-            payload = api.parse_json_body(request)
-            try:
-                cid = UUID(str(conversation_id))
-            except ValueError as exc:
-                raise NotFound("No conversation has that id.", code="conversation_not_found") from exc
-            return api.send_prepare(api.send_command_from_payload(cid, payload))
-
-        return await api.sse_or_json(request, prepare)
-
-    api.SendView.post = post
-
-
-def _variant_lazy_owner() -> None:
-    from django.utils.functional import SimpleLazyObject
-
-    from elion import access
-
-    original = getattr(access.get_owner_user, "__wrapped__", access.get_owner_user)
-    timed = _timed("middleware.get_owner_user", original)
-    access.get_owner_user = lambda: SimpleLazyObject(timed)
-
-
-def _variant_pg_pool() -> None:
-    from django.conf import settings
-    from django.db import connections
-
-    if not settings.DATABASE_IS_POSTGRES:
-        raise BenchError("the pg_pool variant needs DATABASE_URL (PostgreSQL)")
-    try:
-        import psycopg_pool  # noqa: F401
-    except ImportError as exc:
-        raise BenchError("the pg_pool variant needs the psycopg-pool package on Daphne's path") from exc
-    # Before the first connection: Django builds the pool from OPTIONS on first use.
-    settings.DATABASES["default"].setdefault("OPTIONS", {})["pool"] = True
-    connections["default"].settings_dict.setdefault("OPTIONS", {})["pool"] = True
+# The 2026-11-30 candidates (lean_prepare, lean_view, lazy_owner, pg_pool) have landed in the app
+# (1d27f06 and the settings' PostgreSQL pool), so their monkeypatched copies are gone; to compare
+# committed code, run A from an export of the older commit with --baseline.
+VARIANTS: dict[str, str] = {}
 
 
 def _apply_variants(names: list[str]) -> None:
@@ -794,7 +678,14 @@ def summary(results: dict, counts: dict, timings: dict, args) -> list[str]:
         f"{results['request_shape'].get('characters'):,} characters",
     ]
     if len(app_sides) > 1:
-        lines.append(f"A' = the same app with --variant {args.variant} (a second Daphne on the same database)")
+        if args.baseline:
+            lines.append(
+                f"A = the tree at {args.baseline}; A' = this tree"
+                + (f" with --variant {args.variant}" if args.variant else "")
+                + " (a second Daphne on the same database)"
+            )
+        else:
+            lines.append(f"A' = the same app with --variant {args.variant} (a second Daphne on the same database)")
     lines += ["", f"{'time to first delta':36} {'median ms':>10} {'p95 ms':>8} {'mean ms':>8} {'min ms':>8}"]
     rows = []
     for side in app_sides:
@@ -847,11 +738,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--profile", action="store_true", help="time the app's stages inside Daphne")
     parser.add_argument("--variant", default="", help="comma-separated candidate fixes (implies --profile)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="a source tree (e.g. `git archive main | tar -x -C DIR`) that A runs from; A' runs this tree "
+        "(implies --profile; both share the database, so the schema must match)",
+    )
     parser.add_argument("--keep-temp", action="store_true", help="keep the temp dir (logs) for inspection")
     args = parser.parse_args(argv)
-    if (args.warmup + args.rounds) * (2 if args.variant else 1) > args.conversations:
+    two_servers = bool(args.variant or args.baseline)
+    if (args.warmup + args.rounds) * (2 if two_servers else 1) > args.conversations:
         parser.error("--conversations must be at least --warmup + --rounds (each round uses a fresh thread)")
-    instrumented = args.profile or bool(args.variant)
+    if args.baseline and not (args.baseline / "elion" / "asgi.py").exists():
+        parser.error(f"--baseline {args.baseline} is not a source tree of this app")
+    instrumented = args.profile or two_servers
 
     tmp = Path(tempfile.mkdtemp(prefix="elion-bench-"))
     provider = None
@@ -878,17 +779,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"loading {args.conversations:,} conversations × {args.messages_per_conversation} messages …", flush=True)
         ids, counts = load_data(args.conversations, args.messages_per_conversation, args.seed)
         print(f"loaded in {counts['load_seconds']:.1f} s (ANALYZE {counts['analyze_seconds']:.1f} s)", flush=True)
-        servers = {"A": ""} | ({"A'": args.variant} if args.variant else {})
+        # side -> (variant, source tree); with --baseline, A is the baseline tree and A' this one.
+        servers = {"A": ("", args.baseline.resolve() if args.baseline else ROOT)}
+        if two_servers:
+            servers["A'"] = (args.variant, ROOT)
         picks = random.Random(args.seed).sample(ids, (args.warmup + args.rounds) * len(servers))
 
         app_urls, trace_files = {}, {}
-        for side, variant in servers.items():
+        for side, (variant, root) in servers.items():
             server_env = dict(env)
             trace_files[side] = tmp / f"traces-{len(trace_files)}.jsonl"
             if instrumented:
                 server_env[TRACE_ENV] = str(trace_files[side])
                 server_env[VARIANT_ENV] = variant
-            process, app_urls[side] = start_daphne(tmp, server_env, instrumented, log_name=f"daphne-{len(daphnes)}.log")
+            process, app_urls[side] = start_daphne(
+                tmp, server_env, instrumented, log_name=f"daphne-{len(daphnes)}.log", root=root
+            )
             daphnes.append(process)
 
         import asyncio
@@ -897,7 +803,10 @@ def main(argv: list[str] | None = None) -> int:
         results = asyncio.run(measure(app_urls, provider_url, picks, args))
         timings["load_after"] = os.getloadavg()[0]
         print()
-        print(f"send_overhead {time.strftime('%Y-%m-%d %H:%M')} — variant: {args.variant or 'none'}")
+        print(
+            f"send_overhead {time.strftime('%Y-%m-%d %H:%M')} — variant: {args.variant or 'none'}"
+            + (f"; baseline: {args.baseline}" if args.baseline else "")
+        )
         for line in summary(results, counts, timings, args):
             print(line)
         if instrumented:

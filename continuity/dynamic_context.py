@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from continuity import keyword_recall as kr
 from continuity.static_prompt import quote_reserved_headings
-from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
+from conversations.models import AssistantSettings, Conversation, Message, MessageKind, MessageStatus, Role
 
 PINNED_HEADING = "=== PINNED CHARACTER ==="
 PINNED_CHARACTER_KEY = "pinned_character_id"
@@ -150,15 +150,21 @@ def recall_section(
 
 
 def dynamic_context_build(
-    conversation: Conversation, *, branch: Sequence[Message], static_prompt: str, history: Sequence[str]
+    conversation: Conversation,
+    *,
+    branch: Sequence[Message],
+    static_prompt: str,
+    history: Sequence[str],
+    settings_row: AssistantSettings | None = None,
 ) -> DynamicContext:
     """The dynamic context for the reply to the last user turn of `branch`.
 
-    `history` is the thread's projectable history text (the current message last).
+    `history` is the thread's projectable history text (the current message last);
+    `settings_row` the AssistantSettings row when the caller already read it.
     """
     from conversations.settings_service import assistant_settings_get
 
-    settings_row = assistant_settings_get()
+    settings_row = settings_row or assistant_settings_get()
     user_message = next((m for m in reversed(branch) if m.role == Role.USER), None)
     birth = in_birth_period(branch)
     pinned = _pinned_section(user_message, settings_row.owner_name)

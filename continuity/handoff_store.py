@@ -73,9 +73,10 @@ def current_policy_marker() -> str:
     return policy_marker(handoff_limits())
 
 
-def speaker_names(persona: str) -> SpeakerNames:
+def speaker_names(persona: str, settings_row: AssistantSettings | None = None) -> SpeakerNames:
+    """Speaker labels from `settings_row`, or (when the caller has not read it) the stored row."""
     # Read, never create, the settings row: capture is database reads only.
-    row = AssistantSettings.objects.filter(pk=1).first() or AssistantSettings()
+    row = settings_row or AssistantSettings.objects.filter(pk=1).first() or AssistantSettings()
     return SpeakerNames(persona=persona, owner_name=row.owner_name, display_name=row.display_name)
 
 
@@ -197,10 +198,11 @@ def _as_uuid(value: object) -> UUID | None:
         return None
 
 
-def handoff_blocks_for(conversation_ids) -> dict[UUID, str]:
+def handoff_blocks_for(conversation_ids, *, settings_row: AssistantSettings | None = None) -> dict[UUID, str]:
     """The rendered continuity slot of each conversation that has a handoff.
 
-    `conversation_ids` is a list of ids or a `values("pk")` queryset. A
+    `conversation_ids` is a list of ids or a `values("pk")` queryset;
+    `settings_row` the AssistantSettings row when the caller already read it. A
     conversation is left out (so its slot stays empty) when its row has no
     verbatim handoff (a retired summary-only row), when its source may not
     feed automatic continuity now (hidden, trashed, shielded, other persona),
@@ -254,7 +256,8 @@ def handoff_blocks_for(conversation_ids) -> dict[UUID, str]:
 
     limits = handoff_limits()
     marker = policy_marker(limits)
-    names = {persona: speaker_names(persona) for persona in {row.destination.persona for row in rows}}
+    settings_row = settings_row or AssistantSettings.objects.filter(pk=1).first() or AssistantSettings()
+    names = {persona: speaker_names(persona, settings_row) for persona in {row.destination.persona for row in rows}}
     blocks: dict[UUID, str] = {}
     changed: list[ThreadHandoff] = []
     for row in rows:

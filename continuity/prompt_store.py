@@ -96,19 +96,22 @@ def saved_characters() -> tuple[PromptCharacter, ...]:
     )
 
 
-def continuity_blocks(conversation_ids) -> dict[UUID, str]:
+def continuity_blocks(conversation_ids, settings_row: AssistantSettings | None = None) -> dict[UUID, str]:
     """Rendered verbatim handoffs per conversation, rebuilt under the current limits."""
     from continuity.handoff_store import handoff_blocks_for
 
-    return handoff_blocks_for(conversation_ids)
+    return handoff_blocks_for(conversation_ids, settings_row=settings_row)
 
 
-def prompt_inputs_many(conversations, conversation_ids=None) -> dict[UUID, PromptInputs]:
+def prompt_inputs_many(
+    conversations, conversation_ids=None, *, settings_row: AssistantSettings | None = None
+) -> dict[UUID, PromptInputs]:
     """Prompt inputs for many conversations with a fixed number of queries.
 
     `conversations` are Conversation rows or `(pk, persona)` pairs.
     `conversation_ids` may be a `values("pk")` queryset covering them, so no
-    query carries one parameter per thread.
+    query carries one parameter per thread. `settings_row`: the
+    AssistantSettings row when the caller already read it.
     """
     from conversations.settings_service import assistant_settings_get
 
@@ -117,10 +120,11 @@ def prompt_inputs_many(conversations, conversation_ids=None) -> dict[UUID, Promp
     )
     if conversation_ids is None:
         conversation_ids = list(personas)
-    settings = prompt_settings(assistant_settings_get())
+    settings_row = settings_row or assistant_settings_get()
+    settings = prompt_settings(settings_row)
     memories = snapshot_memories(conversation_ids)
     characters = saved_characters()
-    blocks = continuity_blocks(conversation_ids)
+    blocks = continuity_blocks(conversation_ids, settings_row)
     return {
         pk: PromptInputs(
             persona=persona,
@@ -133,8 +137,8 @@ def prompt_inputs_many(conversations, conversation_ids=None) -> dict[UUID, Promp
     }
 
 
-def prompt_inputs_for(conversation: Conversation) -> PromptInputs:
-    return prompt_inputs_many([conversation])[conversation.pk]
+def prompt_inputs_for(conversation: Conversation, *, settings_row: AssistantSettings | None = None) -> PromptInputs:
+    return prompt_inputs_many([conversation], settings_row=settings_row)[conversation.pk]
 
 
 def markers_are_current(message: Message, markers: dict[str, str] | None = None) -> bool:
@@ -149,7 +153,13 @@ def _metadata_markers_current(metadata: dict | None, markers: dict[str, str]) ->
 _NOT_LOADED = object()
 
 
-def static_prompt_ensure(conversation: Conversation, existing: Message | None | object = _NOT_LOADED) -> Message:
+def static_prompt_ensure(
+    conversation: Conversation,
+    existing: Message | None | object = _NOT_LOADED,
+    *,
+    settings_row: AssistantSettings | None = None,
+    save_seq: bool = True,
+) -> Message:
     """The conversation's stored prompt: built now if missing, rebuilt if its policy is stale.
 
     A current prompt is reused as stored: every source change rebuilds it
@@ -160,19 +170,23 @@ def static_prompt_ensure(conversation: Conversation, existing: Message | None | 
     memory edit/delete/refresh either finished before we read the snapshot or
     rebuilds this prompt after we commit; the unique constraint is the last
     guard if it does not. `existing`, when given, is the conversation's stored
-    prompt read under that same lock.
+    prompt read under that same lock; `settings_row`, the AssistantSettings row
+    the caller already read. A new prompt takes the conversation's next seq:
+    `save_seq=False` leaves saving `conversation.last_seq` to the caller, which
+    saves the conversation later in the same transaction anyway (the send).
     """
     if existing is _NOT_LOADED:  # callers that already loaded the rows pass the prompt (or None)
         existing = Message.objects.filter(conversation=conversation, role=Role.SYSTEM).first()
     if existing is not None:
         if not markers_are_current(existing):
-            existing.content = build_static_prompt(prompt_inputs_for(conversation))
+            existing.content = build_static_prompt(prompt_inputs_for(conversation, settings_row=settings_row))
             existing.metadata = {**existing.metadata, "policy_markers": policy_markers()}
             existing.save(update_fields=["content", "metadata", "updated_at"])
         return existing
-    content = build_static_prompt(prompt_inputs_for(conversation))
+    content = build_static_prompt(prompt_inputs_for(conversation, settings_row=settings_row))
     conversation.last_seq += 1
-    conversation.save(update_fields=["last_seq"])
+    if save_seq:
+        conversation.save(update_fields=["last_seq"])
     try:
         with transaction.atomic():
             return Message.objects.create(

@@ -68,10 +68,12 @@ def message_search_index_sync(*, batch_size: int = INDEX_BATCH) -> int:
 
     A row is only ever replaced (a new id) when its message changes, so
     writing `search_text` by id can never put an old text on a newer row.
+    Each batch commits on its own; inside a caller's transaction (a send's
+    recall) it takes no savepoint: a failure rolls the whole caller back.
     """
     done = 0
     while True:
-        with transaction.atomic():
+        with transaction.atomic(savepoint=False):
             pending = list(
                 MessageSearchEntry.objects.filter(search_text__isnull=True)
                 .order_by("id")

@@ -48,7 +48,7 @@ from conversations.attachments import (
     manifest_ids,
     manifests_for,
 )
-from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
+from conversations.models import AssistantSettings, Conversation, Message, MessageKind, MessageStatus, Role
 from conversations.provider_binding import binding_fields, provider_binding_gate
 from conversations.provider_gateway import ProviderConfig, ProviderError
 from conversations.reply_stream import STARTED, ReplyBroadcast
@@ -57,6 +57,7 @@ from conversations.services import (
     lease_deadline,
     streams_interrupt_expired,
 )
+from conversations.settings_service import assistant_settings_get
 from conversations.transcript import is_projectable, live_branch, static_prompt_message, walk_to_root
 from elion.errors import Conflict, InvalidInput, NotFound
 
@@ -215,8 +216,10 @@ def send_prepare(command: SendCommand) -> PreparedReply:
 
     _ensure_no_live_stream(conversation, rows)
     parent = _resolve_parent(conversation, command.parent_id, rows)
+    # Read once: the stored prompt (first send), the tools and the dynamic context all use it.
+    settings_row = assistant_settings_get()
     # The first send stores the static prompt before the turn it answers.
-    prompt = static_prompt_ensure(conversation, rows.prompt)
+    prompt = static_prompt_ensure(conversation, rows.prompt, settings_row=settings_row, save_seq=False)
     client_id = {"id": command.client_message_id} if command.client_message_id else {}
     user_message = Message.objects.create(
         **client_id,
@@ -233,7 +236,7 @@ def send_prepare(command: SendCommand) -> PreparedReply:
     if not conversation.title:
         title_source = command.content if command.content.strip() else ", ".join(a.name for a in attached)
         conversation.title = " ".join(title_source.split())[:AUTO_TITLE_CHARACTERS]
-    return _start_reply(conversation, rows, user_message, config, prompt)
+    return _start_reply(conversation, rows, user_message, config, prompt, settings_row)
 
 
 def _pinned_character_metadata(character_id: int | None) -> dict:
@@ -274,7 +277,7 @@ def _prepare_for_repeated_turn(
         )
     # The turn was stored but its reply failed or never started: answer it now.
     _ensure_no_live_stream(conversation, rows)
-    return _start_reply(conversation, rows, existing, config, static_prompt_ensure(conversation, rows.prompt))
+    return _start_reply_with_prompt(conversation, rows, existing, config)
 
 
 def _resolve_parent(conversation: Conversation, parent_id: object, rows: LoadedRows) -> Message | None:
@@ -304,17 +307,34 @@ def retry_prepare(*, conversation_id: UUID, message_id: UUID | str) -> PreparedR
         raise InvalidInput("Only an assistant reply can be retried.", code="not_retryable")
     _ensure_no_live_stream(conversation, rows)
     user_message = rows.tree[target.parent_id]
-    return _start_reply(conversation, rows, user_message, config, static_prompt_ensure(conversation, rows.prompt))
+    return _start_reply_with_prompt(conversation, rows, user_message, config)
+
+
+def _start_reply_with_prompt(
+    conversation: Conversation, rows: LoadedRows, user_message: Message, config: ProviderConfig
+) -> PreparedReply:
+    settings_row = assistant_settings_get()
+    prompt = static_prompt_ensure(conversation, rows.prompt, settings_row=settings_row, save_seq=False)
+    return _start_reply(conversation, rows, user_message, config, prompt, settings_row)
 
 
 def _start_reply(
-    conversation: Conversation, rows: LoadedRows, user_message: Message, config: ProviderConfig, prompt: Message
+    conversation: Conversation,
+    rows: LoadedRows,
+    user_message: Message,
+    config: ProviderConfig,
+    prompt: Message,
+    settings_row: AssistantSettings,
 ) -> PreparedReply:
-    """Assemble the request, create the streaming assistant message, move the head."""
-    tools = reply_tools(config)
+    """Assemble the request, create the streaming assistant message, move the head.
+
+    Saves the conversation's `last_seq` (also for the stored prompt's seq, which
+    `static_prompt_ensure(save_seq=False)` left to this save) in either outcome.
+    """
+    tools = reply_tools(config, settings_row)
     branch = walk_to_root(rows.tree, user_message.id)
     try:
-        request = reply_request_build(conversation, prompt, tools=tools, branch=branch)
+        request = reply_request_build(conversation, prompt, tools=tools, branch=branch, settings_row=settings_row)
     except RecallInBirthPeriod:
         return _refuse_reply(conversation, user_message, config)
     assistant = Message.objects.create(
@@ -375,10 +395,8 @@ def _refuse_reply(conversation: Conversation, user_message: Message, config: Pro
     )
 
 
-def reply_tools(config: ProviderConfig) -> list[dict]:
-    from conversations.settings_service import assistant_settings_get
-
-    row = assistant_settings_get()
+def reply_tools(config: ProviderConfig, settings_row: AssistantSettings | None = None) -> list[dict]:
+    row = settings_row or assistant_settings_get()
     return tool_loop.available_tools(
         archive_access=row.archive_access, web_search=row.web_search, api_selector=config.api_selector
     )
@@ -390,10 +408,12 @@ def reply_request_build(
     *,
     tools: list[dict] | None = None,
     branch: list[Message] | None = None,
+    settings_row: AssistantSettings | None = None,
 ) -> AssembledRequest:
     """The model input for the reply at the head: stored rows in, request out.
 
-    `branch` is the live branch when the caller already walked it.
+    `branch` is the live branch when the caller already walked it;
+    `settings_row` the AssistantSettings row when the caller already read it.
     """
     prompt = prompt or static_prompt_message(conversation)
     branch = live_branch(conversation) if branch is None else branch
@@ -411,7 +431,11 @@ def reply_request_build(
     static_prompt = prompt.content if prompt else ""
     # Layer 2, fresh for this send and never stored: pinned character + keyword recall.
     dynamic = dynamic_context_build(
-        conversation, branch=branch, static_prompt=static_prompt, history=[turn.content for turn in history]
+        conversation,
+        branch=branch,
+        static_prompt=static_prompt,
+        history=[turn.content for turn in history],
+        settings_row=settings_row,
     )
     return assemble_request(
         static_prompt=static_prompt,

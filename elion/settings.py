@@ -93,7 +93,10 @@ if _database_url:
 else:
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            # Django's SQLite backend plus a small pool of idle connections
+            # (`elion.db.backends.sqlite3`): a new connection per request cost
+            # ~4 ms a send (bench/send_overhead.py).
+            "ENGINE": "elion.db.backends.sqlite3",
             # ELION_SQLITE_PATH lets a test's subprocess server share the test database file.
             "NAME": env.text("ELION_SQLITE_PATH") or DATA_DIR / "elion.sqlite3",
             "OPTIONS": {
@@ -107,6 +110,8 @@ else:
             "TEST": {"NAME": DATA_DIR / "test_elion.sqlite3"},
         }
     }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["ENGINE"] = "elion.db.backends.sqlite3"  # a sqlite:// DATABASE_URL pools too
 DATABASE_IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

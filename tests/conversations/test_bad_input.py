@@ -124,3 +124,16 @@ def test_rewind_to_a_user_turn_is_refused_so_the_head_stays_a_reply(client, conv
     )
     assert response.status_code == 400 and response.json()["error"] == "invalid_rewind_target"
     assert Conversation.objects.get(pk=conversation_id).head_id == reply.id
+
+
+def test_a_malformed_body_is_refused_before_the_conversation_is_looked_up(client):
+    """One thread hop per send: the body is shape-checked before `send_prepare`'s locked
+    lookup, so a malformed body to a missing conversation is a 400, a well-formed one a 404."""
+    missing = str(uuid.uuid4())
+    response = client.post(f"/api/conversations/{missing}/messages/", "{not json", content_type="application/json")
+    assert response.status_code == 400 and response.json()["error"] == "malformed_request"
+    response = send(client, missing, {"content": ""})
+    assert response.status_code == 400 and response.json()["error"] == "empty_message"
+    response = send(client, missing, {"content": "hi"})
+    assert response.status_code == 404 and response.json()["error"] == "conversation_not_found"
+    assert Message.objects.count() == 0

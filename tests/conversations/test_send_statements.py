@@ -1,0 +1,74 @@
+"""What one send asks the database before the first token (bench/send_overhead.py).
+
+Run against the real database with recall in play: another thread's words
+match the message, and the search index has a pending row to tokenise.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from conversations.models import Conversation, Message, MessageStatus, Role
+from conversations.send_pipeline import SendCommand, send_prepare
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def finish_reply(conversation: Conversation, text: str) -> None:
+    conversation.refresh_from_db()
+    Message.objects.filter(pk=conversation.head_id).update(
+        status=MessageStatus.COMPLETE, content=text, lease_expires_at=None
+    )
+
+
+def send(conversation: Conversation, content: str) -> list[str]:
+    with CaptureQueriesContext(connection) as queries:
+        send_prepare(SendCommand(conversation_id=conversation.id, content=content))
+    return [query["sql"] for query in queries.captured_queries]
+
+
+def touching(statements: list[str], table: str) -> list[str]:
+    return [sql for sql in statements if f'"{table}"' in sql]
+
+
+@pytest.fixture
+def threads(make_conversation, make_turns):
+    from conversations.settings_service import assistant_settings_get
+
+    assistant_settings_get()  # the settings row exists after the app's first use
+    other = make_conversation(persona="elion", title="Lighthouse")
+    make_turns(other, (Role.USER, "The lighthouse garden had foxgloves."), (Role.ASSISTANT, "Purple ones."))
+    return make_conversation(persona="elion")
+
+
+def test_a_send_reads_the_settings_once_and_updates_the_conversation_once(threads):
+    conversation = threads
+    first = send(conversation, "Hello there.")  # first send: the stored prompt is built too
+    finish_reply(conversation, "Hello!")
+    second = send(conversation, "Do you remember the lighthouse garden foxgloves?")  # recall runs
+    for statements in (first, second):
+        assert len(touching(statements, "conversations_assistantsettings")) == 1
+        updates = [sql for sql in touching(statements, "conversations_conversation") if sql.startswith("UPDATE")]
+        assert len(updates) == 1
+    assert any("conversations_messagesearchentry" in sql for sql in second)  # recall searched the index
+
+
+def test_savepoints_only_guard_the_stored_prompt_insert(threads):
+    conversation = threads
+    first = send(conversation, "Hello there.")
+    finish_reply(conversation, "Hello!")
+    second = send(conversation, "Do you remember the lighthouse garden foxgloves?")
+    assert len([sql for sql in first if sql.startswith("SAVEPOINT")]) == 1
+    assert not [sql for sql in second if sql.startswith("SAVEPOINT")]
+
+
+def test_the_stored_prompt_seq_is_saved_with_the_turns(threads):
+    conversation = threads
+    send(conversation, "Hello there.")
+    conversation.refresh_from_db()
+    rows = list(Message.objects.filter(conversation=conversation).order_by("seq"))
+    assert [row.role for row in rows] == [Role.SYSTEM, Role.USER, Role.ASSISTANT]
+    assert [row.seq for row in rows] == [1, 2, 3]
+    assert conversation.last_seq == 3
