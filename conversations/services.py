@@ -188,21 +188,25 @@ def streams_interrupt_expired(conversation: Conversation | None = None) -> int:
     A lease is renewed while its process streams, so an expired one belongs
     to a process that died mid-reply.
     """
+    from conversations.transcript_integrity import interrupted_tool_calls_close
+
     stale = Message.objects.filter(status=MessageStatus.STREAMING, lease_expires_at__lte=timezone.now())
     if conversation is not None:
         stale = stale.filter(conversation=conversation)
-    stale_ids = list(stale.values_list("pk", flat=True))
-    if not stale_ids:
-        return 0
-    count = stale.filter(pk__in=stale_ids).update(
-        status=MessageStatus.INTERRUPTED,
-        error="stream_interrupted",
-        error_detail="The reply stopped because the server process ended; the partial text is kept.",
-        lease_expires_at=None,
-        updated_at=timezone.now(),
-    )
-    # A tool call the dead process left without a result gets a synthetic one.
-    from conversations.transcript_integrity import interrupted_tool_calls_close
-
-    interrupted_tool_calls_close(stale_ids)
+    with transaction.atomic():
+        # Claimed in primary-key order, skipping rows another sweep holds: two
+        # sweeps never wait on each other's rows in opposite orders (PostgreSQL
+        # reported deadlocks between concurrent sweeps updating the same set).
+        stale_ids = list(stale.select_for_update(skip_locked=True).order_by("pk").values_list("pk", flat=True))
+        if not stale_ids:
+            return 0
+        count = stale.filter(pk__in=stale_ids).update(
+            status=MessageStatus.INTERRUPTED,
+            error="stream_interrupted",
+            error_detail="The reply stopped because the server process ended; the partial text is kept.",
+            lease_expires_at=None,
+            updated_at=timezone.now(),
+        )
+        # A tool call the dead process left without a result gets a synthetic one.
+        interrupted_tool_calls_close(stale_ids)
     return count

@@ -74,7 +74,7 @@ def interrupted_tool_calls_close(message_ids) -> int:
     if not ids:
         return 0
     with transaction.atomic():
-        rows = Message.objects.select_for_update().filter(pk__in=ids).exclude(status=MessageStatus.STREAMING)
+        rows = Message.objects.select_for_update().filter(pk__in=ids).exclude(status=MessageStatus.STREAMING).order_by("pk")
         for message in rows.only("pk", "parts", "status"):
             if unpaired_call_ids(message.parts):
                 Message.objects.filter(pk=message.pk).update(parts=parts_closed(message.parts), updated_at=timezone.now())
