@@ -242,7 +242,6 @@ def test_pooling_can_be_turned_off(db_file):
         raw.execute("SELECT 1")
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_never_reuses_or_closes_its_parents_connections(db_file):
     held = wrapper(db_file)  # a wrapper holding a connection while the process forks
     held.ensure_connection()
@@ -294,7 +293,19 @@ def test_the_test_database_pool_is_closed_when_its_file_is_destroyed(db_file):
         raw.execute("SELECT 1")
 
 
-def test_the_app_uses_the_pooled_backend_for_sqlite():
-    if settings.DATABASE_IS_POSTGRES:
-        pytest.skip("PostgreSQL has its own pool")
-    assert settings.DATABASES["default"]["ENGINE"] == "elion.db.backends.sqlite3"
+@pytest.mark.parametrize("database_url", [None, "sqlite:///{dir}/url.sqlite3"])
+def test_the_app_uses_the_pooled_backend_for_sqlite(tmp_path, database_url):
+    """The embedded default and a sqlite:// DATABASE_URL both get the pooled
+    backend (settings read in a fresh process, whatever database this suite uses)."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ELION_SQLITE_PATH")}
+    env.update(ELION_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="elion.settings")
+    if database_url:
+        env["DATABASE_URL"] = database_url.format(dir=tmp_path)
+    engine = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; print(settings.DATABASES['default']['ENGINE'])"],
+        env=env, capture_output=True, text=True, check=True, cwd=settings.BASE_DIR,
+    ).stdout.strip()
+    assert engine == "elion.db.backends.sqlite3"

@@ -59,20 +59,14 @@ _inherited: list[object] = []
 
 
 def _after_fork_in_child() -> None:
-    global _owner_pid
-    with _lock:
-        for idle in _pools.values():
-            _inherited.extend(entry.connection for entry in idle)
-        _pools.clear()
-        _owner_pid = os.getpid()
-
-
-def _forget_lock_after_fork() -> None:
-    global _lock
+    global _lock, _owner_pid
     _lock = threading.Lock()  # the parent may have held it while forking
+    for idle in _pools.values():
+        _inherited.extend(entry.connection for entry in idle)
+    _pools.clear()
+    _owner_pid = os.getpid()
 
 
-os.register_at_fork(after_in_child=_forget_lock_after_fork)
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
