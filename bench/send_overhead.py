@@ -350,12 +350,18 @@ async def time_floor(client, conversation_id: uuid.UUID) -> dict[str, float]:
     return {"start": start, "ttfd": end - start}
 
 
-async def time_sdk(sdk, items: list) -> dict[str, float]:
+async def time_sdk(sdk, items: list, *, as_extra_body: bool = False) -> dict[str, float]:
+    """B: the SDK called the usual way (`input=`); B': the conversation passed as
+    `extra_body`, the way the app's gateway passes it (WIRE_AS_IS in
+    conversations/provider_gateway.py), which skips the SDK's params transform."""
     cpu = time.process_time()
     start = time.perf_counter()
     first = None
     completed = False
-    stream = await sdk.responses.create(model=MODEL, input=items, stream=True)
+    if as_extra_body:
+        stream = await sdk.responses.create(model=MODEL, stream=True, extra_body={"input": items})
+    else:
+        stream = await sdk.responses.create(model=MODEL, input=items, stream=True)
     async with stream:
         async for event in stream:
             if event.type == "response.output_text.delta" and first is None:
@@ -377,7 +383,7 @@ async def measure(app_urls: dict[str, str], provider_url: str, conversation_ids:
     import openai
 
     provider_root = provider_url.rsplit("/v1", 1)[0]
-    sides = [*app_urls, "B", "floor"]
+    sides = [*app_urls, "B", "B'", "floor"]
     results: dict[str, list] = {side: [] for side in sides}
     request_shape: dict = {}
     last_input = None
@@ -389,7 +395,7 @@ async def measure(app_urls: dict[str, str], provider_url: str, conversation_ids:
             for round_no in range(args.warmup + args.rounds):
                 shift = round_no % len(sides)
                 for side in sides[shift:] + sides[:shift]:
-                    if side == "B" and last_input is None:
+                    if side in ("B", "B'") and last_input is None:
                         continue  # nothing recorded yet to replay (first warm-up round only)
                     if side == "floor":
                         sample = await time_floor(clients["A"], conversation_ids[0])
@@ -398,8 +404,8 @@ async def measure(app_urls: dict[str, str], provider_url: str, conversation_ids:
                         continue
                     await control.post("/_control/clear")
                     await control.post("/_control/script", json=[QUICK_REPLY])
-                    if side == "B":
-                        sample = await time_sdk(sdk, last_input)
+                    if side in ("B", "B'"):
+                        sample = await time_sdk(sdk, last_input, as_extra_body=side == "B'")
                     else:
                         app = clients[side]
                         cid = next(picks)
@@ -572,7 +578,43 @@ def _install_hooks() -> None:
 # The 2026-11-30 candidates (lean_prepare, lean_view, lazy_owner, pg_pool) have landed in the app
 # (1d27f06 and the settings' PostgreSQL pool), so their monkeypatched copies are gone; to compare
 # committed code, run A from an export of the older commit with --baseline.
-VARIANTS: dict[str, str] = {}
+VARIANTS: dict[str, str] = {
+    "no_send_work": "a lower bound, not a fix: after one real send, send_prepare returns a copy of that "
+    "send's prepared reply (no query, no write) and the reply's flushes and final write are skipped, "
+    "so A' is the framework, the provider call and SSE delivery alone",
+}
+
+
+def _variant_no_send_work() -> None:
+    """What the app would add if the send itself cost nothing.
+
+    The request still goes through Daphne, the middleware chain, the view's
+    CSRF check and body parse, one thread hop each way, the provider call
+    (the same input every round) and the SSE response; only the database
+    work of the send and of the streaming reply is gone.
+    """
+    import dataclasses
+
+    from conversations import api, send_pipeline
+
+    real_prepare = api.send_prepare
+    template: list = []
+
+    def send_prepare(command):
+        if not template:
+            template.append(real_prepare(command))
+            return template[0]
+        return dataclasses.replace(
+            template[0],
+            conversation_id=command.conversation_id,
+            user_message_id=uuid.uuid4(),
+            assistant_message_id=uuid.uuid4(),
+        )
+
+    api.send_prepare = send_prepare
+    send_pipeline._flush_partial = lambda *args, **kwargs: True
+    send_pipeline._renew_lease = lambda *args, **kwargs: True
+    send_pipeline._finalise = lambda *args, **kwargs: None
 
 
 def _apply_variants(names: list[str]) -> None:
@@ -662,14 +704,15 @@ def profile_report(samples: list[dict], sdk_samples: list[dict], trace_file: Pat
 
 def summary(results: dict, counts: dict, timings: dict, args) -> list[str]:
     b = [s["ttfd"] for s in results["B"]]
-    app_sides = [side for side in results if side not in ("B", "floor", "request_shape")]
+    b_lean = [s["ttfd"] for s in results["B'"]]
+    app_sides = [side for side in results if side not in ("B", "B'", "floor", "request_shape")]
     n = len(results["A"])
     lines = [
         f"database: {counts['vendor']}; loaded {counts['conversations']:,} conversations, "
         f"{counts['messages']:,} messages (memory snapshots: {'yes' if counts['snapshots'] else 'no model'})",
         f"migrate {timings['migrate']:.1f} s; bulk load {counts['load_seconds']:.1f} s; "
         f"ANALYZE {counts['analyze_seconds']:.1f} s",
-        f"rounds: {n} measured after {args.warmup} warm-up; sides {', '.join(app_sides)} and B interleaved, "
+        f"rounds: {n} measured after {args.warmup} warm-up; sides {', '.join(app_sides)}, B and B' interleaved, "
         "order rotating every round; "
         + ("primed: each measured send is the thread's second" if args.primed else "each send is the thread's first"),
         f"machine: {os.cpu_count()} CPUs; load average before/after the rounds: "
@@ -691,6 +734,7 @@ def summary(results: dict, counts: dict, timings: dict, args) -> list[str]:
     for side in app_sides:
         rows.append((f"{side} app (HTTP → Daphne → provider)", [s["ttfd"] for s in results[side]]))
     rows.append(("B SDK → provider directly", b))
+    rows.append(("B' the same, conversation as extra_body", b_lean))
     for side in app_sides:
         rows.append((f"{side} response headers", [s["headers"] - s["start"] for s in results[side]]))
     rows.append(("floor: malformed send → 400 (A)", [s["ttfd"] for s in results["floor"]]))
@@ -709,6 +753,8 @@ def summary(results: dict, counts: dict, timings: dict, args) -> list[str]:
             f"  (median of paired {side}-B: {ms(statistics.median(paired))} ms, p95 {ms(percentile(paired, 95))} ms)",
             f"{side}: ratio median({side}) / median(B): {statistics.median(a) / statistics.median(b):.2f}",
             f"{side}: target (the app adds at most 10 ms at the median) → " + ("MET" if added <= 0.010 else "NOT MET"),
+            f"{side}: like for like, median({side}) - median(B') (the SDK called as the app calls it): "
+            f"{ms(statistics.median(a) - statistics.median(b_lean))} ms",
         ]
     if len(app_sides) > 1:
         base = [s["ttfd"] for s in results["A"]]
@@ -739,6 +785,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="time the app's stages inside Daphne")
     parser.add_argument("--variant", default="", help="comma-separated candidate fixes (implies --profile)")
     parser.add_argument(
+        "--variant-a", default="", help="variants for A too (e.g. no_send_work, to compare fixes to the lower bound)"
+    )
+    parser.add_argument(
         "--baseline",
         type=Path,
         default=None,
@@ -752,7 +801,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--conversations must be at least --warmup + --rounds (each round uses a fresh thread)")
     if args.baseline and not (args.baseline / "elion" / "asgi.py").exists():
         parser.error(f"--baseline {args.baseline} is not a source tree of this app")
-    instrumented = args.profile or two_servers
+    instrumented = args.profile or two_servers or bool(args.variant_a)
 
     tmp = Path(tempfile.mkdtemp(prefix="elion-bench-"))
     provider = None
@@ -780,7 +829,7 @@ def main(argv: list[str] | None = None) -> int:
         ids, counts = load_data(args.conversations, args.messages_per_conversation, args.seed)
         print(f"loaded in {counts['load_seconds']:.1f} s (ANALYZE {counts['analyze_seconds']:.1f} s)", flush=True)
         # side -> (variant, source tree); with --baseline, A is the baseline tree and A' this one.
-        servers = {"A": ("", args.baseline.resolve() if args.baseline else ROOT)}
+        servers = {"A": (args.variant_a, args.baseline.resolve() if args.baseline else ROOT)}
         if two_servers:
             servers["A'"] = (args.variant, ROOT)
         picks = random.Random(args.seed).sample(ids, (args.warmup + args.rounds) * len(servers))

@@ -188,6 +188,65 @@ async def test_chat_tool_round_becomes_assistant_tool_calls_and_tool_message(pro
     ]
 
 
+# Every item shape the gateway puts on the wire: system and user text, a user
+# turn with attachments, an assistant turn that called a tool, the tool's result.
+EVERY_WIRE_SHAPE = [
+    {"role": "system", "content": "Be kind."},
+    {"role": "user", "content": "Hello?"},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "What is in this picture?"},
+            {"type": "image", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+        ],
+    },
+    {"role": "assistant", "content": "Let me look.", "tool_calls": [
+        {"call_id": "c1", "name": "get_weather", "arguments": {"city": "Oslo"}},
+    ]},
+    {"role": "tool", "call_id": "c1", "content": "Sunny"},
+    {"role": "assistant", "content": "It is sunny."},
+]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("selector", SELECTORS)
+async def test_wire_items_are_ones_the_sdk_transform_leaves_unchanged(selector: str):
+    """WIRE_AS_IS: the gateway hands the conversation to the SDK as `extra_body`,
+    skipping the SDK's params transform. That is only right while the transform
+    would return our items unchanged; this asks the SDK's own transform."""
+    from openai._utils import async_maybe_transform
+    from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
+    from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
+
+    if selector == "responses":
+        params, params_type = {"input": gw._responses_input(EVERY_WIRE_SHAPE)}, ResponseCreateParamsStreaming
+    else:
+        params, params_type = {"messages": gw._chat_messages(EVERY_WIRE_SHAPE)}, CompletionCreateParamsStreaming
+    assert len(next(iter(params.values()))) >= 6
+    assert await async_maybe_transform(params, params_type) == params
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("selector", SELECTORS)
+async def test_the_whole_conversation_reaches_the_provider_in_order(provider: ScriptedProvider, selector: str):
+    """The conversation sent as `extra_body` replaces the typed argument in full (Chat
+    Completions' required `messages=[]` is not what arrives)."""
+    await collect(config_for(provider, selector), EVERY_WIRE_SHAPE)
+    request = provider.last_request()
+    assert request is not None
+    if selector == "responses":
+        assert request.body["input"] == gw._responses_input(EVERY_WIRE_SHAPE)
+        assert [item.get("role") or item.get("type") for item in request.body["input"]] == [
+            "system", "user", "user", "assistant", "function_call", "function_call_output", "assistant",
+        ]
+    else:
+        assert request.body["messages"] == gw._chat_messages(EVERY_WIRE_SHAPE)
+        assert [m["role"] for m in request.body["messages"]] == [
+            "system", "user", "user", "assistant", "tool", "assistant",
+        ]
+    assert request.body["model"] == "gpt-5.5" and request.body["stream"] is True
+
+
 # --- errors ---------------------------------------------------------------------------------
 
 
