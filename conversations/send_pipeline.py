@@ -22,6 +22,7 @@ conversation's channel-layer group (`conversations.reply_stream`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import time
@@ -509,6 +510,8 @@ def _stop_was_requested(message_id: UUID) -> bool:
 
 
 STOPPED = ("stopped", "Stopped before the reply finished; the partial text is kept.")
+# The longest a run waits for the provider's first event before reading the stop flag.
+STOP_CHECK_GRACE_SECONDS = 0.5
 
 
 class ReplyStopped(Exception):
@@ -538,6 +541,8 @@ class ReplyRun:
         self._round: asyncio.Task | None = None
         # Inline and trailing flushes write one at a time, newest text last.
         self._flush_lock = asyncio.Lock()
+        # Set by the provider's first event: the stop flag is read after it (`_stop_recorded`).
+        self.provider_answered = asyncio.Event()
 
     def emit(self, name: str, data: dict) -> None:
         self.queue.put_nowait((name, data))
@@ -571,7 +576,7 @@ class ReplyRun:
         loop = asyncio.get_running_loop()
         heartbeat = trailing = None
         try:
-            self.broadcast.start(on_stop=self.stop, stop_recorded=lambda: persist(_stop_was_requested)(message_id))
+            self.broadcast.start(on_stop=self.stop, stop_recorded=lambda: self._stop_recorded(message_id))
             self.broadcast.publish(STARTED, {"user_message_id": str(prepared.user_message_id)})
             heartbeat = loop.create_task(self._heartbeat(message_id))
             trailing = loop.create_task(self._trailing_flush(message_id))
@@ -633,6 +638,20 @@ class ReplyRun:
         finally:
             self._round = None
 
+    async def _stop_recorded(self, message_id: UUID) -> bool:
+        """The database's stop flag, read once the provider has answered (or
+        `STOP_CHECK_GRACE_SECONDS` have passed).
+
+        It catches a stop recorded before the run listened for stop messages.
+        Read at once, its query would compete for the CPU with building and
+        sending the provider request, on the way to the first token; a stop it
+        finds still ends the reply at its first event. Later stops arrive as
+        messages, and the lease renewal reads the flag again.
+        """
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.provider_answered.wait(), STOP_CHECK_GRACE_SECONDS)
+        return await persist(_stop_was_requested)(message_id)
+
     async def _flush(self, message_id: UUID) -> None:
         async with self._flush_lock:
             if not self.unflushed:
@@ -658,6 +677,7 @@ class ReplyRun:
         calls: list[provider_gateway.ToolCallRequested] = []
         usage = None
         async for event in provider_gateway.stream_reply(self.prepared.config, messages, self.prepared.tools):
+            self.provider_answered.set()
             if isinstance(event, provider_gateway.TextDelta):
                 if not event.text:
                     continue

@@ -17,6 +17,7 @@ from django.test import AsyncClient
 from django.utils import timezone
 
 from conversations.models import Message, MessageStatus
+from conversations.send_pipeline import STOP_CHECK_GRACE_SECONDS
 from elion.asgi import application
 from tests.conversations.test_resumable_streams import create_conversation, open_send, stored, wait_for
 from tests.support.scripted_provider import ScriptedReply
@@ -147,6 +148,24 @@ async def test_a_stop_recorded_only_in_the_database_stops_the_run(scripted_provi
     assert done.data["status"] == "interrupted"
     row = await sync_to_async(stored)(assistant_id)
     assert (row.status, row.content, row.error) == (MessageStatus.INTERRUPTED, "Partial ", "stopped")
+
+
+async def test_a_stop_recorded_while_the_provider_is_silent_ends_the_reply_within_the_grace(scripted_provider, settings):
+    # The flag is set before the provider answers, and no stop message is ever
+    # sent. The run reads the flag once the provider answers or, as here, when
+    # STOP_CHECK_GRACE_SECONDS have passed without an answer; not only at the
+    # first flush (no text comes) or the next lease renewal (ten seconds away).
+    settings.ELION_STREAM_LEASE_SECONDS = 30
+    client = AsyncClient()
+    scripted_provider.script(ScriptedReply(chunks=["Too late."], delay_before_first=4.0))
+    conversation_id = await create_conversation(client)
+    sender = await open_send(client, conversation_id, content="take your time")
+    assistant_id = (await sender.until(lambda e: e.name == "assistant_message")).data["id"]
+    await sync_to_async(Message.objects.filter(pk=assistant_id).update)(stop_requested_at=timezone.now())
+    done = await asyncio.wait_for(sender.until_done(), STOP_CHECK_GRACE_SECONDS + 2.0)
+    assert done.data["status"] == "interrupted"
+    row = await sync_to_async(stored)(assistant_id)
+    assert (row.status, row.error, row.content) == (MessageStatus.INTERRUPTED, "stopped", "")
 
 
 async def test_a_stopped_reply_can_be_watched_and_retried(scripted_provider):
