@@ -7,9 +7,13 @@ Measured in one run, interleaved round by round:
      `event: delta` frame's data arrives at the client;
   B  the official `openai` SDK calling the same scripted provider directly
      with the exact input the app sent in its latest A round, until the first
-     `response.output_text.delta` event.
+     `response.output_text.delta` event;
+  B' the same call with the conversation passed as `extra_body`, the way the
+     app's gateway passes it (WIRE_AS_IS in conversations/provider_gateway.py:
+     the SDK's params transform is skipped, about 8 ms of CPU here).
 
-A - B is what the app adds (target: at most 10 ms at the median).
+A - B is what the app adds (target: at most 10 ms at the median); A - B' is
+the like-for-like figure, since the app's own provider call is B', not B.
 
     .venv/bin/python -m bench.send_overhead                      # full size, SQLite
     .venv/bin/python -m bench.send_overhead --conversations 500 --rounds 40   # quick
@@ -21,7 +25,8 @@ A - B is what the app adds (target: at most 10 ms at the median).
 stage, on the same clock as the client (CLOCK_MONOTONIC is system-wide).
 `--variant a,b` starts a second, instrumented Daphne (A') with candidate
 hot-path fixes monkeypatched in, and interleaves A, A' and B in the same run;
-see VARIANTS. `--primed` measures a thread's second send (stored prompt reused).
+see VARIANTS. `--variant no_send_work` makes A' the lower bound: what the app
+adds when the send itself costs nothing. `--variant-a` applies variants to A. `--primed` measures a thread's second send (stored prompt reused).
 A "floor" side times a malformed send (400) to show the framework's own cost.
 
 A benchmark, not a test: it asserts nothing about timing. It fails only when
