@@ -73,10 +73,14 @@ def current_policy_marker() -> str:
     return policy_marker(handoff_limits())
 
 
+def _stored_settings() -> AssistantSettings:
+    # Read, never create, the settings row: capture is database reads only.
+    return AssistantSettings.objects.filter(pk=1).first() or AssistantSettings()
+
+
 def speaker_names(persona: str, settings_row: AssistantSettings | None = None) -> SpeakerNames:
     """Speaker labels from `settings_row`, or (when the caller has not read it) the stored row."""
-    # Read, never create, the settings row: capture is database reads only.
-    row = settings_row or AssistantSettings.objects.filter(pk=1).first() or AssistantSettings()
+    row = settings_row or _stored_settings()
     return SpeakerNames(persona=persona, owner_name=row.owner_name, display_name=row.display_name)
 
 
@@ -256,7 +260,7 @@ def handoff_blocks_for(conversation_ids, *, settings_row: AssistantSettings | No
 
     limits = handoff_limits()
     marker = policy_marker(limits)
-    settings_row = settings_row or AssistantSettings.objects.filter(pk=1).first() or AssistantSettings()
+    settings_row = settings_row or _stored_settings()
     names = {persona: speaker_names(persona, settings_row) for persona in {row.destination.persona for row in rows}}
     blocks: dict[UUID, str] = {}
     changed: list[ThreadHandoff] = []

@@ -217,10 +217,8 @@ def send_prepare(command: SendCommand) -> PreparedReply:
 
     _ensure_no_live_stream(conversation, rows)
     parent = _resolve_parent(conversation, command.parent_id, rows)
-    # Read once: the stored prompt (first send), the tools and the dynamic context all use it.
-    settings_row = assistant_settings_get()
     # The first send stores the static prompt before the turn it answers.
-    prompt = static_prompt_ensure(conversation, rows.prompt, settings_row=settings_row, save_seq=False)
+    prompt, settings_row = _stored_prompt(conversation, rows)
     client_id = {"id": command.client_message_id} if command.client_message_id else {}
     user_message = Message.objects.create(
         **client_id,
@@ -311,11 +309,18 @@ def retry_prepare(*, conversation_id: UUID, message_id: UUID | str) -> PreparedR
     return _start_reply_with_prompt(conversation, rows, user_message, config)
 
 
+def _stored_prompt(conversation: Conversation, rows: LoadedRows) -> tuple[Message, AssistantSettings]:
+    """The stored prompt (built on a first send) and the AssistantSettings row,
+    read once: the prompt, the tools and the dynamic context all use it.
+    The prompt's seq is saved with the send's conversation update (`_start_reply`)."""
+    settings_row = assistant_settings_get()
+    return static_prompt_ensure(conversation, rows.prompt, settings_row=settings_row, save_seq=False), settings_row
+
+
 def _start_reply_with_prompt(
     conversation: Conversation, rows: LoadedRows, user_message: Message, config: ProviderConfig
 ) -> PreparedReply:
-    settings_row = assistant_settings_get()
-    prompt = static_prompt_ensure(conversation, rows.prompt, settings_row=settings_row, save_seq=False)
+    prompt, settings_row = _stored_prompt(conversation, rows)
     return _start_reply(conversation, rows, user_message, config, prompt, settings_row)
 
 

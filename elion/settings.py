@@ -93,10 +93,7 @@ if _database_url:
 else:
     DATABASES = {
         "default": {
-            # Django's SQLite backend plus a small pool of idle connections
-            # (`elion.db.backends.sqlite3`): a new connection per request cost
-            # ~4 ms a send (bench/send_overhead.py).
-            "ENGINE": "elion.db.backends.sqlite3",
+            "ENGINE": "django.db.backends.sqlite3",  # pooled, see below
             # ELION_SQLITE_PATH lets a test's subprocess server share the test database file.
             "NAME": env.text("ELION_SQLITE_PATH") or DATA_DIR / "elion.sqlite3",
             "OPTIONS": {
@@ -111,7 +108,10 @@ else:
         }
     }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    DATABASES["default"]["ENGINE"] = "elion.db.backends.sqlite3"  # a sqlite:// DATABASE_URL pools too
+    # Django's SQLite backend plus a small pool of idle connections, for the
+    # embedded default and a sqlite:// DATABASE_URL alike: a new connection
+    # per request cost ~4 ms a send (bench/send_overhead.py).
+    DATABASES["default"]["ENGINE"] = "elion.db.backends.sqlite3"
 DATABASE_IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
