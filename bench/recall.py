@@ -7,7 +7,7 @@ Zipf-like distribution over a synthetic vocabulary, so common words match
 hundreds of thousands of messages and rare ones a handful. The message
 search index (`MessageSearchEntry`, kept by the migration's triggers) is
 filled in SQL with each message's own text, which for this lower-case,
-space-separated text is exactly what `conversations.past_search` would
+space-separated text is exactly what `conversations.visibility.past_search` would
 write (checked on a sample).
 
 Then it runs `--queries` (200) realistic current messages through

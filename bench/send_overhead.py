@@ -230,7 +230,7 @@ def text_pools(rng: random.Random) -> tuple[list[str], list[str]]:
 def bound_fields() -> dict[str, str]:
     """The provider binding the server will compute, stamped on loaded rows (as real history has)."""
     try:
-        from conversations.provider_binding import binding_fields, configured_provider
+        from conversations.provider.binding import binding_fields, configured_provider
     except ImportError:
         return {}
     return binding_fields(configured_provider())
@@ -292,7 +292,7 @@ def load_data(n_conversations: int, per_conversation: int, seed: int) -> tuple[l
     # The search index rows the triggers wrote are tokenised before ANALYZE, as a
     # running app's would be; statistics taken while every row was pending would
     # steer the per-send "pending rows" lookup away from its partial index.
-    from conversations.past_search import message_search_index_sync
+    from conversations.visibility.past_search import message_search_index_sync
 
     message_search_index_sync()
     load_seconds = time.perf_counter() - started
@@ -468,7 +468,9 @@ def _timed(name: str, func):
 def _install_hooks() -> None:
     from django.db import transaction
 
-    from conversations import api, provider_gateway, send_pipeline
+    from conversations.provider import gateway as provider_gateway
+    from conversations.sending import pipeline as send_pipeline
+    from conversations.web import api
 
     # Sub-stages of send_prepare, patched where send_prepare looks them up.
     for name in (
@@ -600,7 +602,8 @@ def _variant_no_send_work() -> None:
     """
     import dataclasses
 
-    from conversations import api, send_pipeline
+    from conversations.sending import pipeline as send_pipeline
+    from conversations.web import api
 
     real_prepare = api.send_prepare
     template: list = []

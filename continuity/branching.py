@@ -18,6 +18,7 @@ from uuid import UUID
 from django.db import IntegrityError, transaction
 
 from continuity.handoff_store import handoff_row_create, live_branch_handoff
+from conversations.access import access_conversation, conversation_create
 from conversations.models import (
     Conversation,
     ConversationOrigin,
@@ -27,8 +28,7 @@ from conversations.models import (
     MessageStatus,
     Role,
 )
-from conversations.provider_binding import binding_fields, configured_provider
-from conversations.services import access_conversation, conversation_create
+from conversations.provider.binding import binding_fields, configured_provider
 from elion.errors import Conflict, InvalidInput
 from memories.snapshots import memory_set_lock
 

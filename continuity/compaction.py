@@ -26,12 +26,12 @@ from django.db import transaction
 
 from continuity.models import Compaction
 from continuity.static_prompt import quote_reserved_headings
-from conversations import provider_gateway
+from conversations.access import access_conversation, conversation_has_live_stream, streams_interrupt_expired
 from conversations.models import Conversation, Message, MessageStatus, Role
-from conversations.provider_binding import binding_fields, provider_binding_gate
-from conversations.provider_gateway import ProviderError
-from conversations.services import access_conversation, conversation_has_live_stream, streams_interrupt_expired
-from conversations.transcript import is_projectable, walk_to_root
+from conversations.provider import gateway as provider_gateway
+from conversations.provider.binding import binding_fields, provider_binding_gate
+from conversations.provider.gateway import ProviderError
+from conversations.transcript.tree import is_projectable, walk_to_root
 from elion.errors import Conflict, NotFound, ServiceError
 
 # A thread is "long" enough to compact once its live branch holds this many turns.
@@ -119,8 +119,8 @@ class _CompactionPlan:
 
 
 def _plan(conversation_id: UUID | str) -> _CompactionPlan:
-    from conversations.page_selectors import assistant_label
     from conversations.settings_service import assistant_settings_get
+    from conversations.web.page_selectors import assistant_label
 
     with transaction.atomic():
         conversation = access_conversation(conversation_id, lock=True)

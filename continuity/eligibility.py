@@ -29,7 +29,7 @@ and an explicit Branch / Fresh Chat work whatever this module says.
 
 The state lives in two columns and a folder flag (`Conversation.trashed`,
 `Conversation.shielded`, `Folder.hidden`); the transitions that change them
-are `conversations.visibility`.
+are `conversations.visibility.transitions`.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from continuity.handoff_policy import (
 )
 from continuity.models import ThreadHandoff
 from conversations.models import AssistantSettings, Conversation, ConversationOrigin, Message, Persona, Role
-from conversations.transcript import live_branch
+from conversations.transcript.tree import live_branch
 
 RETIRED_COLUMNS = ("summary", "recent_raw")
 # Automatic selection walks at most this many candidates (most recent first)

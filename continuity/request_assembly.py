@@ -28,11 +28,11 @@ class HistoryTurn:
     role: str  # "user" | "assistant"
     content: str
     # Tool rounds that preceded this assistant turn's text, as neutral request
-    # messages, already paired (conversations.tool_loop.project_tool_parts).
+    # messages, already paired (conversations.sending.tool_loop.project_tool_parts).
     # They travel and are trimmed with their turn, never apart from it.
     tool_messages: tuple[dict, ...] = ()
     # The turn's verified attachment manifest as neutral content parts, in
-    # manifest order (conversations.attachments.attachment_parts_verified).
+    # manifest order (conversations.attachments.services.attachment_parts_verified).
     attachments: tuple[dict, ...] = ()
 
 

@@ -23,7 +23,7 @@ class FolderAdmin(admin.ModelAdmin):
     list_display = ("name", "hidden", "created_at")
 
     def save_model(self, request, obj, form, change):
-        from conversations import services
+        from conversations import access as services
 
         if not change:
             saved = services.folder_create(name=obj.name, hidden=obj.hidden)
@@ -33,12 +33,12 @@ class FolderAdmin(admin.ModelAdmin):
         services.folder_update(folder_id=obj.pk, changes=changes)
 
     def delete_model(self, request, obj):
-        from conversations import services
+        from conversations import access as services
 
         services.folder_delete(folder_id=obj.pk)
 
     def delete_queryset(self, request, queryset):
-        from conversations import services
+        from conversations import access as services
 
         for pk in list(queryset.values_list("pk", flat=True)):
             services.folder_delete(folder_id=pk)
@@ -58,7 +58,7 @@ class MessageInline(admin.TabularInline):
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     """Trash, restore, release and folder moves are visibility transitions: they
-    run through `conversations.visibility` (actions, and `save_model` for the folder)."""
+    run through `conversations.visibility.transitions` (actions, and `save_model` for the folder)."""
 
     list_display = ("display_title", "persona", "folder", "trashed", "shielded", "origin", "updated_at")
     list_filter = ("persona", "trashed", "shielded", "origin", "folder")
@@ -68,7 +68,7 @@ class ConversationAdmin(admin.ModelAdmin):
     actions = ["trash_selected", "restore_selected", "release_shield_selected"]
 
     def save_model(self, request, obj, form, change):
-        from conversations import services
+        from conversations import access as services
 
         if not change:
             saved = services.conversation_create(persona=obj.persona, title=obj.title, folder_id=obj.folder_id)
@@ -102,19 +102,19 @@ class ConversationAdmin(admin.ModelAdmin):
 
     @admin.action(description="Move to trash")
     def trash_selected(self, request, queryset):
-        from conversations.visibility import conversation_trash
+        from conversations.visibility.transitions import conversation_trash
 
         self._transition(request, queryset, conversation_trash, "moved to the trash")
 
     @admin.action(description="Restore from trash (comes back Continuity-Shielded)")
     def restore_selected(self, request, queryset):
-        from conversations.visibility import conversation_restore
+        from conversations.visibility.transitions import conversation_restore
 
         self._transition(request, queryset, conversation_restore, "restored and shielded")
 
     @admin.action(description="Release Continuity Shield")
     def release_shield_selected(self, request, queryset):
-        from conversations.visibility import conversation_shield_release
+        from conversations.visibility.transitions import conversation_shield_release
 
         self._transition(request, queryset, conversation_shield_release, "released")
 

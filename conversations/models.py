@@ -72,7 +72,7 @@ class SelectableConversationManager(models.Manager):
 
     The default manager, so lists, search, recall, handoff capture, the API
     and the pages all stop seeing a conversation the moment its permanent
-    deletion intent commits (`conversations.deletion`). Related-object access
+    deletion intent commits (`conversations.transcript.deletion`). Related-object access
     and the deletion steps use `Conversation.all_objects`.
     """
 
@@ -224,7 +224,7 @@ class MessageSearchEntry(models.Model):
     or interrupted); never the stored prompt, tool output or a Branch
     handoff bubble. Database triggers on the message table (migration
     `0004_message_search_index`) create, replace and remove these rows on
-    every write path, with `search_text` NULL; `conversations.past_search`
+    every write path, with `search_text` NULL; `conversations.visibility.past_search`
     fills it in (Python tokens, so SQLite and PostgreSQL see the same words)
     before each search. A message's row is only ever replaced, never updated
     in place, except for that fill-in.
@@ -251,7 +251,7 @@ class AttachmentKind(models.TextChoices):
 class Attachment(models.Model):
     """One uploaded image or file: its attachment identity and its content identity.
 
-    The bytes live as content-addressed blobs (`conversations.attachment_store`):
+    The bytes live as content-addressed blobs (`conversations.attachments.store`):
     first in the upload store, then, once a send commits it, in the store of
     every conversation whose messages list it. Rows never change after upload
     except the two claim timestamps, each set once by a conditional UPDATE.

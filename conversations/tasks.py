@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conversations.services import streams_interrupt_expired
+from conversations.access import streams_interrupt_expired
 
 
 def interrupt_stale_streams() -> int:
@@ -12,13 +12,13 @@ def interrupt_stale_streams() -> int:
 
 def collect_attachment_garbage() -> dict[str, int]:
     """Scheduled hourly: stale uploads and unreferenced blobs past the grace period."""
-    from conversations.attachment_gc import attachment_garbage_collect
+    from conversations.attachments.gc import attachment_garbage_collect
 
     return attachment_garbage_collect().as_dict()
 
 
 def finish_pending_deletions() -> int:
     """Scheduled every minute (and run at start): permanent deletions a crash interrupted are finished."""
-    from conversations.deletion import deletions_finish
+    from conversations.transcript.deletion import deletions_finish
 
     return deletions_finish()

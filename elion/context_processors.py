@@ -21,9 +21,9 @@ def _is_owner(request) -> bool:
 
 def elion(request) -> dict:
     from conversations.models import Persona
-    from conversations.page_selectors import sidebar_groups
     from conversations.settings_service import assistant_settings_get
-    from conversations.visibility_selectors import sidebar_counts
+    from conversations.visibility.selectors import sidebar_counts
+    from conversations.web.page_selectors import sidebar_groups
 
     is_owner = _is_owner(request)
     return {

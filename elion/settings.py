@@ -120,7 +120,7 @@ REDIS_URL = env.optional_text("REDIS_URL")
 # Every reply delta is published to its conversation's group (watchers in any
 # worker process follow it), so a channel holds up to this many events before
 # the layer drops for a slow reader; a watcher that misses a delta re-reads
-# the stored text (`conversations.reply_watch`).
+# the stored text (`conversations.sending.watch`).
 CHANNEL_CAPACITY = 1000
 if REDIS_URL:
     CHANNEL_LAYERS = {
@@ -191,7 +191,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "conversations.schema.add_streaming_endpoints",
+        "conversations.web.schema.add_streaming_endpoints",
     ],
 }
 

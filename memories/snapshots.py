@@ -91,7 +91,7 @@ def snapshot_refresh(conversation_id: UUID | str) -> Conversation:
     for a legacy thread, is kept) and rebuilds the thread's stored prompt in
     the same transaction.
     """
-    from conversations.services import access_conversation
+    from conversations.access import access_conversation
 
     memory_set_lock()
     conversation = access_conversation(conversation_id, lock=True)

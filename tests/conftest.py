@@ -86,7 +86,7 @@ async def read_streaming(response) -> bytes:
 
 @pytest.fixture
 def make_conversation(db):
-    from conversations.services import conversation_create
+    from conversations.access import conversation_create
 
     def make(**kwargs):
         return conversation_create(**kwargs)
@@ -102,7 +102,7 @@ def make_turns(db):
     `binding={}` makes legacy (unbound) rows.
     """
     from conversations.models import Message
-    from conversations.provider_binding import binding_fields, configured_provider
+    from conversations.provider.binding import binding_fields, configured_provider
 
     def make(conversation, *pairs, parent=None, binding=None):
         if binding is None:

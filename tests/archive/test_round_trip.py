@@ -11,7 +11,7 @@ import pytest
 from archive.models import ArchiveDocument
 from continuity.branching import conversation_branch
 from conversations.models import Message, MessageKind, Role
-from conversations.transcript import live_branch
+from conversations.transcript.tree import live_branch
 
 pytestmark = pytest.mark.django_db
 

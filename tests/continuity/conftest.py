@@ -25,7 +25,7 @@ def thread(make_conversation, make_turns):
 def add_message(db):
     """Append one message of any role/kind/status under the head and move the head."""
     from conversations.models import Message
-    from conversations.provider_binding import binding_fields, configured_provider
+    from conversations.provider.binding import binding_fields, configured_provider
 
     def add(conversation, role, content, *, kind="ordinary", status="complete", parent="head"):
         conversation.last_seq += 1

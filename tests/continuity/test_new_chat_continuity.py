@@ -7,8 +7,8 @@ from django.test import Client
 
 from continuity import handoff_store
 from continuity.models import ThreadHandoff
+from conversations.access import conversation_create, conversation_rewind
 from conversations.models import Conversation, Folder, Message
-from conversations.services import conversation_create, conversation_rewind
 
 pytestmark = pytest.mark.django_db
 
@@ -119,7 +119,7 @@ def test_capture_uses_database_reads_only(thread, monkeypatch):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from conversations import provider_gateway
+    from conversations.provider import gateway as provider_gateway
 
     thread(("user", "q"), ("assistant", "r"))
 

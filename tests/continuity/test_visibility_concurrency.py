@@ -5,7 +5,7 @@ before the operation reports success. That prevents continuity content
 captured before the transition from remaining in an existing prompt."
 
 Each operation runs in its own thread and connection and commits for real. On
-PostgreSQL this exercises the row locks (`conversations.visibility`: memory-set
+PostgreSQL this exercises the row locks (`conversations.visibility.transitions`: memory-set
 lock, then the rows, then the affected threads in id order); on SQLite the
 IMMEDIATE write lock serialises whole transactions.
 """
@@ -18,10 +18,10 @@ import threading
 import pytest
 from django.conf import settings
 
-from conversations import visibility
+from conversations.access import conversation_create, folder_update
 from conversations.models import Conversation, Folder, Message, Role
-from conversations.send_pipeline import SendCommand, send_prepare
-from conversations.services import conversation_create, folder_update
+from conversations.sending.pipeline import SendCommand, send_prepare
+from conversations.visibility import transitions as visibility
 from tests.memories.test_concurrency import Gate, run_paused, run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)

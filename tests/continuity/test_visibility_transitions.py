@@ -17,8 +17,8 @@ from django.test import Client
 
 from continuity.eligibility import VisibilityState, visibility_state
 from continuity.prompt_store import static_prompt_ensure
+from conversations.access import access_conversation
 from conversations.models import Conversation, Folder, Message, Role
-from conversations.services import access_conversation
 
 pytestmark = pytest.mark.django_db
 

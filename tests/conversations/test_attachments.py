@@ -15,7 +15,7 @@ from asgiref.sync import sync_to_async
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import AsyncClient
 
-from conversations import attachment_store
+from conversations.attachments import store as attachment_store
 from conversations.models import Attachment, Message, MessageAttachment, Role
 from tests.archive.conftest import minimal_pdf
 from tests.conftest import parse_sse, read_streaming
@@ -281,7 +281,7 @@ async def test_path_traversal_in_upload_names_is_neutralised(scripted_provider, 
      ("line\nbreak\x00.txt", "linebreak.txt"), ("a" * 300 + ".txt", "a" * 200)],
 )
 async def test_attachment_names_are_display_names_never_paths(raw, clean):
-    from conversations.attachments import attachment_name_clean
+    from conversations.attachments.services import attachment_name_clean
 
     assert attachment_name_clean(raw) == clean
 

@@ -23,7 +23,7 @@ def api() -> Client:
 
 def stored_prompt_of(conversation) -> str:
     from continuity.prompt_store import static_prompt_ensure
-    from conversations.services import access_conversation
+    from conversations.access import access_conversation
 
     with transaction.atomic():
         return static_prompt_ensure(access_conversation(conversation.pk, lock=True)).content

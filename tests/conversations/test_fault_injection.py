@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from conversations.access import conversation_create
 from conversations.models import Message, MessageStatus, Role
-from conversations.services import conversation_create
-from conversations.transcript_integrity import transcripts_check
+from conversations.transcript.integrity import transcripts_check
 from tests.conversations.test_crash_recovery import app_env, wait_until
 from tests.support.live_server import LiveApp
 from tests.support.scripted_provider import ScriptedReply

@@ -13,13 +13,13 @@ from django.db import connection
 from django.test import Client
 
 from continuity.models import ThreadHandoff
-from conversations import attachment_store as store
-from conversations.attachments import attachment_upload, manifests_for
+from conversations.access import conversation_create, conversation_rewind
+from conversations.attachments import store
+from conversations.attachments.services import attachment_upload, manifests_for
 from conversations.models import Conversation, ConversationOrigin, IdempotentAction, Message, MessageStatus, Role
-from conversations.provider_binding import binding_fields, configured_provider
-from conversations.send_pipeline import SendCommand, reply_request_build, send_prepare
-from conversations.services import conversation_create, conversation_rewind
-from conversations.transcript import live_branch, tree_problems
+from conversations.provider.binding import binding_fields, configured_provider
+from conversations.sending.pipeline import SendCommand, reply_request_build, send_prepare
+from conversations.transcript.tree import live_branch, tree_problems
 from memories.models import ConversationMemorySnapshot, Memory
 from tests.support.attachment_files import png_bytes
 
@@ -131,7 +131,7 @@ def test_concurrent_forks_with_one_key_make_one_conversation(bound):
     start = threading.Barrier(3)
 
     def run():
-        from conversations.forking import conversation_fork
+        from conversations.threads.fork import conversation_fork
 
         try:
             start.wait()
@@ -271,8 +271,8 @@ def test_fork_of_a_branch_keeps_its_handoff(client, bound):
 def test_delete_forever_removes_the_conversations_blobs_and_a_fork_still_verifies(client):
     """Permanent deletion removes the blobs nothing else references: the
     conversation's own store (a fork holds its own copies, so it keeps working)."""
-    from conversations.deletion import conversation_delete_forever
-    from conversations.visibility import conversation_trash
+    from conversations.transcript.deletion import conversation_delete_forever
+    from conversations.visibility.transitions import conversation_trash
 
     source = conversation_create(persona="elion")
     (image,) = with_attachments(source, ("photo.png", png_bytes()))

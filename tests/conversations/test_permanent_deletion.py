@@ -14,14 +14,14 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from conversations.deletion import (
+from conversations.models import Conversation, ConversationDeletion, Message, MessageSearchEntry
+from conversations.transcript.deletion import (
     STEP_NAMES,
     conversation_deletion_intent,
     deletion_run,
     deletions_finish,
 )
-from conversations.models import Conversation, ConversationDeletion, Message, MessageSearchEntry
-from conversations.visibility import conversation_trash
+from conversations.visibility.transitions import conversation_trash
 from memories.models import ConversationMemorySnapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conversations.reply_watch import StreamSplice, parse_after_seq
+from conversations.sending.watch import StreamSplice, parse_after_seq
 from elion.errors import InvalidInput
 
 

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from conversations.models import Conversation, Message, MessageStatus, Role
-from conversations.send_pipeline import SendCommand, send_prepare
+from conversations.sending.pipeline import SendCommand, send_prepare
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

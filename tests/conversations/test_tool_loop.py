@@ -12,8 +12,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from conversations import tool_loop
 from conversations.models import Message, Role
+from conversations.sending import tool_loop
 from tests.conftest import parse_sse, read_streaming
 from tests.support.scripted_provider import ScriptedReply
 

@@ -57,7 +57,7 @@ def store_prompt(db):
     from django.db import transaction
 
     from continuity.prompt_store import static_prompt_ensure
-    from conversations.services import access_conversation
+    from conversations.access import access_conversation
 
     def store(conversation):
         with transaction.atomic():
@@ -78,7 +78,7 @@ def send_and_capture(db):
     reply task.
     """
     from conversations.models import Message, MessageStatus
-    from conversations.send_pipeline import SendCommand, send_prepare
+    from conversations.sending.pipeline import SendCommand, send_prepare
 
     def send(conversation, content="Hello again."):
         prepared = send_prepare(SendCommand(conversation_id=conversation.pk, content=content))

@@ -13,8 +13,8 @@ import threading
 import pytest
 from playwright.sync_api import Page, expect
 
+from conversations.access import conversation_create
 from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
-from conversations.services import conversation_create
 from tests.pages.conftest import OWNER_PASSWORD
 from tests.support.scripted_provider import ScriptedReply
 
@@ -29,7 +29,7 @@ def seed_conversation(*pairs: tuple[str, str], title: str = "Seeded chat") -> tu
     Rows carry the configured provider's binding (the `live_app` fixture configures
     this process like the server), as every durable message does.
     """
-    from conversations.provider_binding import binding_fields, configured_provider
+    from conversations.provider.binding import binding_fields, configured_provider
 
     conversation = conversation_create(persona="elion", title=title)
     parent, created = None, []

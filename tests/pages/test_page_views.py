@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 
 from conversations.models import AssistantSettings, Conversation, Folder, Message, MessageStatus, Role
-from conversations.page_selectors import sidebar_groups, thread_token_estimate
+from conversations.web.page_selectors import sidebar_groups, thread_token_estimate
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from conversations.rendering import render_markdown
+from conversations.web.rendering import render_markdown
 
 
 def elements(html: str) -> list[tuple[str, dict[str, str]]]:

@@ -14,8 +14,8 @@ from django.db import transaction
 from playwright.sync_api import Page, expect
 
 from continuity.prompt_store import static_prompt_ensure
+from conversations.access import access_conversation, conversation_create
 from conversations.models import Conversation, Folder, Message, Role
-from conversations.services import access_conversation, conversation_create
 
 pytestmark = pytest.mark.browser
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from conversations import provider_gateway as gw
-from conversations.provider_gateway import (
+from conversations.provider import gateway as gw
+from conversations.provider.gateway import (
     Completed,
     ProviderConfig,
     ProviderError,

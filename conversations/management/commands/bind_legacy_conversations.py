@@ -6,7 +6,7 @@ from uuid import UUID
 
 from django.core.management.base import BaseCommand, CommandError
 
-from conversations.legacy_binding import legacy_conversations_bind
+from conversations.provider.legacy_binding import legacy_conversations_bind
 from elion.errors import ServiceError
 
 

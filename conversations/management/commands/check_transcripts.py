@@ -6,7 +6,7 @@ from uuid import UUID
 
 from django.core.management.base import BaseCommand, CommandError
 
-from conversations.transcript_integrity import transcripts_check
+from conversations.transcript.integrity import transcripts_check
 
 
 class Command(BaseCommand):

@@ -1,0 +1,184 @@
+"""HTTP API for the archive and the Library (API.md "Search, characters, archive, library").
+
+Views translate requests into service calls and results into responses.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from archive import library, services
+from archive.models import ArchiveDocument
+from archive.search import archive_search
+from archive.web import schema as docs
+from conversations.web.schema import ErrorSerializer
+from elion.errors import InvalidInput
+
+QUERY_MAX_CHARACTERS = 500
+
+
+def _body(request) -> dict:
+    if not isinstance(request.data, dict) and not hasattr(request.data, "getlist"):
+        raise InvalidInput("The body must be a JSON object or a multipart form.", code="malformed_request")
+    return request.data
+
+
+def _text_field(data, name: str) -> str:
+    value = data.get(name, "")
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string.", code=f"invalid_{name}")
+    return value
+
+
+def document_repr(document: ArchiveDocument, *, duplicate: bool | None = None) -> dict:
+    body = {
+        "id": document.pk,
+        "title": document.title,
+        "collection": document.collection,
+        "chunks": document.chunk_count,
+        "source": document.source,
+        "created_at": document.created_at.isoformat(),
+    }
+    if duplicate is not None:
+        body["duplicate"] = duplicate
+    return body
+
+
+class ArchiveDocumentListView(APIView):
+    @extend_schema(
+        operation_id="archive_documents_list",
+        parameters=[OpenApiParameter("collection", str)],
+        responses={200: docs.DocumentListSerializer, 400: ErrorSerializer},
+    )
+    def get(self, request):
+        documents = ArchiveDocument.objects.defer("text")
+        collection = request.query_params.get("collection")
+        if collection:
+            documents = documents.filter(collection=services.clean_collection(collection))
+        return Response({"results": [document_repr(d) for d in documents[:1000]]})
+
+    @extend_schema(
+        description="multipart `file` + `collection` (+ `title`), or JSON `{title, text, collection}`.",
+        request={"multipart/form-data": docs.DocumentUploadSerializer, "application/json": docs.DocumentTextSerializer},
+        responses={200: docs.DocumentAddedSerializer, 201: docs.DocumentAddedSerializer, 400: ErrorSerializer,
+                   413: ErrorSerializer},
+    )
+    def post(self, request):
+        data = _body(request)
+        upload = request.FILES.get("file")
+        if upload is not None:
+            result = services.archive_document_upload(
+                upload=upload, collection=data.get("collection"), title=_text_field(data, "title")
+            )
+        elif "text" in data:
+            result = services.archive_document_add_text(
+                text=data.get("text"), collection=data.get("collection"), title=_text_field(data, "title")
+            )
+        else:
+            raise InvalidInput("Attach a file, or send title and text.", code="missing_file")
+        code = status.HTTP_200_OK if result.duplicate else status.HTTP_201_CREATED
+        return Response(document_repr(result.document, duplicate=result.duplicate), status=code)
+
+
+class ArchiveDocumentDetailView(APIView):
+    @extend_schema(responses={200: docs.DocumentDetailSerializer, 404: ErrorSerializer})
+    def get(self, request, document_id):
+        document = services.access_document(document_id)
+        chunks = [
+            {"chunk": c.position, "speaker": c.speaker, "role": c.role, "turn": c.turn, "text": c.text}
+            for c in document.chunks.order_by("position")
+        ]
+        return Response({**document_repr(document), "metadata": document.metadata, "chunk_list": chunks})
+
+    @extend_schema(responses={204: None, 404: ErrorSerializer})
+    def delete(self, request, document_id):
+        services.archive_document_delete(document_id=document_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ChatGPTImportView(APIView):
+    @extend_schema(
+        description="multipart `file`: conversations.json or the export zip; optional `collection`, `assistant_name`.",
+        request={"multipart/form-data": docs.ChatGPTImportSerializer},
+        responses={200: docs.ChatGPTImportSummarySerializer, 400: ErrorSerializer, 413: ErrorSerializer},
+    )
+    def post(self, request):
+        data = _body(request)
+        summary = services.archive_chatgpt_import(
+            upload=request.FILES.get("file"),
+            collection=data.get("collection") or "conversations",
+            assistant_name=_text_field(data, "assistant_name"),
+        )
+        return Response(summary.as_dict())
+
+
+class ArchiveSearchView(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("q", str), OpenApiParameter("collection", str)],
+        responses={200: docs.ArchiveSearchSerializer, 400: ErrorSerializer},
+    )
+    def get(self, request):
+        query = request.query_params.get("q", "")
+        if len(query) > QUERY_MAX_CHARACTERS:
+            raise InvalidInput(f"q can be at most {QUERY_MAX_CHARACTERS} characters.", code="query_too_long")
+        collection = request.query_params.get("collection")
+        collections = [services.clean_collection(collection)] if collection else None
+        hits = archive_search(query, limit=20, collections=collections)
+        return Response({"results": [hit.as_dict() for hit in hits]})
+
+
+class LibraryFileListView(APIView):
+    @extend_schema(operation_id="library_files_list", responses={200: docs.LibraryFileListSerializer})
+    def get(self, request):
+        return Response({"results": [library.library_file_repr(f) for f in library.library_files()]})
+
+    @extend_schema(
+        description="multipart `file` (+ `name`), or JSON `{name, text}`.",
+        request={"multipart/form-data": docs.LibraryUploadSerializer, "application/json": docs.LibraryTextSerializer},
+        responses={200: docs.LibraryFileAddedSerializer, 201: docs.LibraryFileAddedSerializer, 400: ErrorSerializer,
+                   413: ErrorSerializer},
+    )
+    def post(self, request):
+        data = _body(request)
+        upload = request.FILES.get("file")
+        if upload is not None:
+            result = library.library_file_upload(upload=upload, name=_text_field(data, "name"))
+        elif "text" in data:
+            result = library.library_file_add_text(name=data.get("name"), text=data.get("text"))
+        else:
+            raise InvalidInput("Attach a file, or send name and text.", code="missing_file")
+        body = {**library.library_file_repr(result.file), "duplicate": result.duplicate}
+        return Response(body, status=status.HTTP_200_OK if result.duplicate else status.HTTP_201_CREATED)
+
+
+def _int_param(request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"{name} must be an integer.", code="invalid_page") from exc
+
+
+class LibraryFileDetailView(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("offset", int), OpenApiParameter("limit", int)],
+        responses={200: docs.LibraryPageSerializer, 400: ErrorSerializer, 404: ErrorSerializer},
+    )
+    def get(self, request, file_id):
+        file = library.access_library_file(file_id)
+        page = library.library_page(
+            file,
+            offset=_int_param(request, "offset", 0),
+            limit=_int_param(request, "limit", library.PAGE_CHARACTERS),
+        )
+        return Response({**library.library_file_repr(file), **page})
+
+    @extend_schema(responses={204: None, 404: ErrorSerializer})
+    def delete(self, request, file_id):
+        library.library_file_delete(file_id=file_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)

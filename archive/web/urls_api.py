@@ -1,0 +1,12 @@
+from django.urls import path
+
+from archive.web import api
+
+urlpatterns = [
+    path("archive/documents/", api.ArchiveDocumentListView.as_view(), name="api-archive-documents"),
+    path("archive/documents/<str:document_id>/", api.ArchiveDocumentDetailView.as_view(), name="api-archive-document"),
+    path("archive/import/chatgpt/", api.ChatGPTImportView.as_view(), name="api-archive-import-chatgpt"),
+    path("archive/search/", api.ArchiveSearchView.as_view(), name="api-archive-search"),
+    path("library/files/", api.LibraryFileListView.as_view(), name="api-library-files"),
+    path("library/files/<str:file_id>/", api.LibraryFileDetailView.as_view(), name="api-library-file"),
+]

@@ -1,0 +1,66 @@
+"""HTTP API and page actions for Compact / Undo (`continuity.compaction`). Thin."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from continuity.compaction import (
+    compaction_for_head,
+    compaction_repr,
+    conversation_compact,
+    conversation_compaction_undo,
+)
+from conversations.access import access_conversation
+from conversations.web import schema as docs
+from elion.errors import ServiceError
+
+
+class ConversationCompactionView(APIView):
+    """`GET` the compaction the next request would use; `POST` compacts; `DELETE` undoes."""
+
+    @extend_schema(responses={200: dict, 404: docs.ErrorSerializer})
+    def get(self, request, conversation_id):
+        conversation = access_conversation(conversation_id)
+        return Response({"compaction": compaction_repr(compaction_for_head(conversation))})
+
+    @extend_schema(request=None, responses={201: dict, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer})
+    def post(self, request, conversation_id):
+        compaction = conversation_compact(conversation_id=conversation_id)
+        return Response({"compaction": compaction_repr(compaction)}, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: dict, 404: docs.ErrorSerializer})
+    def delete(self, request, conversation_id):
+        return Response({"removed": conversation_compaction_undo(conversation_id=conversation_id)})
+
+
+@require_POST
+def compact_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    try:
+        compaction = conversation_compact(conversation_id=conversation_id)
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+    else:
+        messages.success(
+            request,
+            f"Compacted: the next replies read a model-written summary of the first {compaction.covered_messages} "
+            "turns instead of the turns themselves. Every message is kept; Undo brings the full history back.",
+        )
+    return redirect("chat", conversation_id=conversation_id)
+
+
+@require_POST
+def compaction_undo_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    try:
+        conversation_compaction_undo(conversation_id=conversation_id)
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+    else:
+        messages.success(request, "Compaction undone: the next reply reads the full history again.")
+    return redirect("chat", conversation_id=conversation_id)

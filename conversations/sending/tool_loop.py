@@ -1,0 +1,336 @@
+"""The model's deliberate tools, and the tool rounds inside a reply.
+
+Tools (neutral definitions, as `provider_gateway.stream_reply` takes them):
+
+* `search_past_conversations`: live-branch user/assistant speech of other
+  conversations that may feed automatic continuity (never hidden, trashed,
+  Continuity-Shielded, the other persona's, or the current conversation;
+  never system prompts, handoff bubbles or tool output).
+* `search_archive`: only offered when Archive access is on; results cite the
+  document title, collection and chunk.
+* `list_library` / `read_library_file`: the Library, read a page at a time.
+* Web search: the Responses API's built-in tool, only when enabled in
+  Settings and the selector is `responses`.
+
+Nothing from the archive, the Library or other conversations enters a request
+unless the model calls one of these tools.
+
+Each call and its result are stored as a pair of parts on the assistant
+message (`{"type": "tool_call", "call_id", "name", "arguments", "round"}`,
+`{"type": "tool_result", "call_id", "content", "is_error"}`), each written as
+it happens. `project_tool_parts` turns stored parts back into request
+messages, pairing every call with exactly one result; a call whose result was
+never stored (the process died mid-tool) gets a synthetic error result,
+marked as such. Parts never enter `Message.content`, so handoffs, recall and
+the visible estimate never see them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from uuid import UUID
+
+from django.utils import timezone
+
+from conversations.models import Message
+from conversations.provider.gateway import ToolCallRequested
+
+logger = logging.getLogger(__name__)
+
+RESULT_MAX_CHARACTERS = 16_000
+PAST_SEARCH_LIMIT = 8
+PAST_SEARCH_CANDIDATES = 50
+ARCHIVE_SEARCH_LIMIT = 8
+INTERRUPTED_RESULT = "The tool call was interrupted before it returned a result."
+WEB_SEARCH_TOOL = {"type": "web_search"}
+
+SEARCH_PAST_CONVERSATIONS = {
+    "name": "search_past_conversations",
+    "description": (
+        "Search the owner's other conversations for words they contain. Returns excerpts grouped by "
+        "conversation title. Hidden, trashed and continuity-shielded conversations are never searched."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "Words to find; every word must occur."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": PAST_SEARCH_LIMIT},
+        },
+        "required": ["query"],
+    },
+}
+SEARCH_ARCHIVE = {
+    "name": "search_archive",
+    "description": (
+        "Search the archive: historical conversations, prior incarnations, papers and testimony. "
+        "Cite results by document title, collection and chunk number."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "Words to find; every word must occur."},
+            "collection": {"type": "string", "enum": ["conversations", "incarnations", "papers", "testimony"]},
+            "limit": {"type": "integer", "minimum": 1, "maximum": ARCHIVE_SEARCH_LIMIT},
+        },
+        "required": ["query"],
+    },
+}
+LIST_LIBRARY = {
+    "name": "list_library",
+    "description": "List the files in the Library with their ids, kinds and lengths.",
+    "parameters": {"type": "object", "properties": {}},
+}
+READ_LIBRARY_FILE = {
+    "name": "read_library_file",
+    "description": "Read one page of a Library file. Continue with next_offset until it is null.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "file_id": {"type": "integer"},
+            "offset": {"type": "integer", "minimum": 0, "description": "Character offset; 0 for the start."},
+        },
+        "required": ["file_id"],
+    },
+}
+
+
+def available_tools(*, archive_access: bool, web_search: bool, api_selector: str) -> list[dict]:
+    """The tools offered for one reply, decided from the settings at send time."""
+    tools = [SEARCH_PAST_CONVERSATIONS, LIST_LIBRARY, READ_LIBRARY_FILE]
+    if archive_access:
+        tools.insert(1, SEARCH_ARCHIVE)
+    if web_search and api_selector == "responses":
+        tools.append(WEB_SEARCH_TOOL)
+    return tools
+
+
+def tool_definitions_text(tools: list[dict]) -> str:
+    """What the definitions cost in the request (the `tool_definition_tokens` diagnostic)."""
+    return json.dumps(tools, separators=(",", ":")) if tools else ""
+
+
+# --- The tools -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    conversation_id: UUID
+    persona: str
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    content: str
+    is_error: bool = False
+
+
+class ToolInputError(Exception):
+    """The model's arguments cannot be used; the model reads the message."""
+
+
+def _text_arg(args: dict, name: str) -> str:
+    value = args.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise ToolInputError(f"{name} must be a non-empty string.")
+    return value
+
+
+def _int_arg(args: dict, name: str, default: int, low: int, high: int | None = None) -> int:
+    value = args.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ToolInputError(f"{name} must be an integer of at least {low}.")
+    return min(value, high) if high is not None else value
+
+
+def past_conversation_search(*, query: str, context: ToolContext, limit: int = PAST_SEARCH_LIMIT) -> list[dict]:
+    """Excerpts from the conversations the model may search, best match first.
+
+    Matching and ranking are the owner's Past Conversation Search (live-branch
+    user/assistant speech only); which conversations count is
+    `continuity.eligibility.model_search_sources`: its persona's automatic
+    continuity sources, never shielded, never the current conversation.
+    """
+    from continuity.eligibility import model_search_sources
+    from conversations.visibility.past_search import past_conversation_search as owner_search
+
+    # Shielded conversations are never asked for; the wider limit leaves room
+    # for hits the model may not see (the current thread, the other persona).
+    hits = owner_search(query, include_shielded=False, limit=PAST_SEARCH_CANDIDATES)
+    allowed = set(
+        model_search_sources(persona=context.persona, current_conversation_id=context.conversation_id)
+        .filter(pk__in={hit.conversation_id for hit in hits})
+        .values_list("pk", flat=True)
+    )
+    return [
+        {
+            "conversation_title": hit.conversation_title,
+            "role": hit.role,
+            "date": hit.created_at.date().isoformat(),
+            "excerpt": hit.excerpt,
+        }
+        for hit in hits
+        if hit.conversation_id in allowed
+    ][:limit]
+
+
+def _search_past_conversations(args: dict, context: ToolContext) -> str:
+    query = _text_arg(args, "query")
+    hits = past_conversation_search(
+        query=query, context=context, limit=_int_arg(args, "limit", PAST_SEARCH_LIMIT, 1, PAST_SEARCH_LIMIT)
+    )
+    grouped: dict[str, list[dict]] = {}
+    for hit in hits:
+        grouped.setdefault(hit.pop("conversation_title"), []).append(hit)
+    return json.dumps(
+        {"query": query, "conversations": [{"title": t, "excerpts": e} for t, e in grouped.items()]},
+        ensure_ascii=False,
+    )
+
+
+def _search_archive(args: dict, context: ToolContext) -> str:
+    from archive.models import ArchiveCollection
+    from archive.search import archive_search
+
+    query = _text_arg(args, "query")
+    collection = args.get("collection")
+    if collection is not None and collection not in ArchiveCollection.values:
+        raise ToolInputError(f"collection must be one of {', '.join(ArchiveCollection.values)}.")
+    limit = _int_arg(args, "limit", ARCHIVE_SEARCH_LIMIT, 1, ARCHIVE_SEARCH_LIMIT)
+    hits = archive_search(query, limit=limit, collections=[collection] if collection else None)
+    results = [
+        {
+            "cite_as": f"{hit.document_title} ({hit.collection}), chunk {hit.chunk}",
+            "document_title": hit.document_title,
+            "collection": hit.collection,
+            "chunk": hit.chunk,
+            "speaker": hit.speaker,
+            "excerpt": hit.excerpt,
+        }
+        for hit in hits
+    ]
+    return json.dumps({"query": query, "results": results}, ensure_ascii=False)
+
+
+def _list_library(args: dict, context: ToolContext) -> str:
+    from archive.library import library_file_repr, library_files
+
+    files = [
+        {k: v for k, v in library_file_repr(f).items() if k in ("id", "name", "kind", "characters")}
+        for f in library_files()
+    ]
+    return json.dumps({"files": files}, ensure_ascii=False)
+
+
+def _read_library_file(args: dict, context: ToolContext) -> str:
+    from archive.library import access_library_file, library_page
+    from elion.errors import ServiceError
+
+    file_id = _int_arg(args, "file_id", -1, 0)
+    try:
+        page = library_page(access_library_file(file_id), offset=_int_arg(args, "offset", 0, 0))
+    except ServiceError as exc:
+        raise ToolInputError(exc.detail) from exc
+    return json.dumps(page, ensure_ascii=False)
+
+
+TOOL_FUNCTIONS: dict[str, Callable[[dict, ToolContext], str]] = {
+    "search_past_conversations": _search_past_conversations,
+    "search_archive": _search_archive,
+    "list_library": _list_library,
+    "read_library_file": _read_library_file,
+}
+
+
+def run_tool(call: ToolCallRequested, *, offered: list[dict], context: ToolContext) -> ToolResult:
+    """Run one call. Every failure is a result the model reads, never an exception."""
+    offered_names = {tool["name"] for tool in offered if "name" in tool}
+    function = TOOL_FUNCTIONS.get(call.name)
+    if function is None or call.name not in offered_names:
+        available = ", ".join(sorted(offered_names)) or "none"
+        return ToolResult(f"Tool error: there is no tool named {call.name!r} here. Available: {available}.", True)
+    try:
+        args = json.loads(call.arguments_json or "{}")
+        if not isinstance(args, dict):
+            raise ToolInputError("arguments must be a JSON object.")
+        content = function(args, context)
+    except json.JSONDecodeError:
+        return ToolResult("Tool error: the arguments are not valid JSON.", True)
+    except ToolInputError as exc:
+        return ToolResult(f"Tool error: {exc}", True)
+    except Exception:  # noqa: BLE001 - a broken tool must not break the reply; the model hears about it
+        logger.exception("tool %s failed", call.name)
+        return ToolResult(f"Tool error: {call.name} failed inside the app; try something else.", True)
+    if len(content) > RESULT_MAX_CHARACTERS:
+        content = content[:RESULT_MAX_CHARACTERS] + " …[result cut at the size limit]"
+    return ToolResult(content)
+
+
+# --- Durable parts and their projection ---------------------------------------------
+
+
+def call_part(call: ToolCallRequested, round_number: int) -> dict:
+    return {
+        "type": "tool_call",
+        "call_id": call.call_id,
+        "name": call.name,
+        "arguments": call.arguments_json,
+        "round": round_number,
+    }
+
+
+def result_part(call_id: str, result: ToolResult) -> dict:
+    return {"type": "tool_result", "call_id": call_id, "content": result.content, "is_error": result.is_error}
+
+
+def project_tool_parts(parts: list[dict]) -> list[dict]:
+    """Request messages for stored tool parts: per round, the calls, then one result for each.
+
+    A pure function of the stored parts. A call without a stored result gets
+    a synthetic error result, so the request is always well paired.
+    """
+    results = {p["call_id"]: p for p in parts if p.get("type") == "tool_result"}
+    rounds: dict[int, list[dict]] = {}
+    for part in parts:
+        if part.get("type") == "tool_call":
+            rounds.setdefault(int(part.get("round", 0)), []).append(part)
+    messages: list[dict] = []
+    for round_number in sorted(rounds):
+        calls = rounds[round_number]
+        messages.append({
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"call_id": c["call_id"], "name": c["name"], "arguments": c["arguments"]} for c in calls],
+        })
+        for call in calls:
+            stored = results.get(call["call_id"])
+            content = stored["content"] if stored is not None else f"Tool error: {INTERRUPTED_RESULT}"
+            messages.append({"role": "tool", "call_id": call["call_id"], "content": content})
+    return messages
+
+
+def _save_parts(message_id: UUID, parts: list[dict]) -> None:
+    Message.objects.filter(pk=message_id).update(parts=parts, updated_at=timezone.now())
+
+
+async def tool_round_run(
+    calls: list[ToolCallRequested], *, round_number: int, message_id: UUID, parts: list[dict],
+    offered: list[dict], context: ToolContext, emit: Callable[[str, dict], None],
+    persist: Callable[[Callable], Callable[..., Awaitable]],
+) -> None:
+    """Run one round's calls in order, storing each call, then its result, as it happens.
+
+    `parts` (the message's stored parts) is extended in place. `persist` runs
+    a database function off the event loop the way the reply's other writes
+    run (send_pipeline.persist).
+    """
+    for call in calls:
+        parts.append(call_part(call, round_number))
+        await persist(_save_parts)(message_id, list(parts))
+        emit("tool", {"name": call.name, "status": "running"})
+        result = await persist(run_tool)(call, offered=offered, context=context)
+        parts.append(result_part(call.call_id, result))
+        await persist(_save_parts)(message_id, list(parts))
+        emit("tool", {"name": call.name, "status": "error" if result.is_error else "done"})

@@ -1,0 +1,190 @@
+"""Fork: a full copy of a conversation's live branch up to one message.
+
+Seed 004: "Fork copies verified content into the destination store under the
+same attachment and content-addressed storage identities while the source
+session is locked; it does not share a mutable pathname or depend on the
+source file. Missing or tampered media blocks fork." And the provider tuple
+is validated before fork publication.
+
+- Only the live branch is copied (root to the chosen message), so nothing
+  from a rewound-away sibling, its text or its tool calls, reaches the fork.
+- Copied messages get new ids and seqs in the destination, keep role, kind,
+  content, tool parts, status and binding, and record `forked_from` (the
+  source message id) in their metadata.
+- Each manifest lists the same attachment ids in the same order; every blob is
+  verified in the source store and its bytes written into the destination's
+  own store (`conversations.attachments.store`), so removing the source's
+  blobs, or the whole source conversation, leaves the fork intact.
+- The destination is created through `conversation_create` (its own memory
+  snapshot, origin `fork`) and, like Branch / Fresh Chat, an
+  `Idempotency-Key` makes the action retry-safe.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from django.db import IntegrityError, transaction
+
+from continuity.branching import idempotency_key_clean
+from conversations.access import TITLE_MAX, access_conversation, conversation_create, streams_interrupt_expired
+from conversations.attachments import store
+from conversations.attachments.services import AttachmentUnavailable, manifests_for
+from conversations.models import (
+    Conversation,
+    ConversationOrigin,
+    IdempotentAction,
+    Message,
+    MessageAttachment,
+    MessageStatus,
+)
+from conversations.provider.binding import provider_binding_gate
+from conversations.transcript.tree import tree_messages, walk_to_root
+from elion.errors import Conflict, InvalidInput, NotFound
+from memories.snapshots import memory_set_lock
+
+FORK_ACTION = "fork"
+FORKED_FROM_KEY = "forked_from"
+
+
+def _recorded_fork(source: Conversation, key: str, message_id: UUID) -> Conversation | None:
+    action = (
+        IdempotentAction.objects.filter(action=FORK_ACTION, source=source, key=key).select_related("result").first()
+    )
+    if action is None:
+        return None
+    head = Message.objects.filter(pk=action.result.head_id).first()
+    if head is None or head.metadata.get(FORKED_FROM_KEY) != str(message_id):
+        raise Conflict(
+            "This Idempotency-Key was already used to fork from a different message.", code="idempotency_key_reused"
+        )
+    return action.result
+
+
+def _message_id(raw: object) -> UUID:
+    try:
+        return UUID(str(raw))
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput("message_id must name a message of this conversation.", code="invalid_message_id") from exc
+
+
+def conversation_fork(
+    *, conversation_id: UUID | str, message_id: object, idempotency_key: object
+) -> tuple[Conversation, bool]:
+    """Fork the live branch up to `message_id`; returns (destination, created)."""
+    key = idempotency_key_clean(idempotency_key)
+    target_id = _message_id(message_id)
+    with transaction.atomic():
+        # Lock order: the memory set (the destination captures a snapshot),
+        # then the source row, held while its blobs are verified and copied,
+        # which also queues duplicate forks behind the first.
+        memory_set_lock()
+        source = access_conversation(conversation_id, lock=True)
+        existing = _recorded_fork(source, key, target_id)
+        if existing is not None:
+            return existing, False
+        try:
+            with transaction.atomic():
+                destination = _fork_create(source, target_id)
+                IdempotentAction.objects.create(action=FORK_ACTION, key=key, source=source, result=destination)
+        except IntegrityError:
+            existing = _recorded_fork(source, key, target_id)
+            if existing is None:
+                raise
+            return existing, False
+    return destination, True
+
+
+def _fork_create(source: Conversation, target_id: UUID) -> Conversation:
+    streams_interrupt_expired(source)
+    tree = tree_messages(source)
+    branch = walk_to_root(tree, source.head_id)
+    positions = {message.id: index for index, message in enumerate(branch)}
+    if target_id not in positions:
+        if target_id in tree:
+            raise Conflict(
+                "That message is not on the live branch; rewind to it first or fork from a live message.",
+                code="fork_target_not_live",
+            )
+        raise NotFound("No message with that id in this conversation.", code="message_not_found")
+    copied = branch[: positions[target_id] + 1]
+    if copied[-1].status == MessageStatus.STREAMING:
+        raise Conflict("That reply is still streaming; fork once it has finished.", code="reply_in_progress")
+    # Seed 004: the complete provider tuple is validated before publication.
+    provider_binding_gate(copied)  # seed 004: the full tuple, before fork publication
+    manifests = manifests_for(copied)
+    blobs = _verified_blobs(source.id, manifests)
+
+    destination = conversation_create(
+        persona=source.persona, title=_fork_title(source), folder_id=source.folder_id, origin=ConversationOrigin.FORK
+    )
+    destination_store = store.conversation_store(destination.id)
+    for sha256, data in blobs.items():
+        store.write_bytes(destination_store, data, sha256)
+    new_ids: dict[UUID, UUID] = {}
+    entries: list[MessageAttachment] = []
+    for seq, original in enumerate(copied, start=1):
+        copy = Message.objects.create(
+            conversation=destination,
+            parent_id=new_ids[original.parent_id] if original.parent_id else None,
+            seq=seq,
+            role=original.role,
+            kind=original.kind,
+            content=original.content,
+            parts=original.parts,
+            status=original.status,
+            error=original.error,
+            error_detail=original.error_detail,
+            metadata={**original.metadata, FORKED_FROM_KEY: str(original.id)},
+            provider_id=original.provider_id,
+            provider_type=original.provider_type,
+            model=original.model,
+            route_fingerprint=original.route_fingerprint,
+        )
+        new_ids[original.id] = copy.id
+        entries.extend(
+            MessageAttachment(message=copy, position=position, attachment=attachment)
+            for position, attachment in enumerate(manifests.get(original.id, []))
+        )
+    MessageAttachment.objects.bulk_create(entries)
+    _copy_thread_handoff(source, destination)
+    destination.head_id = new_ids[copied[-1].id]
+    destination.last_seq = len(copied)
+    destination.save(update_fields=["head", "last_seq", "updated_at"])
+    return destination
+
+
+def _verified_blobs(conversation_id: UUID, manifests) -> dict[str, bytes]:
+    source_store = store.conversation_store(conversation_id)
+    blobs: dict[str, bytes] = {}
+    for attachments in manifests.values():
+        for attachment in attachments:
+            if attachment.sha256 in blobs:
+                continue
+            try:
+                blobs[attachment.sha256] = store.read_verified(source_store, attachment.sha256, attachment.size)
+            except store.BlobProblem as exc:
+                raise AttachmentUnavailable(attachment, exc.reason, "fork") from exc
+    return blobs
+
+
+def _fork_title(source: Conversation) -> str:
+    return f"{source.display_title} (fork)"[:TITLE_MAX]
+
+
+def _copy_thread_handoff(source: Conversation, destination: Conversation) -> None:
+    """A forked Branch / Fresh Chat keeps its handoff: the copy feeds the fork's static prompt alike."""
+    from continuity.models import ThreadHandoff
+
+    row = ThreadHandoff.objects.filter(destination=source).first()
+    if row is None or ThreadHandoff.objects.filter(destination=destination).exists():
+        return
+    ThreadHandoff.objects.create(
+        destination=destination,
+        source=row.source,
+        source_message_ids=row.source_message_ids,
+        handoff=row.handoff,
+        policy_marker=row.policy_marker,
+        summary=row.summary,
+        recent_raw=row.recent_raw,
+    )

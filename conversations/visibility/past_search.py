@@ -1,0 +1,189 @@
+"""Past Conversation Search: the owner's deliberate full-text search over conversations.
+
+What is searched: user and assistant speech on each conversation's live
+branch. Never the stored static prompt (a system message), tool calls or
+results (stored as parts, never in `content`), failed or still-streaming
+replies, or Branch / Fresh Chat handoff bubbles: a bubble quotes another
+conversation's final exchange, so it is found (once) in its source, under
+that source's own visibility, and a bubble can never carry a hidden
+conversation's words into results.
+
+Which conversations: never hidden or trashed; Continuity-Shielded ones only
+when `include_shielded` is asked for that one search. The option is read
+here and nowhere else: it releases no shield and changes no eligibility
+(`continuity.eligibility.deliberate_search_sources`).
+
+Results are grouped by conversation: the conversation with the best match
+first, up to `PER_CONVERSATION` excerpts each, best first. The same query
+gives the same results on SQLite and PostgreSQL (`elion.fulltext`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from django.db import connection, transaction
+from django.db.models import QuerySet
+
+from continuity.eligibility import deliberate_search_sources
+from conversations.models import Conversation, Message, MessageSearchEntry
+from conversations.transcript.tree import live_ids_among
+from elion.fulltext import excerpt, matching_ids, query_terms, score, search_text_for
+
+RESULT_LIMIT = 50
+PER_CONVERSATION = 5
+CANDIDATE_LIMIT = 1_000
+INDEX_BATCH = 1_000
+ENTRY_TABLE = MessageSearchEntry._meta.db_table
+FTS_TABLE = "message_search_fts"
+VECTOR_COLUMN = "search_vector"  # PostgreSQL only: the stored, generated tsvector of search_text
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    conversation_id: UUID
+    conversation_title: str
+    message_id: UUID
+    role: str
+    excerpt: str
+    shielded: bool
+    created_at: datetime
+
+    def as_dict(self) -> dict:
+        return {
+            "conversation_id": str(self.conversation_id),
+            "conversation_title": self.conversation_title,
+            "message_id": str(self.message_id),
+            "role": self.role,
+            "excerpt": self.excerpt,
+            "shielded": self.shielded,
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+def message_search_index_sync(*, batch_size: int = INDEX_BATCH) -> int:
+    """Tokenise every pending index row (written by the message triggers); returns how many.
+
+    A row is only ever replaced (a new id) when its message changes, so
+    writing `search_text` by id can never put an old text on a newer row.
+    Each batch commits on its own; inside a caller's transaction (a send's
+    recall) it takes no savepoint: a failure rolls the whole caller back.
+    """
+    done = 0
+    while True:
+        with transaction.atomic(savepoint=False):
+            pending = list(
+                MessageSearchEntry.objects.filter(search_text__isnull=True)
+                .order_by("id")
+                .values_list("id", "message__content")[:batch_size]
+            )
+            if pending:
+                _search_texts_write([(pk, search_text_for(content or "")) for pk, content in pending])
+        done += len(pending)
+        if len(pending) < batch_size:
+            return done  # a short batch was the last one: no second query for the usual single new row
+
+
+def _search_texts_write(rows: list[tuple[int, str]]) -> None:
+    """One `UPDATE … FROM (VALUES …)` per batch (PostgreSQL, SQLite ≥ 3.33); `bulk_update`'s
+    CASE chains made a first sync of a large archive take many times longer."""
+    table = connection.ops.quote_name(ENTRY_TABLE)
+    values = ", ".join(["(%s, %s)"] * len(rows))
+    cast = "::bigint" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH v(id, search_text) AS (VALUES {values}) "
+            f"UPDATE {table} SET search_text = v.search_text FROM v WHERE {table}.id = v.id{cast}",
+            [value for row in rows for value in row],
+        )
+
+
+def message_matching_ids(terms: list[str], *, sources: QuerySet[Conversation], limit: int) -> list[int]:
+    """Index-row ids (newest first) of messages in `sources` holding every term.
+
+    The one way to query this index (Past Conversation Search, keyword recall,
+    the model's tool): run `message_search_index_sync()` first.
+    """
+    sources_sql, sources_params = sources.order_by().values("pk").query.sql_with_params()
+    return matching_ids(
+        table=ENTRY_TABLE,
+        fts_table=FTS_TABLE,
+        terms=terms,
+        limit=limit,
+        where=f"AND c.conversation_id IN ({sources_sql})",
+        params=sources_params,
+        vector_column=VECTOR_COLUMN,
+    )
+
+
+def past_conversation_search(
+    query: str, *, include_shielded: bool = False, limit: int = RESULT_LIMIT, per_conversation: int = PER_CONVERSATION
+) -> list[SearchHit]:
+    """Messages holding every word of `query`, grouped by conversation, best first."""
+    terms = query_terms(query)
+    if not terms or limit <= 0:
+        return []
+    message_search_index_sync()
+    sources = deliberate_search_sources(include_shielded=include_shielded)
+    ids = message_matching_ids(terms, sources=sources, limit=CANDIDATE_LIMIT)
+    entries = list(
+        MessageSearchEntry.objects.filter(pk__in=ids).values_list(
+            "pk", "message_id", "conversation_id", "search_text", "conversation__head_id"
+        )
+    )
+    live = live_ids_among([row[1] for row in entries], [row[4] for row in entries])
+    ranked = sorted(
+        (
+            (score(text or "", terms), pk, message_id, conversation_id)
+            for pk, message_id, conversation_id, text, _head in entries
+            if message_id in live
+        ),
+        key=lambda item: (-item[0], -item[1]),
+    )
+    # Grouped: conversations in the order of their best match, each with its best few.
+    groups: dict[UUID, list[UUID]] = {}
+    for _score, _pk, message_id, conversation_id in ranked:
+        group = groups.setdefault(conversation_id, [])
+        if len(group) < per_conversation:
+            group.append(message_id)
+    chosen = [(conversation_id, message_id) for conversation_id, group in groups.items() for message_id in group]
+    chosen = chosen[:limit]
+    messages = Message.objects.in_bulk([message_id for _, message_id in chosen])
+    conversations = Conversation.objects.in_bulk({conversation_id for conversation_id, _ in chosen})
+    return [
+        SearchHit(
+            conversation_id=conversation_id,
+            conversation_title=conversations[conversation_id].display_title,
+            message_id=message_id,
+            role=messages[message_id].role,
+            excerpt=excerpt(messages[message_id].content, terms),
+            shielded=conversations[conversation_id].shielded,
+            created_at=messages[message_id].created_at,
+        )
+        for conversation_id, message_id in chosen
+        if message_id in messages and conversation_id in conversations
+    ]
+
+
+def quoted_excerpt(*, message_id: UUID | str, query: str) -> str:
+    """Text to place in the message box when the owner deliberately uses a result.
+
+    Any conversation's message may be quoted this way: using it is the
+    owner's explicit act, and it reaches the model only if they send it.
+    Returns "" when there is no such user/assistant message.
+    """
+    from conversations.models import MessageKind, Role
+
+    try:
+        message = (
+            Message.objects.select_related("conversation")
+            .filter(role__in=(Role.USER, Role.ASSISTANT), kind=MessageKind.ORDINARY)
+            .get(pk=UUID(str(message_id)))
+        )
+    except (ValueError, TypeError, Message.DoesNotExist):
+        return ""
+    text = excerpt(message.content, query_terms(query))
+    quoted = "\n".join(f"> {line}" for line in text.splitlines() or [""])
+    return f"{quoted}\n— from “{message.conversation.display_title}”\n\n"

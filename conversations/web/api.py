@@ -1,0 +1,364 @@
+"""HTTP API for settings, folders, conversations and messages (API.md).
+
+Views translate requests into service calls and results into responses.
+"""
+
+from __future__ import annotations
+
+import json
+from uuid import UUID
+
+from asgiref.sync import sync_to_async
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.utils.decorators import method_decorator
+from django.views import View
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversations import access as services
+from conversations.attachments.services import manifests_for
+from conversations.models import Conversation, Folder, Message, Role
+from conversations.sending.pipeline import reply_events, retry_prepare, send_command_from_payload, send_prepare
+from conversations.sending.stop import reply_stop
+from conversations.sending.watch import ReplyWatch, live_reply_id, parse_after_seq
+from conversations.settings_service import assistant_settings_get, assistant_settings_update
+from conversations.transcript.tree import live_branch
+from conversations.web import export as conversation_export
+from conversations.web import schema as docs
+from conversations.web import serializers as s
+from elion import access
+from elion.errors import InvalidInput, NotFound, ServiceError
+
+
+def validated(serializer_class, data) -> dict:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def patch_fields(request, allowed) -> dict:
+    if not isinstance(request.data, dict):
+        raise InvalidInput("The body must be a JSON object.", code="malformed_request")
+    return {key: request.data[key] for key in allowed if key in request.data}
+
+
+class HealthView(APIView):
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+
+    @extend_schema(responses=docs.HealthSerializer)
+    def get(self, request):
+        from continuity.health import reconciliation_status
+
+        return Response({"status": "ok", "reconciliation": reconciliation_status()})
+
+
+class LoginView(APIView):
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+
+    @extend_schema(request=docs.LoginSerializer, responses={200: docs.HealthSerializer, 401: docs.ErrorSerializer})
+    def post(self, request):
+        from django.contrib.auth import login
+
+        password = request.data.get("password") if isinstance(request.data, dict) else None
+        if not isinstance(password, str) or not access.check_owner_password(password):
+            return Response(
+                {"error": "invalid_credentials", "detail": "That password is not the owner's."},
+                status=status.HTTP_401_UNAUTHORIZED,
+            )
+        login(request._request, access.get_owner_user())
+        return Response({"status": "ok"})
+
+
+class SettingsView(APIView):
+    @extend_schema(responses=docs.SettingsSerializer)
+    def get(self, request):
+        return Response(s.settings_repr(assistant_settings_get()))
+
+    @extend_schema(request=s.SettingsPatchSerializer, responses={200: docs.SettingsSerializer, 400: docs.ErrorSerializer})
+    def patch(self, request):
+        changes = validated(s.SettingsPatchSerializer, request.data)
+        return Response(s.settings_repr(assistant_settings_update(**changes)))
+
+
+class FolderListView(APIView):
+    @extend_schema(responses=docs.FolderListSerializer)
+    def get(self, request):
+        return Response({"results": [s.folder_repr(f) for f in Folder.objects.all()]})
+
+    @extend_schema(request=s.FolderSerializer, responses={201: docs.FolderOutSerializer, 400: docs.ErrorSerializer})
+    def post(self, request):
+        data = validated(s.FolderSerializer, request.data)
+        folder = services.folder_create(name=data.get("name", ""), hidden=data.get("hidden", False))
+        return Response(s.folder_repr(folder), status=status.HTTP_201_CREATED)
+
+
+class FolderDetailView(APIView):
+    @extend_schema(request=s.FolderSerializer, responses={200: docs.FolderOutSerializer, 404: docs.ErrorSerializer})
+    def patch(self, request, folder_id: int):
+        changes = validated(s.FolderSerializer, patch_fields(request, ("name", "hidden")))
+        return Response(s.folder_repr(services.folder_update(folder_id=folder_id, changes=changes)))
+
+    @extend_schema(responses={204: None, 404: docs.ErrorSerializer})
+    def delete(self, request, folder_id: int):
+        services.folder_delete(folder_id=folder_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ConversationListView(APIView):
+    @extend_schema(responses=docs.ConversationListSerializer)
+    def get(self, request):
+        queryset = Conversation.objects.all()
+        if request.query_params.get("trashed") in ("1", "true"):
+            queryset = queryset.filter(trashed=True)
+        elif request.query_params.get("trashed") != "all":
+            queryset = queryset.filter(trashed=False)
+        return Response({"results": [s.conversation_repr(c) for c in queryset[:500]]})
+
+    @extend_schema(request=s.ConversationCreateSerializer, responses={201: docs.ConversationSerializer, 400: docs.ErrorSerializer})
+    def post(self, request):
+        data = validated(s.ConversationCreateSerializer, request.data)
+        conversation = services.conversation_create(
+            persona=data.get("persona") or "elion", title=data.get("title"), folder_id=data.get("folder_id")
+        )
+        return Response(s.conversation_repr(conversation), status=status.HTTP_201_CREATED)
+
+
+class ConversationDetailView(APIView):
+    @extend_schema(responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
+    def get(self, request, conversation_id):
+        return Response(s.conversation_repr(services.access_conversation(conversation_id)))
+
+    @extend_schema(request=s.ConversationPatchSerializer, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
+    def patch(self, request, conversation_id):
+        changes = validated(s.ConversationPatchSerializer, patch_fields(request, ("title", "folder_id")))
+        return Response(s.conversation_repr(services.conversation_update(conversation_id=conversation_id, changes=changes)))
+
+    @extend_schema(responses={200: dict, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer})
+    def delete(self, request, conversation_id):
+        """Delete a trashed conversation forever; answers the receipt (counts only, no text)."""
+        from conversations.transcript.deletion import conversation_delete_forever, deletion_receipt
+
+        return Response(deletion_receipt(conversation_delete_forever(conversation_id=conversation_id)))
+
+
+class DeletionReceiptView(APIView):
+    @extend_schema(responses={200: dict, 404: docs.ErrorSerializer})
+    def get(self, request, deletion_id):
+        from conversations.transcript.deletion import access_deletion, deletion_receipt
+
+        return Response(deletion_receipt(access_deletion(deletion_id)))
+
+
+class ConversationRewindView(APIView):
+    @extend_schema(request=s.RewindSerializer, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
+    def post(self, request, conversation_id):
+        data = validated(s.RewindSerializer, request.data)
+        conversation = services.conversation_rewind(conversation_id=conversation_id, message_id=data["message_id"])
+        return Response(s.conversation_repr(conversation))
+
+
+class ConversationExportView(APIView):
+    @extend_schema(responses={(200, 'text/markdown'): str, (200, 'application/json'): dict, 400: docs.ErrorSerializer})
+    def get(self, request, conversation_id):
+        conversation = services.access_conversation(conversation_id)
+        fmt = request.query_params.get("format", "markdown")
+        if fmt == "json":
+            return Response(conversation_export.export_json(conversation))
+        if fmt != "markdown":
+            raise InvalidInput("format must be markdown or json.", code="unknown_export_format")
+        response = HttpResponse(conversation_export.export_markdown(conversation), content_type="text/markdown; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="conversation-{conversation.id}.md"'
+        return response
+
+
+class MessageListView(APIView):
+    """GET lists the live branch. POST (the send) is `SendView`, routed here too."""
+
+    @extend_schema(responses=docs.MessageListSerializer)
+    def get(self, request, conversation_id):
+        conversation = services.access_conversation(conversation_id)
+        services.streams_interrupt_expired(conversation)
+        conversation.refresh_from_db()
+        branch = [m for m in live_branch(conversation) if m.role != Role.SYSTEM]
+        manifests = manifests_for(branch)
+        return Response({"results": [s.message_repr(m, manifests.get(m.id, [])) for m in branch]})
+
+
+# --- Sending: async, because the reply streams ------------------------------
+
+
+def sse_frame(name: str, data: dict) -> bytes:
+    # A delta's `seq` is its event id: a client reconnecting with it as
+    # `Last-Event-ID` gets the rest of the reply (`ReplyWatchView`).
+    event_id = f"id: {data['seq']}\n" if name == "delta" and "seq" in data else ""
+    return f"{event_id}event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+def sse_response(events) -> StreamingHttpResponse:
+    async def frames():
+        async for name, data in events:
+            yield sse_frame(name, data)
+
+    response = StreamingHttpResponse(frames(), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+def error_response(exc: ServiceError) -> JsonResponse:
+    return JsonResponse(exc.as_dict(), status=exc.status)
+
+
+async def sse_or_json(request, prepare) -> HttpResponse:
+    """Run a prepared reply as an SSE stream, or collect it for `?stream=false`."""
+    try:
+        prepared = await sync_to_async(prepare)()
+    except ServiceError as exc:
+        return error_response(exc)
+    if request.GET.get("stream", "true").lower() in ("false", "0"):
+        return await collect_json(prepared)
+
+    return sse_response(reply_events(prepared))  # starts the reply now, before any byte is sent
+
+
+async def collect_json(prepared) -> JsonResponse:
+    diagnostics, error = None, None
+    async for name, data in reply_events(prepared):
+        if name == "diagnostics":
+            diagnostics = data
+        elif name == "error":
+            error = data
+
+    def load():
+        user = Message.objects.get(pk=prepared.user_message_id)
+        assistant = Message.objects.get(pk=prepared.assistant_message_id)
+        return s.message_repr(user), s.message_repr(assistant)
+
+    user, assistant = await sync_to_async(load)()
+    body = {"user_message": user, "assistant_message": assistant, "diagnostics": diagnostics}
+    if error:
+        body["error"] = error
+    return JsonResponse(body, status=200)
+
+
+def parse_json_body(request) -> dict:
+    try:
+        payload = json.loads(request.body or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput("The body is not valid JSON.", code="malformed_request") from exc
+    if not isinstance(payload, dict):
+        raise InvalidInput("The body must be a JSON object.", code="malformed_request")
+    return payload
+
+
+def parse_conversation_id(raw: str) -> UUID:
+    try:
+        return UUID(str(raw))
+    except ValueError as exc:
+        raise NotFound("No conversation has that id.", code="conversation_not_found") from exc
+
+
+def csrf_checked(request) -> None:
+    """Session-authenticated sends need the CSRF token like any session write."""
+    from django.conf import settings
+    from django.middleware.csrf import CsrfViewMiddleware
+
+    if not settings.ELION_PROTECTED or getattr(request, "elion_bearer", False):
+        return
+    reason = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
+    if reason is not None:
+        raise ServiceError("CSRF verification failed; reload the page.", code="csrf_failed", status=403)
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class SendView(View):
+    """`GET` lists messages (delegated); `POST` sends and streams the reply."""
+
+    async def get(self, request, conversation_id):
+        return await sync_to_async(MessageListView.as_view())(request, conversation_id=conversation_id)
+
+    async def post(self, request, conversation_id):
+        def prepare():
+            # One thread hop for the checks and the transaction: each hop and
+            # each extra query is paid before the first delta.
+            csrf_checked(request)
+            conversation_uuid = parse_conversation_id(conversation_id)
+            command = send_command_from_payload(conversation_uuid, parse_json_body(request))
+            return send_prepare(command)
+
+        return await sse_or_json(request, prepare)
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class RetryView(View):
+    async def post(self, request, conversation_id, message_id):
+        def prepare():
+            csrf_checked(request)
+            return retry_prepare(conversation_id=conversation_id, message_id=message_id)
+
+        return await sse_or_json(request, prepare)
+
+
+
+# --- Watching and stopping a reply (resumable streams) --------------------------
+
+
+async def watch_response(request, conversation_id, message_id) -> HttpResponse:
+    """SSE of one reply: its stored text after the client's `Last-Event-ID`, then the live rest."""
+    try:
+        after_seq = parse_after_seq(request.headers.get("Last-Event-ID") or request.GET.get("after_seq"))
+        watch = ReplyWatch(conversation_id=conversation_id, message_id=message_id, after_seq=after_seq)
+        await watch.open()
+    except ServiceError as exc:
+        return error_response(exc)
+
+    async def events():
+        try:
+            async for event in watch.events():
+                yield event
+        finally:
+            await watch.close()
+
+    return sse_response(events())
+
+
+@method_decorator(csrf_exempt, name="dispatch")  # GET only: any write is a 405, never an HTML CSRF page
+class ReplyWatchView(View):
+    """`GET …/messages/{id}/stream/`: follow one reply (any status; a finished one ends at once)."""
+
+    async def get(self, request, conversation_id, message_id):
+        return await watch_response(request, conversation_id, message_id)
+
+
+@method_decorator(csrf_exempt, name="dispatch")  # GET only, as above
+class LiveReplyWatchView(View):
+    """`GET …/stream/`: follow the reply streaming in the conversation now; 204 when none is."""
+
+    async def get(self, request, conversation_id):
+        try:
+            message_id = await sync_to_async(live_reply_id)(conversation_id=conversation_id)
+        except ServiceError as exc:
+            return error_response(exc)
+        if message_id is None:
+            return HttpResponse(status=204)
+        return await watch_response(request, conversation_id, message_id)
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class ReplyStopView(View):
+    """`POST …/messages/{id}/stop/`: 200 with the stopped reply, 202 while its run has not confirmed."""
+
+    async def post(self, request, conversation_id, message_id):
+        try:
+            await sync_to_async(csrf_checked)(request)
+            message, settled = await reply_stop(conversation_id=conversation_id, message_id=message_id)
+        except ServiceError as exc:
+            return error_response(exc)
+        body = await sync_to_async(s.message_repr)(message)  # reads the attachment manifest
+        return JsonResponse(body, status=200 if settled else 202)

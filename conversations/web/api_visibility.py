@@ -1,0 +1,92 @@
+"""HTTP API for visibility transitions and Past Conversation Search (API.md).
+
+Folder hide/unhide and moves go through `PATCH /api/folders/{id}/` and
+`PATCH /api/conversations/{id}/` (conversations.web.api), which call the same
+services. Thin views: a request becomes a service call, the result a response.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversations.visibility import transitions as visibility
+from conversations.visibility.past_search import past_conversation_search
+from conversations.web import schema as docs
+from conversations.web.serializers import conversation_repr
+from elion.errors import InvalidInput
+from elion.fulltext import query_terms
+
+QUERY_MAX = 500
+_TRUE = ("1", "true", "on", "yes")
+_FALSE = ("", "0", "false", "off", "no")
+
+
+class SearchHitSerializer(serializers.Serializer):
+    conversation_id = serializers.UUIDField()
+    conversation_title = serializers.CharField()
+    message_id = serializers.UUIDField()
+    role = serializers.ChoiceField(choices=["user", "assistant"])
+    excerpt = serializers.CharField()
+    shielded = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+
+class SearchResultsSerializer(serializers.Serializer):
+    results = SearchHitSerializer(many=True)
+
+
+def flag(value: str | None, name: str) -> bool:
+    text = (value or "").strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise InvalidInput(f"{name} must be true or false.", code=f"invalid_{name}")
+
+
+def search_query(value: str | None) -> str:
+    query = (value or "").strip()
+    if len(query) > QUERY_MAX:
+        raise InvalidInput(f"A search can be at most {QUERY_MAX} characters.", code="query_too_long")
+    if not query_terms(query):
+        raise InvalidInput("Type at least one word to search for.", code="query_required")
+    return query
+
+
+_CONVERSATION_RESPONSES = {200: docs.ConversationSerializer, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer}
+
+
+class ConversationTrashView(APIView):
+    @extend_schema(request=None, responses=_CONVERSATION_RESPONSES)
+    def post(self, request, conversation_id):
+        return Response(conversation_repr(visibility.conversation_trash(conversation_id=conversation_id)))
+
+
+class ConversationRestoreView(APIView):
+    @extend_schema(request=None, responses=_CONVERSATION_RESPONSES)
+    def post(self, request, conversation_id):
+        return Response(conversation_repr(visibility.conversation_restore(conversation_id=conversation_id)))
+
+
+class ConversationReleaseShieldView(APIView):
+    @extend_schema(request=None, responses=_CONVERSATION_RESPONSES)
+    def post(self, request, conversation_id):
+        return Response(conversation_repr(visibility.conversation_shield_release(conversation_id=conversation_id)))
+
+
+class PastConversationSearchView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("q", str, required=True),
+            OpenApiParameter("include_shielded", bool, required=False, default=False),
+        ],
+        responses={200: SearchResultsSerializer, 400: docs.ErrorSerializer},
+    )
+    def get(self, request):
+        query = search_query(request.query_params.get("q"))
+        include_shielded = flag(request.query_params.get("include_shielded"), "include_shielded")
+        hits = past_conversation_search(query, include_shielded=include_shielded)
+        return Response({"results": [hit.as_dict() for hit in hits]})

@@ -1,0 +1,78 @@
+"""HTTP API for Character Studio (API.md "Search, characters, …").
+
+`GET|POST /api/characters/`, `PATCH|DELETE /api/characters/{id}/`. Thin: the
+rules (and the prompt rebuild every change causes) live in
+`conversations.characters`.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversations import characters
+from conversations.web import schema as docs
+from elion.errors import InvalidInput
+
+
+class CharacterSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    image_guidance = serializers.CharField(allow_blank=True)
+
+
+class CharacterWriteSerializer(serializers.Serializer):
+    name = serializers.CharField(required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+    image_guidance = serializers.CharField(required=False, allow_blank=True)
+
+
+class CharacterListSerializer(serializers.Serializer):
+    results = CharacterSerializer(many=True)
+
+
+def character_fields(request) -> dict:
+    """The body's fields as sent; the service rejects unknown ones and bad values."""
+    if not isinstance(request.data, dict):
+        raise InvalidInput("The body must be a JSON object.", code="malformed_request")
+    return dict(request.data)
+
+
+class CharacterListView(APIView):
+    @extend_schema(operation_id="characters_list", responses=CharacterListSerializer)
+    def get(self, request):
+        return Response({"results": [characters.character_repr(c) for c in characters.characters_list()]})
+
+    @extend_schema(request=CharacterWriteSerializer, responses={201: CharacterSerializer, 400: docs.ErrorSerializer})
+    def post(self, request):
+        fields = character_fields(request)
+        characters.clean_character_fields(fields, creating=True)  # unknown fields → 400 before writing
+        character = characters.character_create(
+            name=fields.get("name"),
+            description=fields.get("description", ""),
+            image_guidance=fields.get("image_guidance", ""),
+        )
+        return Response(characters.character_repr(character), status=status.HTTP_201_CREATED)
+
+
+class CharacterDetailView(APIView):
+    @extend_schema(responses={200: CharacterSerializer, 404: docs.ErrorSerializer})
+    def get(self, request, character_id):
+        return Response(characters.character_repr(characters.access_character(character_id)))
+
+    @extend_schema(
+        request=CharacterWriteSerializer,
+        responses={200: CharacterSerializer, 400: docs.ErrorSerializer, 404: docs.ErrorSerializer},
+    )
+    def patch(self, request, character_id):
+        characters.access_character(character_id)  # an unknown id is a 404 whatever the body says
+        character = characters.character_edit(character_id=character_id, changes=character_fields(request))
+        return Response(characters.character_repr(character))
+
+    @extend_schema(responses={204: None, 404: docs.ErrorSerializer})
+    def delete(self, request, character_id):
+        characters.character_delete(character_id=character_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)

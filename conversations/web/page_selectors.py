@@ -1,0 +1,206 @@
+"""Read-only data for the server-rendered pages (sidebar, chat transcript).
+
+Selectors only: nothing here writes. The chat page and the message fragment
+endpoint build their bubbles through `bubbles_for` so a bubble rendered on
+page load and one swapped in after a stream look exactly the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from continuity.request_assembly import estimate_tokens
+from conversations.attachments.services import manifests_for
+from conversations.models import (
+    AssistantSettings,
+    Conversation,
+    Folder,
+    Message,
+    MessageKind,
+    MessageStatus,
+    Persona,
+    Role,
+)
+from conversations.transcript.tree import live_branch
+from conversations.web.rendering import render_markdown
+
+SIDEBAR_LIMIT = 300
+VISIBLE_ROLES = (Role.USER, Role.ASSISTANT)
+
+
+@dataclass
+class SidebarGroup:
+    name: str
+    folder: Folder | None
+    conversations: list[Conversation] = field(default_factory=list)
+
+    @property
+    def hidden(self) -> bool:
+        return bool(self.folder and self.folder.hidden)
+
+
+def sidebar_groups(limit: int = SIDEBAR_LIMIT) -> list[SidebarGroup]:
+    """Conversations not in the trash and not in a hidden folder, grouped by folder,
+    most recent first.
+
+    Unfiled conversations come first; folders follow in order of their most
+    recent conversation, then empty folders by name. Hidden folders have
+    their own page (`visibility_views.hidden_folders_page`).
+    """
+    rows = (
+        Conversation.objects.filter(trashed=False)
+        .exclude(folder__hidden=True)
+        .select_related("folder")
+        .order_by("-updated_at")[:limit]
+    )
+    unfiled = SidebarGroup(name="Chats", folder=None)
+    folders: dict[int, SidebarGroup] = {}
+    for conversation in rows:
+        if conversation.folder is None:
+            unfiled.conversations.append(conversation)
+            continue
+        group = folders.get(conversation.folder_id)
+        if group is None:
+            group = folders[conversation.folder_id] = SidebarGroup(
+                name=conversation.folder.name, folder=conversation.folder
+            )
+        group.conversations.append(conversation)
+    for folder in Folder.objects.filter(hidden=False).exclude(pk__in=list(folders)):
+        folders[folder.pk] = SidebarGroup(name=folder.name, folder=folder)
+    groups = [unfiled] if unfiled.conversations else []
+    return groups + list(folders.values())
+
+
+def assistant_label(conversation: Conversation, settings_row: AssistantSettings) -> str:
+    """The name on assistant bubbles: the configured display name for Elion,
+    the persona's own name otherwise."""
+    if conversation.persona == Persona.ELION:
+        return settings_row.display_name
+    return Persona(conversation.persona).label
+
+
+@dataclass(frozen=True)
+class Bubble:
+    message: Message
+    author: str
+    tokens: int
+    # Sanitised HTML for assistant Markdown; empty for user turns (plain text).
+    html: str
+    editable: bool
+    retryable: bool
+    # The message's attachment manifest, in order (conversations.attachments.services).
+    attachments: tuple = ()
+
+    @property
+    def is_handoff(self) -> bool:
+        return self.message.kind == MessageKind.HANDOFF_ARTIFACT
+
+    @property
+    def is_streaming(self) -> bool:
+        return self.message.status == MessageStatus.STREAMING
+
+    @property
+    def tool_rounds(self) -> list[dict]:
+        """Each stored tool call with its result (if any), for the compact view."""
+        parts = self.message.parts or []
+        results = {p.get("call_id"): p for p in parts if p.get("type") == "tool_result"}
+        return [
+            {"name": p.get("name", ""), "arguments": p.get("arguments", ""), "result": results.get(p.get("call_id"))}
+            for p in parts
+            if p.get("type") == "tool_call"
+        ]
+
+
+def _bubble(message: Message, parent: Message | None, owner: str, assistant: str, attachments=()) -> Bubble:
+    is_assistant = message.role == Role.ASSISTANT
+    settled = message.status != MessageStatus.STREAMING
+    # Edit-and-resend sends from this turn's parent, which the send pipeline
+    # accepts only when it is a finished assistant reply (or no parent at all).
+    # A turn with attachments is not editable: its uploads belong to it, and an
+    # edited copy would silently leave them behind.
+    editable = message.role == Role.USER and not attachments and (
+        parent is None or (parent.role == Role.ASSISTANT and parent.status != MessageStatus.STREAMING)
+    )
+    return Bubble(
+        message=message,
+        author=assistant if is_assistant else owner,
+        tokens=estimate_tokens(message.content),
+        html=render_markdown(message.content) if is_assistant and settled else "",
+        editable=editable,
+        retryable=is_assistant and settled and message.kind == MessageKind.ORDINARY and message.parent_id is not None,
+        attachments=tuple(attachments),
+    )
+
+
+def bubbles_for(conversation: Conversation, messages: list[Message], settings_row: AssistantSettings) -> list[Bubble]:
+    """Bubbles for `messages` (a slice of one branch, in order)."""
+    owner = settings_row.owner_name
+    assistant = assistant_label(conversation, settings_row)
+    by_id = {m.id: m for m in messages}
+    missing = {m.parent_id for m in messages if m.parent_id and m.parent_id not in by_id}
+    if missing:
+        by_id.update({m.id: m for m in Message.objects.filter(pk__in=missing)})
+    manifests = manifests_for(m for m in messages if m.role == Role.USER)
+    return [
+        _bubble(
+            message, by_id.get(message.parent_id) if message.parent_id else None, owner, assistant,
+            manifests.get(message.id, ()),
+        )
+        for message in messages
+    ]
+
+
+def visible_branch(conversation: Conversation) -> list[Message]:
+    """The live branch as the page shows it: user and assistant turns only."""
+    return [m for m in live_branch(conversation) if m.role in VISIBLE_ROLES]
+
+
+def thread_token_estimate(messages: list[Message]) -> int:
+    """Visible token estimate: ceil(len/4) summed over visible user/assistant
+    messages. The stored static prompt is never part of it."""
+    return sum(estimate_tokens(m.content) for m in messages if m.role in VISIBLE_ROLES)
+
+
+def latest_diagnostics(messages: list[Message]) -> dict | None:
+    """Request-size numbers recorded on the newest assistant reply, if any."""
+    for message in reversed(messages):
+        if message.role == Role.ASSISTANT and isinstance(message.metadata, dict):
+            diagnostics = message.metadata.get("diagnostics")
+            if isinstance(diagnostics, dict):
+                return diagnostics
+    return None
+
+
+def binding_problem_for(conversation: Conversation):
+    """The provider-binding refusal a send here would meet (a `Conflict`), or None."""
+    from conversations.provider.binding import binding_problem
+
+    rows = Message.objects.filter(conversation=conversation).exclude(role=Role.SYSTEM).only(
+        "role", "kind", "provider_id", "provider_type", "model", "route_fingerprint"
+    )
+    return binding_problem(rows)
+
+
+def compaction_context(conversation: Conversation, branch: list[Message]) -> dict:
+    """The chat page's compaction state: the summary in force (if any), its size,
+    and whether Compact is offered (long threads ending in a finished reply)."""
+    from continuity.compaction import COMPACT_MIN_TURNS, applicable_compaction, summary_system_text
+    from continuity.models import Compaction
+    from conversations.transcript.tree import is_projectable
+
+    found = applicable_compaction(list(Compaction.objects.filter(conversation=conversation)), branch)
+    compaction = found[0] if found else None
+    head = branch[-1] if branch else None
+    can_compact = (
+        not conversation.trashed
+        and head is not None
+        and head.role == Role.ASSISTANT
+        and head.status != MessageStatus.STREAMING
+        and (compaction is None or compaction.through_message_id != head.id)
+        and sum(1 for m in branch if is_projectable(m)) >= COMPACT_MIN_TURNS
+    )
+    return {
+        "compaction": compaction,
+        "compaction_tokens": estimate_tokens(summary_system_text(compaction.summary)) if compaction else 0,
+        "can_compact": can_compact,
+    }

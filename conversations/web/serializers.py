@@ -1,0 +1,122 @@
+"""Representations for the API (API.md). Shape only; rules live in services."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from conversations.models import AssistantSettings, Conversation, Folder, Message
+
+
+def conversation_provider(conversation: Conversation) -> dict | None:
+    from conversations.provider.binding import recorded_binding
+
+    binding = recorded_binding(conversation)
+    if binding is None:
+        return None
+    return {"id": binding.provider_id, "type": binding.provider_type, "model": binding.model}
+
+
+def conversation_handoff(conversation: Conversation) -> dict | None:
+    """Structured handoff provenance; filled by the handoff layer when present."""
+    from continuity.selectors import conversation_handoff_provenance
+
+    return conversation_handoff_provenance(conversation)
+
+
+def conversation_memory_snapshot(conversation: Conversation) -> dict | None:
+    from continuity.selectors import conversation_snapshot_timing
+
+    return conversation_snapshot_timing(conversation)
+
+
+def conversation_repr(conversation: Conversation) -> dict:
+    return {
+        "id": str(conversation.id),
+        "title": conversation.title,
+        "persona": conversation.persona,
+        "folder_id": conversation.folder_id,
+        "trashed": conversation.trashed,
+        "shielded": conversation.shielded,
+        "origin": conversation.origin,
+        "created_at": conversation.created_at.isoformat(),
+        "updated_at": conversation.updated_at.isoformat(),
+        "handoff": conversation_handoff(conversation),
+        "memory_snapshot": conversation_memory_snapshot(conversation),
+        "provider": conversation_provider(conversation),
+    }
+
+
+def message_repr(message: Message, attachments: list | None = None) -> dict:
+    """`attachments`: the message's manifest when the caller loaded it for many messages at once."""
+    from conversations.attachments.services import attachment_repr, manifests_for
+
+    if attachments is None:
+        attachments = manifests_for([message]).get(message.id, [])
+    metadata = dict(message.metadata or {})
+    if message.error:
+        metadata["error"] = {"error": message.error, "detail": message.error_detail}
+    return {
+        "id": str(message.id),
+        "parent_id": str(message.parent_id) if message.parent_id else None,
+        "role": message.role,
+        "kind": message.kind,
+        "content": message.content,
+        "status": message.status,
+        "attachments": [attachment_repr(attachment) for attachment in attachments],
+        "metadata": metadata,
+        "created_at": message.created_at.isoformat(),
+    }
+
+
+def settings_repr(row: AssistantSettings) -> dict:
+    return {
+        "custom_instructions": row.custom_instructions,
+        "personality": row.personality,
+        "display_name": row.display_name,
+        "owner_name": row.owner_name,
+        "archive_access": row.archive_access,
+        "web_search": row.web_search,
+    }
+
+
+def folder_repr(folder: Folder) -> dict:
+    return {"id": folder.id, "name": folder.name, "hidden": folder.hidden}
+
+
+class SettingsPatchSerializer(serializers.Serializer):
+    custom_instructions = serializers.CharField(required=False, allow_blank=True, max_length=20_000)
+    personality = serializers.CharField(required=False)
+    display_name = serializers.CharField(required=False, max_length=100)
+    owner_name = serializers.CharField(required=False, max_length=100)
+    archive_access = serializers.BooleanField(required=False)
+    web_search = serializers.BooleanField(required=False)
+
+
+class FolderSerializer(serializers.Serializer):
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    hidden = serializers.BooleanField(required=False)
+
+
+class ConversationCreateSerializer(serializers.Serializer):
+    persona = serializers.CharField(required=False, default="elion")
+    title = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=300)
+    folder_id = serializers.IntegerField(required=False, allow_null=True)
+
+
+class ConversationPatchSerializer(serializers.Serializer):
+    title = serializers.CharField(required=False, allow_blank=True, max_length=300)
+    folder_id = serializers.IntegerField(required=False, allow_null=True)
+
+
+class RewindSerializer(serializers.Serializer):
+    message_id = serializers.UUIDField()
+
+
+class SendSerializer(serializers.Serializer):
+    """Documents the send body for the schema; the pipeline checks it."""
+
+    content = serializers.CharField()
+    client_message_id = serializers.UUIDField(required=False)
+    parent_id = serializers.UUIDField(required=False, allow_null=True)
+    pinned_character_id = serializers.IntegerField(required=False, allow_null=True)
+    attachment_ids = serializers.ListField(child=serializers.CharField(), required=False)

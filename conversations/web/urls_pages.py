@@ -1,0 +1,23 @@
+from django.urls import path
+
+from continuity.web import compaction_views
+from conversations.web import characters_views, views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("login/", views.login_page, name="login"),
+    path("logout/", views.logout_page, name="logout"),
+    path("c/new/", views.new_chat, name="new-chat"),
+    path("c/<str:conversation_id>/compact/", compaction_views.compact_page, name="conversation-compact"),
+    path("c/<str:conversation_id>/compact/undo/", compaction_views.compaction_undo_page, name="conversation-compact-undo"),
+    path("c/<str:conversation_id>/", views.chat_page, name="chat"),
+    path(
+        "c/<str:conversation_id>/messages/<str:message_id>/fragment/",
+        views.message_fragment,
+        name="message-fragment",
+    ),
+    path("settings/", views.settings_page, name="settings"),
+    path("characters/", characters_views.characters_page, name="characters"),
+    path("characters/<int:character_id>/edit/", characters_views.character_edit_page, name="character-edit"),
+    path("characters/<int:character_id>/delete/", characters_views.character_delete_page, name="character-delete"),
+]

@@ -1,0 +1,146 @@
+"""Server-rendered pages. Thin: every write goes through a service."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import login, logout
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from conversations import access as services
+from conversations.characters import characters_list
+from conversations.models import Conversation, Persona, Personality
+from conversations.settings_service import assistant_settings_get, assistant_settings_update
+from conversations.visibility.past_search import quoted_excerpt
+from conversations.visibility.selectors import chat_visibility
+from conversations.web import page_selectors
+from elion import access
+from elion.errors import ServiceError
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    # Opening a hidden-folder conversation is deliberate access, never a landing page.
+    latest = Conversation.objects.filter(trashed=False).exclude(folder__hidden=True).first()
+    if latest is not None:
+        return redirect("chat", conversation_id=latest.id)
+    return render(request, "chat/empty.html")
+
+
+def login_page(request: HttpRequest) -> HttpResponse:
+    error = ""
+    if request.method == "POST":
+        if access.check_owner_password(request.POST.get("password", "")):
+            login(request, access.get_owner_user())
+            target = request.GET.get("next") or "/"
+            return redirect(target if target.startswith("/") and not target.startswith("//") else "/")
+        error = "That password is not the owner's."
+    return render(request, "login.html", {"error": error}, status=401 if error else 200)
+
+
+@require_POST
+def logout_page(request: HttpRequest) -> HttpResponse:
+    logout(request)
+    return redirect("login")
+
+
+@require_POST
+def new_chat(request: HttpRequest) -> HttpResponse:
+    persona = request.POST.get("persona", "elion")
+    try:
+        conversation = services.conversation_create(persona=persona)
+    except ServiceError as exc:
+        return HttpResponse(exc.detail, status=exc.status)
+    return redirect("chat", conversation_id=conversation.id)
+
+
+def _conversation_or_404(conversation_id: str) -> Conversation:
+    try:
+        return services.access_conversation(conversation_id)
+    except ServiceError as exc:
+        raise Http404(exc.detail) from exc
+
+
+def chat_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation = _conversation_or_404(conversation_id)
+    # A reply left `streaming` by a dead process shows as interrupted, with Retry.
+    if services.streams_interrupt_expired(conversation):
+        conversation.refresh_from_db()
+    settings_row = assistant_settings_get()
+    branch = page_selectors.visible_branch(conversation)
+    bubbles = page_selectors.bubbles_for(conversation, branch, settings_row)
+    return render(
+        request,
+        "chat/chat.html",
+        {
+            "conversation": conversation,
+            "settings_row": settings_row,
+            "bubbles": bubbles,
+            "assistant_label": page_selectors.assistant_label(conversation, settings_row),
+            "persona_label": Persona(conversation.persona).label,
+            "token_estimate": page_selectors.thread_token_estimate(branch),
+            "diagnostics": page_selectors.latest_diagnostics(branch),
+            "streaming": any(bubble.is_streaming for bubble in bubbles),
+            # Character Studio characters the owner may pin for one message.
+            "characters": characters_list(),
+            "visibility": chat_visibility(conversation),
+            # Seed 004: history this provider may not replay; Branch / Fresh Chat continues it.
+            "binding_problem": page_selectors.binding_problem_for(conversation),
+            # Compact / Undo and the labelled "Compacted summary" marker at its boundary.
+            **page_selectors.compaction_context(conversation, branch),
+            # A Past Conversation Search result the owner chose to use (`?quote=<message id>&q=…`).
+            "composer_prefill": quoted_excerpt(message_id=request.GET["quote"], query=request.GET.get("q", ""))
+            if request.GET.get("quote")
+            else "",
+        },
+    )
+
+
+@require_GET
+def message_fragment(request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
+    """One rendered bubble, swapped in by chat.js when a stream ends."""
+    conversation = _conversation_or_404(conversation_id)
+    try:
+        message = services.message_in_conversation(conversation, message_id)
+    except ServiceError as exc:
+        raise Http404(exc.detail) from exc
+    if message.role not in page_selectors.VISIBLE_ROLES:
+        raise Http404("That message is not shown in the transcript.")
+    services.streams_interrupt_expired(conversation)
+    message.refresh_from_db()
+    (bubble,) = page_selectors.bubbles_for(conversation, [message], assistant_settings_get())
+    template = "chat/_handoff_bubble.html" if bubble.is_handoff else "chat/_message.html"
+    response = render(request, template, {"bubble": bubble})
+    response["X-Message-Status"] = message.status
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+SETTINGS_TEXT_FIELDS = ("owner_name", "display_name", "personality", "custom_instructions")
+SETTINGS_FLAGS = ("archive_access", "web_search")
+
+
+def settings_page(request: HttpRequest) -> HttpResponse:
+    error = ""
+    status = 200
+    settings_row = assistant_settings_get()
+    if request.method == "POST":
+        changes: dict[str, object] = {name: request.POST.get(name, "") for name in SETTINGS_TEXT_FIELDS}
+        changes.update({name: request.POST.get(name) == "on" for name in SETTINGS_FLAGS})
+        try:
+            assistant_settings_update(**changes)
+        except ServiceError as exc:
+            error, status = exc.detail, exc.status
+            # Show what the owner typed, not the stored values, so nothing is lost.
+            for name, value in changes.items():
+                setattr(settings_row, name, value)
+        else:
+            messages.success(request, "Settings saved. Existing conversations use them from the next reply.")
+            return redirect("settings")
+    return render(
+        request,
+        "settings.html",
+        {"settings_row": settings_row, "personalities": Personality.choices, "error": error},
+        status=status,
+    )
+

@@ -1,0 +1,188 @@
+"""Pages for visibility and deliberate search: the trash, hidden folders, folder and
+conversation transitions, and Past Conversation Search.
+
+Thin: every write is a `conversations.visibility.transitions` (or `services`) call; a
+refused action comes back as a flash message on the page it came from.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from conversations import access as services
+from conversations.models import Conversation
+from conversations.visibility import selectors as visibility_selectors
+from conversations.visibility import transitions as visibility
+from conversations.visibility.past_search import past_conversation_search
+from conversations.web.api_visibility import flag, search_query
+from elion.errors import ServiceError
+
+
+def _back(request: HttpRequest, default: str) -> HttpResponse:
+    target = request.POST.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}) and target.startswith("/"):
+        return redirect(target)
+    return redirect(default)
+
+
+def _title(conversation: Conversation) -> str:
+    return f"“{conversation.display_title}”"
+
+
+@require_POST
+def conversation_trash_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    try:
+        conversation = visibility.conversation_trash(conversation_id=conversation_id)
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+        return _back(request, "/")
+    messages.success(request, f"{_title(conversation)} is in the trash. It stays readable; restore it to send again.")
+    return _back(request, f"/c/{conversation.id}/")
+
+
+@require_POST
+def conversation_delete_forever_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    from conversations.transcript.deletion import conversation_delete_forever
+
+    try:
+        deletion = conversation_delete_forever(conversation_id=conversation_id)
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+        return redirect("/trash/")
+    if deletion.state == "complete":
+        removed = deletion.counts.get("messages", 0)
+        messages.success(request, f"Deleted forever: the conversation and its {removed} message(s) are gone.")
+    else:
+        messages.success(request, "Deleting forever: the conversation is gone from every list; its rows are "
+                                  "being removed in the background.")
+    return redirect("/trash/")
+
+
+@require_POST
+def conversation_restore_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    try:
+        conversation = visibility.conversation_restore(conversation_id=conversation_id)
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+        return _back(request, "/trash/")
+    messages.success(
+        request,
+        f"{_title(conversation)} is restored and Continuity-Shielded: it stays out of automatic continuity "
+        "until you release the shield.",
+    )
+    return _back(request, f"/c/{conversation.id}/")
+
+
+@require_POST
+def conversation_release_shield_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    try:
+        conversation = visibility.conversation_shield_release(conversation_id=conversation_id)
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+        return _back(request, f"/c/{conversation_id}/")
+    messages.success(request, f"Shield released: {_title(conversation)} feeds automatic continuity again.")
+    return _back(request, f"/c/{conversation.id}/")
+
+
+@require_POST
+def conversation_move_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    folder_id = request.POST.get("folder_id") or None
+    try:
+        conversation = services.conversation_update(conversation_id=conversation_id, changes={"folder_id": folder_id})
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+        return _back(request, f"/c/{conversation_id}/")
+    where = f"the folder “{conversation.folder.name}”" if conversation.folder else "no folder"
+    note = " It is Continuity-Shielded until you release it." if conversation.shielded else ""
+    messages.success(request, f"Moved {_title(conversation)} to {where}.{note}")
+    return _back(request, f"/c/{conversation.id}/")
+
+
+@require_POST
+def folder_create_page(request: HttpRequest) -> HttpResponse:
+    try:
+        folder = services.folder_create(name=request.POST.get("name", ""))
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+    else:
+        messages.success(request, f"Folder “{folder.name}” created.")
+    return _back(request, "/")
+
+
+@require_POST
+def folder_visibility_page(request: HttpRequest, folder_id: int) -> HttpResponse:
+    try:
+        hidden = flag(request.POST.get("hidden"), "hidden")
+        folder = services.folder_update(folder_id=folder_id, changes={"hidden": hidden})
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+        return _back(request, "/folders/hidden/")
+    if folder.hidden:
+        messages.success(request, f"Folder “{folder.name}” is hidden: its conversations are out of automatic continuity.")
+    else:
+        messages.success(
+            request,
+            f"Folder “{folder.name}” is visible again. Its conversations are Continuity-Shielded until you release them.",
+        )
+    return _back(request, "/folders/hidden/")
+
+
+@require_GET
+def trash_page(request: HttpRequest) -> HttpResponse:
+    return render(request, "visibility/trash.html", {"conversations": visibility_selectors.trashed_conversations()})
+
+
+@require_GET
+def hidden_folders_page(request: HttpRequest) -> HttpResponse:
+    return render(request, "visibility/hidden_folders.html", {"groups": visibility_selectors.hidden_folders()})
+
+
+def _insert_target(request: HttpRequest) -> Conversation | None:
+    """The chat a result is inserted into: the one the search was opened from, else the latest."""
+    origin = request.GET.get("from")
+    if origin:
+        try:
+            conversation = services.access_conversation(origin)
+        except ServiceError:
+            conversation = None
+        if conversation is not None and not conversation.trashed:
+            return conversation
+    return Conversation.objects.filter(trashed=False).exclude(folder__hidden=True).first()
+
+
+@require_GET
+def search_page(request: HttpRequest) -> HttpResponse:
+    raw_query = request.GET.get("q", "")
+    error, groups, status = "", [], 200
+    include_shielded = False
+    try:
+        include_shielded = flag(request.GET.get("include_shielded"), "include_shielded")
+        if raw_query.strip():
+            hits = past_conversation_search(search_query(raw_query), include_shielded=include_shielded)
+            for hit in hits:
+                if not groups or groups[-1]["conversation_id"] != hit.conversation_id:
+                    groups.append(
+                        {"conversation_id": hit.conversation_id, "title": hit.conversation_title,
+                         "shielded": hit.shielded, "hits": []}
+                    )
+                groups[-1]["hits"].append(hit)
+    except ServiceError as exc:
+        error, status = exc.detail, exc.status
+    return render(
+        request,
+        "search/search.html",
+        {
+            "query": raw_query,
+            "include_shielded": include_shielded,
+            "groups": groups,
+            "searched": bool(raw_query.strip()) and not error,
+            "error": error,
+            "target": _insert_target(request),
+            "origin": request.GET.get("from", ""),
+        },
+        status=status,
+    )

@@ -1,0 +1,138 @@
+"""HTTP API for memories and explicit Refresh memory (API.md "Memories").
+
+Views translate requests into service calls and results into responses.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversations.web import schema as docs
+from conversations.web.serializers import conversation_repr
+from elion.errors import InvalidInput
+from memories import importing, services
+from memories.snapshots import snapshot_refresh
+from memories.web import serializers as s
+
+IMPORT_FILE_MAX_BYTES = 4 * 1024 * 1024
+
+
+def json_object(request) -> dict:
+    if not isinstance(request.data, dict) and not hasattr(request.data, "getlist"):
+        raise InvalidInput("The body must be a JSON object.", code="malformed_request")
+    return request.data
+
+
+def memory_fields(request) -> dict:
+    """The editable fields in the body; any other field is a 400."""
+    data = json_object(request)
+    unknown = set(data) - set(services.EDITABLE_FIELDS)
+    if unknown:
+        raise InvalidInput(f"Unknown memory fields: {', '.join(sorted(unknown))}.", code="unknown_field")
+    return {name: data[name] for name in services.EDITABLE_FIELDS if name in data}
+
+
+def import_drafts(request) -> list[services.MemoryDraft]:
+    """The drafts an import request describes: `memories` list, `text` + `format`, or a `file`."""
+    data = json_object(request)
+    upload = request.FILES.get("file") if hasattr(request, "FILES") else None
+    if upload is not None:
+        if upload.size > IMPORT_FILE_MAX_BYTES:
+            raise InvalidInput("The import file is larger than 4 MB.", code="import_too_large")
+        try:
+            text = upload.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput("The import file is not UTF-8 text.", code="import_parse_error") from exc
+        return importing.memories_parse(text=text, fmt=data.get("format") or None, filename=upload.name or "")
+    if "memories" in data:
+        return importing.drafts_from_items(data["memories"])
+    if "text" in data:
+        return importing.memories_parse(text=data["text"], fmt=data.get("format") or None)
+    raise InvalidInput("Send memories (a list), text with a format, or a file.", code="empty_import")
+
+
+class MemoryListView(APIView):
+    @extend_schema(operation_id="memories_list", responses=s.MemoryListSerializer)
+    def get(self, request):
+        return Response({"results": [s.memory_repr(m) for m in services.memories_list()]})
+
+    @extend_schema(request=s.MemoryWriteSerializer, responses={201: s.MemorySerializer, 400: docs.ErrorSerializer})
+    def post(self, request):
+        memory = services.memory_add(**{"text": None, **memory_fields(request)})
+        return Response(s.memory_repr(memory), status=status.HTTP_201_CREATED)
+
+
+class MemoryDetailView(APIView):
+    @extend_schema(responses={200: s.MemorySerializer, 404: docs.ErrorSerializer})
+    def get(self, request, memory_id):
+        return Response(s.memory_repr(services.access_memory(memory_id)))
+
+    @extend_schema(
+        request=s.MemoryWriteSerializer,
+        responses={200: s.MemorySerializer, 400: docs.ErrorSerializer, 404: docs.ErrorSerializer},
+    )
+    def patch(self, request, memory_id):
+        memory = services.memory_edit(memory_id=memory_id, changes=memory_fields(request))
+        return Response(s.memory_repr(memory))
+
+    @extend_schema(responses={204: None, 404: docs.ErrorSerializer})
+    def delete(self, request, memory_id):
+        services.memory_delete(memory_id=memory_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MemoryImpactView(APIView):
+    """How many existing threads an edit or delete of this memory would change."""
+
+    @extend_schema(responses={200: s.ImpactSerializer, 404: docs.ErrorSerializer})
+    def get(self, request, memory_id):
+        return Response({"threads": services.memory_edit_impact(memory_id)})
+
+
+class MemoryImportView(APIView):
+    @extend_schema(
+        request=s.MemoryImportSerializer, responses={201: s.ImportResultSerializer, 400: docs.ErrorSerializer}
+    )
+    def post(self, request):
+        created = importing.memories_import(drafts=import_drafts(request))
+        return Response({"created": len(created)}, status=status.HTTP_201_CREATED)
+
+
+class MemoryImportPreviewView(APIView):
+    """Parses an import exactly like the import does, and saves nothing."""
+
+    @extend_schema(
+        request=s.MemoryImportSerializer, responses={200: s.ImportPreviewSerializer, 400: docs.ErrorSerializer}
+    )
+    def post(self, request):
+        drafts = import_drafts(request)
+        return Response(
+            {
+                "count": len(drafts),
+                "reaches": "new_threads_only",
+                "memories": [
+                    {"text": d.text, "category": d.category, "importance": d.importance, "active": d.active}
+                    for d in drafts
+                ],
+            }
+        )
+
+
+class MemoryReorderView(APIView):
+    @extend_schema(
+        request=s.MemoryReorderSerializer, responses={200: s.MemoryListSerializer, 400: docs.ErrorSerializer}
+    )
+    def post(self, request):
+        ids = json_object(request).get("ids")
+        return Response({"results": [s.memory_repr(m) for m in services.memories_reorder(ids=ids)]})
+
+
+class ConversationRefreshMemoryView(APIView):
+    """Explicit Refresh memory: replace this thread's snapshot with the current eligible set."""
+
+    @extend_schema(request=None, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
+    def post(self, request, conversation_id):
+        return Response(conversation_repr(snapshot_refresh(conversation_id)))
