@@ -7,8 +7,6 @@ than stored empty). The same bytes uploaded twice are one file.
 
 from __future__ import annotations
 
-import io
-import logging
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -17,10 +15,8 @@ from django.db import IntegrityError, transaction
 from django.db.models.functions import Length
 
 from archive.models import LibraryFile, LibraryFileKind
-from archive.uploads import clean_pasted_text, closing_upload, decode_text, read_upload, sha256_hex
+from archive.uploads import clean_pasted_text, closing_upload, decode_text, pdf_text, read_upload, sha256_hex
 from elion.errors import InvalidInput, NotFound
-
-logger = logging.getLogger(__name__)
 
 NAME_MAX = 300
 PAGE_CHARACTERS = 8_000
@@ -52,29 +48,6 @@ def kind_for(name: str, data: bytes) -> str:
             code="unsupported_file_type",
         )
     return kind or LibraryFileKind.TEXT
-
-
-def pdf_text(data: bytes) -> str:
-    """The text of every page, pages separated by a form feed; 400 when there is none."""
-    from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
-
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            raise InvalidInput("The PDF is encrypted; upload an unlocked copy.", code="pdf_encrypted")
-        pages = [(page.extract_text() or "").strip() for page in reader.pages]
-    except InvalidInput:
-        raise
-    except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
-        logger.info("unreadable PDF: %s", exc)
-        raise InvalidInput("The PDF could not be read.", code="unreadable_pdf") from exc
-    text = "\n\f\n".join(page for page in pages if page)
-    if not text.strip():
-        raise InvalidInput(
-            "The PDF has no extractable text (it may be scanned images).", code="pdf_without_text"
-        )
-    return text
 
 
 def _store(*, name: str, kind: str, digest: str, size: int, text: str) -> LibraryResult:

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from archive.uploads import normalise_newlines
 from continuity.handoff_policy import SEPARATOR as HANDOFF_TURN_SEPARATOR
 
 PARSER_VERSION = "labels/2"
@@ -127,10 +128,6 @@ def match_label(line: str) -> tuple[str, str] | None:
 
 def is_label_line(line: str) -> bool:
     return match_label(line) is not None
-
-
-def normalise_newlines(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
 
 
 @dataclass

@@ -24,12 +24,19 @@ from archive.parsing import (
     Turn,
     chunk_text,
     chunks_from_turns,
-    normalise_newlines,
     render_turns,
     speaker_names,
 )
 from archive.search import search_text_for
-from archive.uploads import clean_pasted_text, closing_upload, decode_text, read_upload, sha256_hex, too_large
+from archive.uploads import (
+    clean_pasted_text,
+    closing_upload,
+    decode_text,
+    normalise_newlines,
+    read_upload,
+    sha256_hex,
+    too_large,
+)
 from elion.errors import InvalidInput, NotFound
 
 TITLE_MAX = 300
@@ -69,7 +76,7 @@ def clean_collection(collection: object) -> str:
 
 
 def _names() -> SpeakerNames:
-    from conversations.settings_service import assistant_settings_get
+    from conversations.assistant_settings import assistant_settings_get
 
     row = assistant_settings_get()
     return speaker_names(row.owner_name, row.display_name)
@@ -143,7 +150,7 @@ def archive_document_add_text(*, text: object, collection: object, title: str = 
 
 def _export_turns(payload: dict, names: SpeakerNames) -> tuple[str, list[Turn]]:
     """Turns of our JSON export: live-branch user/assistant speech, never handoff bubbles."""
-    from conversations.settings_service import assistant_settings_get
+    from conversations.assistant_settings import assistant_settings_get
 
     conversation = payload.get("conversation") if isinstance(payload.get("conversation"), dict) else {}
     row = assistant_settings_get()
@@ -224,7 +231,7 @@ def archive_chatgpt_import(
     *, upload, collection: object = ArchiveCollection.CONVERSATIONS, assistant_name: str = ""
 ) -> ImportSummary:
     """Import each conversation's current branch as one document; duplicates are skipped."""
-    from conversations.settings_service import assistant_settings_get
+    from conversations.assistant_settings import assistant_settings_get
 
     with closing_upload(upload):
         collection = clean_collection(collection)

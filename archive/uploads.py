@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
+import logging
 from collections.abc import Iterator
 
 from django.core.files.uploadedfile import UploadedFile
+from pypdf import PdfReader
+from pypdf.errors import PyPdfError
 
-from archive.parsing import normalise_newlines
 from elion.errors import InvalidInput, ServiceError
+
+logger = logging.getLogger(__name__)
 
 # Share of control characters (other than tab, newline, CR, form feed) above
 # which bytes that happen to decode as UTF-8 are still treated as binary.
@@ -94,4 +99,28 @@ def clean_pasted_text(text: object, limit: int) -> str:
     text = normalise_newlines(text)
     if not text.strip():
         raise InvalidInput("The text is empty.", code="empty_file")
+    return text
+
+
+def normalise_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+
+
+def pdf_text(data: bytes) -> str:
+    """The text of every page, pages separated by a form feed; 400 when there is none."""
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            raise InvalidInput("The PDF is encrypted; upload an unlocked copy.", code="pdf_encrypted")
+        pages = [(page.extract_text() or "").strip() for page in reader.pages]
+    except InvalidInput:
+        raise
+    except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
+        logger.info("unreadable PDF: %s", exc)
+        raise InvalidInput("The PDF could not be read.", code="unreadable_pdf") from exc
+    text = "\n\f\n".join(page for page in pages if page)
+    if not text.strip():
+        raise InvalidInput(
+            "The PDF has no extractable text (it may be scanned images).", code="pdf_without_text"
+        )
     return text

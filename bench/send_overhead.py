@@ -292,7 +292,7 @@ def load_data(n_conversations: int, per_conversation: int, seed: int) -> tuple[l
     # The search index rows the triggers wrote are tokenised before ANALYZE, as a
     # running app's would be; statistics taken while every row was pending would
     # steer the per-send "pending rows" lookup away from its partial index.
-    from conversations.visibility.past_search import message_search_index_sync
+    from conversations.transcript.search_index import message_search_index_sync
 
     message_search_index_sync()
     load_seconds = time.perf_counter() - started
@@ -469,7 +469,9 @@ def _install_hooks() -> None:
     from django.db import transaction
 
     from conversations.provider import gateway as provider_gateway
-    from conversations.sending import pipeline as send_pipeline
+    from conversations.sending import prepare as send_pipeline
+    from conversations.sending import request as send_request
+    from conversations.sending import run as send_run
     from conversations.web import api
 
     # Sub-stages of send_prepare, patched where send_prepare looks them up.
@@ -484,8 +486,9 @@ def _install_hooks() -> None:
         "live_branch",
         "assemble_request",
     ):
-        if hasattr(send_pipeline, name):
-            setattr(send_pipeline, name, _timed(f"prepare.{name}", getattr(send_pipeline, name)))
+        for module in (send_pipeline, send_request):  # the older tree has one module, the newer two
+            if hasattr(module, name):
+                setattr(module, name, _timed(f"prepare.{name}", getattr(module, name)))
 
     inner_prepare = send_pipeline.send_prepare.__wrapped__  # the body under @transaction.atomic
 
@@ -559,7 +562,7 @@ def _install_hooks() -> None:
 
         setattr(CursorWrapper, method, _timed("db.execute", counted))
 
-    original_emit = send_pipeline.ReplyRun.emit
+    original_emit = send_run.ReplyRun.emit
     trace_file = os.environ[TRACE_ENV]
 
     def emit(self, name, data):
@@ -577,7 +580,7 @@ def _install_hooks() -> None:
             with open(trace_file, "a") as handle:
                 handle.write(json.dumps(trace) + "\n")
 
-    send_pipeline.ReplyRun.emit = emit
+    send_run.ReplyRun.emit = emit
 
 
 # Candidate hot-path fixes, applied in the server with --variant NAME (comma-separated).
@@ -602,7 +605,7 @@ def _variant_no_send_work() -> None:
     """
     import dataclasses
 
-    from conversations.sending import pipeline as send_pipeline
+    from conversations.sending import run as send_run
     from conversations.web import api
 
     real_prepare = api.send_prepare
@@ -620,9 +623,9 @@ def _variant_no_send_work() -> None:
         )
 
     api.send_prepare = send_prepare
-    send_pipeline._flush_partial = lambda *args, **kwargs: True
-    send_pipeline._renew_lease = lambda *args, **kwargs: True
-    send_pipeline._finalise = lambda *args, **kwargs: None
+    send_run._flush_partial = lambda *args, **kwargs: True
+    send_run._renew_lease = lambda *args, **kwargs: True
+    send_run._finalise = lambda *args, **kwargs: None
 
 
 def _apply_variants(names: list[str]) -> None:

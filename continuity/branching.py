@@ -18,7 +18,7 @@ from uuid import UUID
 from django.db import IntegrityError, transaction
 
 from continuity.handoff_store import handoff_row_create, live_branch_handoff
-from conversations.access import access_conversation, conversation_create
+from conversations.access import access_conversation
 from conversations.models import (
     Conversation,
     ConversationOrigin,
@@ -29,6 +29,7 @@ from conversations.models import (
     Role,
 )
 from conversations.provider.binding import binding_fields, configured_provider
+from conversations.threads.services import conversation_create
 from elion.errors import Conflict, InvalidInput
 from memories.snapshots import memory_set_lock
 

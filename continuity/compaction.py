@@ -24,13 +24,15 @@ from uuid import UUID
 from asgiref.sync import async_to_sync
 from django.db import transaction
 
+from continuity.labels import assistant_name
 from continuity.models import Compaction
 from continuity.static_prompt import quote_reserved_headings
-from conversations.access import access_conversation, conversation_has_live_stream, streams_interrupt_expired
+from conversations.access import access_conversation
 from conversations.models import Conversation, Message, MessageStatus, Role
 from conversations.provider import gateway as provider_gateway
 from conversations.provider.binding import binding_fields, provider_binding_gate
 from conversations.provider.gateway import ProviderError
+from conversations.transcript.leases import conversation_has_live_stream, streams_interrupt_expired
 from conversations.transcript.tree import is_projectable, walk_to_root
 from elion.errors import Conflict, NotFound, ServiceError
 
@@ -119,8 +121,7 @@ class _CompactionPlan:
 
 
 def _plan(conversation_id: UUID | str) -> _CompactionPlan:
-    from conversations.settings_service import assistant_settings_get
-    from conversations.web.page_selectors import assistant_label
+    from conversations.assistant_settings import assistant_settings_get
 
     with transaction.atomic():
         conversation = access_conversation(conversation_id, lock=True)
@@ -147,7 +148,7 @@ def _plan(conversation_id: UUID | str) -> _CompactionPlan:
             )
         settings_row = assistant_settings_get()
         previous = projection.compaction.summary if projection.compaction else ""
-        messages = summary_request(previous, turns, settings_row.owner_name, assistant_label(conversation, settings_row))
+        messages = summary_request(previous, turns, settings_row.owner_name, assistant_name(conversation.persona, display_name=settings_row.display_name))
         covered = len([m for m in branch if is_projectable(m)])
     return _CompactionPlan(config=config, head_id=head.id, messages=messages, covered=covered)
 

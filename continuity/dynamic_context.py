@@ -162,7 +162,7 @@ def dynamic_context_build(
     `history` is the thread's projectable history text (the current message last);
     `settings_row` the AssistantSettings row when the caller already read it.
     """
-    from conversations.settings_service import assistant_settings_get
+    from conversations.assistant_settings import assistant_settings_get
 
     settings_row = settings_row or assistant_settings_get()
     user_message = next((m for m in reversed(branch) if m.role == Role.USER), None)

@@ -113,7 +113,7 @@ def prompt_inputs_many(
     query carries one parameter per thread. `settings_row`: the
     AssistantSettings row when the caller already read it.
     """
-    from conversations.settings_service import assistant_settings_get
+    from conversations.assistant_settings import assistant_settings_get
 
     personas = dict(
         (item.pk, item.persona) if isinstance(item, Conversation) else tuple(item) for item in conversations

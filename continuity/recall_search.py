@@ -66,7 +66,7 @@ def _newest_matches(
     doclists newest first and stops at the limit, however rare the terms."""
     from django.db import connection
 
-    from conversations.visibility.past_search import ENTRY_TABLE, FTS_TABLE
+    from conversations.transcript.search_index import ENTRY_TABLE, FTS_TABLE
 
     older = "AND f.rowid < %s " if before is not None else ""
     sql = (
@@ -90,7 +90,7 @@ def _walk_newest_postgres(
     every match of a common term (110,000 rows at 1,000,000 messages)."""
     from django.db import connection
 
-    from conversations.visibility.past_search import ENTRY_TABLE, VECTOR_COLUMN
+    from conversations.transcript.search_index import ENTRY_TABLE, VECTOR_COLUMN
 
     older = "AND c.id < %s " if before is not None else ""
     sql = (
@@ -113,7 +113,7 @@ def _window_matches_postgres(
     index on id (the window)."""
     from django.db import connection
 
-    from conversations.visibility.past_search import ENTRY_TABLE, VECTOR_COLUMN
+    from conversations.transcript.search_index import ENTRY_TABLE, VECTOR_COLUMN
 
     window = "AND c.id >= %s " if since is not None else ""
     sql = (
@@ -325,7 +325,7 @@ def best_recall_candidates(
 
 
 def _entries(terms: list[str], *, persona: str, exclude: Iterable[UUID]) -> dict[int, str]:
-    from conversations.visibility.past_search import message_search_index_sync
+    from conversations.transcript.search_index import message_search_index_sync
 
     message_search_index_sync()  # index the newest messages (the last reply) before searching
     return _candidate_entry_ids(terms, persona=persona, exclude=list(exclude))

@@ -1,29 +1,15 @@
-"""Writes on conversations, folders and the transcript.
+"""Fetch-with-access: the one way every interface turns an id into a row, or a 404.
 
-Every interface (pages, API, WebSocket, admin, commands) calls these.
+Owns `access_conversation`, `access_folder` and `message_in_conversation`.
+Imports models and `elion.errors` only; everything above may import it.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
 from uuid import UUID
 
-from django.conf import settings
-from django.db import transaction
-from django.utils import timezone
-
-from conversations.models import (
-    Conversation,
-    ConversationOrigin,
-    Folder,
-    Message,
-    MessageStatus,
-    Persona,
-    Role,
-)
-from elion.errors import Conflict, InvalidInput, NotFound
-
-TITLE_MAX = 300
+from conversations.models import Conversation, Folder, Message
+from elion.errors import NotFound
 
 
 def access_conversation(conversation_id: UUID | str, *, lock: bool = False) -> Conversation:
@@ -51,162 +37,8 @@ def access_folder(folder_id: int | str | None) -> Folder | None:
         raise NotFound("No folder has that id.", code="folder_not_found") from exc
 
 
-def _clean_title(title: str | None) -> str:
-    title = (title or "").strip()
-    if len(title) > TITLE_MAX:
-        raise InvalidInput(f"A title can be at most {TITLE_MAX} characters.", code="title_too_long")
-    return title
-
-
-@transaction.atomic
-def conversation_create(
-    *, persona: str = Persona.ELION, title: str | None = None, folder_id: int | None = None,
-    origin: str = ConversationOrigin.NEW_CHAT,
-) -> Conversation:
-    if persona not in Persona.values:
-        raise InvalidInput(f"persona must be one of {', '.join(Persona.values)}.", code="unknown_persona")
-    # Seed, automatic New Chat continuity: capture the prior thread's handoff
-    # (database reads only) before inserting; this transaction makes capture,
-    # conversation and handoff row one unit, so a failed capture leaves nothing.
-    from continuity.handoff_store import new_chat_handoff_capture, new_chat_handoff_store
-    from memories.snapshots import memory_set_lock, snapshot_capture
-
-    # Lock order step 1 before the capture reads eligibility: a visibility
-    # transition (which takes the same lock) either committed before the
-    # capture or waits until this conversation and its handoff row exist.
-    memory_set_lock()
-    handoff_capture = new_chat_handoff_capture(persona=persona, origin=origin)
-    conversation = Conversation.objects.create(
-        persona=persona, title=_clean_title(title), folder=access_folder(folder_id), origin=origin
-    )
-    new_chat_handoff_store(handoff_capture, destination=conversation)
-    # Seed: the memory snapshot is captured at creation, in the same
-    # transaction, before any static prompt can be built from it.
-    snapshot_capture(conversation)
-    return conversation
-
-
-@transaction.atomic
-def conversation_update(*, conversation_id: UUID, changes: dict) -> Conversation:
-    """Rename and/or move. A move is a visibility transition (`conversations.visibility.transitions`)."""
-    moving = "folder_id" in changes
-    if moving:
-        from memories.snapshots import memory_set_lock
-
-        memory_set_lock()  # lock order: before the conversation row
-    conversation = access_conversation(conversation_id, lock=True)
-    if "title" in changes:
-        conversation.title = _clean_title(changes["title"])
-    if moving:
-        from conversations.visibility.transitions import conversation_move_locked
-
-        conversation_move_locked(conversation, changes["folder_id"])
-    conversation.save()
-    return conversation
-
-
-@transaction.atomic
-def conversation_rewind(*, conversation_id: UUID, message_id: UUID | str) -> Conversation:
-    """Move the head to an earlier message; nothing is deleted."""
-    conversation = access_conversation(conversation_id, lock=True)
-    streams_interrupt_expired(conversation)
-    if conversation_has_live_stream(conversation):
-        raise Conflict("A reply is still streaming in this conversation.", code="reply_in_progress")
-    target = message_in_conversation(conversation, message_id)
-    if target.role != Role.ASSISTANT or target.status == MessageStatus.STREAMING:
-        # The head is always a finished reply, so the next send answers it;
-        # to redo a question, edit it (a sibling) or retry its reply.
-        raise InvalidInput("Rewind to one of the assistant's finished replies.", code="invalid_rewind_target")
-    conversation.head = target
-    conversation.save(update_fields=["head", "updated_at"])
-    return conversation
-
-
 def message_in_conversation(conversation: Conversation, message_id: UUID | str | None) -> Message:
     try:
         return Message.objects.get(pk=UUID(str(message_id)), conversation=conversation)
     except (ValueError, TypeError, Message.DoesNotExist) as exc:
         raise NotFound("No message with that id in this conversation.", code="message_not_found") from exc
-
-
-@transaction.atomic
-def folder_create(*, name: str, hidden: bool = False) -> Folder:
-    name = (name or "").strip()
-    if not name:
-        raise InvalidInput("A folder needs a name.", code="folder_name_required")
-    return Folder.objects.create(name=name[:200], hidden=bool(hidden))
-
-
-@transaction.atomic
-def folder_update(*, folder_id: int, changes: dict) -> Folder:
-    """Rename and/or hide/unhide. Hiding is a visibility transition (`conversations.visibility.transitions`)."""
-    if "hidden" in changes:
-        from memories.snapshots import memory_set_lock
-
-        memory_set_lock()  # lock order: before the folder row the rename writes
-    folder = access_folder(folder_id)
-    if folder is None:
-        raise NotFound("No folder has that id.", code="folder_not_found")
-    if "name" in changes:
-        name = (changes["name"] or "").strip()
-        if not name:
-            raise InvalidInput("A folder needs a name.", code="folder_name_required")
-        folder.name = name[:200]
-        folder.save(update_fields=["name"])
-    if "hidden" in changes:
-        from conversations.visibility.transitions import folder_hidden_set
-
-        folder = folder_hidden_set(folder_id=folder.pk, hidden=bool(changes["hidden"]))
-    return folder
-
-
-@transaction.atomic
-def folder_delete(*, folder_id: int) -> None:
-    """Delete a folder; its conversations move to no folder (nothing is lost, and
-    those leaving a hidden folder are shielded: see `conversations.visibility.transitions`)."""
-    from conversations.visibility.transitions import folder_remove
-
-    folder_remove(folder_id=folder_id)
-
-
-# --- Streams and leases -----------------------------------------------------
-
-
-def lease_deadline():
-    return timezone.now() + timedelta(seconds=settings.ELION_STREAM_LEASE_SECONDS)
-
-
-def conversation_has_live_stream(conversation: Conversation) -> bool:
-    return Message.objects.filter(
-        conversation=conversation, status=MessageStatus.STREAMING, lease_expires_at__gt=timezone.now()
-    ).exists()
-
-
-def streams_interrupt_expired(conversation: Conversation | None = None) -> int:
-    """Mark replies whose stream lease ran out as `interrupted`, keeping their text.
-
-    A lease is renewed while its process streams, so an expired one belongs
-    to a process that died mid-reply.
-    """
-    from conversations.transcript.integrity import interrupted_tool_calls_close
-
-    stale = Message.objects.filter(status=MessageStatus.STREAMING, lease_expires_at__lte=timezone.now())
-    if conversation is not None:
-        stale = stale.filter(conversation=conversation)
-    with transaction.atomic():
-        # Claimed in primary-key order, skipping rows another sweep holds: two
-        # sweeps never wait on each other's rows in opposite orders (PostgreSQL
-        # reported deadlocks between concurrent sweeps updating the same set).
-        stale_ids = list(stale.select_for_update(skip_locked=True).order_by("pk").values_list("pk", flat=True))
-        if not stale_ids:
-            return 0
-        count = stale.filter(pk__in=stale_ids).update(
-            status=MessageStatus.INTERRUPTED,
-            error="stream_interrupted",
-            error_detail="The reply stopped because the server process ended; the partial text is kept.",
-            lease_expires_at=None,
-            updated_at=timezone.now(),
-        )
-        # A tool call the dead process left without a result gets a synthetic one.
-        interrupted_tool_calls_close(stale_ids)
-    return count

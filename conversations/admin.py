@@ -23,25 +23,32 @@ class FolderAdmin(admin.ModelAdmin):
     list_display = ("name", "hidden", "created_at")
 
     def save_model(self, request, obj, form, change):
-        from conversations import access as services
+        from conversations.threads.services import (
+            folder_create,
+            folder_update,
+        )
 
         if not change:
-            saved = services.folder_create(name=obj.name, hidden=obj.hidden)
+            saved = folder_create(name=obj.name, hidden=obj.hidden)
             obj.pk = saved.pk
             return
         changes = {name: form.cleaned_data[name] for name in ("name", "hidden") if name in form.changed_data}
-        services.folder_update(folder_id=obj.pk, changes=changes)
+        folder_update(folder_id=obj.pk, changes=changes)
 
     def delete_model(self, request, obj):
-        from conversations import access as services
+        from conversations.threads.services import (
+            folder_delete,
+        )
 
-        services.folder_delete(folder_id=obj.pk)
+        folder_delete(folder_id=obj.pk)
 
     def delete_queryset(self, request, queryset):
-        from conversations import access as services
+        from conversations.threads.services import (
+            folder_delete,
+        )
 
         for pk in list(queryset.values_list("pk", flat=True)):
-            services.folder_delete(folder_id=pk)
+            folder_delete(folder_id=pk)
 
 
 class MessageInline(admin.TabularInline):
@@ -68,10 +75,13 @@ class ConversationAdmin(admin.ModelAdmin):
     actions = ["trash_selected", "restore_selected", "release_shield_selected"]
 
     def save_model(self, request, obj, form, change):
-        from conversations import access as services
+        from conversations.threads.services import (
+            conversation_create,
+            conversation_update,
+        )
 
         if not change:
-            saved = services.conversation_create(persona=obj.persona, title=obj.title, folder_id=obj.folder_id)
+            saved = conversation_create(persona=obj.persona, title=obj.title, folder_id=obj.folder_id)
             obj.pk = saved.pk
             return
         changes = {}
@@ -81,7 +91,7 @@ class ConversationAdmin(admin.ModelAdmin):
             folder = form.cleaned_data["folder"]
             changes["folder_id"] = folder.pk if folder else None
         if changes:
-            services.conversation_update(conversation_id=obj.pk, changes=changes)
+            conversation_update(conversation_id=obj.pk, changes=changes)
         other = [name for name in form.changed_data if name not in ("title", "folder")]
         if other:
             Conversation.objects.filter(pk=obj.pk).update(**{name: form.cleaned_data[name] for name in other})

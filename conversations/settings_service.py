@@ -1,4 +1,7 @@
-"""The AssistantSettings singleton: read and update."""
+"""Saving the AssistantSettings singleton: every stored prompt is rebuilt with it.
+
+Reading it is `conversations.assistant_settings` (the base layer).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +11,6 @@ from conversations.models import AssistantSettings, Personality
 from elion.errors import InvalidInput
 
 EDITABLE_FIELDS = ("custom_instructions", "personality", "display_name", "owner_name", "archive_access", "web_search")
-
-
-def assistant_settings_get() -> AssistantSettings:
-    settings_row, _ = AssistantSettings.objects.get_or_create(pk=1)
-    return settings_row
 
 
 @transaction.atomic

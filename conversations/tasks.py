@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conversations.access import streams_interrupt_expired
+from conversations.transcript.leases import streams_interrupt_expired
 
 
 def interrupt_stale_streams() -> int:

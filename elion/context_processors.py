@@ -20,8 +20,8 @@ def _is_owner(request) -> bool:
 
 
 def elion(request) -> dict:
+    from conversations.assistant_settings import assistant_settings_get
     from conversations.models import Persona
-    from conversations.settings_service import assistant_settings_get
     from conversations.visibility.selectors import sidebar_counts
     from conversations.web.page_selectors import sidebar_groups
 

@@ -86,7 +86,7 @@ async def read_streaming(response) -> bytes:
 
 @pytest.fixture
 def make_conversation(db):
-    from conversations.access import conversation_create
+    from conversations.threads.services import conversation_create
 
     def make(**kwargs):
         return conversation_create(**kwargs)

@@ -91,7 +91,7 @@ def _sniff(name: str, data: bytes) -> tuple[str, str, str]:
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return AttachmentKind.IMAGE, "image/webp", ""
     if data.startswith(b"%PDF-"):
-        from archive.library import pdf_text
+        from archive.uploads import pdf_text
 
         return AttachmentKind.FILE, "application/pdf", pdf_text(data)
     from archive.uploads import decode_text

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from conversations.models import Message, MessageStatus
 from conversations.sending.broadcast import EVENT_TYPE, GroupSubscription, conversation_group, request_stop_broadcast
-from conversations.sending.pipeline import persist
+from conversations.sending.persist import persist
 from conversations.sending.watch import reply_snapshot
 from elion.errors import Conflict
 

@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from conversations.models import Message
 from conversations.provider.gateway import ToolCallRequested
+from conversations.transcript.tool_pairing import INTERRUPTED_RESULT
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +45,6 @@ RESULT_MAX_CHARACTERS = 16_000
 PAST_SEARCH_LIMIT = 8
 PAST_SEARCH_CANDIDATES = 50
 ARCHIVE_SEARCH_LIMIT = 8
-INTERRUPTED_RESULT = "The tool call was interrupted before it returned a result."
 WEB_SEARCH_TOOL = {"type": "web_search"}
 
 SEARCH_PAST_CONVERSATIONS = {

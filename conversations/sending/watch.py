@@ -28,10 +28,11 @@ from uuid import UUID
 
 from django.conf import settings
 
-from conversations.access import access_conversation, message_in_conversation, streams_interrupt_expired
+from conversations.access import access_conversation, message_in_conversation
 from conversations.models import Message, MessageStatus, Role
 from conversations.sending.broadcast import EVENT_TYPE, GroupSubscription, conversation_group
-from conversations.sending.pipeline import persist
+from conversations.sending.persist import persist
+from conversations.transcript.leases import streams_interrupt_expired
 from elion.errors import InvalidInput
 
 # --- the splice: a pure core ---------------------------------------------------------

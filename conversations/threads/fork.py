@@ -27,7 +27,7 @@ from uuid import UUID
 from django.db import IntegrityError, transaction
 
 from continuity.branching import idempotency_key_clean
-from conversations.access import TITLE_MAX, access_conversation, conversation_create, streams_interrupt_expired
+from conversations.access import access_conversation
 from conversations.attachments import store
 from conversations.attachments.services import AttachmentUnavailable, manifests_for
 from conversations.models import (
@@ -39,6 +39,8 @@ from conversations.models import (
     MessageStatus,
 )
 from conversations.provider.binding import provider_binding_gate
+from conversations.threads.services import TITLE_MAX, conversation_create
+from conversations.transcript.leases import streams_interrupt_expired
 from conversations.transcript.tree import tree_messages, walk_to_root
 from elion.errors import Conflict, InvalidInput, NotFound
 from memories.snapshots import memory_set_lock

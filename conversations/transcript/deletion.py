@@ -32,7 +32,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from conversations.access import access_conversation, conversation_has_live_stream
+from conversations.access import access_conversation
 from conversations.models import (
     Conversation,
     ConversationDeletion,
@@ -41,6 +41,7 @@ from conversations.models import (
     Message,
     MessageSearchEntry,
 )
+from conversations.transcript.leases import conversation_has_live_stream
 from elion.errors import Conflict, NotFound
 
 logger = logging.getLogger(__name__)

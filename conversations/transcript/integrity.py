@@ -15,8 +15,8 @@ in `seq` is reported, never rewritten: choosing a new parent would invent
 history. `manage.py check_transcripts [--repair]` is the command.
 
 Interrupted tool calls: the synthetic result is **persisted** by the stale
-stream sweep (`interrupted_tool_calls_close`, called from
-`services.streams_interrupt_expired`) and by this repair, so the stored
+stream sweep (`tool_pairing.interrupted_tool_calls_close`, called from
+`conversations.transcript.leases.streams_interrupt_expired`) and by this repair, so the stored
 transcript itself says which results the app wrote and the chat page can show
 it. The projection (`tool_loop.project_tool_parts`) still pairs any call it
 finds unpaired with the very same text, so a request is a pure function of
@@ -32,55 +32,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from conversations.models import Conversation, Message, MessageStatus, Role
-from conversations.sending.tool_loop import INTERRUPTED_RESULT
-
-
-def synthetic_result_part(call_id: str) -> dict:
-    return {
-        "type": "tool_result",
-        "call_id": call_id,
-        "content": f"Tool error: {INTERRUPTED_RESULT}",
-        "is_error": True,
-        "synthetic": True,
-    }
-
-
-def unpaired_call_ids(parts: list[dict] | None) -> list[str]:
-    """Tool calls in `parts` with no result, in stored order."""
-    parts = parts or []
-    answered = {p.get("call_id") for p in parts if isinstance(p, dict) and p.get("type") == "tool_result"}
-    return [
-        p.get("call_id") for p in parts
-        if isinstance(p, dict) and p.get("type") == "tool_call" and p.get("call_id") not in answered
-    ]
-
-
-def parts_closed(parts: list[dict] | None) -> list[dict]:
-    """`parts` with a synthetic error result after each unpaired call (a pure function)."""
-    parts = list(parts or [])
-    for call_id in unpaired_call_ids(parts):
-        parts.append(synthetic_result_part(call_id))
-    return parts
-
-
-def interrupted_tool_calls_close(message_ids) -> int:
-    """Store synthetic results for unpaired calls on these finished (non-streaming) messages.
-
-    Returns how many messages changed. A message still `streaming` is left
-    alone: its process may yet store the real result.
-    """
-    changed = 0
-    ids = list(message_ids)
-    if not ids:
-        return 0
-    with transaction.atomic():
-        rows = Message.objects.select_for_update().filter(pk__in=ids).exclude(status=MessageStatus.STREAMING).order_by("pk")
-        for message in rows.only("pk", "parts", "status"):
-            if unpaired_call_ids(message.parts):
-                Message.objects.filter(pk=message.pk).update(parts=parts_closed(message.parts), updated_at=timezone.now())
-                changed += 1
-    return changed
-
+from conversations.transcript.leases import streams_interrupt_expired
+from conversations.transcript.tool_pairing import interrupted_tool_calls_close, unpaired_call_ids
 
 # --- Invariants ---------------------------------------------------------------------
 
@@ -159,8 +112,6 @@ def _path_break(rows: dict[UUID, Message], tip: UUID) -> str:
 
 def transcript_repair(conversation_id: UUID) -> list[TranscriptProblem]:
     """Fix the repairable problems of one conversation; returns what was fixed."""
-    from conversations.access import streams_interrupt_expired
-
     with transaction.atomic():
         conversation = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
         if conversation is None:

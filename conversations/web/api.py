@@ -19,13 +19,25 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations import access as services
+from conversations.access import access_conversation
+from conversations.assistant_settings import assistant_settings_get
 from conversations.attachments.services import manifests_for
 from conversations.models import Conversation, Folder, Message, Role
-from conversations.sending.pipeline import reply_events, retry_prepare, send_command_from_payload, send_prepare
+from conversations.sending.commands import send_command_from_payload
+from conversations.sending.events import reply_events
+from conversations.sending.prepare import retry_prepare, send_prepare
 from conversations.sending.stop import reply_stop
 from conversations.sending.watch import ReplyWatch, live_reply_id, parse_after_seq
-from conversations.settings_service import assistant_settings_get, assistant_settings_update
+from conversations.settings_service import assistant_settings_update
+from conversations.threads.services import (
+    conversation_create,
+    conversation_rewind,
+    conversation_update,
+    folder_create,
+    folder_delete,
+    folder_update,
+)
+from conversations.transcript.leases import streams_interrupt_expired
 from conversations.transcript.tree import live_branch
 from conversations.web import export as conversation_export
 from conversations.web import schema as docs
@@ -94,7 +106,7 @@ class FolderListView(APIView):
     @extend_schema(request=s.FolderSerializer, responses={201: docs.FolderOutSerializer, 400: docs.ErrorSerializer})
     def post(self, request):
         data = validated(s.FolderSerializer, request.data)
-        folder = services.folder_create(name=data.get("name", ""), hidden=data.get("hidden", False))
+        folder = folder_create(name=data.get("name", ""), hidden=data.get("hidden", False))
         return Response(s.folder_repr(folder), status=status.HTTP_201_CREATED)
 
 
@@ -102,11 +114,11 @@ class FolderDetailView(APIView):
     @extend_schema(request=s.FolderSerializer, responses={200: docs.FolderOutSerializer, 404: docs.ErrorSerializer})
     def patch(self, request, folder_id: int):
         changes = validated(s.FolderSerializer, patch_fields(request, ("name", "hidden")))
-        return Response(s.folder_repr(services.folder_update(folder_id=folder_id, changes=changes)))
+        return Response(s.folder_repr(folder_update(folder_id=folder_id, changes=changes)))
 
     @extend_schema(responses={204: None, 404: docs.ErrorSerializer})
     def delete(self, request, folder_id: int):
-        services.folder_delete(folder_id=folder_id)
+        folder_delete(folder_id=folder_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -123,7 +135,7 @@ class ConversationListView(APIView):
     @extend_schema(request=s.ConversationCreateSerializer, responses={201: docs.ConversationSerializer, 400: docs.ErrorSerializer})
     def post(self, request):
         data = validated(s.ConversationCreateSerializer, request.data)
-        conversation = services.conversation_create(
+        conversation = conversation_create(
             persona=data.get("persona") or "elion", title=data.get("title"), folder_id=data.get("folder_id")
         )
         return Response(s.conversation_repr(conversation), status=status.HTTP_201_CREATED)
@@ -132,12 +144,12 @@ class ConversationListView(APIView):
 class ConversationDetailView(APIView):
     @extend_schema(responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
     def get(self, request, conversation_id):
-        return Response(s.conversation_repr(services.access_conversation(conversation_id)))
+        return Response(s.conversation_repr(access_conversation(conversation_id)))
 
     @extend_schema(request=s.ConversationPatchSerializer, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
     def patch(self, request, conversation_id):
         changes = validated(s.ConversationPatchSerializer, patch_fields(request, ("title", "folder_id")))
-        return Response(s.conversation_repr(services.conversation_update(conversation_id=conversation_id, changes=changes)))
+        return Response(s.conversation_repr(conversation_update(conversation_id=conversation_id, changes=changes)))
 
     @extend_schema(responses={200: dict, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer})
     def delete(self, request, conversation_id):
@@ -159,14 +171,14 @@ class ConversationRewindView(APIView):
     @extend_schema(request=s.RewindSerializer, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
     def post(self, request, conversation_id):
         data = validated(s.RewindSerializer, request.data)
-        conversation = services.conversation_rewind(conversation_id=conversation_id, message_id=data["message_id"])
+        conversation = conversation_rewind(conversation_id=conversation_id, message_id=data["message_id"])
         return Response(s.conversation_repr(conversation))
 
 
 class ConversationExportView(APIView):
     @extend_schema(responses={(200, 'text/markdown'): str, (200, 'application/json'): dict, 400: docs.ErrorSerializer})
     def get(self, request, conversation_id):
-        conversation = services.access_conversation(conversation_id)
+        conversation = access_conversation(conversation_id)
         fmt = request.query_params.get("format", "markdown")
         if fmt == "json":
             return Response(conversation_export.export_json(conversation))
@@ -182,8 +194,8 @@ class MessageListView(APIView):
 
     @extend_schema(responses=docs.MessageListSerializer)
     def get(self, request, conversation_id):
-        conversation = services.access_conversation(conversation_id)
-        services.streams_interrupt_expired(conversation)
+        conversation = access_conversation(conversation_id)
+        streams_interrupt_expired(conversation)
         conversation.refresh_from_db()
         branch = [m for m in live_branch(conversation) if m.role != Role.SYSTEM]
         manifests = manifests_for(branch)

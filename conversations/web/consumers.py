@@ -32,9 +32,11 @@ from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from conversations import access as services
+from conversations.access import access_conversation
 from conversations.sending.broadcast import EVENT_TYPE, STARTED, GroupSubscription, conversation_group
-from conversations.sending.pipeline import reply_events, retry_prepare, send_command_from_payload, send_prepare
+from conversations.sending.commands import send_command_from_payload
+from conversations.sending.events import reply_events
+from conversations.sending.prepare import retry_prepare, send_prepare
 from conversations.sending.stop import reply_stop
 from conversations.sending.watch import ReplyWatch, live_reply_id, parse_after_seq
 from conversations.web import serializers
@@ -67,7 +69,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=4401)
             return
         try:
-            conversation = await sync_to_async(services.access_conversation)(
+            conversation = await sync_to_async(access_conversation)(
                 self.scope["url_route"]["kwargs"]["conversation_id"]
             )
         except ServiceError:

@@ -7,9 +7,9 @@ Exports carry the live branch, including Branch / Fresh Chat handoff bubbles
 from __future__ import annotations
 
 from continuity.labels import speaker_label
+from conversations.assistant_settings import assistant_settings_get
 from conversations.attachments.services import manifests_for
 from conversations.models import Conversation, Role
-from conversations.settings_service import assistant_settings_get
 from conversations.transcript.tree import live_branch
 from conversations.web.serializers import conversation_repr, message_repr
 

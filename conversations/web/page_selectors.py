@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from continuity.labels import assistant_name
 from continuity.request_assembly import estimate_tokens
 from conversations.attachments.services import manifests_for
 from conversations.models import (
@@ -18,7 +19,6 @@ from conversations.models import (
     Message,
     MessageKind,
     MessageStatus,
-    Persona,
     Role,
 )
 from conversations.transcript.tree import live_branch
@@ -72,11 +72,8 @@ def sidebar_groups(limit: int = SIDEBAR_LIMIT) -> list[SidebarGroup]:
 
 
 def assistant_label(conversation: Conversation, settings_row: AssistantSettings) -> str:
-    """The name on assistant bubbles: the configured display name for Elion,
-    the persona's own name otherwise."""
-    if conversation.persona == Persona.ELION:
-        return settings_row.display_name
-    return Persona(conversation.persona).label
+    """The name on assistant bubbles (`continuity.labels.assistant_name`)."""
+    return assistant_name(conversation.persona, display_name=settings_row.display_name)
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from conversations import access as services
+from conversations.access import access_conversation, message_in_conversation
+from conversations.assistant_settings import assistant_settings_get
 from conversations.characters import characters_list
 from conversations.models import Conversation, Persona, Personality
-from conversations.settings_service import assistant_settings_get, assistant_settings_update
+from conversations.settings_service import assistant_settings_update
+from conversations.threads.services import conversation_create
+from conversations.transcript.leases import streams_interrupt_expired
 from conversations.visibility.past_search import quoted_excerpt
 from conversations.visibility.selectors import chat_visibility
 from conversations.web import page_selectors
@@ -48,7 +51,7 @@ def logout_page(request: HttpRequest) -> HttpResponse:
 def new_chat(request: HttpRequest) -> HttpResponse:
     persona = request.POST.get("persona", "elion")
     try:
-        conversation = services.conversation_create(persona=persona)
+        conversation = conversation_create(persona=persona)
     except ServiceError as exc:
         return HttpResponse(exc.detail, status=exc.status)
     return redirect("chat", conversation_id=conversation.id)
@@ -56,7 +59,7 @@ def new_chat(request: HttpRequest) -> HttpResponse:
 
 def _conversation_or_404(conversation_id: str) -> Conversation:
     try:
-        return services.access_conversation(conversation_id)
+        return access_conversation(conversation_id)
     except ServiceError as exc:
         raise Http404(exc.detail) from exc
 
@@ -64,7 +67,7 @@ def _conversation_or_404(conversation_id: str) -> Conversation:
 def chat_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
     conversation = _conversation_or_404(conversation_id)
     # A reply left `streaming` by a dead process shows as interrupted, with Retry.
-    if services.streams_interrupt_expired(conversation):
+    if streams_interrupt_expired(conversation):
         conversation.refresh_from_db()
     settings_row = assistant_settings_get()
     branch = page_selectors.visible_branch(conversation)
@@ -101,12 +104,12 @@ def message_fragment(request: HttpRequest, conversation_id: str, message_id: str
     """One rendered bubble, swapped in by chat.js when a stream ends."""
     conversation = _conversation_or_404(conversation_id)
     try:
-        message = services.message_in_conversation(conversation, message_id)
+        message = message_in_conversation(conversation, message_id)
     except ServiceError as exc:
         raise Http404(exc.detail) from exc
     if message.role not in page_selectors.VISIBLE_ROLES:
         raise Http404("That message is not shown in the transcript.")
-    services.streams_interrupt_expired(conversation)
+    streams_interrupt_expired(conversation)
     message.refresh_from_db()
     (bubble,) = page_selectors.bubbles_for(conversation, [message], assistant_settings_get())
     template = "chat/_handoff_bubble.html" if bubble.is_handoff else "chat/_message.html"

@@ -13,8 +13,9 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from conversations import access as services
+from conversations.access import access_conversation
 from conversations.models import Conversation
+from conversations.threads.services import conversation_update, folder_create, folder_update
 from conversations.visibility import selectors as visibility_selectors
 from conversations.visibility import transitions as visibility
 from conversations.visibility.past_search import past_conversation_search
@@ -92,7 +93,7 @@ def conversation_release_shield_page(request: HttpRequest, conversation_id: str)
 def conversation_move_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
     folder_id = request.POST.get("folder_id") or None
     try:
-        conversation = services.conversation_update(conversation_id=conversation_id, changes={"folder_id": folder_id})
+        conversation = conversation_update(conversation_id=conversation_id, changes={"folder_id": folder_id})
     except ServiceError as exc:
         messages.error(request, exc.detail)
         return _back(request, f"/c/{conversation_id}/")
@@ -105,7 +106,7 @@ def conversation_move_page(request: HttpRequest, conversation_id: str) -> HttpRe
 @require_POST
 def folder_create_page(request: HttpRequest) -> HttpResponse:
     try:
-        folder = services.folder_create(name=request.POST.get("name", ""))
+        folder = folder_create(name=request.POST.get("name", ""))
     except ServiceError as exc:
         messages.error(request, exc.detail)
     else:
@@ -117,7 +118,7 @@ def folder_create_page(request: HttpRequest) -> HttpResponse:
 def folder_visibility_page(request: HttpRequest, folder_id: int) -> HttpResponse:
     try:
         hidden = flag(request.POST.get("hidden"), "hidden")
-        folder = services.folder_update(folder_id=folder_id, changes={"hidden": hidden})
+        folder = folder_update(folder_id=folder_id, changes={"hidden": hidden})
     except ServiceError as exc:
         messages.error(request, exc.detail)
         return _back(request, "/folders/hidden/")
@@ -146,7 +147,7 @@ def _insert_target(request: HttpRequest) -> Conversation | None:
     origin = request.GET.get("from")
     if origin:
         try:
-            conversation = services.access_conversation(origin)
+            conversation = access_conversation(origin)
         except ServiceError:
             conversation = None
         if conversation is not None and not conversation.trashed:

@@ -14,8 +14,8 @@ from django.test import Client
 
 from continuity import branching
 from continuity.models import ThreadHandoff
+from conversations.assistant_settings import assistant_settings_get
 from conversations.models import Conversation, ConversationOrigin, Folder, IdempotentAction, Message, MessageKind, Role
-from conversations.settings_service import assistant_settings_get
 from conversations.web.page_selectors import bubbles_for
 
 pytestmark = pytest.mark.django_db
@@ -161,7 +161,7 @@ def test_bubble_stays_in_exports(source):
 
 
 def test_rewound_away_turns_never_reach_a_branch(source, make_turns):
-    from conversations.access import conversation_rewind
+    from conversations.threads.services import conversation_rewind
 
     make_turns(source, ("user", "abandoned question"), ("assistant", "abandoned answer"))
     turn_9 = Message.objects.get(conversation=source, content="turn 9")

@@ -244,7 +244,7 @@ def test_a_branch_handoff_bubble_does_not_end_the_birth_period(thread, scripted_
 
 def test_birth_period_guard_refuses_to_dispatch_a_recall_section(make_conversation, scripted_provider, monkeypatch, caplog):
     from continuity import dynamic_context as dc
-    from conversations.sending import pipeline as send_pipeline
+    from conversations.sending import request as send_request
 
     real = dc.dynamic_context_build
 
@@ -256,7 +256,7 @@ def test_birth_period_guard_refuses_to_dispatch_a_recall_section(make_conversati
             birth_period=True, recall_reason="bug", excerpts=1, pinned_character=False,
         )
 
-    monkeypatch.setattr(send_pipeline, "dynamic_context_build", broken)
+    monkeypatch.setattr(send_request, "dynamic_context_build", broken)
     fresh = make_conversation(persona="elion")
     with caplog.at_level("ERROR"):
         body = send(fresh, "Remember the lighthouse?")
@@ -465,7 +465,7 @@ def test_candidates_are_the_newest_eligible_matches_of_each_term(thread, monkeyp
     term's newest `CANDIDATES_PER_TERM` eligible matches, on either database."""
     from continuity import recall_search
     from conversations.models import MessageSearchEntry
-    from conversations.visibility.past_search import message_search_index_sync
+    from conversations.transcript.search_index import message_search_index_sync
 
     monkeypatch.setattr(recall_search, "CANDIDATES_PER_TERM", 2)
     texts = ["omega one", "alpha one", "omega two", "alpha two", "alpha three", "omega three", "alpha four",
@@ -498,7 +498,7 @@ def test_candidates_stay_exact_when_rare_terms_are_found_by_bounded_walks_and_id
 
     from continuity import recall_search
     from conversations.models import MessageSearchEntry
-    from conversations.visibility.past_search import message_search_index_sync
+    from conversations.transcript.search_index import message_search_index_sync
 
     for name, value in (("CANDIDATES_PER_TERM", 3), ("PROBE_ROWS", 4), ("WALK_ROWS", 3), ("MIN_WINDOW_ROWS", 2),
                         ("MAX_WINDOW_ROWS", 40)):

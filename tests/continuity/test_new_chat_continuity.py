@@ -7,8 +7,8 @@ from django.test import Client
 
 from continuity import handoff_store
 from continuity.models import ThreadHandoff
-from conversations.access import conversation_create, conversation_rewind
 from conversations.models import Conversation, Folder, Message
+from conversations.threads.services import conversation_create, conversation_rewind
 
 pytestmark = pytest.mark.django_db
 

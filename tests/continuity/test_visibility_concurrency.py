@@ -18,9 +18,10 @@ import threading
 import pytest
 from django.conf import settings
 
-from conversations.access import conversation_create, folder_update
 from conversations.models import Conversation, Folder, Message, Role
-from conversations.sending.pipeline import SendCommand, send_prepare
+from conversations.sending.commands import SendCommand
+from conversations.sending.prepare import send_prepare
+from conversations.threads.services import conversation_create, folder_update
 from conversations.visibility import transitions as visibility
 from tests.memories.test_concurrency import Gate, run_paused, run_together
 

@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from conversations.access import conversation_create
 from conversations.models import Message, MessageStatus, Role
+from conversations.threads.services import conversation_create
 from conversations.transcript.integrity import transcripts_check
 from tests.conversations.test_crash_recovery import app_env, wait_until
 from tests.support.live_server import LiveApp

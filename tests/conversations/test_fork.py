@@ -13,12 +13,14 @@ from django.db import connection
 from django.test import Client
 
 from continuity.models import ThreadHandoff
-from conversations.access import conversation_create, conversation_rewind
 from conversations.attachments import store
 from conversations.attachments.services import attachment_upload, manifests_for
 from conversations.models import Conversation, ConversationOrigin, IdempotentAction, Message, MessageStatus, Role
 from conversations.provider.binding import binding_fields, configured_provider
-from conversations.sending.pipeline import SendCommand, reply_request_build, send_prepare
+from conversations.sending.commands import SendCommand
+from conversations.sending.prepare import send_prepare
+from conversations.sending.request import reply_request_build
+from conversations.threads.services import conversation_create, conversation_rewind
 from conversations.transcript.tree import live_branch, tree_problems
 from memories.models import ConversationMemorySnapshot, Memory
 from tests.support.attachment_files import png_bytes

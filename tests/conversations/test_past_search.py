@@ -10,9 +10,10 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from conversations.access import conversation_rewind
 from conversations.models import Conversation, Folder, Message, MessageSearchEntry
-from conversations.visibility.past_search import message_search_index_sync, past_conversation_search
+from conversations.threads.services import conversation_rewind
+from conversations.transcript.search_index import message_search_index_sync
+from conversations.visibility.past_search import past_conversation_search
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from conversations.models import Conversation, Message, MessageStatus, Role
-from conversations.sending.pipeline import SendCommand, send_prepare
+from conversations.sending.commands import SendCommand
+from conversations.sending.prepare import send_prepare
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,7 +36,7 @@ def touching(statements: list[str], table: str) -> list[str]:
 
 @pytest.fixture
 def threads(make_conversation, make_turns):
-    from conversations.settings_service import assistant_settings_get
+    from conversations.assistant_settings import assistant_settings_get
 
     assistant_settings_get()  # the settings row exists after the app's first use
     other = make_conversation(persona="elion", title="Lighthouse")

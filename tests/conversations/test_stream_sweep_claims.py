@@ -15,8 +15,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from conversations.access import streams_interrupt_expired
 from conversations.models import Conversation, Message, MessageStatus, Role
+from conversations.transcript.leases import streams_interrupt_expired
 
 STALE = 300
 SWEEPERS = 4

@@ -115,7 +115,7 @@ def test_projection_pairs_every_call_and_marks_an_interrupted_one():
 
 
 def test_interrupted_reply_with_a_dangling_call_projects_well_paired(make_conversation, make_turns):
-    from conversations.sending.pipeline import reply_request_build
+    from conversations.sending.request import reply_request_build
 
     conversation = make_conversation()
     _, reply = make_turns(conversation, ("user", "look it up"), ("assistant", "Let me look"))

@@ -6,8 +6,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from conversations.access import conversation_create
 from conversations.models import Message, MessageStatus
+from conversations.threads.services import conversation_create
 from elion.asgi import application
 from tests.support.scripted_provider import ScriptedReply
 

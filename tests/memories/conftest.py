@@ -78,7 +78,8 @@ def send_and_capture(db):
     reply task.
     """
     from conversations.models import Message, MessageStatus
-    from conversations.sending.pipeline import SendCommand, send_prepare
+    from conversations.sending.commands import SendCommand
+    from conversations.sending.prepare import send_prepare
 
     def send(conversation, content="Hello again."):
         prepared = send_prepare(SendCommand(conversation_id=conversation.pk, content=content))

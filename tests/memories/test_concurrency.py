@@ -25,9 +25,10 @@ from django.conf import settings
 from django.db import connection, connections
 
 from continuity import prompt_store
-from conversations.access import conversation_create
 from conversations.models import Conversation, Message, Role
-from conversations.sending.pipeline import SendCommand, send_prepare
+from conversations.sending.commands import SendCommand
+from conversations.sending.prepare import send_prepare
+from conversations.threads.services import conversation_create
 from elion.errors import NotFound
 from memories.models import Memory, SnapshotMembership
 from memories.services import memory_add, memory_delete, memory_edit

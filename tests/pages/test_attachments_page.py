@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.access import conversation_create
 from conversations.models import Conversation, ConversationOrigin
+from conversations.threads.services import conversation_create
 from tests.pages.test_chat_pages import COMPOSER, seed_conversation, send, wait_settled
 from tests.support.attachment_files import png_bytes
 

@@ -13,8 +13,8 @@ import threading
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.access import conversation_create
 from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
+from conversations.threads.services import conversation_create
 from tests.pages.conftest import OWNER_PASSWORD
 from tests.support.scripted_provider import ScriptedReply
 

@@ -18,9 +18,9 @@ from playwright.sync_api import Page, expect
 
 from archive.library import library_file_add_text
 from archive.models import ArchiveDocument, LibraryFile
-from conversations.access import conversation_create, folder_create
 from conversations.characters import character_create
 from conversations.models import Conversation, Message, Role
+from conversations.threads.services import conversation_create, folder_create
 from memories.services import memory_add
 from tests.pages.conftest import OWNER_PASSWORD
 from tests.pages.test_chat_pages import send, wait_settled

@@ -14,8 +14,9 @@ from django.db import transaction
 from playwright.sync_api import Page, expect
 
 from continuity.prompt_store import static_prompt_ensure
-from conversations.access import access_conversation, conversation_create
+from conversations.access import access_conversation
 from conversations.models import Conversation, Folder, Message, Role
+from conversations.threads.services import conversation_create
 
 pytestmark = pytest.mark.browser
 

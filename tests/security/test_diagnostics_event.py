@@ -13,8 +13,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from conversations.access import conversation_create
 from conversations.models import Message
+from conversations.threads.services import conversation_create
 from tests.conftest import parse_sse, read_streaming
 from tests.conversations.test_websocket import communicator, receive_until_done
 from tests.support.scripted_provider import ScriptedReply

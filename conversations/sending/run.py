@@ -1,0 +1,255 @@
+"""The reply run: stream from the provider in an asyncio task of its own and persist as it goes.
+
+`ReplyRun` flushes partial text at once for the first delta, then at most
+every 250 ms (also when the stream pauses) or 2,000 characters, renews the
+stream lease, and finalises `complete` or `failed` (or `interrupted` when
+the owner stops it). The task does not belong to the transport: a client
+that goes away stops listening, not persisting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import time
+from uuid import UUID
+
+from django.conf import settings
+from django.utils import timezone
+
+from conversations.models import Message, MessageStatus
+from conversations.provider import gateway as provider_gateway
+from conversations.provider.gateway import ProviderError
+from conversations.sending import tool_loop
+from conversations.sending.broadcast import STARTED, ReplyBroadcast
+from conversations.sending.persist import persist
+from conversations.sending.prepare import PreparedReply
+from conversations.transcript.leases import lease_deadline
+
+logger = logging.getLogger(__name__)
+
+# Reply tasks in flight: the event loop holds tasks only weakly.
+_RUNNING_TASKS: set[asyncio.Task] = set()
+
+
+def _add(total: int | None, more: int | None) -> int | None:
+    return more if total is None else total + (more or 0)
+
+
+def _still_wanted(message_id: UUID):
+    """The reply's row while it streams and nobody asked it to stop."""
+    return Message.objects.filter(pk=message_id, status=MessageStatus.STREAMING, stop_requested_at__isnull=True)
+
+
+def _flush_partial(message_id: UUID, content: str) -> bool:
+    """Store the partial text; False when the reply was asked to stop (or ended elsewhere)."""
+    return bool(_still_wanted(message_id).update(content=content, lease_expires_at=lease_deadline(),
+                                                 updated_at=timezone.now()))
+
+
+def _renew_lease(message_id: UUID) -> bool:
+    return bool(_still_wanted(message_id).update(lease_expires_at=lease_deadline()))
+
+
+def _stop_was_requested(message_id: UUID) -> bool:
+    return Message.objects.filter(pk=message_id, stop_requested_at__isnull=False).exists()
+
+
+STOPPED = ("stopped", "Stopped before the reply finished; the partial text is kept.")
+
+
+# The longest a run waits for the provider's first event before reading the stop flag.
+STOP_CHECK_GRACE_SECONDS = 0.5
+
+
+class ReplyStopped(Exception):
+    """The owner asked this reply to stop."""
+
+
+def _finalise(message_id: UUID, content: str, status: str, error: str = "", detail: str = "", usage=None) -> None:
+    message = Message.objects.get(pk=message_id)
+    message.content = content
+    message.status = status
+    message.error = error
+    message.error_detail = detail
+    message.lease_expires_at = None
+    if usage is not None:
+        message.metadata = {**message.metadata, "usage": usage}
+    message.save(update_fields=["content", "status", "error", "error_detail", "lease_expires_at", "metadata", "updated_at"])
+
+
+class ReplyRun:
+    """One assistant reply streaming from the provider, owned by no transport."""
+
+    def __init__(self, prepared: PreparedReply):
+        self.prepared = prepared
+        self.queue: asyncio.Queue[tuple[str, dict]] = asyncio.Queue()
+        self.broadcast = ReplyBroadcast(prepared.conversation_id, prepared.assistant_message_id)
+        self.stop_requested = False
+        self._round: asyncio.Task | None = None
+        # Inline and trailing flushes write one at a time, newest text last.
+        self._flush_lock = asyncio.Lock()
+        # Set by the provider's first event: the stop flag is read after it (`_stop_recorded`).
+        self.provider_answered = asyncio.Event()
+
+    def emit(self, name: str, data: dict) -> None:
+        self.queue.put_nowait((name, data))
+        self.broadcast.publish(name, data)
+
+    def stop(self) -> None:
+        """End the provider call now; the run keeps the partial text as `interrupted`."""
+        if self.stop_requested:
+            return
+        self.stop_requested = True
+        if self._round is not None and not self._round.done():
+            self._round.cancel()
+
+    def start(self) -> None:
+        # A fresh context: the request's context ties thread-sensitive
+        # sync_to_async calls to the request's executor, which quits when the
+        # response ends, while this reply must outlive the request.
+        task = asyncio.get_running_loop().create_task(self._run(), context=contextvars.Context())
+        _RUNNING_TASKS.add(task)
+        task.add_done_callback(_RUNNING_TASKS.discard)
+
+    async def _run(self) -> None:
+        prepared = self.prepared
+        message_id = prepared.assistant_message_id
+        self.text_parts: list[str] = []
+        self.length = 0  # characters so far: the `seq` of the latest delta
+        self.unflushed = 0
+        self.last_flush = float("-inf")  # the first text is persisted at once
+        parts: list[dict] = []  # this reply's stored tool calls and results
+        usage = {"input_tokens": None, "output_tokens": None}
+        loop = asyncio.get_running_loop()
+        heartbeat = trailing = None
+        try:
+            self.broadcast.start(on_stop=self.stop, stop_recorded=lambda: self._stop_recorded(message_id))
+            self.broadcast.publish(STARTED, {"user_message_id": str(prepared.user_message_id)})
+            heartbeat = loop.create_task(self._heartbeat(message_id))
+            trailing = loop.create_task(self._trailing_flush(message_id))
+            # Round 0 is the ordinary reply; each round that asks for tools is
+            # answered and followed by another request, at most ELION_MAX_TOOL_ROUNDS times.
+            for round_number in range(settings.ELION_MAX_TOOL_ROUNDS + 1):
+                messages = prepared.request.messages + tool_loop.project_tool_parts(parts)
+                calls, round_usage = await self._stream_round_stoppable(messages)
+                usage = {key: _add(usage[key], round_usage[key]) for key in usage}
+                if not calls:
+                    await persist(_finalise)(message_id, "".join(self.text_parts), MessageStatus.COMPLETE, usage=usage)
+                    self.emit("done", {"message_id": str(message_id), "status": MessageStatus.COMPLETE})
+                    return
+                if round_number == settings.ELION_MAX_TOOL_ROUNDS:
+                    break
+                await tool_loop.tool_round_run(
+                    calls, round_number=round_number, message_id=message_id, parts=parts,
+                    offered=prepared.tools, context=prepared.tool_context, emit=self.emit, persist=persist,
+                )
+            raise ProviderError(
+                "tool_round_limit",
+                f"The model asked for tools more than {settings.ELION_MAX_TOOL_ROUNDS} times; the partial reply is kept.",
+            )
+        except ReplyStopped:
+            for task in (heartbeat, trailing):
+                if task is not None:
+                    task.cancel()
+            await persist(_finalise)(message_id, "".join(self.text_parts), MessageStatus.INTERRUPTED, *STOPPED)
+            self.emit("done", {"message_id": str(message_id), "status": MessageStatus.INTERRUPTED})
+        except ProviderError as exc:
+            await persist(_finalise)(message_id, "".join(self.text_parts), MessageStatus.FAILED, exc.code, exc.detail)
+            self.emit("error", {"error": exc.code, "detail": exc.detail})
+            self.emit("done", {"message_id": str(message_id), "status": MessageStatus.FAILED})
+        except Exception:  # noqa: BLE001 - a reply must end in a stored state, whatever broke
+            logger.exception("reply %s failed unexpectedly", message_id)
+            detail = "The reply failed because of an internal error; the partial text is kept."
+            await persist(_finalise)(message_id, "".join(self.text_parts), MessageStatus.FAILED, "internal_error", detail)
+            self.emit("error", {"error": "internal_error", "detail": detail})
+            self.emit("done", {"message_id": str(message_id), "status": MessageStatus.FAILED})
+        finally:
+            for task in (heartbeat, trailing):
+                if task is not None:
+                    task.cancel()
+            await self.broadcast.close()
+
+    async def _stream_round_stoppable(self, messages: list[dict]) -> tuple[list, dict]:
+        """`_stream_round` in a task of its own, so a stop can end the provider call."""
+        if self.stop_requested:
+            raise ReplyStopped
+        self._round = asyncio.get_running_loop().create_task(self._stream_round(messages))
+        try:
+            return await self._round
+        except asyncio.CancelledError:
+            # Our round was cancelled by `stop`, not this task by its owner.
+            if self.stop_requested and not asyncio.current_task().cancelling():
+                raise ReplyStopped from None
+            self._round.cancel()
+            raise
+        finally:
+            self._round = None
+
+    async def _stop_recorded(self, message_id: UUID) -> bool:
+        """The database's stop flag, read once the provider has answered (or
+        `STOP_CHECK_GRACE_SECONDS` have passed).
+
+        It catches a stop recorded before the run listened for stop messages.
+        Read at once, its query would compete for the CPU with building and
+        sending the provider request, on the way to the first token; a stop it
+        finds still ends the reply at its first event. Later stops arrive as
+        messages, and the lease renewal reads the flag again.
+        """
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.provider_answered.wait(), STOP_CHECK_GRACE_SECONDS)
+        return await persist(_stop_was_requested)(message_id)
+
+    async def _flush(self, message_id: UUID) -> None:
+        async with self._flush_lock:
+            if not self.unflushed:
+                return
+            self.unflushed, self.last_flush = 0, time.monotonic()
+            if not await persist(_flush_partial)(message_id, "".join(self.text_parts)):
+                self.stop()
+
+    async def _trailing_flush(self, message_id: UUID) -> None:
+        """Text that arrived just before the stream paused is stored within the interval too."""
+        interval = settings.ELION_FLUSH_INTERVAL_SECONDS
+        while True:
+            await asyncio.sleep(interval)
+            if self.unflushed and time.monotonic() - self.last_flush >= interval:
+                try:
+                    await self._flush(message_id)
+                except Exception:  # noqa: BLE001 - the next flush or the final write stores the text
+                    logger.warning("reply %s: trailing flush failed", message_id, exc_info=True)
+
+    async def _stream_round(self, messages: list[dict]) -> tuple[list, dict]:
+        """One provider request: stream its text, collect its tool calls and usage."""
+        message_id = self.prepared.assistant_message_id
+        calls: list[provider_gateway.ToolCallRequested] = []
+        usage = None
+        async for event in provider_gateway.stream_reply(self.prepared.config, messages, self.prepared.tools):
+            self.provider_answered.set()
+            if isinstance(event, provider_gateway.TextDelta):
+                if not event.text:
+                    continue
+                self.text_parts.append(event.text)
+                self.length += len(event.text)
+                self.unflushed += len(event.text)
+                self.emit("delta", {"text": event.text, "seq": self.length})
+                if self.unflushed >= settings.ELION_FLUSH_CHARACTERS or (
+                    time.monotonic() - self.last_flush >= settings.ELION_FLUSH_INTERVAL_SECONDS
+                ):
+                    await self._flush(message_id)
+            elif isinstance(event, provider_gateway.ToolCallRequested):
+                calls.append(event)
+            elif isinstance(event, provider_gateway.Completed):
+                usage = {"input_tokens": event.input_tokens, "output_tokens": event.output_tokens}
+        if usage is None:
+            raise ProviderError("provider_connection_lost", "The provider's stream ended before the reply was complete.")
+        return calls, usage
+
+    async def _heartbeat(self, message_id: UUID) -> None:
+        interval = max(settings.ELION_STREAM_LEASE_SECONDS / 3, 0.2)
+        while True:
+            await asyncio.sleep(interval)
+            if not await persist(_renew_lease)(message_id):
+                self.stop()

@@ -1,0 +1,76 @@
+"""The message search index: one row per searchable message, tokenised in Python.
+
+Database triggers (migration `0004_message_search_index`) write a row with
+`search_text` NULL on every message write; `message_search_index_sync`
+tokenises the pending rows, and `message_matching_ids` is the one way to
+query the index (Past Conversation Search, keyword recall, the model's
+tool). Imports models and `elion.fulltext` only.
+"""
+
+from __future__ import annotations
+
+from django.db import connection, transaction
+from django.db.models import QuerySet
+
+from conversations.models import Conversation, MessageSearchEntry
+from elion.fulltext import matching_ids, search_text_for
+
+INDEX_BATCH = 1_000
+ENTRY_TABLE = MessageSearchEntry._meta.db_table
+FTS_TABLE = "message_search_fts"
+VECTOR_COLUMN = "search_vector"  # PostgreSQL only: the stored, generated tsvector of search_text
+
+
+def message_search_index_sync(*, batch_size: int = INDEX_BATCH) -> int:
+    """Tokenise every pending index row (written by the message triggers); returns how many.
+
+    A row is only ever replaced (a new id) when its message changes, so
+    writing `search_text` by id can never put an old text on a newer row.
+    Each batch commits on its own; inside a caller's transaction (a send's
+    recall) it takes no savepoint: a failure rolls the whole caller back.
+    """
+    done = 0
+    while True:
+        with transaction.atomic(savepoint=False):
+            pending = list(
+                MessageSearchEntry.objects.filter(search_text__isnull=True)
+                .order_by("id")
+                .values_list("id", "message__content")[:batch_size]
+            )
+            if pending:
+                _search_texts_write([(pk, search_text_for(content or "")) for pk, content in pending])
+        done += len(pending)
+        if len(pending) < batch_size:
+            return done  # a short batch was the last one: no second query for the usual single new row
+
+
+def _search_texts_write(rows: list[tuple[int, str]]) -> None:
+    """One `UPDATE … FROM (VALUES …)` per batch (PostgreSQL, SQLite ≥ 3.33); `bulk_update`'s
+    CASE chains made a first sync of a large archive take many times longer."""
+    table = connection.ops.quote_name(ENTRY_TABLE)
+    values = ", ".join(["(%s, %s)"] * len(rows))
+    cast = "::bigint" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH v(id, search_text) AS (VALUES {values}) "
+            f"UPDATE {table} SET search_text = v.search_text FROM v WHERE {table}.id = v.id{cast}",
+            [value for row in rows for value in row],
+        )
+
+
+def message_matching_ids(terms: list[str], *, sources: QuerySet[Conversation], limit: int) -> list[int]:
+    """Index-row ids (newest first) of messages in `sources` holding every term.
+
+    The one way to query this index (Past Conversation Search, keyword recall,
+    the model's tool): run `message_search_index_sync()` first.
+    """
+    sources_sql, sources_params = sources.order_by().values("pk").query.sql_with_params()
+    return matching_ids(
+        table=ENTRY_TABLE,
+        fts_table=FTS_TABLE,
+        terms=terms,
+        limit=limit,
+        where=f"AND c.conversation_id IN ({sources_sql})",
+        params=sources_params,
+        vector_column=VECTOR_COLUMN,
+    )

@@ -1,0 +1,64 @@
+"""Tool calls and their results stay paired: the synthetic result an interrupted call gets.
+
+Seed 004: every tool call in a projected request has exactly one result; a
+call whose process died before it returned gets a synthetic error result,
+marked `"synthetic": true`, stored by the stale-stream sweep and by
+transcript repair, and used with the same text by the request projection.
+Imports models only.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from conversations.models import Message, MessageStatus
+
+INTERRUPTED_RESULT = "The tool call was interrupted before it returned a result."
+
+
+def synthetic_result_part(call_id: str) -> dict:
+    return {
+        "type": "tool_result",
+        "call_id": call_id,
+        "content": f"Tool error: {INTERRUPTED_RESULT}",
+        "is_error": True,
+        "synthetic": True,
+    }
+
+
+def unpaired_call_ids(parts: list[dict] | None) -> list[str]:
+    """Tool calls in `parts` with no result, in stored order."""
+    parts = parts or []
+    answered = {p.get("call_id") for p in parts if isinstance(p, dict) and p.get("type") == "tool_result"}
+    return [
+        p.get("call_id") for p in parts
+        if isinstance(p, dict) and p.get("type") == "tool_call" and p.get("call_id") not in answered
+    ]
+
+
+def parts_closed(parts: list[dict] | None) -> list[dict]:
+    """`parts` with a synthetic error result after each unpaired call (a pure function)."""
+    parts = list(parts or [])
+    for call_id in unpaired_call_ids(parts):
+        parts.append(synthetic_result_part(call_id))
+    return parts
+
+
+def interrupted_tool_calls_close(message_ids) -> int:
+    """Store synthetic results for unpaired calls on these finished (non-streaming) messages.
+
+    Returns how many messages changed. A message still `streaming` is left
+    alone: its process may yet store the real result.
+    """
+    changed = 0
+    ids = list(message_ids)
+    if not ids:
+        return 0
+    with transaction.atomic():
+        rows = Message.objects.select_for_update().filter(pk__in=ids).exclude(status=MessageStatus.STREAMING).order_by("pk")
+        for message in rows.only("pk", "parts", "status"):
+            if unpaired_call_ids(message.parts):
+                Message.objects.filter(pk=message.pk).update(parts=parts_closed(message.parts), updated_at=timezone.now())
+                changed += 1
+    return changed
