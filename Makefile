@@ -5,7 +5,7 @@
 #                            2 qcluster processes behind nginx on HOST:PORT (scripts/run_scaled.sh; see Procfile)
 #   make test                whole suite on SQLite, then on a throwaway PostgreSQL
 #   make test ARGS="-k foo"  extra pytest arguments (or set PYTEST_ARGS)
-#   make test-sqlite | test-postgres | lint
+#   make test-sqlite | test-postgres | lint   (lint: ruff, then lint-imports against .importlinter)
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
@@ -47,3 +47,4 @@ test-postgres: venv
 
 lint: venv
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports

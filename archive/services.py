@@ -37,6 +37,7 @@ from archive.uploads import (
     sha256_hex,
     too_large,
 )
+from conversations.assistant_settings import assistant_settings_get
 from elion.errors import InvalidInput, NotFound
 
 TITLE_MAX = 300
@@ -76,8 +77,6 @@ def clean_collection(collection: object) -> str:
 
 
 def _names() -> SpeakerNames:
-    from conversations.assistant_settings import assistant_settings_get
-
     row = assistant_settings_get()
     return speaker_names(row.owner_name, row.display_name)
 
@@ -150,8 +149,6 @@ def archive_document_add_text(*, text: object, collection: object, title: str = 
 
 def _export_turns(payload: dict, names: SpeakerNames) -> tuple[str, list[Turn]]:
     """Turns of our JSON export: live-branch user/assistant speech, never handoff bubbles."""
-    from conversations.assistant_settings import assistant_settings_get
-
     conversation = payload.get("conversation") if isinstance(payload.get("conversation"), dict) else {}
     row = assistant_settings_get()
     assistant = "Clipboard" if conversation.get("persona") == "clipboard" else row.display_name
@@ -231,8 +228,6 @@ def archive_chatgpt_import(
     *, upload, collection: object = ArchiveCollection.CONVERSATIONS, assistant_name: str = ""
 ) -> ImportSummary:
     """Import each conversation's current branch as one document; duplicates are skipped."""
-    from conversations.assistant_settings import assistant_settings_get
-
     with closing_upload(upload):
         collection = clean_collection(collection)
         if upload is None:

@@ -19,6 +19,7 @@ from continuity.cleanup import (
     continuity_cleanup_preview,
 )
 from continuity.models import PromptReconciliationFailure
+from continuity.policies import policy_markers
 from continuity.reconciliation import reconciliation_status
 from elion.errors import Conflict, Forbidden, InvalidInput
 
@@ -67,8 +68,6 @@ def continuity_cleanup_view(request):
 
 def prompt_reconciliation_view(request):
     """Reconciliation of legacy stored prompts: completion, pending and remaining failures."""
-    from continuity.policies import policy_markers
-
     status = reconciliation_status()
     failures = (
         PromptReconciliationFailure.objects.filter(policy_version=status.policy_version)

@@ -26,8 +26,10 @@ from django.db import transaction
 
 from continuity.labels import assistant_name
 from continuity.models import Compaction
+from continuity.request_assembly import estimate_tokens
 from continuity.static_prompt import quote_reserved_headings
 from conversations.access import access_conversation
+from conversations.assistant_settings import assistant_settings_get
 from conversations.models import Conversation, Message, MessageStatus, Role
 from conversations.provider import gateway as provider_gateway
 from conversations.provider.binding import binding_fields, provider_binding_gate
@@ -121,8 +123,6 @@ class _CompactionPlan:
 
 
 def _plan(conversation_id: UUID | str) -> _CompactionPlan:
-    from conversations.assistant_settings import assistant_settings_get
-
     with transaction.atomic():
         conversation = access_conversation(conversation_id, lock=True)
         if conversation.trashed:
@@ -213,7 +213,6 @@ def compaction_for_head(conversation: Conversation) -> Compaction | None:
 def compaction_repr(compaction: Compaction | None) -> dict | None:
     if compaction is None:
         return None
-    from continuity.request_assembly import estimate_tokens
 
     return {
         "id": compaction.pk,

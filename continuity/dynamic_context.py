@@ -18,8 +18,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from continuity import keyword_recall as kr
+from continuity.recall_search import (
+    best_recall_candidates,
+    handoff_source_ids,
+    live_message_ids,
+    recall_candidates,
+    title_terms,
+)
 from continuity.static_prompt import quote_reserved_headings
-from conversations.models import AssistantSettings, Conversation, Message, MessageKind, MessageStatus, Role
+from conversations.assistant_settings import assistant_settings_get
+from conversations.models import AssistantSettings, Character, Conversation, Message, MessageKind, MessageStatus, Role
 
 PINNED_HEADING = "=== PINNED CHARACTER ==="
 PINNED_CHARACTER_KEY = "pinned_character_id"
@@ -67,8 +75,6 @@ def pinned_character_section(*, name: str, description: str, image_guidance: str
 
 
 def _pinned_section(user_message: Message | None, owner_name: str) -> str:
-    from conversations.models import Character
-
     character_id = (user_message.metadata or {}).get(PINNED_CHARACTER_KEY) if user_message else None
     if not isinstance(character_id, int):
         return ""
@@ -101,14 +107,6 @@ def recall_section(
     dynamic context's own size is part of what trimming needs), so an excerpt
     repeating a turn that is then trimmed away stays suppressed: the safe side.
     """
-    from continuity.recall_search import (
-        best_recall_candidates,
-        handoff_source_ids,
-        live_message_ids,
-        recall_candidates,
-        title_terms,
-    )
-
     keywords = kr.extract_keywords(text)
     if birth_period or not keywords:
         return "", kr.recall_decision(text, keywords=keywords, birth_period=birth_period), 0
@@ -162,8 +160,6 @@ def dynamic_context_build(
     `history` is the thread's projectable history text (the current message last);
     `settings_row` the AssistantSettings row when the caller already read it.
     """
-    from conversations.assistant_settings import assistant_settings_get
-
     settings_row = settings_row or assistant_settings_get()
     user_message = next((m for m in reversed(branch) if m.role == Role.USER), None)
     birth = in_birth_period(branch)

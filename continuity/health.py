@@ -8,6 +8,7 @@ prompts there are). Remaining failures never read as completion.
 
 from __future__ import annotations
 
+from continuity.reconciliation import reconciliation_status as status
 from continuity.reconciliation import stale_prompts
 
 
@@ -17,6 +18,4 @@ def stale_prompt_count() -> int:
 
 
 def reconciliation_status() -> dict:
-    from continuity.reconciliation import reconciliation_status as status
-
     return status().as_dict()

@@ -9,6 +9,7 @@ reuse").
 
 from __future__ import annotations
 
+from continuity.handoff_store import current_policy_marker
 from continuity.static_prompt import PROMPT_POLICY
 
 # Automatic keyword recall: never during the birth period, the reserved
@@ -20,8 +21,6 @@ RECALL_POLICY = "recall/2026-12-01.birth-gated.names-quoted"
 def handoff_size_policy() -> str:
     """Names the handoff policy version and the active (sanitised) limits, so
     changing either marks stored prompts stale."""
-    from continuity.handoff_store import current_policy_marker
-
     return current_policy_marker()
 
 

@@ -20,6 +20,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from continuity.handoff_store import handoff_blocks_for
 from continuity.policies import policy_markers
 from continuity.static_prompt import (
     PromptCharacter,
@@ -28,7 +29,9 @@ from continuity.static_prompt import (
     PromptSettings,
     build_static_prompt,
 )
-from conversations.models import AssistantSettings, Conversation, Message, MessageKind, Role
+from conversations.assistant_settings import assistant_settings_get
+from conversations.models import AssistantSettings, Character, Conversation, Message, MessageKind, Role
+from memories.models import Memory, MemoryCategory, SnapshotMembership
 
 __all__ = [
     "markers_are_current",
@@ -53,8 +56,6 @@ def prompt_settings(row: AssistantSettings) -> PromptSettings:
 
 
 def _category_label(code: str) -> str:
-    from memories.models import MemoryCategory
-
     try:
         return MemoryCategory(code).label
     except ValueError:
@@ -68,8 +69,6 @@ def snapshot_memories(conversation_ids) -> dict[UUID, tuple[PromptMemory, ...]]:
     nothing, never "all memories". Inactive members are held but not shown.
     `conversation_ids` is a list of ids or a `values("pk")` queryset.
     """
-    from memories.models import Memory, SnapshotMembership
-
     members = SnapshotMembership.objects.filter(conversation_id__in=conversation_ids)
     shared = {
         pk: PromptMemory(text, _category_label(category), importance)
@@ -88,8 +87,6 @@ def snapshot_memories(conversation_ids) -> dict[UUID, tuple[PromptMemory, ...]]:
 
 def saved_characters() -> tuple[PromptCharacter, ...]:
     """Character Studio's characters, by name (one query, whatever the thread count)."""
-    from conversations.models import Character
-
     return tuple(
         PromptCharacter(name=name, image_guidance=guidance)
         for name, guidance in Character.objects.order_by("name", "id").values_list("name", "image_guidance")
@@ -98,8 +95,6 @@ def saved_characters() -> tuple[PromptCharacter, ...]:
 
 def continuity_blocks(conversation_ids, settings_row: AssistantSettings | None = None) -> dict[UUID, str]:
     """Rendered verbatim handoffs per conversation, rebuilt under the current limits."""
-    from continuity.handoff_store import handoff_blocks_for
-
     return handoff_blocks_for(conversation_ids, settings_row=settings_row)
 
 
@@ -113,8 +108,6 @@ def prompt_inputs_many(
     query carries one parameter per thread. `settings_row`: the
     AssistantSettings row when the caller already read it.
     """
-    from conversations.assistant_settings import assistant_settings_get
-
     personas = dict(
         (item.pk, item.persona) if isinstance(item, Conversation) else tuple(item) for item in conversations
     )

@@ -26,12 +26,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from uuid import UUID
 
+from django.db import connection
 from django.db.models import Q
 from django.db.models.expressions import RawSQL
 
 from continuity.eligibility import continuity_sources
 from continuity.keyword_recall import MAX_EXCERPTS, RecallHit, hit_score, words
-from conversations.models import MessageKind, MessageStatus, Role
+from continuity.models import ThreadHandoff
+from conversations.models import Message, MessageKind, MessageSearchEntry, MessageStatus, Role
+from conversations.transcript.search_index import ENTRY_TABLE, FTS_TABLE, VECTOR_COLUMN, message_search_index_sync
 
 CANDIDATES_PER_TERM = 40
 # A long message's eight keywords would ask for 320 candidates, each fetched and
@@ -64,10 +67,6 @@ def _newest_matches(
     """SQLite: (id, search_text) of the newest eligible index rows holding ANY
     of `terms` (below id `before` when given), at most `limit`. FTS5 walks its
     doclists newest first and stops at the limit, however rare the terms."""
-    from django.db import connection
-
-    from conversations.transcript.search_index import ENTRY_TABLE, FTS_TABLE
-
     older = "AND f.rowid < %s " if before is not None else ""
     sql = (
         f"SELECT c.id, c.search_text FROM {FTS_TABLE} f JOIN {ENTRY_TABLE} c ON c.id = f.rowid "
@@ -88,10 +87,6 @@ def _walk_newest_postgres(
     fill the limit early. `ts_match_vq` is `@@` as a function, which no index
     serves, so the planner cannot trade this bounded walk for a GIN bitmap of
     every match of a common term (110,000 rows at 1,000,000 messages)."""
-    from django.db import connection
-
-    from conversations.transcript.search_index import ENTRY_TABLE, VECTOR_COLUMN
-
     older = "AND c.id < %s " if before is not None else ""
     sql = (
         f"SELECT c.id, c.search_text FROM {ENTRY_TABLE} c "
@@ -111,10 +106,6 @@ def _window_matches_postgres(
     newest first. With no ORDER BY ... LIMIT to walk for, the planner reads
     only the matches: a bitmap AND of the GIN index (the term) and the BRIN
     index on id (the window)."""
-    from django.db import connection
-
-    from conversations.transcript.search_index import ENTRY_TABLE, VECTOR_COLUMN
-
     window = "AND c.id >= %s " if since is not None else ""
     sql = (
         f"SELECT c.id, c.search_text FROM {ENTRY_TABLE} c "
@@ -153,8 +144,6 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     search meets), not `IN (every eligible conversation)`, which would cost
     far more than the search itself (bench/recall.py).
     """
-    from django.db import connection
-
     source = (
         _sources(persona=persona, exclude=exclude).filter(pk=RawSQL("c.conversation_id", ())).order_by().values("pk")
     )
@@ -204,8 +193,6 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
 
 
 def _newest_entry_id() -> int | None:
-    from conversations.models import MessageSearchEntry
-
     return MessageSearchEntry.objects.order_by("-id").values_list("id", flat=True).first()
 
 
@@ -256,10 +243,6 @@ def live_message_ids(hits: Sequence[RecallHit]) -> set[str]:
     seq is always smaller than its child's), so it reads only that tail of
     each conversation, ids and parents only, and answers just the hits it met.
     """
-    from django.db import connection
-
-    from conversations.models import Message
-
     bounds: dict[str, tuple[str, int]] = {}
     for hit in hits:
         if hit.head_id is None:
@@ -325,16 +308,12 @@ def best_recall_candidates(
 
 
 def _entries(terms: list[str], *, persona: str, exclude: Iterable[UUID]) -> dict[int, str]:
-    from conversations.transcript.search_index import message_search_index_sync
-
     message_search_index_sync()  # index the newest messages (the last reply) before searching
     return _candidate_entry_ids(terms, persona=persona, exclude=list(exclude))
 
 
 def _hits(entry_ids: dict[int, str]) -> list[RecallHit]:
     """The recallable messages of these index rows, carrying the rows' tokens."""
-    from conversations.models import Message
-
     if not entry_ids:
         return []
     rows = Message.objects.filter(
@@ -394,9 +373,6 @@ def title_terms(terms: Sequence[str], *, persona: str, exclude: Iterable[UUID]) 
 
 def handoff_source_ids(conversation_id: UUID) -> set[UUID]:
     """The conversations this thread's handoffs came from (New Chat continuity or Branch)."""
-    from continuity.models import ThreadHandoff
-    from conversations.models import Message
-
     sources = set(
         ThreadHandoff.objects.filter(destination_id=conversation_id, source__isnull=False).values_list(
             "source_id", flat=True

@@ -7,7 +7,9 @@ reported as a legacy snapshot with no times.
 
 from __future__ import annotations
 
-from conversations.models import Conversation
+from continuity.models import ThreadHandoff
+from conversations.models import Conversation, Message, MessageKind
+from memories.models import ConversationMemorySnapshot, SnapshotProvenance
 
 
 def conversation_handoff_provenance(conversation: Conversation) -> dict | None:
@@ -17,9 +19,6 @@ def conversation_handoff_provenance(conversation: Conversation) -> dict | None:
     from a historical branch bubble marked by `mark_historical_branch_artifacts`.
     A retired summary-only row is not a handoff and answers None.
     """
-    from continuity.models import ThreadHandoff
-    from conversations.models import Message, MessageKind
-
     row = (
         ThreadHandoff.objects.filter(destination=conversation)
         .exclude(handoff="")
@@ -53,8 +52,6 @@ def conversation_snapshot_timing(conversation: Conversation) -> dict:
     reported as `legacy` with no times, never with a time inferred from its
     creation, first message or a prompt rebuild.
     """
-    from memories.models import ConversationMemorySnapshot, SnapshotProvenance
-
     row = (
         ConversationMemorySnapshot.objects.filter(conversation_id=conversation.pk)
         .values_list("captured_at", "refreshed_at", "provenance")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.utils import timezone
+from django_q.tasks import async_task
 
 from continuity import reconciliation
 from continuity.policies import policy_markers
@@ -20,8 +21,6 @@ BATCH_TASK = "continuity.tasks.reconcile_prompt_batch"
 
 
 def enqueue(func: str, *args) -> None:
-    from django_q.tasks import async_task
-
     # After commit: the batch must see what enqueued it.
     transaction.on_commit(lambda: async_task(func, *args, task_name="reconcile stored prompts"))
 

@@ -1,7 +1,19 @@
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 
+from conversations import characters
+from conversations.characters import clean_character_fields
 from conversations.models import AssistantSettings, Attachment, Character, Conversation, Folder, Message
+from conversations.settings_service import assistant_settings_update
+from conversations.threads.services import (
+    conversation_create,
+    conversation_update,
+    folder_create,
+    folder_delete,
+    folder_update,
+)
+from conversations.visibility.transitions import conversation_restore, conversation_shield_release, conversation_trash
+from elion.errors import ServiceError
 
 
 @admin.register(AssistantSettings)
@@ -10,7 +22,6 @@ class AssistantSettingsAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         # Settings saves go through the service so stored prompts are rebuilt.
-        from conversations.settings_service import assistant_settings_update
 
         assistant_settings_update(**{name: form.cleaned_data[name] for name in form.changed_data})
 
@@ -23,11 +34,6 @@ class FolderAdmin(admin.ModelAdmin):
     list_display = ("name", "hidden", "created_at")
 
     def save_model(self, request, obj, form, change):
-        from conversations.threads.services import (
-            folder_create,
-            folder_update,
-        )
-
         if not change:
             saved = folder_create(name=obj.name, hidden=obj.hidden)
             obj.pk = saved.pk
@@ -36,17 +42,9 @@ class FolderAdmin(admin.ModelAdmin):
         folder_update(folder_id=obj.pk, changes=changes)
 
     def delete_model(self, request, obj):
-        from conversations.threads.services import (
-            folder_delete,
-        )
-
         folder_delete(folder_id=obj.pk)
 
     def delete_queryset(self, request, queryset):
-        from conversations.threads.services import (
-            folder_delete,
-        )
-
         for pk in list(queryset.values_list("pk", flat=True)):
             folder_delete(folder_id=pk)
 
@@ -75,11 +73,6 @@ class ConversationAdmin(admin.ModelAdmin):
     actions = ["trash_selected", "restore_selected", "release_shield_selected"]
 
     def save_model(self, request, obj, form, change):
-        from conversations.threads.services import (
-            conversation_create,
-            conversation_update,
-        )
-
         if not change:
             saved = conversation_create(persona=obj.persona, title=obj.title, folder_id=obj.folder_id)
             obj.pk = saved.pk
@@ -97,10 +90,6 @@ class ConversationAdmin(admin.ModelAdmin):
             Conversation.objects.filter(pk=obj.pk).update(**{name: form.cleaned_data[name] for name in other})
 
     def _transition(self, request, queryset, service, done: str):
-        from django.contrib import messages
-
-        from elion.errors import ServiceError
-
         count = 0
         for pk in list(queryset.values_list("pk", flat=True)):
             try:
@@ -112,20 +101,14 @@ class ConversationAdmin(admin.ModelAdmin):
 
     @admin.action(description="Move to trash")
     def trash_selected(self, request, queryset):
-        from conversations.visibility.transitions import conversation_trash
-
         self._transition(request, queryset, conversation_trash, "moved to the trash")
 
     @admin.action(description="Restore from trash (comes back Continuity-Shielded)")
     def restore_selected(self, request, queryset):
-        from conversations.visibility.transitions import conversation_restore
-
         self._transition(request, queryset, conversation_restore, "restored and shielded")
 
     @admin.action(description="Release Continuity Shield")
     def release_shield_selected(self, request, queryset):
-        from conversations.visibility.transitions import conversation_shield_release
-
         self._transition(request, queryset, conversation_shield_release, "released")
 
 
@@ -168,9 +151,6 @@ class CharacterAdminForm(forms.ModelForm):
         fields = ("name", "description", "image_guidance")
 
     def clean(self):
-        from conversations.characters import clean_character_fields
-        from elion.errors import ServiceError
-
         cleaned = super().clean()
         try:
             clean_character_fields({k: cleaned.get(k) or "" for k in self.Meta.fields}, creating=True)
@@ -189,8 +169,6 @@ class CharacterAdmin(admin.ModelAdmin):
     search_fields = ("name",)
 
     def save_model(self, request, obj, form, change):
-        from conversations import characters
-
         fields = {name: form.cleaned_data[name] for name in ("name", "description", "image_guidance")}
         if change:
             saved = characters.character_edit(character_id=obj.pk, changes=fields)
@@ -199,12 +177,8 @@ class CharacterAdmin(admin.ModelAdmin):
         obj.pk = saved.pk
 
     def delete_model(self, request, obj):
-        from conversations import characters
-
         characters.character_delete(character_id=obj.pk)
 
     def delete_queryset(self, request, queryset):
-        from conversations import characters
-
         for pk in list(queryset.values_list("pk", flat=True)):
             characters.character_delete(character_id=pk)

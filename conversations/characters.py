@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from continuity.prompt_store import static_prompts_rebuild_all
 from conversations.models import Character
 from elion.errors import InvalidInput, NotFound
+from memories.snapshots import memory_set_lock
 
 EDITABLE_FIELDS = ("name", "description", "image_guidance")
 NAME_MAX = 200
@@ -61,15 +63,11 @@ def _lock() -> None:
     """Lock order step 1 (see memories.snapshots), taken before the write: a
     conversation created meanwhile waits, so it cannot store a prompt built
     from the old character list."""
-    from memories.snapshots import memory_set_lock
-
     memory_set_lock()
 
 
 def _prompts_rebuild() -> None:
     """Every stored prompt lists the characters: rebuild them all, like a settings save."""
-    from continuity.prompt_store import static_prompts_rebuild_all
-
     static_prompts_rebuild_all()
 
 

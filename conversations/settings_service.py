@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from continuity.prompt_store import static_prompts_rebuild_all
 from conversations.models import AssistantSettings, Personality
 from elion.errors import InvalidInput
+from memories.snapshots import memory_set_lock
 
 EDITABLE_FIELDS = ("custom_instructions", "personality", "display_name", "owner_name", "archive_access", "web_search")
 
@@ -17,9 +19,6 @@ EDITABLE_FIELDS = ("custom_instructions", "personality", "display_name", "owner_
 def assistant_settings_update(**changes) -> AssistantSettings:
     """Save settings; every stored Elion prompt is then rebuilt (seed: settings
     saves refresh existing prompts) inside the same transaction."""
-    from continuity.prompt_store import static_prompts_rebuild_all
-    from memories.snapshots import memory_set_lock
-
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise InvalidInput(f"Unknown settings: {', '.join(sorted(unknown))}.", code="unknown_setting")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from conversations.attachments.gc import attachment_garbage_collect
+from conversations.transcript.deletion import deletions_finish
 from conversations.transcript.leases import streams_interrupt_expired
 
 
@@ -12,13 +14,9 @@ def interrupt_stale_streams() -> int:
 
 def collect_attachment_garbage() -> dict[str, int]:
     """Scheduled hourly: stale uploads and unreferenced blobs past the grace period."""
-    from conversations.attachments.gc import attachment_garbage_collect
-
     return attachment_garbage_collect().as_dict()
 
 
 def finish_pending_deletions() -> int:
     """Scheduled every minute (and run at start): permanent deletions a crash interrupted are finished."""
-    from conversations.transcript.deletion import deletions_finish
-
     return deletions_finish()

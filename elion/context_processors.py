@@ -10,6 +10,10 @@ from __future__ import annotations
 from django.conf import settings
 from django.utils.functional import SimpleLazyObject
 
+from conversations.assistant_settings import assistant_settings_get
+from conversations.models import Persona
+from conversations.visibility.selectors import sidebar_counts
+from conversations.web.page_selectors import sidebar_groups
 from elion import access
 
 
@@ -20,11 +24,6 @@ def _is_owner(request) -> bool:
 
 
 def elion(request) -> dict:
-    from conversations.assistant_settings import assistant_settings_get
-    from conversations.models import Persona
-    from conversations.visibility.selectors import sidebar_counts
-    from conversations.web.page_selectors import sidebar_groups
-
     is_owner = _is_owner(request)
     return {
         "offline_demo": not settings.OPENAI_API_KEY,

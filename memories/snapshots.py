@@ -22,6 +22,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from continuity.prompt_store import static_prompts_rebuild
+from conversations.access import access_conversation
 from conversations.models import Conversation
 from memories.models import (
     ConversationMemorySnapshot,
@@ -91,8 +92,6 @@ def snapshot_refresh(conversation_id: UUID | str) -> Conversation:
     for a legacy thread, is kept) and rebuilds the thread's stored prompt in
     the same transaction.
     """
-    from conversations.access import access_conversation
-
     memory_set_lock()
     conversation = access_conversation(conversation_id, lock=True)
     SnapshotMembership.objects.filter(conversation=conversation).delete()

@@ -134,6 +134,18 @@ if [[ "$MODE" != sqlite ]]; then
     ensure_postgres
 fi
 
+echo "==================== lint: ruff, lint-imports ===================="
+if ! "$ROOT/.venv/bin/ruff" check .; then
+    SUMMARY+=("lint: FAILED - ruff check")
+    exit 1
+fi
+# The layers contract (.importlinter): imports run one way and form no cycle.
+if ! "$ROOT/.venv/bin/lint-imports" --no-cache; then
+    SUMMARY+=("lint: FAILED - lint-imports (an import against the layers in .importlinter)")
+    exit 1
+fi
+SUMMARY+=("lint: OK")
+
 echo "==================== makemigrations --check ===================="
 mkdir "$SCRATCH/migrations"
 if ! env -u DATABASE_URL ELION_DATA_DIR="$SCRATCH/migrations" \

@@ -23,6 +23,8 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.utils import timezone
 
+from archive.uploads import decode_text, pdf_text, size_text
+from conversations.access import access_conversation
 from conversations.attachments import store
 from conversations.models import Attachment, AttachmentKind, Message, MessageAttachment
 from elion.errors import Conflict, InvalidInput, NotFound, ServiceError
@@ -91,10 +93,7 @@ def _sniff(name: str, data: bytes) -> tuple[str, str, str]:
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return AttachmentKind.IMAGE, "image/webp", ""
     if data.startswith(b"%PDF-"):
-        from archive.uploads import pdf_text
-
         return AttachmentKind.FILE, "application/pdf", pdf_text(data)
-    from archive.uploads import decode_text
 
     try:
         text = decode_text(data)
@@ -113,8 +112,6 @@ def attachment_upload(*, upload: UploadedFile | None, conversation_id: object = 
 
     `conversation_id`, when given, scopes the upload: only that conversation may attach it.
     """
-    from conversations.access import access_conversation
-
     if upload is None:
         raise InvalidInput("Send the file as multipart field `file`.", code="file_required")
     scope = access_conversation(conversation_id).id if conversation_id not in (None, "") else None
@@ -146,8 +143,6 @@ def attachment_upload(*, upload: UploadedFile | None, conversation_id: object = 
 
 
 def attachment_too_large() -> FileTooLarge:
-    from archive.uploads import size_text
-
     limit = settings.ELION_ATTACHMENT_MAX_BYTES
     return FileTooLarge(f"The file is larger than the attachment limit of {size_text(limit)}.")
 

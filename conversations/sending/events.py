@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from conversations.models import MessageStatus
 from conversations.sending.prepare import PreparedReply
 from conversations.sending.run import ReplyRun
+from conversations.sending.watch import ReplyWatch
 
 
 def reply_events(prepared: PreparedReply) -> AsyncIterator[tuple[str, dict]]:
@@ -59,8 +60,6 @@ async def _events(prepared: PreparedReply, run: ReplyRun | None) -> AsyncIterato
 
 
 async def _follow(prepared: PreparedReply) -> AsyncIterator[tuple[str, dict]]:
-    from conversations.sending.watch import ReplyWatch
-
     watch = ReplyWatch(conversation_id=prepared.conversation_id, message_id=prepared.assistant_message_id)
     await watch.open()
     try:

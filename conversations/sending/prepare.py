@@ -37,6 +37,7 @@ from conversations.attachments.services import (
     attachments_commit,
     manifest_ids,
 )
+from conversations.characters import access_character
 from conversations.models import AssistantSettings, Conversation, Message, MessageKind, MessageStatus, Role
 from conversations.provider.binding import binding_fields, provider_binding_gate
 from conversations.provider.gateway import ProviderConfig
@@ -175,7 +176,6 @@ def _pinned_character_metadata(character_id: int | None) -> dict:
     the character's text enters the request as dynamic context, never stored)."""
     if character_id is None:
         return {}
-    from conversations.characters import access_character
 
     return {PINNED_CHARACTER_KEY: access_character(character_id).pk}
 

@@ -35,9 +35,15 @@ from uuid import UUID
 
 from django.utils import timezone
 
+from archive.library import access_library_file, library_file_repr, library_files, library_page
+from archive.models import ArchiveCollection
+from archive.search import archive_search
+from continuity.eligibility import model_search_sources
 from conversations.models import Message
 from conversations.provider.gateway import ToolCallRequested
 from conversations.transcript.tool_pairing import INTERRUPTED_RESULT
+from conversations.visibility.past_search import past_conversation_search as owner_search
+from elion.errors import ServiceError
 
 logger = logging.getLogger(__name__)
 
@@ -153,9 +159,6 @@ def past_conversation_search(*, query: str, context: ToolContext, limit: int = P
     `continuity.eligibility.model_search_sources`: its persona's automatic
     continuity sources, never shielded, never the current conversation.
     """
-    from continuity.eligibility import model_search_sources
-    from conversations.visibility.past_search import past_conversation_search as owner_search
-
     # Shielded conversations are never asked for; the wider limit leaves room
     # for hits the model may not see (the current thread, the other persona).
     hits = owner_search(query, include_shielded=False, limit=PAST_SEARCH_CANDIDATES)
@@ -191,9 +194,6 @@ def _search_past_conversations(args: dict, context: ToolContext) -> str:
 
 
 def _search_archive(args: dict, context: ToolContext) -> str:
-    from archive.models import ArchiveCollection
-    from archive.search import archive_search
-
     query = _text_arg(args, "query")
     collection = args.get("collection")
     if collection is not None and collection not in ArchiveCollection.values:
@@ -215,8 +215,6 @@ def _search_archive(args: dict, context: ToolContext) -> str:
 
 
 def _list_library(args: dict, context: ToolContext) -> str:
-    from archive.library import library_file_repr, library_files
-
     files = [
         {k: v for k, v in library_file_repr(f).items() if k in ("id", "name", "kind", "characters")}
         for f in library_files()
@@ -225,9 +223,6 @@ def _list_library(args: dict, context: ToolContext) -> str:
 
 
 def _read_library_file(args: dict, context: ToolContext) -> str:
-    from archive.library import access_library_file, library_page
-    from elion.errors import ServiceError
-
     file_id = _int_arg(args, "file_id", -1, 0)
     try:
         page = library_page(access_library_file(file_id), offset=_int_arg(args, "offset", 0, 0))

@@ -27,6 +27,7 @@ from uuid import UUID
 from django.db import IntegrityError, transaction
 
 from continuity.branching import idempotency_key_clean
+from continuity.models import ThreadHandoff
 from conversations.access import access_conversation
 from conversations.attachments import store
 from conversations.attachments.services import AttachmentUnavailable, manifests_for
@@ -176,8 +177,6 @@ def _fork_title(source: Conversation) -> str:
 
 def _copy_thread_handoff(source: Conversation, destination: Conversation) -> None:
     """A forked Branch / Fresh Chat keeps its handoff: the copy feeds the fork's static prompt alike."""
-    from continuity.models import ThreadHandoff
-
     row = ThreadHandoff.objects.filter(destination=source).first()
     if row is None or ThreadHandoff.objects.filter(destination=destination).exists():
         return

@@ -12,10 +12,13 @@ from uuid import UUID
 
 from django.db import transaction
 
+from continuity.handoff_store import new_chat_handoff_capture, new_chat_handoff_store
 from conversations.access import access_conversation, access_folder, message_in_conversation
 from conversations.models import Conversation, ConversationOrigin, Folder, MessageStatus, Persona, Role
 from conversations.transcript.leases import conversation_has_live_stream, streams_interrupt_expired
+from conversations.visibility.transitions import conversation_move_locked, folder_hidden_set, folder_remove
 from elion.errors import Conflict, InvalidInput, NotFound
+from memories.snapshots import memory_set_lock, snapshot_capture
 
 TITLE_MAX = 300
 
@@ -37,9 +40,6 @@ def conversation_create(
     # Seed, automatic New Chat continuity: capture the prior thread's handoff
     # (database reads only) before inserting; this transaction makes capture,
     # conversation and handoff row one unit, so a failed capture leaves nothing.
-    from continuity.handoff_store import new_chat_handoff_capture, new_chat_handoff_store
-    from memories.snapshots import memory_set_lock, snapshot_capture
-
     # Lock order step 1 before the capture reads eligibility: a visibility
     # transition (which takes the same lock) either committed before the
     # capture or waits until this conversation and its handoff row exist.
@@ -60,15 +60,11 @@ def conversation_update(*, conversation_id: UUID, changes: dict) -> Conversation
     """Rename and/or move. A move is a visibility transition (`conversations.visibility.transitions`)."""
     moving = "folder_id" in changes
     if moving:
-        from memories.snapshots import memory_set_lock
-
         memory_set_lock()  # lock order: before the conversation row
     conversation = access_conversation(conversation_id, lock=True)
     if "title" in changes:
         conversation.title = _clean_title(changes["title"])
     if moving:
-        from conversations.visibility.transitions import conversation_move_locked
-
         conversation_move_locked(conversation, changes["folder_id"])
     conversation.save()
     return conversation
@@ -103,8 +99,6 @@ def folder_create(*, name: str, hidden: bool = False) -> Folder:
 def folder_update(*, folder_id: int, changes: dict) -> Folder:
     """Rename and/or hide/unhide. Hiding is a visibility transition (`conversations.visibility.transitions`)."""
     if "hidden" in changes:
-        from memories.snapshots import memory_set_lock
-
         memory_set_lock()  # lock order: before the folder row the rename writes
     folder = access_folder(folder_id)
     if folder is None:
@@ -116,8 +110,6 @@ def folder_update(*, folder_id: int, changes: dict) -> Folder:
         folder.name = name[:200]
         folder.save(update_fields=["name"])
     if "hidden" in changes:
-        from conversations.visibility.transitions import folder_hidden_set
-
         folder = folder_hidden_set(folder_id=folder.pk, hidden=bool(changes["hidden"]))
     return folder
 
@@ -126,6 +118,4 @@ def folder_update(*, folder_id: int, changes: dict) -> Folder:
 def folder_delete(*, folder_id: int) -> None:
     """Delete a folder; its conversations move to no folder (nothing is lost, and
     those leaving a hidden folder are shielded: see `conversations.visibility.transitions`)."""
-    from conversations.visibility.transitions import folder_remove
-
     folder_remove(folder_id=folder_id)

@@ -23,6 +23,7 @@ each step commits together with the progress it records, so none runs twice.
 from __future__ import annotations
 
 import logging
+import shutil
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -32,17 +33,21 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from continuity.models import Compaction, PromptReconciliationFailure, ThreadHandoff
 from conversations.access import access_conversation
+from conversations.attachments.store import conversation_store
 from conversations.models import (
     Conversation,
     ConversationDeletion,
     DeletionState,
     IdempotentAction,
     Message,
+    MessageAttachment,
     MessageSearchEntry,
 )
 from conversations.transcript.leases import conversation_has_live_stream
 from elion.errors import Conflict, NotFound
+from memories.models import ConversationMemorySnapshot, SnapshotMembership
 
 logger = logging.getLogger(__name__)
 
@@ -58,16 +63,12 @@ def _step_search_entries(conversation_id: UUID) -> dict[str, int]:
 
 
 def _step_memory_snapshot(conversation_id: UUID) -> dict[str, int]:
-    from memories.models import ConversationMemorySnapshot, SnapshotMembership
-
     memberships, _ = SnapshotMembership.objects.filter(conversation_id=conversation_id).delete()
     snapshots, _ = ConversationMemorySnapshot.objects.filter(conversation_id=conversation_id).delete()
     return {"snapshot_memberships": memberships, "memory_snapshots": snapshots}
 
 
 def _step_continuity_records(conversation_id: UUID) -> dict[str, int]:
-    from continuity.models import PromptReconciliationFailure, ThreadHandoff
-
     handoffs, _ = ThreadHandoff.objects.filter(destination_id=conversation_id).delete()
     # Handoffs this conversation gave keep their provenance row, without the source.
     detached = ThreadHandoff.objects.filter(source_id=conversation_id).update(source=None)
@@ -78,10 +79,6 @@ def _step_continuity_records(conversation_id: UUID) -> dict[str, int]:
 
 
 def _compactions_delete(conversation_id: UUID) -> dict[str, int]:
-    try:
-        from continuity.models import Compaction
-    except ImportError:  # pragma: no cover - the compaction model ships with this step
-        return {}
     deleted, _ = Compaction.objects.filter(conversation_id=conversation_id).delete()
     return {"compactions": deleted}
 
@@ -92,8 +89,6 @@ def _step_idempotent_actions(conversation_id: UUID) -> dict[str, int]:
 
 
 def _step_messages(conversation_id: UUID) -> dict[str, int]:
-    from conversations.models import MessageAttachment
-
     Conversation.all_objects.filter(pk=conversation_id).update(head=None)
     # Manifest entries first: the raw delete below cascades nothing.
     manifest_entries, _ = MessageAttachment.objects.filter(message__conversation_id=conversation_id).delete()
@@ -109,10 +104,6 @@ def _step_attachment_blobs(conversation_id: UUID) -> dict[str, int]:
     """The conversation's own blob store. Each conversation holds its own copy of
     every blob it lists (a fork copies, never shares), so nothing else references
     these files; attachment rows no manifest lists any more are the collector's."""
-    import shutil
-
-    from conversations.attachments.store import conversation_store
-
     store = conversation_store(conversation_id)
     files = sum(1 for path in store.rglob("*") if path.is_file()) if store.is_dir() else 0
     shutil.rmtree(store, ignore_errors=True)

@@ -25,7 +25,7 @@ from datetime import datetime
 from uuid import UUID
 
 from continuity.eligibility import deliberate_search_sources
-from conversations.models import Conversation, Message, MessageSearchEntry
+from conversations.models import Conversation, Message, MessageKind, MessageSearchEntry, Role
 from conversations.transcript.search_index import message_matching_ids, message_search_index_sync
 from conversations.transcript.tree import live_ids_among
 from elion.fulltext import excerpt, query_terms, score
@@ -113,8 +113,6 @@ def quoted_excerpt(*, message_id: UUID | str, query: str) -> str:
     owner's explicit act, and it reaches the model only if they send it.
     Returns "" when there is no such user/assistant message.
     """
-    from conversations.models import MessageKind, Role
-
     try:
         message = (
             Message.objects.select_related("conversation")

@@ -9,7 +9,10 @@ import json
 from uuid import UUID
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.contrib.auth import login
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.middleware.csrf import CsrfViewMiddleware
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
@@ -19,6 +22,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from continuity.health import reconciliation_status
 from conversations.access import access_conversation
 from conversations.assistant_settings import assistant_settings_get
 from conversations.attachments.services import manifests_for
@@ -37,6 +41,7 @@ from conversations.threads.services import (
     folder_delete,
     folder_update,
 )
+from conversations.transcript.deletion import access_deletion, conversation_delete_forever, deletion_receipt
 from conversations.transcript.leases import streams_interrupt_expired
 from conversations.transcript.tree import live_branch
 from conversations.web import export as conversation_export
@@ -64,8 +69,6 @@ class HealthView(APIView):
 
     @extend_schema(responses=docs.HealthSerializer)
     def get(self, request):
-        from continuity.health import reconciliation_status
-
         return Response({"status": "ok", "reconciliation": reconciliation_status()})
 
 
@@ -75,8 +78,6 @@ class LoginView(APIView):
 
     @extend_schema(request=docs.LoginSerializer, responses={200: docs.HealthSerializer, 401: docs.ErrorSerializer})
     def post(self, request):
-        from django.contrib.auth import login
-
         password = request.data.get("password") if isinstance(request.data, dict) else None
         if not isinstance(password, str) or not access.check_owner_password(password):
             return Response(
@@ -154,16 +155,12 @@ class ConversationDetailView(APIView):
     @extend_schema(responses={200: dict, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer})
     def delete(self, request, conversation_id):
         """Delete a trashed conversation forever; answers the receipt (counts only, no text)."""
-        from conversations.transcript.deletion import conversation_delete_forever, deletion_receipt
-
         return Response(deletion_receipt(conversation_delete_forever(conversation_id=conversation_id)))
 
 
 class DeletionReceiptView(APIView):
     @extend_schema(responses={200: dict, 404: docs.ErrorSerializer})
     def get(self, request, deletion_id):
-        from conversations.transcript.deletion import access_deletion, deletion_receipt
-
         return Response(deletion_receipt(access_deletion(deletion_id)))
 
 
@@ -278,9 +275,6 @@ def parse_conversation_id(raw: str) -> UUID:
 
 def csrf_checked(request) -> None:
     """Session-authenticated sends need the CSRF token like any session write."""
-    from django.conf import settings
-    from django.middleware.csrf import CsrfViewMiddleware
-
     if not settings.ELION_PROTECTED or getattr(request, "elion_bearer", False):
         return
     reason = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})

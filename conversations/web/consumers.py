@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 
 from asgiref.sync import sync_to_async
@@ -179,8 +180,6 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "stopped", "message": body, "settled": settled})
 
     async def decode_json(self, text_data):
-        import json
-
         try:
             return json.loads(text_data)
         except json.JSONDecodeError:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from continuity.compaction import COMPACT_MIN_TURNS, applicable_compaction, summary_system_text
 from continuity.labels import assistant_name
+from continuity.models import Compaction
 from continuity.request_assembly import estimate_tokens
 from conversations.attachments.services import manifests_for
 from conversations.models import (
@@ -21,7 +23,8 @@ from conversations.models import (
     MessageStatus,
     Role,
 )
-from conversations.transcript.tree import live_branch
+from conversations.provider.binding import binding_problem
+from conversations.transcript.tree import is_projectable, live_branch
 from conversations.web.rendering import render_markdown
 
 SIDEBAR_LIMIT = 300
@@ -170,8 +173,6 @@ def latest_diagnostics(messages: list[Message]) -> dict | None:
 
 def binding_problem_for(conversation: Conversation):
     """The provider-binding refusal a send here would meet (a `Conflict`), or None."""
-    from conversations.provider.binding import binding_problem
-
     rows = Message.objects.filter(conversation=conversation).exclude(role=Role.SYSTEM).only(
         "role", "kind", "provider_id", "provider_type", "model", "route_fingerprint"
     )
@@ -181,10 +182,6 @@ def binding_problem_for(conversation: Conversation):
 def compaction_context(conversation: Conversation, branch: list[Message]) -> dict:
     """The chat page's compaction state: the summary in force (if any), its size,
     and whether Compact is offered (long threads ending in a finished reply)."""
-    from continuity.compaction import COMPACT_MIN_TURNS, applicable_compaction, summary_system_text
-    from continuity.models import Compaction
-    from conversations.transcript.tree import is_projectable
-
     found = applicable_compaction(list(Compaction.objects.filter(conversation=conversation)), branch)
     compaction = found[0] if found else None
     head = branch[-1] if branch else None

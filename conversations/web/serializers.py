@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from continuity.selectors import conversation_handoff_provenance, conversation_snapshot_timing
+from conversations.attachments.services import attachment_repr, manifests_for
 from conversations.models import AssistantSettings, Conversation, Folder, Message
+from conversations.provider.binding import recorded_binding
 
 
 def conversation_provider(conversation: Conversation) -> dict | None:
-    from conversations.provider.binding import recorded_binding
-
     binding = recorded_binding(conversation)
     if binding is None:
         return None
@@ -18,14 +19,10 @@ def conversation_provider(conversation: Conversation) -> dict | None:
 
 def conversation_handoff(conversation: Conversation) -> dict | None:
     """Structured handoff provenance; filled by the handoff layer when present."""
-    from continuity.selectors import conversation_handoff_provenance
-
     return conversation_handoff_provenance(conversation)
 
 
 def conversation_memory_snapshot(conversation: Conversation) -> dict | None:
-    from continuity.selectors import conversation_snapshot_timing
-
     return conversation_snapshot_timing(conversation)
 
 
@@ -48,8 +45,6 @@ def conversation_repr(conversation: Conversation) -> dict:
 
 def message_repr(message: Message, attachments: list | None = None) -> dict:
     """`attachments`: the message's manifest when the caller loaded it for many messages at once."""
-    from conversations.attachments.services import attachment_repr, manifests_for
-
     if attachments is None:
         attachments = manifests_for([message]).get(message.id, [])
     metadata = dict(message.metadata or {})

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from conversations.access import access_conversation
 from conversations.models import Conversation
 from conversations.threads.services import conversation_update, folder_create, folder_update
+from conversations.transcript.deletion import conversation_delete_forever
 from conversations.visibility import selectors as visibility_selectors
 from conversations.visibility import transitions as visibility
 from conversations.visibility.past_search import past_conversation_search
@@ -47,8 +48,6 @@ def conversation_trash_page(request: HttpRequest, conversation_id: str) -> HttpR
 
 @require_POST
 def conversation_delete_forever_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
-    from conversations.transcript.deletion import conversation_delete_forever
-
     try:
         deletion = conversation_delete_forever(conversation_id=conversation_id)
     except ServiceError as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from conversations.attachments.gc import attachment_garbage_collect
 
@@ -18,8 +18,6 @@ class Command(BaseCommand):
 
     def handle(self, *args, grace_seconds=None, **options):
         if grace_seconds is not None and grace_seconds < 0:
-            from django.core.management.base import CommandError
-
             raise CommandError("--grace-seconds must be 0 or more.")
         report = attachment_garbage_collect(grace_seconds=grace_seconds)
         self.stdout.write(

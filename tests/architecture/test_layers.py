@@ -1,0 +1,131 @@
+"""The architecture as tests: every module in one layer of `.importlinter`, no import cycle at all,
+no function-local import of the project's own code.
+
+`lint-imports` (run by `make lint` and by `make test` before the suite) checks
+the contract itself; these tests check what it cannot: that the contract
+covers every module (a new module outside every layer would escape it), and
+that no cycle hides across apps, where the acyclic-siblings contract does not look.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+from pathlib import Path
+
+import grimp
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("elion", "conversations", "continuity", "memories", "archive")
+
+
+def _layers() -> list[list[str]]:
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    raw = config["importlinter:contract:layers"]["layers"]
+    layers = []
+    for line in raw.strip().splitlines():
+        layers.append([name.strip() for name in line.replace("|", ":").split(":") if name.strip()])
+    return layers
+
+
+def _project_modules() -> list[str]:
+    modules = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT).with_suffix("")
+            if "migrations" in relative.parts:
+                continue
+            parts = relative.parts[:-1] if relative.name == "__init__" else relative.parts
+            modules.append(".".join(parts))
+    return modules
+
+
+def _graph() -> grimp.ImportGraph:
+    return grimp.build_graph(*PACKAGES)
+
+
+def test_every_module_sits_in_exactly_one_layer():
+    layers = _layers()
+    assert len(layers) == 6, "web, sending, services, continuity, base, models"
+    listed = [name for layer in layers for name in layer]
+    assert len(listed) == len(set(listed)), "a module is listed in two layers"
+    misplaced = []
+    for module in _project_modules():
+        if module in PACKAGES:
+            # The apps' own __init__ modules sit above the layers, so they must hold no code.
+            assert (ROOT / module / "__init__.py").read_text().strip() == "", module
+            continue
+        owners = [name for name in listed if module == name or module.startswith(name + ".")]
+        if len(owners) != 1:
+            misplaced.append(f"{module} in {owners}")
+    assert misplaced == [], "every module in exactly one layer of .importlinter"
+
+
+def test_the_module_graph_has_no_import_cycle():
+    graph = _graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+
+    def visit(start: str) -> None:
+        # Iterative Tarjan: strongly connected components of more than one module are cycles.
+        work = [(start, iter(sorted(graph.find_modules_directly_imported_by(start))))]
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter[0]
+                    counter[0] += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    assert cycles == []
+
+
+def test_no_function_local_import_of_the_projects_own_code_without_a_reason():
+    """A function-local import of our own modules hides a cycle; one Django needs says why (`# local import: …`)."""
+    offenders = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
+            source = path.read_text()
+            lines = source.splitlines()
+            for node in ast.walk(ast.parse(source)):
+                if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.ImportFrom) and inner.module and inner.module.split(".")[0] in PACKAGES:
+                        reason = lines[inner.lineno - 2].strip()
+                        if not reason.startswith("# local import:"):
+                            offenders.append(f"{path.relative_to(ROOT)}:{inner.lineno} {inner.module}")
+    assert offenders == []
