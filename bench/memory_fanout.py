@@ -48,6 +48,7 @@ def load(small: int, large: int, seed: int) -> tuple[int, int]:
     from continuity.policies import policy_markers
     from continuity.prompt_store import prompt_inputs_many
     from continuity.static_prompt import build_static_prompt
+    from conversations.assistant_settings import assistant_settings_get
     from conversations.models import Conversation, Message, MessageKind, Role
     from memories.models import ConversationMemorySnapshot, Memory, SnapshotMembership
     from memories.services import memory_add
@@ -70,7 +71,7 @@ def load(small: int, large: int, seed: int) -> tuple[int, int]:
             for memory_id in [target, *rng.sample(others, rng.randint(0, OTHER_MEMORIES))]:
                 memberships.append(SnapshotMembership(conversation=conversation, memory_id=memory_id))
         SnapshotMembership.objects.bulk_create(memberships, batch_size=5_000)
-        inputs = prompt_inputs_many(conversations)
+        inputs = prompt_inputs_many(conversations, settings_row=assistant_settings_get())
         markers = policy_markers()
         built: dict = {}
         prompts = []

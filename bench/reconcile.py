@@ -51,6 +51,7 @@ def load(count: int, seed: int) -> None:
     from continuity.models import ThreadHandoff
     from continuity.prompt_store import prompt_inputs_many
     from continuity.static_prompt import build_static_prompt
+    from conversations.assistant_settings import assistant_settings_get
     from conversations.models import Conversation, Message, MessageKind, Role
     from memories.models import ConversationMemorySnapshot, SnapshotMembership
     from memories.services import memory_add
@@ -88,7 +89,7 @@ def load(count: int, seed: int) -> None:
             ],
             batch_size=2_000,
         )
-        inputs = prompt_inputs_many(conversations)
+        inputs = prompt_inputs_many(conversations, settings_row=assistant_settings_get())
         Message.objects.bulk_create(
             [
                 Message(

@@ -468,9 +468,9 @@ def _timed(name: str, func):
 def _install_hooks() -> None:
     from django.db import transaction
 
+    from continuity import request_building as send_request
     from conversations.provider import gateway as provider_gateway
     from conversations.sending import prepare as send_pipeline
-    from conversations.sending import request as send_request
     from conversations.sending import run as send_run
     from conversations.web import api
 
@@ -481,6 +481,7 @@ def _install_hooks() -> None:
         "provider_binding_check",
         "_resolve_parent",
         "static_prompt_ensure",
+        "static_prompt_ready",
         "_start_reply",
         "reply_request_build",
         "live_branch",

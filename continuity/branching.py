@@ -19,17 +19,18 @@ from django.db import IntegrityError, transaction
 
 from continuity.handoff_store import handoff_row_create, live_branch_handoff
 from conversations.access import access_conversation
+from conversations.assistant_settings import assistant_settings_read
 from conversations.models import (
     Conversation,
     ConversationOrigin,
     IdempotentAction,
-    Message,
     MessageKind,
     MessageStatus,
     Role,
 )
-from conversations.provider.binding import binding_fields, configured_provider
+from conversations.provider.binding import configured_provider
 from conversations.threads.services import conversation_create
+from conversations.transcript.append import APPENDED_FIELDS, message_append
 from elion.errors import Conflict, InvalidInput
 from memories.snapshots import memory_set_lock
 
@@ -59,28 +60,26 @@ def _recorded_result(source: Conversation, key: str) -> Conversation | None:
 
 
 def _branch_create(source: Conversation) -> Conversation:
-    handoff = live_branch_handoff(source)
+    handoff = live_branch_handoff(source, settings_row=assistant_settings_read())
     if handoff.is_empty:
         raise Conflict(
             "This conversation has no finished messages to carry into a branch yet.", code="branch_source_empty"
         )
     destination = conversation_create(persona=source.persona, origin=ConversationOrigin.BRANCH)
-    destination.last_seq += 1
-    bubble = Message.objects.create(
+    message_append(
         conversation=destination,
         parent=None,
-        seq=destination.last_seq,
         role=Role.ASSISTANT,
+        # The destination continues under the current provider (seed 004: every
+        # durable message carries the binding; Branch is how drifted history continues).
+        binding=configured_provider().binding(),
+        make_head=True,
         kind=MessageKind.HANDOFF_ARTIFACT,
         status=MessageStatus.COMPLETE,
         content=handoff.visible(source.title),
         metadata={"source_conversation_id": str(source.id), "source_message_ids": handoff.source_message_ids},
-        # The destination continues under the current provider (seed 004: every
-        # durable message carries the binding; Branch is how drifted history continues).
-        **binding_fields(configured_provider()),
     )
-    destination.head = bubble
-    destination.save(update_fields=["head", "last_seq", "updated_at"])
+    destination.save(update_fields=APPENDED_FIELDS)
     handoff_row_create(destination=destination, source=source, handoff=handoff)
     return destination
 

@@ -34,7 +34,7 @@ from conversations.models import Conversation, Message, MessageStatus, Role
 from conversations.provider import gateway as provider_gateway
 from conversations.provider.binding import binding_fields, provider_binding_gate
 from conversations.provider.gateway import ProviderError
-from conversations.transcript.leases import conversation_has_live_stream, streams_interrupt_expired
+from conversations.transcript.guard import transcript_write_guard
 from conversations.transcript.tree import is_projectable, walk_to_root
 from elion.errors import Conflict, NotFound, ServiceError
 
@@ -125,11 +125,7 @@ class _CompactionPlan:
 def _plan(conversation_id: UUID | str) -> _CompactionPlan:
     with transaction.atomic():
         conversation = access_conversation(conversation_id, lock=True)
-        if conversation.trashed:
-            raise Conflict("This conversation is in the trash; restore it to compact.", code="conversation_trashed")
-        streams_interrupt_expired(conversation)
-        if conversation_has_live_stream(conversation):
-            raise Conflict("A reply is still streaming in this conversation.", code="reply_in_progress")
+        transcript_write_guard(conversation, action="compact")
         rows = {m.id: m for m in Message.objects.filter(conversation=conversation).exclude(role=Role.SYSTEM)}
         # Provider I/O follows: the full binding tuple is validated first.
         config = provider_binding_gate(rows.values())

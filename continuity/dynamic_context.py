@@ -26,7 +26,6 @@ from continuity.recall_search import (
     title_terms,
 )
 from continuity.static_prompt import quote_reserved_headings
-from conversations.assistant_settings import assistant_settings_get
 from conversations.models import AssistantSettings, Character, Conversation, Message, MessageKind, MessageStatus, Role
 
 PINNED_HEADING = "=== PINNED CHARACTER ==="
@@ -153,14 +152,13 @@ def dynamic_context_build(
     branch: Sequence[Message],
     static_prompt: str,
     history: Sequence[str],
-    settings_row: AssistantSettings | None = None,
+    settings_row: AssistantSettings,
 ) -> DynamicContext:
     """The dynamic context for the reply to the last user turn of `branch`.
 
     `history` is the thread's projectable history text (the current message last);
-    `settings_row` the AssistantSettings row when the caller already read it.
+    `settings_row` is the AssistantSettings row the send read.
     """
-    settings_row = settings_row or assistant_settings_get()
     user_message = next((m for m in reversed(branch) if m.role == Role.USER), None)
     birth = in_birth_period(branch)
     pinned = _pinned_section(user_message, settings_row.owner_name)

@@ -37,6 +37,7 @@ from continuity.handoff_policy import (
     policy_marker,
 )
 from continuity.models import ThreadHandoff
+from conversations.assistant_settings import assistant_settings_read
 from conversations.models import AssistantSettings, Conversation, ConversationOrigin, Message, Persona, Role
 from conversations.transcript.tree import live_branch
 
@@ -73,15 +74,9 @@ def current_policy_marker() -> str:
     return policy_marker(handoff_limits())
 
 
-def _stored_settings() -> AssistantSettings:
-    # Read, never create, the settings row: capture is database reads only.
-    return AssistantSettings.objects.filter(pk=1).first() or AssistantSettings()
-
-
-def speaker_names(persona: str, settings_row: AssistantSettings | None = None) -> SpeakerNames:
-    """Speaker labels from `settings_row`, or (when the caller has not read it) the stored row."""
-    row = settings_row or _stored_settings()
-    return SpeakerNames(persona=persona, owner_name=row.owner_name, display_name=row.display_name)
+def speaker_names(persona: str, settings_row: AssistantSettings) -> SpeakerNames:
+    """Speaker labels from the settings row the operation read."""
+    return SpeakerNames(persona=persona, owner_name=settings_row.owner_name, display_name=settings_row.display_name)
 
 
 def source_message(message: Message) -> SourceMessage:
@@ -95,10 +90,10 @@ def source_message(message: Message) -> SourceMessage:
     )
 
 
-def live_branch_handoff(conversation: Conversation) -> Handoff:
+def live_branch_handoff(conversation: Conversation, *, settings_row: AssistantSettings) -> Handoff:
     """The final-eight handoff of `conversation`'s live branch under the current limits."""
     sources = [source_message(message) for message in live_branch(conversation)]
-    return build_handoff(sources, limits=handoff_limits(), names=speaker_names(conversation.persona))
+    return build_handoff(sources, limits=handoff_limits(), names=speaker_names(conversation.persona, settings_row))
 
 
 def handoff_row_create(*, destination: Conversation, source: Conversation, handoff: Handoff) -> ThreadHandoff:
@@ -136,9 +131,11 @@ def prior_thread_select(*, persona: str) -> PriorThreadCapture | None:
         .filter(last_spoken__isnull=False)
         .order_by("-last_spoken", "-created_at")
     )
+    # Read, never create, the settings row: capture is database reads only.
+    settings_row = assistant_settings_read()
     for conversation in candidates[:CANDIDATE_LIMIT]:
         # The live branch decides: speech only on a rewound-away branch does not count.
-        handoff = live_branch_handoff(conversation)
+        handoff = live_branch_handoff(conversation, settings_row=settings_row)
         if not handoff.is_empty:
             return PriorThreadCapture(source=conversation, handoff=handoff)
     return None
@@ -202,11 +199,11 @@ def _as_uuid(value: object) -> UUID | None:
         return None
 
 
-def handoff_blocks_for(conversation_ids, *, settings_row: AssistantSettings | None = None) -> dict[UUID, str]:
+def handoff_blocks_for(conversation_ids, *, settings_row: AssistantSettings) -> dict[UUID, str]:
     """The rendered continuity slot of each conversation that has a handoff.
 
     `conversation_ids` is a list of ids or a `values("pk")` queryset;
-    `settings_row` the AssistantSettings row when the caller already read it. A
+    `settings_row` is the AssistantSettings row the operation read. A
     conversation is left out (so its slot stays empty) when its row has no
     verbatim handoff (a retired summary-only row), when its source may not
     feed automatic continuity now (hidden, trashed, shielded, other persona),
@@ -260,7 +257,6 @@ def handoff_blocks_for(conversation_ids, *, settings_row: AssistantSettings | No
 
     limits = handoff_limits()
     marker = policy_marker(limits)
-    settings_row = settings_row or _stored_settings()
     names = {persona: speaker_names(persona, settings_row) for persona in {row.destination.persona for row in rows}}
     blocks: dict[UUID, str] = {}
     changed: list[ThreadHandoff] = []
@@ -290,7 +286,7 @@ def handoff_blocks_for(conversation_ids, *, settings_row: AssistantSettings | No
 
 def handoff_block_for(conversation: Conversation) -> str:
     """The continuity slot for one conversation ("" when it has none)."""
-    return handoff_blocks_for([conversation.pk]).get(conversation.pk, "")
+    return handoff_blocks_for([conversation.pk], settings_row=assistant_settings_read()).get(conversation.pk, "")
 
 
 def handoff_destinations(source_ids) -> list[UUID]:

@@ -31,6 +31,7 @@ from continuity.static_prompt import (
 )
 from conversations.assistant_settings import assistant_settings_get
 from conversations.models import AssistantSettings, Character, Conversation, Message, MessageKind, Role
+from conversations.transcript.append import message_append
 from memories.models import Memory, MemoryCategory, SnapshotMembership
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "prompt_inputs_for",
     "prompt_inputs_many",
     "static_prompt_ensure",
+    "static_prompt_ready",
     "static_prompts_rebuild",
     "static_prompts_rebuild_all",
 ]
@@ -93,27 +95,26 @@ def saved_characters() -> tuple[PromptCharacter, ...]:
     )
 
 
-def continuity_blocks(conversation_ids, settings_row: AssistantSettings | None = None) -> dict[UUID, str]:
+def continuity_blocks(conversation_ids, settings_row: AssistantSettings) -> dict[UUID, str]:
     """Rendered verbatim handoffs per conversation, rebuilt under the current limits."""
     return handoff_blocks_for(conversation_ids, settings_row=settings_row)
 
 
 def prompt_inputs_many(
-    conversations, conversation_ids=None, *, settings_row: AssistantSettings | None = None
+    conversations, conversation_ids=None, *, settings_row: AssistantSettings
 ) -> dict[UUID, PromptInputs]:
     """Prompt inputs for many conversations with a fixed number of queries.
 
     `conversations` are Conversation rows or `(pk, persona)` pairs.
     `conversation_ids` may be a `values("pk")` queryset covering them, so no
     query carries one parameter per thread. `settings_row`: the
-    AssistantSettings row when the caller already read it.
+    AssistantSettings row the operation read.
     """
     personas = dict(
         (item.pk, item.persona) if isinstance(item, Conversation) else tuple(item) for item in conversations
     )
     if conversation_ids is None:
         conversation_ids = list(personas)
-    settings_row = settings_row or assistant_settings_get()
     settings = prompt_settings(settings_row)
     memories = snapshot_memories(conversation_ids)
     characters = saved_characters()
@@ -130,7 +131,7 @@ def prompt_inputs_many(
     }
 
 
-def prompt_inputs_for(conversation: Conversation, *, settings_row: AssistantSettings | None = None) -> PromptInputs:
+def prompt_inputs_for(conversation: Conversation, *, settings_row: AssistantSettings) -> PromptInputs:
     return prompt_inputs_many([conversation], settings_row=settings_row)[conversation.pk]
 
 
@@ -143,17 +144,25 @@ def _metadata_markers_current(metadata: dict | None, markers: dict[str, str]) ->
     return all(stored.get(name) == value for name, value in markers.items())
 
 
-_NOT_LOADED = object()
-
-
-def static_prompt_ensure(
-    conversation: Conversation,
-    existing: Message | None | object = _NOT_LOADED,
-    *,
-    settings_row: AssistantSettings | None = None,
-    save_seq: bool = True,
-) -> Message:
+def static_prompt_ensure(conversation: Conversation) -> Message:
     """The conversation's stored prompt: built now if missing, rebuilt if its policy is stale.
+
+    For callers outside a send (a send uses `static_prompt_ready` with the
+    rows and settings it already read). Saves the conversation's `last_seq`
+    when it appends the prompt. Precondition as `static_prompt_ready`.
+    """
+    existing = Message.objects.filter(conversation=conversation, role=Role.SYSTEM).first()
+    prompt = static_prompt_ready(conversation, existing, settings_row=assistant_settings_get())
+    if existing is None:
+        conversation.save(update_fields=["last_seq"])
+    return prompt
+
+
+def static_prompt_ready(
+    conversation: Conversation, existing: Message | None, *, settings_row: AssistantSettings
+) -> Message:
+    """The stored prompt for the send about to be made: `existing` reused (rebuilt if its policy is stale),
+    or a new one appended.
 
     A current prompt is reused as stored: every source change rebuilds it
     eagerly (`static_prompts_rebuild`), so a send never rebuilds from scratch.
@@ -162,14 +171,11 @@ def static_prompt_ensure(
     transaction, so a concurrent first send waits instead of racing, and a
     memory edit/delete/refresh either finished before we read the snapshot or
     rebuilds this prompt after we commit; the unique constraint is the last
-    guard if it does not. `existing`, when given, is the conversation's stored
-    prompt read under that same lock; `settings_row`, the AssistantSettings row
-    the caller already read. A new prompt takes the conversation's next seq:
-    `save_seq=False` leaves saving `conversation.last_seq` to the caller, which
-    saves the conversation later in the same transaction anyway (the send).
+    guard if it does not. `existing` is the conversation's stored prompt (or
+    None) read under that same lock. A new prompt is appended with the
+    conversation's next seq (`message_append`), so, as after every append, the
+    caller saves the conversation's `APPENDED_FIELDS` before committing.
     """
-    if existing is _NOT_LOADED:  # callers that already loaded the rows pass the prompt (or None)
-        existing = Message.objects.filter(conversation=conversation, role=Role.SYSTEM).first()
     if existing is not None:
         if not markers_are_current(existing):
             existing.content = build_static_prompt(prompt_inputs_for(conversation, settings_row=settings_row))
@@ -177,15 +183,14 @@ def static_prompt_ensure(
             existing.save(update_fields=["content", "metadata", "updated_at"])
         return existing
     content = build_static_prompt(prompt_inputs_for(conversation, settings_row=settings_row))
-    conversation.last_seq += 1
-    if save_seq:
-        conversation.save(update_fields=["last_seq"])
     try:
         with transaction.atomic():
-            return Message.objects.create(
+            return message_append(
                 conversation=conversation,
-                seq=conversation.last_seq,
+                parent=None,
                 role=Role.SYSTEM,
+                binding=None,  # no provider produced it
+                make_head=False,
                 kind=MessageKind.STATIC_PROMPT,
                 content=content,
                 metadata={"policy_markers": policy_markers()},
@@ -228,7 +233,7 @@ def static_prompts_rebuild(conversations: QuerySet[Conversation] | Iterable[Conv
     ]
     if not prompts:
         return 0
-    inputs = prompt_inputs_many([(row[1], row[2]) for row in prompts], scope)
+    inputs = prompt_inputs_many([(row[1], row[2]) for row in prompts], scope, settings_row=assistant_settings_get())
     markers = policy_markers()
     built: dict[PromptInputs, str] = {}
     rows: list[tuple[UUID, str, dict]] = []

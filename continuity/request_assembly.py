@@ -28,7 +28,7 @@ class HistoryTurn:
     role: str  # "user" | "assistant"
     content: str
     # Tool rounds that preceded this assistant turn's text, as neutral request
-    # messages, already paired (conversations.sending.tool_loop.project_tool_parts).
+    # messages, already paired (conversations.transcript.tool_pairing.project_tool_parts).
     # They travel and are trimmed with their turn, never apart from it.
     tool_messages: tuple[dict, ...] = ()
     # The turn's verified attachment manifest as neutral content parts, in
@@ -157,3 +157,8 @@ def assemble_request(
         "estimate_method": ESTIMATE_METHOD,
     }
     return AssembledRequest(messages=messages, diagnostics=diagnostics)
+
+
+def tool_definitions_text(tools: list[dict]) -> str:
+    """What the definitions cost in the request (the `tool_definition_tokens` diagnostic)."""
+    return json.dumps(tools, separators=(",", ":")) if tools else ""

@@ -11,5 +11,11 @@ from conversations.models import AssistantSettings
 
 
 def assistant_settings_get() -> AssistantSettings:
+    """The settings row, created with its defaults on first use."""
     settings_row, _ = AssistantSettings.objects.get_or_create(pk=1)
     return settings_row
+
+
+def assistant_settings_read() -> AssistantSettings:
+    """The settings row, or its defaults unsaved: for paths that only read (New Chat capture)."""
+    return AssistantSettings.objects.filter(pk=1).first() or AssistantSettings()

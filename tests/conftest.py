@@ -101,23 +101,12 @@ def make_turns(db):
     Rows carry the configured provider's binding, as every durable message does;
     `binding={}` makes legacy (unbound) rows.
     """
-    from conversations.models import Message
-    from conversations.provider.binding import binding_fields, configured_provider
+    from tests.support.factories import CONFIGURED, HEAD, turns_append
 
     def make(conversation, *pairs, parent=None, binding=None):
-        if binding is None:
-            binding = binding_fields(configured_provider())
-        parent = parent if parent is not None else conversation.head
-        created = []
-        for role, content in pairs:
-            conversation.last_seq += 1
-            parent = Message.objects.create(
-                conversation=conversation, parent=parent, seq=conversation.last_seq, role=role, content=content,
-                **binding,
-            )
-            created.append(parent)
-        conversation.head = parent
-        conversation.save(update_fields=["head", "last_seq"])
-        return created
+        return turns_append(
+            conversation, *pairs, parent=HEAD if parent is None else parent,
+            binding=CONFIGURED if binding is None else binding,
+        )
 
     return make

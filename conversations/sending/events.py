@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from conversations.models import MessageStatus
-from conversations.sending.prepare import PreparedReply
+from conversations.sending.prepare import FreshReply, PreparedReply, ReplayedReply
 from conversations.sending.run import ReplyRun
 from conversations.sending.watch import ReplyWatch
 
@@ -25,32 +25,23 @@ def reply_events(prepared: PreparedReply) -> AsyncIterator[tuple[str, dict]]:
     that leaves before reading anything still gets its reply stored.
     Precondition: called inside the running event loop.
     """
-    run = None
-    if prepared.replay is None:
-        run = ReplyRun(prepared)
-        run.start()
-    return _events(prepared, run)
+    if isinstance(prepared, ReplayedReply):
+        return _replayed_events(prepared)
+    run = ReplyRun(prepared)
+    run.start()
+    return _fresh_events(prepared, run)
 
 
-async def _events(prepared: PreparedReply, run: ReplyRun | None) -> AsyncIterator[tuple[str, dict]]:
-    yield "user_message", {"id": str(prepared.user_message_id)}
-    yield "assistant_message", {"id": str(prepared.assistant_message_id)}
-    if run is None:
-        replay = prepared.replay
-        if replay.get("diagnostics"):
-            yield "diagnostics", replay["diagnostics"]
-        if replay["status"] == MessageStatus.STREAMING:
-            # The same turn sent again while its reply still streams (another
-            # tab, a reload, maybe another process): follow that reply live.
-            async for event in _follow(prepared):
-                yield event
-            return
-        if replay.get("error"):
-            yield "error", replay["error"]
-        if replay["content"]:
-            yield "delta", {"text": replay["content"], "seq": len(replay["content"])}
-        yield "done", {"message_id": str(prepared.assistant_message_id), "status": replay["status"]}
-        return
+def _opening(prepared: PreparedReply) -> list[tuple[str, dict]]:
+    return [
+        ("user_message", {"id": str(prepared.user_message_id)}),
+        ("assistant_message", {"id": str(prepared.assistant_message_id)}),
+    ]
+
+
+async def _fresh_events(prepared: FreshReply, run: ReplyRun) -> AsyncIterator[tuple[str, dict]]:
+    for event in _opening(prepared):
+        yield event
     yield "diagnostics", prepared.request.diagnostics
     while True:
         name, data = await run.queue.get()
@@ -59,7 +50,25 @@ async def _events(prepared: PreparedReply, run: ReplyRun | None) -> AsyncIterato
             return
 
 
-async def _follow(prepared: PreparedReply) -> AsyncIterator[tuple[str, dict]]:
+async def _replayed_events(replay: ReplayedReply) -> AsyncIterator[tuple[str, dict]]:
+    for event in _opening(replay):
+        yield event
+    if replay.diagnostics:
+        yield "diagnostics", replay.diagnostics
+    if replay.status == MessageStatus.STREAMING:
+        # The same turn sent again while its reply still streams (another
+        # tab, a reload, maybe another process): follow that reply live.
+        async for event in _follow(replay):
+            yield event
+        return
+    if replay.error:
+        yield "error", replay.error
+    if replay.content:
+        yield "delta", {"text": replay.content, "seq": len(replay.content)}
+    yield "done", {"message_id": str(replay.assistant_message_id), "status": replay.status}
+
+
+async def _follow(prepared: ReplayedReply) -> AsyncIterator[tuple[str, dict]]:
     watch = ReplyWatch(conversation_id=prepared.conversation_id, message_id=prepared.assistant_message_id)
     await watch.open()
     try:

@@ -22,31 +22,31 @@ conversation's channel-layer group (`conversations.sending.broadcast`).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from uuid import UUID
 
 from django.db import transaction
 from django.utils import timezone
 
 from continuity.dynamic_context import PINNED_CHARACTER_KEY
-from continuity.prompt_store import static_prompt_ensure
+from continuity.prompt_store import static_prompt_ready
 from continuity.request_assembly import AssembledRequest, RecallInBirthPeriod
+from continuity.request_building import SendContext, reply_request_build, send_context_load
 from conversations.access import access_conversation
-from conversations.assistant_settings import assistant_settings_get
 from conversations.attachments.services import (
     attachments_commit,
     manifest_ids,
 )
 from conversations.characters import access_character
-from conversations.models import AssistantSettings, Conversation, Message, MessageKind, MessageStatus, Role
-from conversations.provider.binding import binding_fields, provider_binding_gate
+from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
+from conversations.provider.binding import provider_binding_gate
 from conversations.provider.gateway import ProviderConfig
 from conversations.sending import tool_loop
 from conversations.sending.commands import FROM_HEAD, ParentChoice, SendCommand
-from conversations.sending.request import reply_request_build, reply_tools
+from conversations.transcript.append import APPENDED_FIELDS, message_append
+from conversations.transcript.guard import transcript_write_guard
 from conversations.transcript.leases import lease_deadline, streams_interrupt_expired
-from conversations.transcript.tree import walk_to_root
-from elion.errors import Conflict, InvalidInput, NotFound
+from elion.errors import Conflict, InvalidInput
 
 logger = logging.getLogger(__name__)
 
@@ -56,76 +56,34 @@ logger = logging.getLogger(__name__)
 AUTO_TITLE_CHARACTERS = 60
 
 
-@dataclass
-class PreparedReply:
+@dataclass(frozen=True)
+class FreshReply:
+    """A reply to start now: its streaming row is committed, its request built."""
+
     conversation_id: UUID
     user_message_id: UUID
     assistant_message_id: UUID
-    config: ProviderConfig | None = None
-    request: AssembledRequest | None = None
+    config: ProviderConfig
+    request: AssembledRequest
     # The tools offered to the model for this reply, and what they may see.
-    tools: list = field(default_factory=list)
-    tool_context: tool_loop.ToolContext | None = None
-    # Set when a repeated client_message_id finds a reply already stored.
-    replay: dict | None = None
-    events: list = field(default_factory=list)
+    tools: list[dict]
+    tool_context: tool_loop.ToolContext
 
 
-def _next_seq(conversation: Conversation) -> int:
-    conversation.last_seq += 1
-    return conversation.last_seq
+@dataclass(frozen=True)
+class ReplayedReply:
+    """A reply already stored (a repeated client_message_id, or a refused request): nothing to start."""
+
+    conversation_id: UUID
+    user_message_id: UUID
+    assistant_message_id: UUID
+    status: str
+    content: str = ""
+    diagnostics: dict | None = None
+    error: dict | None = None
 
 
-@dataclass
-class LoadedRows:
-    """Every stored row of one conversation, read in one query under its lock.
-
-    The live-stream check, the recorded provider binding, the parent, the
-    stored prompt and the history all come from these rows, so a send costs a
-    handful of statements however long the thread is.
-    """
-
-    tree: dict[UUID, Message]
-    prompt: Message | None
-
-    @classmethod
-    def load(cls, conversation: Conversation) -> LoadedRows:
-        tree: dict[UUID, Message] = {}
-        prompt = None
-        for message in Message.objects.filter(conversation=conversation):
-            if message.role == Role.SYSTEM:
-                prompt = message
-            else:
-                tree[message.id] = message
-        return cls(tree=tree, prompt=prompt)
-
-    def get(self, message_id: object) -> Message:
-        try:
-            return self.tree[UUID(str(message_id))]
-        except (KeyError, ValueError, TypeError) as exc:
-            raise NotFound("No message with that id in this conversation.", code="message_not_found") from exc
-
-    def latest_reply_to(self, user_message: Message) -> Message | None:
-        replies = [
-            m for m in self.tree.values()
-            if m.parent_id == user_message.id and m.role == Role.ASSISTANT and m.status != MessageStatus.FAILED
-        ]
-        return max(replies, key=lambda m: m.seq, default=None)
-
-
-def _ensure_no_live_stream(conversation: Conversation, rows: LoadedRows) -> None:
-    streaming = [m for m in rows.tree.values() if m.status == MessageStatus.STREAMING]
-    if not streaming:
-        return
-    now = timezone.now()
-    if any(m.lease_expires_at is not None and m.lease_expires_at > now for m in streaming):
-        raise Conflict(
-            "A reply is still streaming in this conversation; wait for it to finish.", code="reply_in_progress"
-        )
-    # Their process died (the lease ran out): keep the text as `interrupted`.
-    streams_interrupt_expired(conversation)
-    for message in streaming:
-        message.status = MessageStatus.INTERRUPTED
+PreparedReply = FreshReply | ReplayedReply
 
 
 @transaction.atomic
@@ -136,39 +94,37 @@ def send_prepare(command: SendCommand) -> PreparedReply:
     # Row lock: sends, rewinds and first-prompt creation in one conversation
     # are serialised, so two sends can never both pass the streaming check.
     conversation = access_conversation(command.conversation_id, lock=True)
-    if conversation.trashed:
-        raise Conflict("This conversation is in the trash; restore it to send.", code="conversation_trashed")
-    rows = LoadedRows.load(conversation)
+    context = send_context_load(conversation)
     # Seed 004: the full binding tuple is validated before any replay or provider I/O.
-    config = provider_binding_gate(rows.tree.values())
+    config = provider_binding_gate(context.tree.values())
 
     if command.client_message_id is not None:
-        if command.client_message_id in rows.tree:
-            return _prepare_for_repeated_turn(conversation, rows, rows.tree[command.client_message_id], command, config)
+        if command.client_message_id in context.tree:
+            return _prepare_for_repeated_turn(context, context.tree[command.client_message_id], command, config)
         if Message.objects.filter(pk=command.client_message_id).exists():
             raise Conflict("client_message_id is already used by another message.", code="client_message_id_conflict")
 
-    _ensure_no_live_stream(conversation, rows)
-    parent = _resolve_parent(conversation, command.parent_id, rows)
+    transcript_write_guard(conversation, action="send", loaded=context.tree.values())
+    parent = _resolve_parent(context, command.parent_id)
     # The first send stores the static prompt before the turn it answers.
-    prompt, settings_row = _stored_prompt(conversation, rows)
+    _prompt_ready(context)
     client_id = {"id": command.client_message_id} if command.client_message_id else {}
-    user_message = Message.objects.create(
-        **client_id,
+    user_message = message_append(
         conversation=conversation,
         parent=parent,
-        seq=_next_seq(conversation),
         role=Role.USER,
+        binding=config.binding(),
+        make_head=False,
+        **client_id,
         content=command.content,
         metadata=pinned,
-        **binding_fields(config),
     )
-    rows.tree[user_message.id] = user_message
+    context.tree[user_message.id] = user_message
     attached = attachments_commit(message=user_message, attachment_ids=command.attachment_ids)
     if not conversation.title:
         title_source = command.content if command.content.strip() else ", ".join(a.name for a in attached)
         conversation.title = " ".join(title_source.split())[:AUTO_TITLE_CHARACTERS]
-    return _start_reply(conversation, rows, user_message, config, prompt, settings_row)
+    return _start_reply(context, user_message, config)
 
 
 def _pinned_character_metadata(character_id: int | None) -> dict:
@@ -181,7 +137,7 @@ def _pinned_character_metadata(character_id: int | None) -> dict:
 
 
 def _prepare_for_repeated_turn(
-    conversation: Conversation, rows: LoadedRows, existing: Message, command: SendCommand, config: ProviderConfig
+    context: SendContext, existing: Message, command: SendCommand, config: ProviderConfig
 ) -> PreparedReply:
     """The same client_message_id again never makes a second user turn."""
     if (
@@ -193,30 +149,35 @@ def _prepare_for_repeated_turn(
             "client_message_id was already sent with different content or attachments.",
             code="client_message_id_conflict",
         )
-    reply = rows.latest_reply_to(existing)
+    conversation = context.conversation
+    reply = context.latest_reply_to(existing)
     if reply is not None:
         if reply.status == MessageStatus.STREAMING and (
             reply.lease_expires_at is None or reply.lease_expires_at <= timezone.now()
         ):
             streams_interrupt_expired(conversation)
             reply.status = MessageStatus.INTERRUPTED
-        return PreparedReply(
+        return ReplayedReply(
             conversation_id=conversation.id,
             user_message_id=existing.id,
             assistant_message_id=reply.id,
-            replay={"content": reply.content, "status": reply.status, "diagnostics": reply.metadata.get("diagnostics")},
+            status=reply.status,
+            content=reply.content,
+            diagnostics=reply.metadata.get("diagnostics"),
         )
     # The turn was stored but its reply failed or never started: answer it now.
-    _ensure_no_live_stream(conversation, rows)
-    return _start_reply_with_prompt(conversation, rows, existing, config)
+    transcript_write_guard(conversation, action="send", loaded=context.tree.values())
+    _prompt_ready(context)
+    return _start_reply(context, existing, config)
 
 
-def _resolve_parent(conversation: Conversation, parent_id: UUID | None | ParentChoice, rows: LoadedRows) -> Message | None:
+def _resolve_parent(context: SendContext, parent_id: UUID | None | ParentChoice) -> Message | None:
+    head_id = context.conversation.head_id
     if parent_id is FROM_HEAD:
-        return rows.tree.get(conversation.head_id) if conversation.head_id else None
+        return context.tree.get(head_id) if head_id else None
     if parent_id is None:
         return None
-    parent = rows.get(parent_id)
+    parent = context.get(parent_id)
     if parent.role != Role.ASSISTANT or parent.status == MessageStatus.STREAMING:
         raise InvalidInput(
             "parent_id must name a finished assistant message (or be null to start from the beginning).",
@@ -229,65 +190,52 @@ def _resolve_parent(conversation: Conversation, parent_id: UUID | None | ParentC
 def retry_prepare(*, conversation_id: UUID, message_id: UUID | str) -> PreparedReply:
     """Regenerate an assistant reply as a new sibling under the same user turn."""
     conversation = access_conversation(conversation_id, lock=True)
-    if conversation.trashed:
-        raise Conflict("This conversation is in the trash; restore it to retry.", code="conversation_trashed")
-    rows = LoadedRows.load(conversation)
-    config = provider_binding_gate(rows.tree.values())
-    target = rows.get(message_id)
+    context = send_context_load(conversation)
+    config = provider_binding_gate(context.tree.values())
+    target = context.get(message_id)
     if target.role != Role.ASSISTANT or target.kind != MessageKind.ORDINARY or target.parent_id is None:
         raise InvalidInput("Only an assistant reply can be retried.", code="not_retryable")
-    _ensure_no_live_stream(conversation, rows)
-    user_message = rows.tree[target.parent_id]
-    return _start_reply_with_prompt(conversation, rows, user_message, config)
+    transcript_write_guard(conversation, action="retry", loaded=context.tree.values())
+    _prompt_ready(context)
+    return _start_reply(context, context.tree[target.parent_id], config)
 
 
-def _stored_prompt(conversation: Conversation, rows: LoadedRows) -> tuple[Message, AssistantSettings]:
-    """The stored prompt (built on a first send) and the AssistantSettings row,
-    read once: the prompt, the tools and the dynamic context all use it.
-    The prompt's seq is saved with the send's conversation update (`_start_reply`)."""
-    settings_row = assistant_settings_get()
-    return static_prompt_ensure(conversation, rows.prompt, settings_row=settings_row, save_seq=False), settings_row
+def _prompt_ready(context: SendContext) -> None:
+    """The stored prompt this reply uses (built on a first send), into the context.
+
+    Its seq, when it was appended now, is saved with the send's one
+    conversation update (`_start_reply`)."""
+    context.prompt = static_prompt_ready(context.conversation, context.prompt, settings_row=context.settings_row)
 
 
-def _start_reply_with_prompt(
-    conversation: Conversation, rows: LoadedRows, user_message: Message, config: ProviderConfig
-) -> PreparedReply:
-    prompt, settings_row = _stored_prompt(conversation, rows)
-    return _start_reply(conversation, rows, user_message, config, prompt, settings_row)
-
-
-def _start_reply(
-    conversation: Conversation,
-    rows: LoadedRows,
-    user_message: Message,
-    config: ProviderConfig,
-    prompt: Message,
-    settings_row: AssistantSettings,
-) -> PreparedReply:
+def _start_reply(context: SendContext, user_message: Message, config: ProviderConfig) -> PreparedReply:
     """Assemble the request, create the streaming assistant message, move the head.
 
     Saves the conversation's `last_seq` (also for the stored prompt's seq, which
-    `static_prompt_ensure(save_seq=False)` left to this save) in either outcome.
+    `static_prompt_ready` appended without saving) in either outcome.
     """
-    tools = reply_tools(config, settings_row)
-    branch = walk_to_root(rows.tree, user_message.id)
+    conversation = context.conversation
+    tools = tool_loop.available_tools(
+        archive_access=context.settings_row.archive_access,
+        web_search=context.settings_row.web_search,
+        api_selector=config.api_selector,
+    )
     try:
-        request = reply_request_build(conversation, prompt, tools=tools, branch=branch, settings_row=settings_row)
+        request = reply_request_build(context, branch=context.branch_to(user_message.id), tools=tools)
     except RecallInBirthPeriod:
         return _refuse_reply(conversation, user_message, config)
-    assistant = Message.objects.create(
+    assistant = message_append(
         conversation=conversation,
         parent=user_message,
-        seq=_next_seq(conversation),
         role=Role.ASSISTANT,
+        binding=config.binding(),
+        make_head=True,
         status=MessageStatus.STREAMING,
         lease_expires_at=lease_deadline(),
         metadata={"diagnostics": request.diagnostics},
-        **binding_fields(config),
     )
-    conversation.head = assistant
-    conversation.save(update_fields=["head", "last_seq", "title", "updated_at"])
-    return PreparedReply(
+    conversation.save(update_fields=[*APPENDED_FIELDS, "title"])
+    return FreshReply(
         conversation_id=conversation.id,
         user_message_id=user_message.id,
         assistant_message_id=assistant.id,
@@ -313,21 +261,21 @@ def _refuse_reply(conversation: Conversation, user_message: Message, config: Pro
         "refused to dispatch a birth-period request with an automatic recall section (conversation %s)",
         conversation.id,
     )
-    assistant = Message.objects.create(
+    assistant = message_append(
         conversation=conversation,
         parent=user_message,
-        seq=_next_seq(conversation),
         role=Role.ASSISTANT,
+        binding=config.binding(),
+        make_head=True,
         status=MessageStatus.FAILED,
         error=code,
         error_detail=detail,
-        **binding_fields(config),
     )
-    conversation.head = assistant
-    conversation.save(update_fields=["head", "last_seq", "title", "updated_at"])
-    return PreparedReply(
+    conversation.save(update_fields=[*APPENDED_FIELDS, "title"])
+    return ReplayedReply(
         conversation_id=conversation.id,
         user_message_id=user_message.id,
         assistant_message_id=assistant.id,
-        replay={"content": "", "status": MessageStatus.FAILED, "error": {"error": code, "detail": detail}},
+        status=MessageStatus.FAILED,
+        error={"error": code, "detail": detail},
     )

@@ -25,8 +25,9 @@ from conversations.provider.gateway import ProviderError
 from conversations.sending import tool_loop
 from conversations.sending.broadcast import STARTED, ReplyBroadcast
 from conversations.sending.persist import persist
-from conversations.sending.prepare import PreparedReply
+from conversations.sending.prepare import FreshReply
 from conversations.transcript.leases import lease_deadline
+from conversations.transcript.tool_pairing import project_tool_parts
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ def _finalise(message_id: UUID, content: str, status: str, error: str = "", deta
 class ReplyRun:
     """One assistant reply streaming from the provider, owned by no transport."""
 
-    def __init__(self, prepared: PreparedReply):
+    def __init__(self, prepared: FreshReply):
         self.prepared = prepared
         self.queue: asyncio.Queue[tuple[str, dict]] = asyncio.Queue()
         self.broadcast = ReplyBroadcast(prepared.conversation_id, prepared.assistant_message_id)
@@ -133,7 +134,7 @@ class ReplyRun:
             # Round 0 is the ordinary reply; each round that asks for tools is
             # answered and followed by another request, at most ELION_MAX_TOOL_ROUNDS times.
             for round_number in range(settings.ELION_MAX_TOOL_ROUNDS + 1):
-                messages = prepared.request.messages + tool_loop.project_tool_parts(parts)
+                messages = prepared.request.messages + project_tool_parts(parts)
                 calls, round_usage = await self._stream_round_stoppable(messages)
                 usage = {key: _add(usage[key], round_usage[key]) for key in usage}
                 if not calls:

@@ -18,10 +18,12 @@ from uuid import UUID
 
 from django.utils import timezone
 
+from conversations.access import access_conversation
 from conversations.models import Message, MessageStatus
 from conversations.sending.broadcast import EVENT_TYPE, GroupSubscription, conversation_group, request_stop_broadcast
 from conversations.sending.persist import persist
 from conversations.sending.watch import reply_snapshot
+from conversations.transcript.leases import streams_interrupt_expired
 from elion.errors import Conflict
 
 STOP_WAIT_SECONDS = 10.0
@@ -34,6 +36,8 @@ def reply_stop_request(*, conversation_id: UUID | str, message_id: UUID | str) -
     A conditional UPDATE claims the streaming row, so a reply that finished
     a moment earlier is never marked.
     """
+    # A write path: a stream whose process died is ended (kept as `interrupted`) before anything is recorded.
+    streams_interrupt_expired(access_conversation(conversation_id))
     snapshot = reply_snapshot(conversation_id=conversation_id, message_id=message_id)
     Message.objects.filter(
         pk=snapshot.id, status=MessageStatus.STREAMING, stop_requested_at__isnull=True

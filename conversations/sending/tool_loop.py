@@ -18,7 +18,7 @@ unless the model calls one of these tools.
 Each call and its result are stored as a pair of parts on the assistant
 message (`{"type": "tool_call", "call_id", "name", "arguments", "round"}`,
 `{"type": "tool_result", "call_id", "content", "is_error"}`), each written as
-it happens. `project_tool_parts` turns stored parts back into request
+it happens. `conversations.transcript.tool_pairing.project_tool_parts` turns stored parts back into request
 messages, pairing every call with exactly one result; a call whose result was
 never stored (the process died mid-tool) gets a synthetic error result,
 marked as such. Parts never enter `Message.content`, so handoffs, recall and
@@ -41,7 +41,6 @@ from archive.search import archive_search
 from continuity.eligibility import model_search_sources
 from conversations.models import Message
 from conversations.provider.gateway import ToolCallRequested
-from conversations.transcript.tool_pairing import INTERRUPTED_RESULT
 from conversations.visibility.past_search import past_conversation_search as owner_search
 from elion.errors import ServiceError
 
@@ -111,11 +110,6 @@ def available_tools(*, archive_access: bool, web_search: bool, api_selector: str
     if web_search and api_selector == "responses":
         tools.append(WEB_SEARCH_TOOL)
     return tools
-
-
-def tool_definitions_text(tools: list[dict]) -> str:
-    """What the definitions cost in the request (the `tool_definition_tokens` diagnostic)."""
-    return json.dumps(tools, separators=(",", ":")) if tools else ""
 
 
 # --- The tools -------------------------------------------------------------------
@@ -278,32 +272,6 @@ def call_part(call: ToolCallRequested, round_number: int) -> dict:
 
 def result_part(call_id: str, result: ToolResult) -> dict:
     return {"type": "tool_result", "call_id": call_id, "content": result.content, "is_error": result.is_error}
-
-
-def project_tool_parts(parts: list[dict]) -> list[dict]:
-    """Request messages for stored tool parts: per round, the calls, then one result for each.
-
-    A pure function of the stored parts. A call without a stored result gets
-    a synthetic error result, so the request is always well paired.
-    """
-    results = {p["call_id"]: p for p in parts if p.get("type") == "tool_result"}
-    rounds: dict[int, list[dict]] = {}
-    for part in parts:
-        if part.get("type") == "tool_call":
-            rounds.setdefault(int(part.get("round", 0)), []).append(part)
-    messages: list[dict] = []
-    for round_number in sorted(rounds):
-        calls = rounds[round_number]
-        messages.append({
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [{"call_id": c["call_id"], "name": c["name"], "arguments": c["arguments"]} for c in calls],
-        })
-        for call in calls:
-            stored = results.get(call["call_id"])
-            content = stored["content"] if stored is not None else f"Tool error: {INTERRUPTED_RESULT}"
-            messages.append({"role": "tool", "call_id": call["call_id"], "content": content})
-    return messages
 
 
 def _save_parts(message_id: UUID, parts: list[dict]) -> None:

@@ -27,12 +27,13 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from django.conf import settings
+from django.utils import timezone
 
 from conversations.access import access_conversation, message_in_conversation
 from conversations.models import Message, MessageStatus, Role
 from conversations.sending.broadcast import EVENT_TYPE, GroupSubscription, conversation_group
 from conversations.sending.persist import persist
-from conversations.transcript.leases import streams_interrupt_expired
+from conversations.transcript.leases import stale_streams_read_as_interrupted
 from elion.errors import InvalidInput
 
 # --- the splice: a pure core ---------------------------------------------------------
@@ -106,8 +107,8 @@ class ReplySnapshot:
 def reply_snapshot(*, conversation_id: UUID | str, message_id: UUID | str) -> ReplySnapshot:
     """The stored state of one assistant reply (a dead process's stream counts as interrupted)."""
     conversation = access_conversation(conversation_id)
-    streams_interrupt_expired(conversation)
     message = message_in_conversation(conversation, message_id)
+    stale_streams_read_as_interrupted([message])
     if message.role != Role.ASSISTANT:
         raise InvalidInput("Only an assistant reply can be watched or stopped.", code="not_a_reply")
     return ReplySnapshot(
@@ -124,9 +125,9 @@ def reply_snapshot(*, conversation_id: UUID | str, message_id: UUID | str) -> Re
 def live_reply_id(*, conversation_id: UUID | str) -> UUID | None:
     """The reply streaming in this conversation now, if any."""
     conversation = access_conversation(conversation_id)
-    streams_interrupt_expired(conversation)
     return (
         Message.objects.filter(conversation=conversation, role=Role.ASSISTANT, status=MessageStatus.STREAMING)
+        .exclude(lease_expires_at__lte=timezone.now())  # a reply whose process died is not live
         .order_by("-seq")
         .values_list("id", flat=True)
         .first()

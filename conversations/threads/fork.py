@@ -37,10 +37,11 @@ from conversations.models import (
     IdempotentAction,
     Message,
     MessageAttachment,
-    MessageStatus,
 )
 from conversations.provider.binding import provider_binding_gate
 from conversations.threads.services import TITLE_MAX, conversation_create
+from conversations.transcript.append import APPENDED_FIELDS, binding_of, message_append
+from conversations.transcript.guard import reply_finished_guard
 from conversations.transcript.leases import streams_interrupt_expired
 from conversations.transcript.tree import tree_messages, walk_to_root
 from elion.errors import Conflict, InvalidInput, NotFound
@@ -111,8 +112,7 @@ def _fork_create(source: Conversation, target_id: UUID) -> Conversation:
             )
         raise NotFound("No message with that id in this conversation.", code="message_not_found")
     copied = branch[: positions[target_id] + 1]
-    if copied[-1].status == MessageStatus.STREAMING:
-        raise Conflict("That reply is still streaming; fork once it has finished.", code="reply_in_progress")
+    reply_finished_guard(copied[-1])
     # Seed 004: the complete provider tuple is validated before publication.
     provider_binding_gate(copied)  # seed 004: the full tuple, before fork publication
     manifests = manifests_for(copied)
@@ -124,14 +124,15 @@ def _fork_create(source: Conversation, target_id: UUID) -> Conversation:
     destination_store = store.conversation_store(destination.id)
     for sha256, data in blobs.items():
         store.write_bytes(destination_store, data, sha256)
-    new_ids: dict[UUID, UUID] = {}
+    copies: dict[UUID, Message] = {}
     entries: list[MessageAttachment] = []
-    for seq, original in enumerate(copied, start=1):
-        copy = Message.objects.create(
+    for original in copied:
+        copy = message_append(
             conversation=destination,
-            parent_id=new_ids[original.parent_id] if original.parent_id else None,
-            seq=seq,
+            parent=copies[original.parent_id] if original.parent_id else None,
             role=original.role,
+            binding=binding_of(original),  # a fork copies history as it was produced
+            make_head=original is copied[-1],
             kind=original.kind,
             content=original.content,
             parts=original.parts,
@@ -139,21 +140,15 @@ def _fork_create(source: Conversation, target_id: UUID) -> Conversation:
             error=original.error,
             error_detail=original.error_detail,
             metadata={**original.metadata, FORKED_FROM_KEY: str(original.id)},
-            provider_id=original.provider_id,
-            provider_type=original.provider_type,
-            model=original.model,
-            route_fingerprint=original.route_fingerprint,
         )
-        new_ids[original.id] = copy.id
+        copies[original.id] = copy
         entries.extend(
             MessageAttachment(message=copy, position=position, attachment=attachment)
             for position, attachment in enumerate(manifests.get(original.id, []))
         )
     MessageAttachment.objects.bulk_create(entries)
     _copy_thread_handoff(source, destination)
-    destination.head_id = new_ids[copied[-1].id]
-    destination.last_seq = len(copied)
-    destination.save(update_fields=["head", "last_seq", "updated_at"])
+    destination.save(update_fields=APPENDED_FIELDS)
     return destination
 
 

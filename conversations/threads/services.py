@@ -15,9 +15,9 @@ from django.db import transaction
 from continuity.handoff_store import new_chat_handoff_capture, new_chat_handoff_store
 from conversations.access import access_conversation, access_folder, message_in_conversation
 from conversations.models import Conversation, ConversationOrigin, Folder, MessageStatus, Persona, Role
-from conversations.transcript.leases import conversation_has_live_stream, streams_interrupt_expired
+from conversations.transcript.guard import transcript_write_guard
 from conversations.visibility.transitions import conversation_move_locked, folder_hidden_set, folder_remove
-from elion.errors import Conflict, InvalidInput, NotFound
+from elion.errors import InvalidInput, NotFound
 from memories.snapshots import memory_set_lock, snapshot_capture
 
 TITLE_MAX = 300
@@ -74,9 +74,8 @@ def conversation_update(*, conversation_id: UUID, changes: dict) -> Conversation
 def conversation_rewind(*, conversation_id: UUID, message_id: UUID | str) -> Conversation:
     """Move the head to an earlier message; nothing is deleted."""
     conversation = access_conversation(conversation_id, lock=True)
-    streams_interrupt_expired(conversation)
-    if conversation_has_live_stream(conversation):
-        raise Conflict("A reply is still streaming in this conversation.", code="reply_in_progress")
+    # Rewinding only moves the head, so the trash allows it (reading is allowed there too).
+    transcript_write_guard(conversation, action="rewind", allow_trashed=True)
     target = message_in_conversation(conversation, message_id)
     if target.role != Role.ASSISTANT or target.status == MessageStatus.STREAMING:
         # The head is always a finished reply, so the next send answers it;

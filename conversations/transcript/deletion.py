@@ -45,7 +45,7 @@ from conversations.models import (
     MessageAttachment,
     MessageSearchEntry,
 )
-from conversations.transcript.leases import conversation_has_live_stream
+from conversations.transcript.guard import transcript_write_guard
 from elion.errors import Conflict, NotFound
 from memories.models import ConversationMemorySnapshot, SnapshotMembership
 
@@ -141,9 +141,7 @@ def conversation_deletion_intent(*, conversation_id: UUID | str) -> Conversation
             "Only a conversation in the trash can be deleted forever; move it to the trash first.",
             code="conversation_not_in_trash",
         )
-    if conversation_has_live_stream(conversation):
-        raise Conflict("A reply is still streaming in this conversation; wait for it to finish.",
-                       code="reply_in_progress")
+    transcript_write_guard(conversation, action="delete", allow_trashed=True)
     generation = uuid.uuid4()
     # Conditional: a concurrent intent that already stamped it wins; this one finds nothing.
     stamped = Conversation.objects.filter(pk=conversation.pk, deletion_generation__isnull=True).update(

@@ -18,7 +18,7 @@ Interrupted tool calls: the synthetic result is **persisted** by the stale
 stream sweep (`tool_pairing.interrupted_tool_calls_close`, called from
 `conversations.transcript.leases.streams_interrupt_expired`) and by this repair, so the stored
 transcript itself says which results the app wrote and the chat page can show
-it. The projection (`tool_loop.project_tool_parts`) still pairs any call it
+it. The projection (`tool_pairing.project_tool_parts`) still pairs any call it
 finds unpaired with the very same text, so a request is a pure function of
 stored rows and is well paired even before a sweep ran.
 """

@@ -8,6 +8,7 @@ belongs to a process that died mid-reply. Reads never expire leases
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -16,6 +17,14 @@ from django.utils import timezone
 
 from conversations.models import Conversation, Message, MessageStatus
 from conversations.transcript.tool_pairing import interrupted_tool_calls_close
+
+# What the sweep stores on a reply whose process died; reads show the same before the sweep runs.
+INTERRUPTED_FIELDS = {
+    "status": MessageStatus.INTERRUPTED,
+    "error": "stream_interrupted",
+    "error_detail": "The reply stopped because the server process ended; the partial text is kept.",
+    "lease_expires_at": None,
+}
 
 
 def lease_deadline() -> datetime:
@@ -44,14 +53,33 @@ def streams_interrupt_expired(conversation: Conversation | None = None) -> int:
         stale_ids = list(stale.select_for_update(skip_locked=True).order_by("pk").values_list("pk", flat=True))
         if not stale_ids:
             return 0
-        count = stale.filter(pk__in=stale_ids).update(
-            status=MessageStatus.INTERRUPTED,
-            error="stream_interrupted",
-            error_detail="The reply stopped because the server process ended; the partial text is kept.",
-            lease_expires_at=None,
-            updated_at=timezone.now(),
-        )
+        count = stale.filter(pk__in=stale_ids).update(**INTERRUPTED_FIELDS, updated_at=timezone.now())
         # A tool call the dead process left without a result gets a synthetic one.
         interrupted_tool_calls_close(stale_ids)
     return count
 
+
+def lease_expired(message: Message, now: datetime | None = None) -> bool:
+    """A reply still marked `streaming` whose lease ran out: its process died."""
+    return (
+        message.status == MessageStatus.STREAMING
+        and message.lease_expires_at is not None
+        and message.lease_expires_at <= (now or timezone.now())
+    )
+
+
+def stale_streams_read_as_interrupted(messages: Iterable[Message]) -> int:
+    """Show dead streams as the sweep will store them, in memory only (reads don't write).
+
+    A GET never expires a lease: the sweep (`interrupt_stale_streams`) and
+    the write paths (`transcript_write_guard`) do. Until one runs, what a read
+    returns already says `interrupted`, with the text kept. Returns how many.
+    """
+    now = timezone.now()
+    changed = 0
+    for message in messages:
+        if lease_expired(message, now):
+            for name, value in INTERRUPTED_FIELDS.items():
+                setattr(message, name, value)
+            changed += 1
+    return changed

@@ -62,3 +62,29 @@ def interrupted_tool_calls_close(message_ids) -> int:
                 Message.objects.filter(pk=message.pk).update(parts=parts_closed(message.parts), updated_at=timezone.now())
                 changed += 1
     return changed
+
+
+def project_tool_parts(parts: list[dict]) -> list[dict]:
+    """Request messages for stored tool parts: per round, the calls, then one result for each.
+
+    A pure function of the stored parts. A call without a stored result gets
+    a synthetic error result, so the request is always well paired.
+    """
+    results = {p["call_id"]: p for p in parts if p.get("type") == "tool_result"}
+    rounds: dict[int, list[dict]] = {}
+    for part in parts:
+        if part.get("type") == "tool_call":
+            rounds.setdefault(int(part.get("round", 0)), []).append(part)
+    messages: list[dict] = []
+    for round_number in sorted(rounds):
+        calls = rounds[round_number]
+        messages.append({
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"call_id": c["call_id"], "name": c["name"], "arguments": c["arguments"]} for c in calls],
+        })
+        for call in calls:
+            stored = results.get(call["call_id"])
+            content = stored["content"] if stored is not None else f"Tool error: {INTERRUPTED_RESULT}"
+            messages.append({"role": "tool", "call_id": call["call_id"], "content": content})
+    return messages

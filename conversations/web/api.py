@@ -42,7 +42,7 @@ from conversations.threads.services import (
     folder_update,
 )
 from conversations.transcript.deletion import access_deletion, conversation_delete_forever, deletion_receipt
-from conversations.transcript.leases import streams_interrupt_expired
+from conversations.transcript.leases import stale_streams_read_as_interrupted
 from conversations.transcript.tree import live_branch
 from conversations.web import export as conversation_export
 from conversations.web import schema as docs
@@ -192,9 +192,8 @@ class MessageListView(APIView):
     @extend_schema(responses=docs.MessageListSerializer)
     def get(self, request, conversation_id):
         conversation = access_conversation(conversation_id)
-        streams_interrupt_expired(conversation)
-        conversation.refresh_from_db()
         branch = [m for m in live_branch(conversation) if m.role != Role.SYSTEM]
+        stale_streams_read_as_interrupted(branch)  # reads don't write: the sweep stores it
         manifests = manifests_for(branch)
         return Response({"results": [s.message_repr(m, manifests.get(m.id, [])) for m in branch]})
 

@@ -14,7 +14,7 @@ from conversations.characters import characters_list
 from conversations.models import Conversation, Persona, Personality
 from conversations.settings_service import assistant_settings_update
 from conversations.threads.services import conversation_create
-from conversations.transcript.leases import streams_interrupt_expired
+from conversations.transcript.leases import stale_streams_read_as_interrupted
 from conversations.visibility.past_search import quoted_excerpt
 from conversations.visibility.selectors import chat_visibility
 from conversations.web import page_selectors
@@ -66,11 +66,10 @@ def _conversation_or_404(conversation_id: str) -> Conversation:
 
 def chat_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
     conversation = _conversation_or_404(conversation_id)
-    # A reply left `streaming` by a dead process shows as interrupted, with Retry.
-    if streams_interrupt_expired(conversation):
-        conversation.refresh_from_db()
     settings_row = assistant_settings_get()
     branch = page_selectors.visible_branch(conversation)
+    # A reply left `streaming` by a dead process shows as interrupted, with Retry.
+    stale_streams_read_as_interrupted(branch)
     bubbles = page_selectors.bubbles_for(conversation, branch, settings_row)
     return render(
         request,
@@ -109,8 +108,7 @@ def message_fragment(request: HttpRequest, conversation_id: str, message_id: str
         raise Http404(exc.detail) from exc
     if message.role not in page_selectors.VISIBLE_ROLES:
         raise Http404("That message is not shown in the transcript.")
-    streams_interrupt_expired(conversation)
-    message.refresh_from_db()
+    stale_streams_read_as_interrupted([message])
     (bubble,) = page_selectors.bubbles_for(conversation, [message], assistant_settings_get())
     template = "chat/_handoff_bubble.html" if bubble.is_handoff else "chat/_message.html"
     response = render(request, template, {"bubble": bubble})

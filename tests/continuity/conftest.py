@@ -24,23 +24,10 @@ def thread(make_conversation, make_turns):
 @pytest.fixture
 def add_message(db):
     """Append one message of any role/kind/status under the head and move the head."""
-    from conversations.models import Message
-    from conversations.provider.binding import binding_fields, configured_provider
+    from tests.support.factories import turns_append
 
     def add(conversation, role, content, *, kind="ordinary", status="complete", parent="head"):
-        conversation.last_seq += 1
-        message = Message.objects.create(
-            conversation=conversation,
-            parent=conversation.head if parent == "head" else parent,
-            seq=conversation.last_seq,
-            role=role,
-            kind=kind,
-            status=status,
-            content=content,
-            **binding_fields(configured_provider()),
-        )
-        conversation.head = message
-        conversation.save(update_fields=["head", "last_seq"])
+        (message,) = turns_append(conversation, (role, content), parent=parent, kind=kind, status=status)
         return message
 
     return add

@@ -17,6 +17,7 @@ from continuity.models import ThreadHandoff
 from conversations.assistant_settings import assistant_settings_get
 from conversations.models import Conversation, ConversationOrigin, Folder, IdempotentAction, Message, MessageKind, Role
 from conversations.web.page_selectors import bubbles_for
+from tests.support.factories import turns_append
 
 pytestmark = pytest.mark.django_db
 
@@ -229,14 +230,7 @@ def legacy_branch(make_conversation, source, *pairs, message_ids=None):
         destination=destination, source=source, handoff="", summary="old generated summary",
         source_message_ids=message_ids or [],
     )
-    parent = None
-    for role, content in pairs:
-        destination.last_seq += 1
-        parent = Message.objects.create(
-            conversation=destination, parent=parent, seq=destination.last_seq, role=role, content=content
-        )
-    destination.head = parent
-    destination.save()
+    turns_append(destination, *pairs, parent=None, binding=None)  # made before bindings were recorded
     return destination
 
 
@@ -272,10 +266,7 @@ def test_marking_never_classifies_from_prose(make_conversation, thread):
     lookalike = thread(("assistant", "### Continued from “x”\n\nAUMA said:\nhi"))
     # Branch origin but no provenance row: untouched too.
     orphan = make_conversation(persona="elion", origin=ConversationOrigin.BRANCH)
-    orphan.last_seq = 1
-    seed = Message.objects.create(conversation=orphan, seq=1, role="assistant", content="seed")
-    orphan.head = seed
-    orphan.save()
+    turns_append(orphan, ("assistant", "seed"), parent=None, binding=None)
     call_command("mark_historical_branch_artifacts", verbosity=0)
     assert not Message.objects.filter(kind=MessageKind.HANDOFF_ARTIFACT).exists()
     assert lookalike.messages.count() == 1

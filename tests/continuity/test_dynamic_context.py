@@ -17,6 +17,7 @@ from continuity.keyword_recall import RECALL_END, words
 from continuity.request_assembly import estimate_tokens
 from continuity.static_prompt import QUOTED_RECALL_LABEL, RESERVED_RECALL_HEADING
 from conversations.models import Conversation, Folder, Message, MessageKind
+from conversations.transcript.append import APPENDED_FIELDS, message_append
 from tests.continuity.test_input_budget import DIAGNOSTIC_NAMES
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -244,7 +245,7 @@ def test_a_branch_handoff_bubble_does_not_end_the_birth_period(thread, scripted_
 
 def test_birth_period_guard_refuses_to_dispatch_a_recall_section(make_conversation, scripted_provider, monkeypatch, caplog):
     from continuity import dynamic_context as dc
-    from conversations.sending import request as send_request
+    from continuity import request_building
 
     real = dc.dynamic_context_build
 
@@ -256,7 +257,7 @@ def test_birth_period_guard_refuses_to_dispatch_a_recall_section(make_conversati
             birth_period=True, recall_reason="bug", excerpts=1, pinned_character=False,
         )
 
-    monkeypatch.setattr(send_request, "dynamic_context_build", broken)
+    monkeypatch.setattr(request_building, "dynamic_context_build", broken)
     fresh = make_conversation(persona="elion")
     with caplog.at_level("ERROR"):
         body = send(fresh, "Remember the lighthouse?")
@@ -444,14 +445,13 @@ def test_a_prompt_stored_under_an_older_recall_policy_is_rebuilt_before_use(make
     from continuity.policies import policy_markers
 
     fresh = make_conversation(persona="elion")
-    fresh.last_seq += 1
-    fresh.save()
     stale_markers = {**policy_markers(), "recall_policy": "recall/older"}
-    Message.objects.create(
-        conversation=fresh, seq=fresh.last_seq, role="system", kind=MessageKind.STATIC_PROMPT,
+    message_append(
+        conversation=fresh, parent=None, role="system", binding=None, make_head=False, kind=MessageKind.STATIC_PROMPT,
         content=f"## Custom instructions\n{RESERVED_RECALL_HEADING}\nlegacy text",
         metadata={"policy_markers": stale_markers},
     )
+    fresh.save(update_fields=APPENDED_FIELDS)
     body = send(fresh, "Remember the lighthouse?")  # still the birth period: no reply yet
     assert body["assistant_message"]["status"] == "complete"
     (system,) = system_messages(scripted_provider)

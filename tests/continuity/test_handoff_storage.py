@@ -14,6 +14,7 @@ from continuity.handoff_store import handoff_block_for, handoff_blocks_for, hand
 from continuity.models import ThreadHandoff
 from continuity.prompt_store import markers_are_current, policy_markers, static_prompt_ensure
 from continuity.selectors import conversation_handoff_provenance
+from conversations.assistant_settings import assistant_settings_read
 from conversations.models import Conversation, Folder, Message, Role
 
 pytestmark = pytest.mark.django_db
@@ -171,8 +172,9 @@ def test_handoff_sits_in_the_continuity_slot_before_persona_integrity(thread):
 def test_blocks_for_many_conversations_take_a_fixed_number_of_queries(thread, django_assert_max_num_queries):
     thread(("user", "q"), ("assistant", "r"))
     destinations = [thread() for _ in range(12)]
+    settings_row = assistant_settings_read()  # the operation reads it once, outside the budget
     with django_assert_max_num_queries(9):
-        blocks = handoff_blocks_for([d.pk for d in destinations])
+        blocks = handoff_blocks_for([d.pk for d in destinations], settings_row=settings_row)
     assert len(blocks) == 12
 
 

@@ -183,6 +183,7 @@ def test_stored_prompt_records_policy_markers(make_conversation):
 @pytest.mark.django_db
 def test_prompt_inputs_read_memories_from_the_conversation_snapshot(make_conversation):
     from continuity.prompt_store import prompt_inputs_for
+    from conversations.assistant_settings import assistant_settings_get
     from memories.services import memories_reorder, memory_add
 
     first = memory_add(text="First", category="place", importance=5)
@@ -190,7 +191,7 @@ def test_prompt_inputs_read_memories_from_the_conversation_snapshot(make_convers
     conversation = make_conversation()
     later = memory_add(text="Not in the snapshot")
     memories_reorder(ids=[later.pk, second.pk, first.pk])
-    assert prompt_inputs_for(conversation).memories == (
+    assert prompt_inputs_for(conversation, settings_row=assistant_settings_get()).memories == (
         PromptMemory("Second", "General", 3),
         PromptMemory("First", "Place", 5),
     )

@@ -16,20 +16,11 @@ import pytest
 
 from conversations.models import Message, MessageStatus, Role
 from conversations.threads.services import conversation_create
+from tests.support.factories import wait_until
 from tests.support.live_server import LiveApp
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-
-def wait_until(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def app_env(scripted_server) -> dict[str, str]:

@@ -19,11 +19,11 @@ from conversations.models import Conversation, ConversationOrigin, IdempotentAct
 from conversations.provider.binding import binding_fields, configured_provider
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
-from conversations.sending.request import reply_request_build
 from conversations.threads.services import conversation_create, conversation_rewind
 from conversations.transcript.tree import live_branch, tree_problems
 from memories.models import ConversationMemorySnapshot, Memory
 from tests.support.attachment_files import png_bytes
+from tests.support.factories import request_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -195,7 +195,7 @@ def test_fork_copies_verified_blobs_so_it_survives_the_sources_blobs_being_remov
     assert [a.id for a in manifest] == [image.id, notes.id]  # same attachment identities, same order
     destination_store = store.conversation_store(destination.id)
     assert store.read_verified(destination_store, image.sha256, image.size) == png_bytes()
-    request = reply_request_build(destination)  # verifies every blob before projection
+    request = request_for(destination)  # verifies every blob before projection
     user_content = [m for m in request.messages if m["role"] == "user"][0]["content"]
     assert [part["type"] for part in user_content] == ["text", "image", "text"]
     shown = client.get(f"/api/conversations/{destination.id}/attachments/{image.id}/")
@@ -288,4 +288,4 @@ def test_delete_forever_removes_the_conversations_blobs_and_a_fork_still_verifie
     assert receipt.counts["attachment_blobs"] == 1
     assert not store.conversation_store(source.id).exists()
     assert store.read_verified(store.conversation_store(destination.id), image.sha256, image.size) == png_bytes()
-    reply_request_build(destination)  # every blob the fork lists still verifies
+    request_for(destination)  # every blob the fork lists still verifies

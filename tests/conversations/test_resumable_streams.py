@@ -5,7 +5,6 @@ duplicate. In-process, over real SSE responses and Channels WebSockets.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import uuid
 
@@ -17,6 +16,7 @@ from django.test import AsyncClient
 
 from conversations.models import Message, MessageStatus, Role
 from elion.asgi import application
+from tests.support.factories import wait_for
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.sse_stream import SseStream
 
@@ -41,16 +41,6 @@ async def open_watch(client: AsyncClient, path: str, last_event_id: str | None =
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/event-stream")
     return SseStream(response.streaming_content)
-
-
-async def wait_for(predicate, timeout: float = 10.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < deadline:
-        value = await sync_to_async(predicate)()
-        if value:
-            return value
-        await asyncio.sleep(0.02)
-    raise AssertionError("condition not met in time")
 
 
 def stored(message_id: str) -> Message:

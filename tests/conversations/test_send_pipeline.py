@@ -12,6 +12,7 @@ from django.test import AsyncClient
 
 from conversations.models import Conversation, Message, MessageStatus, Role
 from tests.conftest import parse_sse, read_streaming
+from tests.support.factories import wait_for
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -35,16 +36,6 @@ async def send_sse(client: AsyncClient, conversation_id: str, **body) -> list[tu
 @sync_to_async
 def messages_of(conversation_id: str) -> list[Message]:
     return list(Message.objects.filter(conversation_id=conversation_id).order_by("seq"))
-
-
-async def wait_for(predicate, timeout: float = 10.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < deadline:
-        value = await sync_to_async(predicate)()
-        if value:
-            return value
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 async def test_sse_send_streams_deltas_and_stores_complete_reply(scripted_provider):

@@ -12,6 +12,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
+from continuity.request_assembly import tool_definitions_text
 from conversations.models import Message, Role
 from conversations.sending import tool_loop
 from tests.conftest import parse_sse, read_streaming
@@ -310,7 +311,7 @@ async def test_tool_definitions_are_counted_in_the_diagnostics(scripted_provider
     events = await send(client, conversation_id, "hello")
     diagnostics = dict(events)["diagnostics"]
     tools = tool_loop.available_tools(archive_access=True, web_search=False, api_selector="responses")
-    expected = -(-len(tool_loop.tool_definitions_text(tools)) // 4)
+    expected = -(-len(tool_definitions_text(tools)) // 4)
     assert diagnostics["tool_definition_tokens"] == expected > 0
     assert diagnostics["total_input_tokens"] >= diagnostics["tool_definition_tokens"] + diagnostics["history_tokens"]
 

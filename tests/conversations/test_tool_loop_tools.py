@@ -9,13 +9,13 @@ import pytest
 from conversations.models import Folder, Message, MessageKind, MessageStatus
 from conversations.provider.gateway import ToolCallRequested
 from conversations.sending.tool_loop import (
-    INTERRUPTED_RESULT,
     ToolContext,
     available_tools,
     past_conversation_search,
-    project_tool_parts,
     run_tool,
 )
+from conversations.transcript.append import APPENDED_FIELDS, message_append
+from conversations.transcript.tool_pairing import INTERRUPTED_RESULT, project_tool_parts
 
 pytestmark = pytest.mark.django_db
 
@@ -38,11 +38,10 @@ def test_past_search_reads_only_eligible_live_speech_of_other_conversations(make
     # A handoff bubble and a stored prompt that mention it.
     (bubble,) = make_turns(normal, ("assistant", "### Continued from “x”\n\nAUMA said:\nlantern quoted"))
     Message.objects.filter(pk=bubble.pk).update(kind=MessageKind.HANDOFF_ARTIFACT)
-    normal.last_seq += 1
-    Message.objects.create(conversation=normal, seq=normal.last_seq, role="system", kind=MessageKind.STATIC_PROMPT,
-                           content="lantern in the system prompt")
+    message_append(conversation=normal, parent=None, role="system", binding=None, make_head=False,
+                   kind=MessageKind.STATIC_PROMPT, content="lantern in the system prompt")
     normal.head = answered
-    normal.save(update_fields=["head", "last_seq"])
+    normal.save(update_fields=APPENDED_FIELDS)
     (failed,) = make_turns(normal, ("assistant", "lantern in a failed reply"), parent=answered)
     Message.objects.filter(pk=failed.pk).update(status=MessageStatus.FAILED)
     normal.head = answered
@@ -115,7 +114,7 @@ def test_projection_pairs_every_call_and_marks_an_interrupted_one():
 
 
 def test_interrupted_reply_with_a_dangling_call_projects_well_paired(make_conversation, make_turns):
-    from conversations.sending.request import reply_request_build
+    from tests.support.factories import request_for
 
     conversation = make_conversation()
     _, reply = make_turns(conversation, ("user", "look it up"), ("assistant", "Let me look"))
@@ -124,7 +123,7 @@ def test_interrupted_reply_with_a_dangling_call_projects_well_paired(make_conver
         parts=[{"type": "tool_call", "call_id": "z", "name": "list_library", "arguments": "{}", "round": 0}],
     )
     make_turns(conversation, ("user", "and now?"))
-    messages = reply_request_build(conversation).messages
+    messages = request_for(conversation).messages
     calls = [m for m in messages if m.get("tool_calls")]
     results = [m for m in messages if m["role"] == "tool"]
     assert [c["call_id"] for m in calls for c in m["tool_calls"]] == ["z"]

@@ -30,9 +30,10 @@ def fresh_prompt(conversation) -> str:
     """What a rebuild from the current rows gives."""
     from continuity.prompt_store import prompt_inputs_for
     from continuity.static_prompt import build_static_prompt
+    from conversations.assistant_settings import assistant_settings_get
     from conversations.models import Conversation
 
-    return build_static_prompt(prompt_inputs_for(Conversation.objects.get(pk=conversation.pk)))
+    return build_static_prompt(prompt_inputs_for(Conversation.objects.get(pk=conversation.pk), settings_row=assistant_settings_get()))
 
 
 def member_ids(conversation) -> set[int]:

@@ -8,6 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from continuity.prompt_store import prompt_inputs_for
+from conversations.assistant_settings import assistant_settings_get
 from conversations.models import Conversation, Message, Role
 from memories import importing
 from memories.models import ConversationMemorySnapshot, Memory, SnapshotMembership
@@ -123,7 +124,7 @@ def test_empty_snapshot_stays_empty(make_conversation, make_memory, store_prompt
 def test_thread_without_snapshot_record_never_loads_all_memories(make_memory):
     make_memory("A fact")
     legacy = Conversation.objects.create()  # predates snapshots: no record, no rows
-    assert prompt_inputs_for(legacy).memories == ()
+    assert prompt_inputs_for(legacy, settings_row=assistant_settings_get()).memories == ()
 
 
 def test_refresh_replaces_one_thread_snapshot(make_memory, make_conversation, store_prompt):

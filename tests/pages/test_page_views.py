@@ -12,6 +12,7 @@ import pytest
 from django.utils import timezone
 
 from conversations.models import AssistantSettings, Conversation, Folder, Message, MessageStatus, Role
+from conversations.transcript.leases import streams_interrupt_expired
 from conversations.web.page_selectors import sidebar_groups, thread_token_estimate
 
 pytestmark = pytest.mark.django_db
@@ -136,6 +137,10 @@ def test_a_dead_stream_shows_as_interrupted_with_retry(client, make_conversation
     assert "Interrupted" in html and "partial te" in html
     assert 'data-streaming="false"' in html
     assert 'data-action="retry"' in html
+    # Reads don't write: the page showed it as interrupted; the sweep is what stores it so.
+    reply.refresh_from_db()
+    assert reply.status == MessageStatus.STREAMING
+    assert streams_interrupt_expired() == 1
     reply.refresh_from_db()
     assert reply.status == MessageStatus.INTERRUPTED
 

@@ -17,6 +17,7 @@ from continuity.prompt_store import static_prompt_ensure
 from conversations.access import access_conversation
 from conversations.models import Conversation, Folder, Message, Role
 from conversations.threads.services import conversation_create
+from tests.support.factories import turns_append
 
 pytestmark = pytest.mark.browser
 
@@ -25,14 +26,7 @@ WORDS = "the lantern under the cedar stairs"
 
 def seed(*pairs: tuple[str, str], title: str, folder: Folder | None = None) -> Conversation:
     conversation = conversation_create(persona="elion", title=title, folder_id=folder.id if folder else None)
-    parent = None
-    for role, content in pairs:
-        conversation.last_seq += 1
-        parent = Message.objects.create(
-            conversation=conversation, parent=parent, seq=conversation.last_seq, role=role, content=content
-        )
-    conversation.head = parent
-    conversation.save(update_fields=["head", "last_seq"])
+    turns_append(conversation, *pairs, parent=None, binding=None)  # unbound rows, as before bindings
     return conversation
 
 

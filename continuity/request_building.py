@@ -1,0 +1,121 @@
+"""Building the model request for a reply: stored rows in, the assembled request out.
+
+A send reads what it needs once, under the conversation's lock, into a
+`SendContext` (every message row, the stored prompt, the settings row); the
+request is then built from that context alone, plus what is fresh for each
+send (the dynamic context) and the blobs, which are verified again.
+The pure assembly is `continuity.request_assembly`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from django.conf import settings
+
+from continuity.compaction import compaction_projection
+from continuity.dynamic_context import dynamic_context_build
+from continuity.request_assembly import AssembledRequest, HistoryTurn, assemble_request, tool_definitions_text
+from continuity.static_prompt import prior_thread_section_in
+from conversations.assistant_settings import assistant_settings_get
+from conversations.attachments.services import attachment_parts_verified, manifests_for
+from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
+from conversations.transcript.tool_pairing import project_tool_parts
+from conversations.transcript.tree import is_projectable, walk_to_root
+from elion.errors import NotFound
+
+
+@dataclass
+class SendContext:
+    """What one send (or retry) has read, once, under its conversation's row lock.
+
+    `tree` holds every message but the stored prompt, by id; `prompt` is the
+    stored prompt (None before the first send stores it); `settings_row` the
+    AssistantSettings row. Everything that checks, appends or builds for this
+    send reads from here, so a send costs a handful of statements however
+    long the thread is.
+    """
+
+    conversation: Conversation
+    tree: dict[UUID, Message]
+    prompt: Message | None
+    settings_row: AssistantSettings
+
+    def get(self, message_id: object) -> Message:
+        try:
+            return self.tree[UUID(str(message_id))]
+        except (KeyError, ValueError, TypeError) as exc:
+            raise NotFound("No message with that id in this conversation.", code="message_not_found") from exc
+
+    def branch_to(self, message_id: UUID | None) -> list[Message]:
+        """Root → `message_id`, oldest first (the live branch when it is the head)."""
+        return walk_to_root(self.tree, message_id)
+
+    def latest_reply_to(self, user_message: Message) -> Message | None:
+        replies = [
+            m for m in self.tree.values()
+            if m.parent_id == user_message.id and m.role == Role.ASSISTANT and m.status != MessageStatus.FAILED
+        ]
+        return max(replies, key=lambda m: m.seq, default=None)
+
+
+def send_context_load(conversation: Conversation) -> SendContext:
+    """Every stored row of one conversation in one query, and the settings row.
+
+    Precondition for a send: the caller holds the conversation's row lock.
+    """
+    tree: dict[UUID, Message] = {}
+    prompt = None
+    for message in Message.objects.filter(conversation=conversation):
+        if message.role == Role.SYSTEM:
+            prompt = message
+        else:
+            tree[message.id] = message
+    return SendContext(conversation=conversation, tree=tree, prompt=prompt, settings_row=assistant_settings_get())
+
+
+def reply_request_build(context: SendContext, *, branch: list[Message], tools: list[dict]) -> AssembledRequest:
+    """The model input for the reply to the last user turn of `branch` (root first).
+
+    Reads the context's rows and stored prompt; verifies every attachment
+    blob the branch references (also those a compaction now stands in for).
+    """
+    conversation = context.conversation
+    attachment_parts = branch_attachment_parts(conversation, branch)
+    # A compaction whose boundary lies on this branch stands in for the turns it covers.
+    compacted = compaction_projection(conversation, branch)
+    history = [
+        HistoryTurn(m.role, m.content, tuple(project_tool_parts(m.parts)), attachment_parts.get(m.id, ()))
+        for m in compacted.branch_after
+        if is_projectable(m, has_attachments=m.id in attachment_parts)
+    ]
+    static_prompt = context.prompt.content if context.prompt else ""
+    # Layer 2, fresh for this send and never stored: pinned character + keyword recall.
+    dynamic = dynamic_context_build(
+        conversation,
+        branch=branch,
+        static_prompt=static_prompt,
+        history=[turn.content for turn in history],
+        settings_row=context.settings_row,
+    )
+    return assemble_request(
+        static_prompt=static_prompt,
+        history=history,
+        dynamic_context=dynamic.text,
+        handoff_text=prior_thread_section_in(static_prompt),
+        tool_definitions_text=tool_definitions_text(tools),
+        input_budget_tokens=settings.ELION_INPUT_BUDGET_TOKENS,
+        birth_period=dynamic.birth_period,
+        compacted_summary=compacted.summary_text,
+    )
+
+
+def branch_attachment_parts(conversation: Conversation, branch: list[Message]) -> dict[UUID, tuple[dict, ...]]:
+    """Every manifest on the branch, each blob re-verified, as request parts.
+
+    Seed 004: resume revalidates every referenced blob before model
+    projection; a missing or tampered one raises AttachmentUnavailable (409,
+    naming it), which rolls the caller's transaction back.
+    """
+    return attachment_parts_verified(conversation.id, manifests_for(m for m in branch if m.role == Role.USER))

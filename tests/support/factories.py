@@ -1,0 +1,100 @@
+"""Shared test factories and helpers: threads, turns, an API client, waiting for a condition.
+
+Turns are appended through the app's own `message_append`, so a test's rows
+obey the same seq / parent / head / binding rule as the app's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.test import Client
+
+T = TypeVar("T")
+
+HEAD = "head"  # append under the conversation's head
+CONFIGURED = "configured"  # stamp the configured provider's binding
+
+
+def _binding(binding: Any):
+    from conversations.provider.binding import configured_provider
+    from conversations.provider.gateway import ProviderBinding
+
+    if binding == CONFIGURED:
+        return configured_provider().binding()
+    if not binding:  # None or {}: legacy rows with no recorded binding
+        return None
+    return ProviderBinding(**binding)
+
+
+def turns_append(conversation, *pairs: tuple[str, str], parent: Any = HEAD, binding: Any = CONFIGURED, **fields):
+    """Append a straight chain of (role, content) messages and move the head to the last one.
+
+    `binding`: CONFIGURED (as every durable message the app writes), `{}`/None
+    for legacy unbound rows, or a dict of the four binding columns.
+    """
+    from conversations.transcript.append import APPENDED_FIELDS, message_append
+
+    parent = conversation.head if parent == HEAD else parent
+    stamp = _binding(binding)
+    created = []
+    for role, content in pairs:
+        parent = message_append(
+            conversation=conversation, parent=parent, role=role, binding=stamp, make_head=True, content=content, **fields
+        )
+        created.append(parent)
+    conversation.save(update_fields=APPENDED_FIELDS)
+    return created
+
+
+def thread(*pairs: tuple[str, str], persona: str = "elion", title: str = "", binding: Any = CONFIGURED, **kwargs):
+    """A new conversation (through `conversation_create`) holding these turns."""
+    from conversations.threads.services import conversation_create
+
+    conversation = conversation_create(persona=persona, title=title, **kwargs)
+    if pairs:
+        turns_append(conversation, *pairs, binding=binding)
+    return conversation
+
+
+def api_call(client: Client, method: str, path: str, body: dict | None = None, status: int = 200) -> dict:
+    """One JSON API request; asserts the status and returns the decoded body (or {})."""
+    call = getattr(client, method.lower())
+    response = call(path, json.dumps(body), content_type="application/json") if body is not None else call(path)
+    assert response.status_code == status, (response.status_code, response.content[:500])
+    return response.json() if response.content else {}
+
+
+def wait_until(predicate: Callable[[], T], timeout: float = 20.0, interval: float = 0.05) -> T:
+    """Poll `predicate` until it returns something truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not met in time")
+
+
+async def wait_for(predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.05) -> T:
+    """`wait_until` for async tests: `predicate` runs (sync, with ORM access) on a worker thread."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        value = await sync_to_async(predicate)()
+        if value:
+            return value
+        await asyncio.sleep(interval)
+    raise AssertionError("condition not met in time")
+
+
+def request_for(conversation):
+    """The model request for a reply at `conversation`'s head, built the way a send builds it (no tools offered)."""
+    from continuity.request_building import reply_request_build, send_context_load
+
+    context = send_context_load(conversation)
+    return reply_request_build(context, branch=context.branch_to(conversation.head_id), tools=[])
