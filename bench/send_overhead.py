@@ -468,16 +468,25 @@ def _timed(name: str, func):
 def _install_hooks() -> None:
     from django.db import transaction
 
-    from continuity import request_building as send_request
-    from conversations.provider import gateway as provider_gateway
-    from conversations.sending import prepare as send_pipeline
-    from conversations.sending import run as send_run
-    from conversations.web import api
+    try:  # this tree's layout
+        from continuity import request_building as send_request
+        from conversations.provider import gateway as provider_gateway
+        from conversations.sending import prepare as send_pipeline
+        from conversations.sending import run as send_run
+        from conversations.web import api
+    except ImportError:  # a baseline tree from before the sub-packages
+        from conversations import api, provider_gateway, send_pipeline
+        from conversations import send_pipeline as send_request
+        from conversations import send_pipeline as send_run
 
     # Sub-stages of send_prepare, patched where send_prepare looks them up.
     for name in (
         "access_conversation",
         "_ensure_no_live_stream",
+        "transcript_write_guard",
+        "send_context_load",
+        "attachments_preverify",
+        "message_search_index_sync",
         "provider_binding_check",
         "_resolve_parent",
         "static_prompt_ensure",
@@ -491,17 +500,39 @@ def _install_hooks() -> None:
             if hasattr(module, name):
                 setattr(module, name, _timed(f"prepare.{name}", getattr(module, name)))
 
-    inner_prepare = send_pipeline.send_prepare.__wrapped__  # the body under @transaction.atomic
+    if hasattr(send_pipeline, "_send_commit"):
+        # This tree: disk work first, then one durable transaction (`_send_commit`).
+        inner_commit = send_pipeline._send_commit.__wrapped__  # the body under @transaction.atomic(durable=True)
 
-    def send_prepare(command):
-        _mark("prepare_start")
-        cpu = time.thread_time()
-        with transaction.atomic():
-            result = inner_prepare(command)
-            _mark("prepare_body_end")
-        _mark("prepare_end")  # after COMMIT
-        _trace()["prepare.cpu (thread CPU time, whole send_prepare)"] = time.thread_time() - cpu
-        return result
+        def send_commit(command, **kwargs):
+            with transaction.atomic(durable=True):
+                result = inner_commit(command, **kwargs)
+                _mark("prepare_body_end")
+            return result
+
+        send_pipeline._send_commit = send_commit
+        real_prepare = send_pipeline.send_prepare
+
+        def send_prepare(command):
+            _mark("prepare_start")
+            cpu = time.thread_time()
+            result = real_prepare(command)
+            _mark("prepare_end")  # after COMMIT
+            _trace()["prepare.cpu (thread CPU time, whole send_prepare)"] = time.thread_time() - cpu
+            return result
+
+    else:
+        inner_prepare = send_pipeline.send_prepare.__wrapped__  # older trees: the body under @transaction.atomic
+
+        def send_prepare(command):
+            _mark("prepare_start")
+            cpu = time.thread_time()
+            with transaction.atomic():
+                result = inner_prepare(command)
+                _mark("prepare_body_end")
+            _mark("prepare_end")  # after COMMIT
+            _trace()["prepare.cpu (thread CPU time, whole send_prepare)"] = time.thread_time() - cpu
+            return result
 
     api.send_prepare = send_prepare
 
@@ -606,8 +637,12 @@ def _variant_no_send_work() -> None:
     """
     import dataclasses
 
-    from conversations.sending import run as send_run
-    from conversations.web import api
+    try:
+        from conversations.sending import run as send_run
+        from conversations.web import api
+    except ImportError:  # a baseline tree from before the sub-packages
+        from conversations import api
+        from conversations import send_pipeline as send_run
 
     real_prepare = api.send_prepare
     template: list = []

@@ -308,8 +308,11 @@ def best_recall_candidates(
 
 
 def _entries(terms: list[str], *, persona: str, exclude: Iterable[UUID]) -> dict[int, str]:
-    message_search_index_sync()  # index the newest messages (the last reply) before searching
-    return _candidate_entry_ids(terms, persona=persona, exclude=list(exclude))
+    exclude = list(exclude)
+    # Index the newest messages (another thread's last reply) before searching. A send
+    # has synced before taking its lock; the excluded threads (this one) need no index now.
+    message_search_index_sync(exclude_conversation_ids=exclude)
+    return _candidate_entry_ids(terms, persona=persona, exclude=exclude)
 
 
 def _hits(entry_ids: dict[int, str]) -> list[RecallHit]:

@@ -9,7 +9,7 @@ The pure assembly is `continuity.request_assembly`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from uuid import UUID
 
 from django.conf import settings
@@ -32,7 +32,8 @@ class SendContext:
 
     `tree` holds every message but the stored prompt, by id; `prompt` is the
     stored prompt (None before the first send stores it); `settings_row` the
-    AssistantSettings row. Everything that checks, appends or builds for this
+    AssistantSettings row; `verified_parts` the attachment parts verified
+    before the lock (`attachments_preverify`). Everything that checks, appends or builds for this
     send reads from here, so a send costs a handful of statements however
     long the thread is.
     """
@@ -41,6 +42,8 @@ class SendContext:
     tree: dict[UUID, Message]
     prompt: Message | None
     settings_row: AssistantSettings
+    # Attachment request parts this send verified before it took the lock, by attachment id.
+    verified_parts: dict[UUID, dict] = field(default_factory=dict)
 
     def get(self, message_id: object) -> Message:
         try:
@@ -60,7 +63,7 @@ class SendContext:
         return max(replies, key=lambda m: m.seq, default=None)
 
 
-def send_context_load(conversation: Conversation) -> SendContext:
+def send_context_load(conversation: Conversation, *, verified_parts: dict[UUID, dict] | None = None) -> SendContext:
     """Every stored row of one conversation in one query, and the settings row.
 
     Precondition for a send: the caller holds the conversation's row lock.
@@ -72,7 +75,13 @@ def send_context_load(conversation: Conversation) -> SendContext:
             prompt = message
         else:
             tree[message.id] = message
-    return SendContext(conversation=conversation, tree=tree, prompt=prompt, settings_row=assistant_settings_get())
+    return SendContext(
+        conversation=conversation,
+        tree=tree,
+        prompt=prompt,
+        settings_row=assistant_settings_get(),
+        verified_parts=verified_parts or {},
+    )
 
 
 def reply_request_build(context: SendContext, *, branch: list[Message], tools: list[dict]) -> AssembledRequest:
@@ -82,7 +91,7 @@ def reply_request_build(context: SendContext, *, branch: list[Message], tools: l
     blob the branch references (also those a compaction now stands in for).
     """
     conversation = context.conversation
-    attachment_parts = branch_attachment_parts(conversation, branch)
+    attachment_parts = branch_attachment_parts(conversation, branch, verified=context.verified_parts)
     # A compaction whose boundary lies on this branch stands in for the turns it covers.
     compacted = compaction_projection(conversation, branch)
     history = [
@@ -111,11 +120,15 @@ def reply_request_build(context: SendContext, *, branch: list[Message], tools: l
     )
 
 
-def branch_attachment_parts(conversation: Conversation, branch: list[Message]) -> dict[UUID, tuple[dict, ...]]:
-    """Every manifest on the branch, each blob re-verified, as request parts.
+def branch_attachment_parts(
+    conversation: Conversation, branch: list[Message], *, verified: dict[UUID, dict]
+) -> dict[UUID, tuple[dict, ...]]:
+    """Every manifest on the branch, each blob verified during this send, as request parts.
 
     Seed 004: resume revalidates every referenced blob before model
     projection; a missing or tampered one raises AttachmentUnavailable (409,
-    naming it), which rolls the caller's transaction back.
+    naming it), which rolls the caller's transaction back. `verified`: the
+    parts this send verified before its lock; the rest are verified now.
     """
-    return attachment_parts_verified(conversation.id, manifests_for(m for m in branch if m.role == Role.USER))
+    manifests = manifests_for(m for m in branch if m.role == Role.USER)
+    return attachment_parts_verified(conversation.id, manifests, verified=verified)

@@ -16,11 +16,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from uuid import UUID
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
+from django.db.models import Q
 from django.utils import timezone
 
 from archive.uploads import decode_text, pdf_text, size_text
@@ -170,7 +172,9 @@ def attachment_ids_clean(raw: object) -> tuple[UUID, ...]:
     return tuple(ids)
 
 
-def attachments_commit(*, message: Message, attachment_ids: tuple[UUID, ...]) -> list[Attachment]:
+def attachments_commit(
+    *, message: Message, attachment_ids: tuple[UUID, ...], imported: frozenset[UUID] = frozenset()
+) -> list[Attachment]:
     """Give a new user message its manifest, in the order the client listed.
 
     Precondition: inside the send's transaction, holding the conversation's
@@ -178,7 +182,9 @@ def attachments_commit(*, message: Message, attachment_ids: tuple[UUID, ...]) ->
     (`attached_at` still NULL, not claimed by the garbage collector), so a
     concurrent send or collector can never commit or remove the same upload.
     Each blob is verified in the upload store and copied into the
-    conversation's own store before the manifest is written.
+    conversation's own store before the manifest is written; `imported` names
+    the uploads this send already verified and copied before it took the lock
+    (`attachments_preverify`), which are not read again.
     """
     if not attachment_ids:
         return []
@@ -209,7 +215,10 @@ def attachments_commit(*, message: Message, attachment_ids: tuple[UUID, ...]) ->
     destination = store.conversation_store(message.conversation_id)
     ordered = [rows[attachment_id] for attachment_id in attachment_ids]
     for row in ordered:
-        _import_blob(row, destination)
+        if row.id in imported:
+            store.touch(destination, row.sha256)
+        else:
+            _import_blob(row, destination)
     MessageAttachment.objects.bulk_create(
         [MessageAttachment(message=message, position=index, attachment=row) for index, row in enumerate(ordered)]
     )
@@ -267,20 +276,30 @@ def attachment_repr(attachment: Attachment) -> dict:
 
 
 def attachment_parts_verified(
-    conversation_id: UUID, manifests: dict[UUID, list[Attachment]], *, action: str = "send"
+    conversation_id: UUID,
+    manifests: dict[UUID, list[Attachment]],
+    *,
+    action: str = "send",
+    verified: Mapping[UUID, dict] | None = None,
 ) -> dict[UUID, tuple[dict, ...]]:
     """Verify every referenced blob in the conversation's store and build its request parts.
 
     Images become `{"type": "image", "image_url": <data URL>}`; files become a
     labelled text part with the text extracted at upload. Raises
     AttachmentUnavailable (409, naming the attachment) for a missing or
-    tampered blob.
+    tampered blob. `verified`: parts this same send verified already, by
+    attachment id (`attachments_preverify`); attachment rows never change, so
+    those are used as they are.
     """
     conversation_store = store.conversation_store(conversation_id)
+    verified = verified or {}
     parts: dict[UUID, tuple[dict, ...]] = {}
     for message_id, attachments in manifests.items():
         built = []
         for attachment in attachments:
+            if attachment.id in verified:
+                built.append(verified[attachment.id])
+                continue
             try:
                 data = store.read_verified(conversation_store, attachment.sha256, attachment.size)
             except store.BlobProblem as exc:
@@ -319,3 +338,55 @@ def attachment_verified_content(*, conversation_id: UUID, attachment_id: object)
         raise AttachmentUnavailable(entry.attachment, exc.reason, "download") from exc
     return entry.attachment, data
 
+
+@dataclass(frozen=True)
+class PreverifiedAttachments:
+    """What a send verified before taking its conversation's lock."""
+
+    # Request parts by attachment id: every blob of the conversation's manifests that verified.
+    parts: dict[UUID, dict]
+    # The new turn's uploads, already verified and copied into the conversation's store.
+    imported: frozenset[UUID]
+
+
+def attachments_preverify(*, conversation_id: UUID, attachment_ids: tuple[UUID, ...]) -> PreverifiedAttachments:
+    """Before the lock: read and hash the blobs a send will project, so the lock holds no disk work.
+
+    Verifies every blob the conversation's manifests list (the branch is only
+    known under the lock), and copies the new turn's uploads into the
+    conversation's store. Nothing here decides anything: a blob that fails is
+    left out, and the locked send checks it again (and refuses, naming it) if
+    its branch needs it; the claim and scope checks of the uploads stay under
+    the lock too (`attachments_commit`). One query when there is nothing to verify.
+    """
+    conversation_store = store.conversation_store(conversation_id)
+    parts: dict[UUID, dict] = {}
+    rows = {
+        entry.attachment_id: entry.attachment
+        for entry in MessageAttachment.objects.filter(message__conversation_id=conversation_id).select_related(
+            "attachment"
+        )
+    }
+    for attachment in rows.values():
+        try:
+            data = store.read_verified(conversation_store, attachment.sha256, attachment.size)
+        except store.BlobProblem:
+            continue
+        parts[attachment.id] = attachment_part(attachment, data)
+    imported: set[UUID] = set()
+    if attachment_ids:
+        uploads = Attachment.objects.filter(
+            Q(scope_conversation_id__isnull=True) | Q(scope_conversation_id=conversation_id),
+            pk__in=attachment_ids,
+            attached_at__isnull=True,
+            gc_claimed_at__isnull=True,
+        )
+        for upload in uploads:
+            try:
+                data = store.read_verified(store.upload_store(), upload.sha256, upload.size)
+            except store.BlobProblem:
+                continue  # the locked commit names it
+            store.write_bytes(conversation_store, data, upload.sha256)
+            parts[upload.id] = attachment_part(upload, data)
+            imported.add(upload.id)
+    return PreverifiedAttachments(parts=parts, imported=frozenset(imported))

@@ -34,7 +34,9 @@ from continuity.request_assembly import AssembledRequest, RecallInBirthPeriod
 from continuity.request_building import SendContext, reply_request_build, send_context_load
 from conversations.access import access_conversation
 from conversations.attachments.services import (
+    PreverifiedAttachments,
     attachments_commit,
+    attachments_preverify,
     manifest_ids,
 )
 from conversations.characters import access_character
@@ -46,7 +48,8 @@ from conversations.sending.commands import FROM_HEAD, ParentChoice, SendCommand
 from conversations.transcript.append import APPENDED_FIELDS, message_append
 from conversations.transcript.guard import transcript_write_guard
 from conversations.transcript.leases import lease_deadline, streams_interrupt_expired
-from elion.errors import Conflict, InvalidInput
+from conversations.transcript.search_index import message_search_index_sync
+from elion.errors import Conflict, InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -86,15 +89,30 @@ class ReplayedReply:
 PreparedReply = FreshReply | ReplayedReply
 
 
-@transaction.atomic
 def send_prepare(command: SendCommand) -> PreparedReply:
-    """Commit the user turn and a `streaming` assistant message; no provider I/O."""
+    """Commit the user turn and a `streaming` assistant message; no provider I/O.
+
+    The disk and CPU work comes first, outside any lock: the attachment blobs
+    are read and hashed, and the search index's pending rows tokenised. Then
+    one durable transaction (`_send_commit`) commits the turn: everything in
+    it is committed before the provider is called, which `durable=True`
+    asserts (it refuses to run inside another transaction).
+    """
     # An unknown pinned character is a 404 before anything is read or written.
     pinned = _pinned_character_metadata(command.pinned_character_id)
+    preverified = attachments_preverify(
+        conversation_id=command.conversation_id, attachment_ids=command.attachment_ids
+    )
+    message_search_index_sync()
+    return _send_commit(command, pinned=pinned, preverified=preverified)
+
+
+@transaction.atomic(durable=True)
+def _send_commit(command: SendCommand, *, pinned: dict, preverified: PreverifiedAttachments) -> PreparedReply:
     # Row lock: sends, rewinds and first-prompt creation in one conversation
     # are serialised, so two sends can never both pass the streaming check.
     conversation = access_conversation(command.conversation_id, lock=True)
-    context = send_context_load(conversation)
+    context = send_context_load(conversation, verified_parts=preverified.parts)
     # Seed 004: the full binding tuple is validated before any replay or provider I/O.
     config = provider_binding_gate(context.tree.values())
 
@@ -120,7 +138,9 @@ def send_prepare(command: SendCommand) -> PreparedReply:
         metadata=pinned,
     )
     context.tree[user_message.id] = user_message
-    attached = attachments_commit(message=user_message, attachment_ids=command.attachment_ids)
+    attached = attachments_commit(
+        message=user_message, attachment_ids=command.attachment_ids, imported=preverified.imported
+    )
     if not conversation.title:
         title_source = command.content if command.content.strip() else ", ".join(a.name for a in attached)
         conversation.title = " ".join(title_source.split())[:AUTO_TITLE_CHARACTERS]
@@ -186,11 +206,21 @@ def _resolve_parent(context: SendContext, parent_id: UUID | None | ParentChoice)
     return parent
 
 
-@transaction.atomic
 def retry_prepare(*, conversation_id: UUID, message_id: UUID | str) -> PreparedReply:
-    """Regenerate an assistant reply as a new sibling under the same user turn."""
+    """Regenerate an assistant reply as a new sibling under the same user turn (disk work first, as a send)."""
+    try:
+        conversation_id = UUID(str(conversation_id))
+    except ValueError as exc:
+        raise NotFound("No conversation has that id.", code="conversation_not_found") from exc
+    preverified = attachments_preverify(conversation_id=conversation_id, attachment_ids=())
+    message_search_index_sync()
+    return _retry_commit(conversation_id, message_id, preverified=preverified)
+
+
+@transaction.atomic(durable=True)
+def _retry_commit(conversation_id: UUID, message_id: UUID | str, *, preverified: PreverifiedAttachments) -> PreparedReply:
     conversation = access_conversation(conversation_id, lock=True)
-    context = send_context_load(conversation)
+    context = send_context_load(conversation, verified_parts=preverified.parts)
     config = provider_binding_gate(context.tree.values())
     target = context.get(message_id)
     if target.role != Role.ASSISTANT or target.kind != MessageKind.ORDINARY or target.parent_id is None:

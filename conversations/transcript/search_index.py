@@ -9,6 +9,9 @@ tool). Imports models and `elion.fulltext` only.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from uuid import UUID
+
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
@@ -21,19 +24,25 @@ FTS_TABLE = "message_search_fts"
 VECTOR_COLUMN = "search_vector"  # PostgreSQL only: the stored, generated tsvector of search_text
 
 
-def message_search_index_sync(*, batch_size: int = INDEX_BATCH) -> int:
+def message_search_index_sync(*, batch_size: int = INDEX_BATCH, exclude_conversation_ids: Iterable[UUID] = ()) -> int:
     """Tokenise every pending index row (written by the message triggers); returns how many.
+
+    `exclude_conversation_ids`: conversations whose rows may stay pending (keyword
+    recall never searches the recalling conversation, whose new turn a send has
+    just written under its lock).
 
     A row is only ever replaced (a new id) when its message changes, so
     writing `search_text` by id can never put an old text on a newer row.
     Each batch commits on its own; inside a caller's transaction (a send's
     recall) it takes no savepoint: a failure rolls the whole caller back.
     """
+    excluded = list(exclude_conversation_ids)
     done = 0
     while True:
         with transaction.atomic(savepoint=False):
             pending = list(
                 MessageSearchEntry.objects.filter(search_text__isnull=True)
+                .exclude(conversation_id__in=excluded)
                 .order_by("id")
                 .values_list("id", "message__content")[:batch_size]
             )

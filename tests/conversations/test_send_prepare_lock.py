@@ -1,0 +1,124 @@
+"""What a send does while it holds the conversation's lock, and what it does before (seed 004).
+
+Rules: "the user turn is committed before any provider I/O" (asserted by a
+durable transaction, not assumed); "verified before every model projection"
+(every blob is read and hashed during the send, before the lock); a send's
+statement count does not grow with the thread's length.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from conversations.attachments import store
+from conversations.attachments.services import attachment_upload
+from conversations.models import Message, MessageStatus, Role
+from conversations.sending.commands import SendCommand
+from conversations.sending.prepare import retry_prepare, send_prepare
+from tests.support.attachment_files import png_bytes
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def finish_reply(conversation) -> None:
+    conversation.refresh_from_db()
+    Message.objects.filter(pk=conversation.head_id).update(status=MessageStatus.COMPLETE, content="ok", lease_expires_at=None)
+
+
+@pytest.fixture
+def blob_reads(monkeypatch):
+    """Every verified blob read during the test, with whether a transaction (the lock) was open."""
+    reads: list[bool] = []
+    real = store.read_verified
+
+    def recording(*args, **kwargs):
+        reads.append(connection.in_atomic_block)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store, "read_verified", recording)
+    return reads
+
+
+def test_user_turn_committed_before_provider_io_send_prepare_is_a_durable_transaction(make_conversation):
+    conversation = make_conversation(persona="elion")
+    with pytest.raises(RuntimeError, match="durable"), transaction.atomic():
+        send_prepare(SendCommand(conversation_id=conversation.id, content="Hello"))
+    assert not Message.objects.filter(conversation=conversation, role=Role.USER).exists()
+    prepared = send_prepare(SendCommand(conversation_id=conversation.id, content="Hello"))
+    assert not connection.in_atomic_block  # it returned committed
+    assert Message.objects.get(pk=prepared.user_message_id).content == "Hello"
+
+
+def test_attachments_verified_before_projection_blobs_are_read_outside_the_lock(make_conversation, blob_reads):
+    conversation = make_conversation(persona="elion")
+    upload = attachment_upload(upload=SimpleUploadedFile("dot.png", png_bytes()), conversation_id=conversation.id)
+    prepared = send_prepare(SendCommand(conversation_id=conversation.id, content="Look", attachment_ids=(upload.id,)))
+    first_send = list(blob_reads)
+    assert first_send and not any(first_send)  # the upload was read, hashed and copied before the lock
+    image_parts = [p for m in prepared.request.messages for p in (m.get("content") or []) if isinstance(p, dict)]
+    assert any(p.get("type") == "image" for p in image_parts)
+    finish_reply(conversation)
+
+    blob_reads.clear()
+    send_prepare(SendCommand(conversation_id=conversation.id, content="And again?"))
+    assert blob_reads and not any(blob_reads)  # the branch's image, verified again for this send, before the lock
+
+    blob_reads.clear()
+    finish_reply(conversation)
+    conversation.refresh_from_db()
+    retry_prepare(conversation_id=conversation.id, message_id=conversation.head_id)
+    assert blob_reads and not any(blob_reads)
+
+
+def test_attachments_verified_before_projection_a_tampered_blob_still_blocks_the_send(make_conversation):
+    conversation = make_conversation(persona="elion")
+    upload = attachment_upload(upload=SimpleUploadedFile("dot.png", png_bytes()), conversation_id=conversation.id)
+    send_prepare(SendCommand(conversation_id=conversation.id, content="Look", attachment_ids=(upload.id,)))
+    finish_reply(conversation)
+    blob = store.blob_path(store.conversation_store(conversation.id), upload.sha256)
+    blob.write_bytes(b"not the image")
+    from conversations.attachments.services import AttachmentUnavailable
+
+    before = Message.objects.filter(conversation=conversation).count()
+    with pytest.raises(AttachmentUnavailable):
+        send_prepare(SendCommand(conversation_id=conversation.id, content="Still there?"))
+    assert Message.objects.filter(conversation=conversation).count() == before  # nothing committed
+
+
+def _send_statements(conversation, content: str) -> list[str]:
+    with CaptureQueriesContext(connection) as queries:
+        send_prepare(SendCommand(conversation_id=conversation.id, content=content))
+    return [query["sql"] for query in queries.captured_queries]
+
+
+def test_a_sends_statement_count_does_not_grow_with_thread_length(make_conversation, make_turns):
+    from conversations.assistant_settings import assistant_settings_get
+
+    assistant_settings_get()
+    short, long = make_conversation(persona="elion"), make_conversation(persona="elion")
+    make_turns(short, *[(Role.USER if i % 2 == 0 else Role.ASSISTANT, f"turn {i}") for i in range(4)])
+    make_turns(long, *[(Role.USER if i % 2 == 0 else Role.ASSISTANT, f"turn {i}") for i in range(400)])
+    for conversation in (short, long):  # the first send stores the prompt: compare the second
+        _send_statements(conversation, "first")
+        finish_reply(conversation)
+    short_count = len(_send_statements(short, "How are you?"))
+    long_count = len(_send_statements(long, "How are you?"))
+    assert short_count == long_count
+
+
+def test_a_whole_send_stays_within_its_statement_budget(make_conversation, make_turns, django_assert_max_num_queries):
+    from conversations.assistant_settings import assistant_settings_get
+
+    assistant_settings_get()
+    other = make_conversation(persona="elion", title="Lighthouse")
+    make_turns(other, (Role.USER, "The lighthouse garden had foxgloves."), (Role.ASSISTANT, "Purple ones."))
+    conversation = make_conversation(persona="elion")
+    make_turns(conversation, (Role.USER, "hello"), (Role.ASSISTANT, "hi"))
+    _send_statements(conversation, "first")  # stores the prompt
+    finish_reply(conversation)
+    # Recall runs (the other thread matches): the budget covers the whole send, both phases.
+    with django_assert_max_num_queries(19):
+        send_prepare(SendCommand(conversation_id=conversation.id, content="Do you remember the lighthouse foxgloves?"))
