@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 
 from archive.uploads import normalise_newlines
@@ -279,7 +279,3 @@ def render_turns(title: str, turns: Iterable[Turn], *, header_lines: Iterable[st
     for turn in turns:
         lines += [f"{turn.speaker} said:", turn.text, ""]
     return "\n".join(lines).rstrip() + "\n"
-
-
-def with_spoken_at(turn: Turn, moment: datetime | None) -> Turn:
-    return replace(turn, spoken_at=moment)

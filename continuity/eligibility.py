@@ -49,13 +49,13 @@ class VisibilityState(StrEnum):
     SHIELDED = "shielded"
 
 
-def quarantine_filter() -> Q:
-    """Trashed or in a hidden folder."""
-    return Q(trashed=True) | Q(folder__hidden=True)
-
-
 def _not_quarantined() -> Q:
     return Q(trashed=False) & ~Q(folder__hidden=True)
+
+
+def outside_quarantine() -> QuerySet[Conversation]:
+    """Conversations neither trashed nor in a hidden folder: what the sidebar lists and a page may land on."""
+    return Conversation.objects.filter(trashed=False).exclude(folder__hidden=True)
 
 
 def visibility_state(conversation: Conversation) -> VisibilityState:

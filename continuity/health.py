@@ -9,12 +9,6 @@ prompts there are). Remaining failures never read as completion.
 from __future__ import annotations
 
 from continuity.reconciliation import reconciliation_status as status
-from continuity.reconciliation import stale_prompts
-
-
-def stale_prompt_count() -> int:
-    """Stored prompts whose policy markers are not the current ones."""
-    return stale_prompts().count()
 
 
 def reconciliation_status() -> dict:

@@ -54,6 +54,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "elion.access.OwnerAccessMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Service errors a page view lets rise: NotFound → the 404 page, others → their status.
+    "elion.service_errors.ServiceErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 

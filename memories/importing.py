@@ -17,6 +17,7 @@ import csv
 import io
 import json
 
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
 from elion.errors import InvalidInput
@@ -152,6 +153,22 @@ def guess_format(text: str, filename: str = "") -> str:
     if filename.lower().endswith(".json"):
         return "json"
     return "json" if text.lstrip().startswith(("[", "{")) else "csv"
+
+
+IMPORT_FILE_MAX_BYTES = 4 * 1024 * 1024
+
+
+def import_file_read(upload: UploadedFile) -> str:
+    """An uploaded import file's text: at most 4 MB, UTF-8 (the API's `file` part and the page's file field)."""
+    if upload.size is not None and upload.size > IMPORT_FILE_MAX_BYTES:
+        raise InvalidInput("The import file is larger than 4 MB.", code="import_too_large")
+    data = upload.read(IMPORT_FILE_MAX_BYTES + 1)  # the declared size is not trusted
+    if len(data) > IMPORT_FILE_MAX_BYTES:
+        raise InvalidInput("The import file is larger than 4 MB.", code="import_too_large")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("The import file is not UTF-8 text.", code="import_parse_error") from exc
 
 
 def memories_parse(*, text: object, fmt: str | None = None, filename: str = "") -> list[MemoryDraft]:

@@ -8,14 +8,14 @@ summary arrives as a flash message.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from archive import library, services
 from archive.models import ArchiveCollection, ArchiveDocument
 from archive.search import archive_search
-from elion.errors import NotFound, ServiceError
+from elion.errors import ServiceError
 
 
 def _summary_text(summary: services.ImportSummary) -> str:
@@ -67,20 +67,14 @@ def archive_page(request: HttpRequest) -> HttpResponse:
 
 
 def document_page(request: HttpRequest, document_id: int) -> HttpResponse:
-    try:
-        document = services.access_document(document_id)
-    except NotFound as exc:
-        raise Http404(exc.detail) from exc
+    document = services.access_document(document_id)
     chunks = document.chunks.order_by("position")
     return render(request, "archive/document.html", {"document": document, "chunks": chunks})
 
 
 @require_POST
 def document_delete(request: HttpRequest, document_id: int) -> HttpResponse:
-    try:
-        services.archive_document_delete(document_id=document_id)
-    except NotFound as exc:
-        raise Http404(exc.detail) from exc
+    services.archive_document_delete(document_id=document_id)
     messages.success(request, "Document removed from the archive.")
     return redirect("archive")
 
@@ -107,12 +101,10 @@ def library_page(request: HttpRequest) -> HttpResponse:
 
 
 def library_file_page(request: HttpRequest, file_id: int) -> HttpResponse:
+    file = library.access_library_file(file_id)
     try:
-        file = library.access_library_file(file_id)
         offset = max(int(request.GET.get("offset", 0) or 0), 0)
         page = library.library_page(file, offset=offset)
-    except NotFound as exc:
-        raise Http404(exc.detail) from exc
     except (ValueError, ServiceError):
         return redirect("library-file", file_id=file_id)
     previous = max(offset - library.PAGE_CHARACTERS, 0) if offset else None
@@ -121,9 +113,6 @@ def library_file_page(request: HttpRequest, file_id: int) -> HttpResponse:
 
 @require_POST
 def library_file_delete(request: HttpRequest, file_id: int) -> HttpResponse:
-    try:
-        library.library_file_delete(file_id=file_id)
-    except NotFound as exc:
-        raise Http404(exc.detail) from exc
+    library.library_file_delete(file_id=file_id)
     messages.success(request, "File removed from the Library.")
     return redirect("library")

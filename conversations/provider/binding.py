@@ -55,15 +55,6 @@ def recorded_binding(conversation: Conversation) -> ProviderBinding | None:
     return ProviderBinding(*row) if row else None
 
 
-def binding_of_latest(messages) -> ProviderBinding | None:
-    """The binding on the latest bound message among already-loaded rows."""
-    bound = [m for m in messages if m.provider_id and m.role != Role.SYSTEM]
-    if not bound:
-        return None
-    latest = max(bound, key=lambda m: m.seq)
-    return ProviderBinding(latest.provider_id, latest.provider_type, latest.model, latest.route_fingerprint)
-
-
 def is_bound_record(message: Message) -> bool:
     """Does this durable message carry (or owe) a provider binding?
 
@@ -179,5 +170,3 @@ def known_provider(provider_id: str) -> ProviderConfig:
             code="unknown_provider",
         )
     return config
-
-

@@ -112,13 +112,6 @@ def conversation_move_locked(conversation: Conversation, folder_id: int | str | 
 
 
 @transaction.atomic
-def conversation_move(*, conversation_id: UUID | str, folder_id: int | str | None) -> Conversation:
-    memory_set_lock()
-    conversation = access_conversation(conversation_id, lock=True)
-    return conversation_move_locked(conversation, folder_id)
-
-
-@transaction.atomic
 def conversation_trash(*, conversation_id: UUID | str) -> Conversation:
     """Move a conversation to the trash: still readable, no longer sendable, quarantined."""
     memory_set_lock()

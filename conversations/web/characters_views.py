@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from conversations import characters
-from conversations.models import Character
-from elion.errors import NotFound, ServiceError
+from elion.errors import ServiceError
 
 FIELDS = characters.EDITABLE_FIELDS
 REBUILD_NOTE = "Every conversation's stored prompt lists the saved characters, so it was refreshed too."
-
-
-def _character_or_404(character_id: int) -> Character:
-    try:
-        return characters.access_character(character_id)
-    except NotFound as exc:
-        raise Http404(exc.detail) from exc
 
 
 def characters_page(request: HttpRequest) -> HttpResponse:
@@ -38,7 +30,7 @@ def characters_page(request: HttpRequest) -> HttpResponse:
 
 
 def character_edit_page(request: HttpRequest, character_id: int) -> HttpResponse:
-    character = _character_or_404(character_id)
+    character = characters.access_character(character_id)
     error, status = "", 200
     if request.method == "POST":
         changes = {name: request.POST.get(name, "") for name in FIELDS}
@@ -56,7 +48,7 @@ def character_edit_page(request: HttpRequest, character_id: int) -> HttpResponse
 
 @require_POST
 def character_delete_page(request: HttpRequest, character_id: int) -> HttpResponse:
-    character = _character_or_404(character_id)
+    character = characters.access_character(character_id)
     characters.character_delete(character_id=character.pk)
     messages.success(request, f"Deleted {character.name}. {REBUILD_NOTE}")
     return redirect("characters")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from continuity.compaction import COMPACT_MIN_TURNS, applicable_compaction, summary_system_text
+from continuity.eligibility import outside_quarantine
 from continuity.labels import assistant_name
 from continuity.models import Compaction
 from continuity.request_assembly import estimate_tokens
@@ -51,8 +52,7 @@ def sidebar_groups(limit: int = SIDEBAR_LIMIT) -> list[SidebarGroup]:
     their own page (`visibility_views.hidden_folders_page`).
     """
     rows = (
-        Conversation.objects.filter(trashed=False)
-        .exclude(folder__hidden=True)
+        outside_quarantine()
         .select_related("folder")
         .order_by("-updated_at")[:limit]
     )

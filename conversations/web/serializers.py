@@ -105,13 +105,3 @@ class ConversationPatchSerializer(serializers.Serializer):
 
 class RewindSerializer(serializers.Serializer):
     message_id = serializers.UUIDField()
-
-
-class SendSerializer(serializers.Serializer):
-    """Documents the send body for the schema; the pipeline checks it."""
-
-    content = serializers.CharField()
-    client_message_id = serializers.UUIDField(required=False)
-    parent_id = serializers.UUIDField(required=False, allow_null=True)
-    pinned_character_id = serializers.IntegerField(required=False, allow_null=True)
-    attachment_ids = serializers.ListField(child=serializers.CharField(), required=False)

@@ -8,10 +8,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from continuity.eligibility import outside_quarantine
 from conversations.access import access_conversation, message_in_conversation
 from conversations.assistant_settings import assistant_settings_get
 from conversations.characters import characters_list
-from conversations.models import Conversation, Persona, Personality
+from conversations.models import Persona, Personality
 from conversations.settings_service import assistant_settings_update
 from conversations.threads.services import conversation_create
 from conversations.transcript.leases import stale_streams_read_as_interrupted
@@ -24,7 +25,7 @@ from elion.errors import ServiceError
 
 def home(request: HttpRequest) -> HttpResponse:
     # Opening a hidden-folder conversation is deliberate access, never a landing page.
-    latest = Conversation.objects.filter(trashed=False).exclude(folder__hidden=True).first()
+    latest = outside_quarantine().first()
     if latest is not None:
         return redirect("chat", conversation_id=latest.id)
     return render(request, "chat/empty.html")
@@ -57,15 +58,8 @@ def new_chat(request: HttpRequest) -> HttpResponse:
     return redirect("chat", conversation_id=conversation.id)
 
 
-def _conversation_or_404(conversation_id: str) -> Conversation:
-    try:
-        return access_conversation(conversation_id)
-    except ServiceError as exc:
-        raise Http404(exc.detail) from exc
-
-
 def chat_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
-    conversation = _conversation_or_404(conversation_id)
+    conversation = access_conversation(conversation_id)
     settings_row = assistant_settings_get()
     branch = page_selectors.visible_branch(conversation)
     # A reply left `streaming` by a dead process shows as interrupted, with Retry.
@@ -101,11 +95,8 @@ def chat_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
 @require_GET
 def message_fragment(request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
     """One rendered bubble, swapped in by chat.js when a stream ends."""
-    conversation = _conversation_or_404(conversation_id)
-    try:
-        message = message_in_conversation(conversation, message_id)
-    except ServiceError as exc:
-        raise Http404(exc.detail) from exc
+    conversation = access_conversation(conversation_id)
+    message = message_in_conversation(conversation, message_id)
     if message.role not in page_selectors.VISIBLE_ROLES:
         raise Http404("That message is not shown in the transcript.")
     stale_streams_read_as_interrupted([message])

@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from continuity.eligibility import outside_quarantine
 from conversations.access import access_conversation
 from conversations.models import Conversation
 from conversations.threads.services import conversation_update, folder_create, folder_update
@@ -151,7 +152,7 @@ def _insert_target(request: HttpRequest) -> Conversation | None:
             conversation = None
         if conversation is not None and not conversation.trashed:
             return conversation
-    return Conversation.objects.filter(trashed=False).exclude(folder__hidden=True).first()
+    return outside_quarantine().first()
 
 
 @require_GET

@@ -17,8 +17,6 @@ from memories import importing, services
 from memories.snapshots import snapshot_refresh
 from memories.web import serializers as s
 
-IMPORT_FILE_MAX_BYTES = 4 * 1024 * 1024
-
 
 def json_object(request) -> dict:
     if not isinstance(request.data, dict) and not hasattr(request.data, "getlist"):
@@ -40,12 +38,7 @@ def import_drafts(request) -> list[services.MemoryDraft]:
     data = json_object(request)
     upload = request.FILES.get("file") if hasattr(request, "FILES") else None
     if upload is not None:
-        if upload.size > IMPORT_FILE_MAX_BYTES:
-            raise InvalidInput("The import file is larger than 4 MB.", code="import_too_large")
-        try:
-            text = upload.read().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidInput("The import file is not UTF-8 text.", code="import_parse_error") from exc
+        text = importing.import_file_read(upload)
         return importing.memories_parse(text=text, fmt=data.get("format") or None, filename=upload.name or "")
     if "memories" in data:
         return importing.drafts_from_items(data["memories"])

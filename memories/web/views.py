@@ -9,16 +9,14 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.db.models import Count
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from elion.errors import NotFound, ServiceError
+from elion.errors import ServiceError
 from memories import importing, services
 from memories.models import IMPORTANCE_MAX, IMPORTANCE_MIN, Memory, MemoryCategory
 from memories.snapshots import snapshot_refresh
-
-IMPORT_FILE_MAX_BYTES = 4 * 1024 * 1024
 
 
 def _form_context(**extra) -> dict:
@@ -31,13 +29,6 @@ def _form_context(**extra) -> dict:
 
 def _threads(n: int) -> str:
     return "no existing threads" if n == 0 else ("1 existing thread" if n == 1 else f"{n} existing threads")
-
-
-def _memory_or_404(memory_id: int) -> Memory:
-    try:
-        return services.access_memory(memory_id)
-    except NotFound as exc:
-        raise Http404(exc.detail) from exc
 
 
 def memories_page(request: HttpRequest) -> HttpResponse:
@@ -57,7 +48,7 @@ def memories_page(request: HttpRequest) -> HttpResponse:
 
 
 def edit_page(request: HttpRequest, memory_id: int) -> HttpResponse:
-    memory = _memory_or_404(memory_id)
+    memory = services.access_memory(memory_id)
     impact = services.memory_edit_impact(memory.pk)
     error, status = "", 200
     if request.method == "POST":
@@ -81,7 +72,7 @@ def edit_page(request: HttpRequest, memory_id: int) -> HttpResponse:
 
 
 def delete_page(request: HttpRequest, memory_id: int) -> HttpResponse:
-    memory = _memory_or_404(memory_id)
+    memory = services.access_memory(memory_id)
     if request.method == "POST":
         held_by = services.memory_delete(memory_id=memory.pk)
         messages.success(request, f"Memory deleted; it was removed from {_threads(held_by)}.")
@@ -114,12 +105,7 @@ def import_page(request: HttpRequest) -> HttpResponse:
         try:
             filename = ""
             if upload is not None:
-                if upload.size > IMPORT_FILE_MAX_BYTES:
-                    raise ServiceError("The import file is larger than 4 MB.", code="import_too_large")
-                try:
-                    text = upload.read().decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise ServiceError("The import file is not UTF-8 text.", code="import_parse_error") from exc
+                text = importing.import_file_read(upload)
                 filename = upload.name or ""
             drafts = importing.memories_parse(text=text, fmt=fmt, filename=filename)
             if request.POST.get("action") == "import":
