@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from archive import library, services
 from archive.models import ArchiveChunk, ArchiveCollection, ArchiveDocument, LibraryFile
@@ -26,13 +26,13 @@ class DocumentUploadForm(forms.ModelForm):
         model = ArchiveDocument
         fields = ()
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
         self.result: services.DocumentResult | None = None
 
     # The service validates and stores in one step (hash dedupe, chunking, one
     # transaction); running it here turns its refusals into form errors.
-    def clean(self):
+    def clean(self) -> dict[str, object]:
         cleaned = super().clean()
         try:
             if cleaned.get("upload"):
@@ -57,7 +57,7 @@ class ArchiveChunkInline(admin.TabularInline):
     can_delete = False
     show_change_link = False
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
 
@@ -71,36 +71,36 @@ class ArchiveDocumentAdmin(admin.ModelAdmin):
     exclude = ("text",)
     inlines = [ArchiveChunkInline]
 
-    def get_form(self, request, obj=None, **kwargs):
+    def get_form(self, request: HttpRequest, obj: ArchiveDocument | None = None, **kwargs: object) -> type[forms.ModelForm]:
         if obj is None:
             kwargs["form"] = DocumentUploadForm
         return super().get_form(request, obj, **kwargs)
 
-    def get_fields(self, request, obj=None):
+    def get_fields(self, request: HttpRequest, obj: ArchiveDocument | None = None) -> tuple[str, ...]:
         if obj is None:
             return ("collection", "title", "upload", "pasted_text")
         return self.readonly_fields
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: ArchiveDocument | None = None) -> tuple[str, ...]:
         return () if obj is None else self.readonly_fields
 
-    def get_inlines(self, request, obj):
+    def get_inlines(self, request: HttpRequest, obj: ArchiveDocument | None) -> list:
         return self.inlines if obj is not None else []
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: ArchiveDocument, form: forms.ModelForm, change: bool) -> None:
         # The service stored it in clean(); point the admin at the stored row.
         result = form.result
         obj.pk = result.document.pk
         if result.duplicate:
             messages.info(request, f"That content is already archived as “{result.document.title}”.")
 
-    def save_related(self, request, form, formsets, change):
+    def save_related(self, request: HttpRequest, form: forms.ModelForm, formsets: list, change: bool) -> None:
         pass
 
-    def response_add(self, request, obj, post_url_continue=None):
+    def response_add(self, request: HttpRequest, obj: ArchiveDocument, post_url_continue: str | None = None) -> HttpResponse:
         return HttpResponseRedirect("../")
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: ArchiveDocument | None = None) -> bool:
         return obj is None
 
 
@@ -113,11 +113,11 @@ class LibraryUploadForm(forms.ModelForm):
         model = LibraryFile
         fields = ()
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
         self.result: library.LibraryResult | None = None
 
-    def clean(self):
+    def clean(self) -> dict[str, object]:
         cleaned = super().clean()
         try:
             if cleaned.get("upload"):
@@ -138,30 +138,30 @@ class LibraryFileAdmin(admin.ModelAdmin):
     search_fields = ("name",)
     readonly_fields = ("name", "kind", "sha256", "size", "created_at", "text")
 
-    def get_form(self, request, obj=None, **kwargs):
+    def get_form(self, request: HttpRequest, obj: LibraryFile | None = None, **kwargs: object) -> type[forms.ModelForm]:
         if obj is None:
             kwargs["form"] = LibraryUploadForm
         return super().get_form(request, obj, **kwargs)
 
-    def get_fields(self, request, obj=None):
+    def get_fields(self, request: HttpRequest, obj: LibraryFile | None = None) -> tuple[str, ...]:
         if obj is None:
             return ("name", "upload", "pasted_text")
         return self.readonly_fields
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: LibraryFile | None = None) -> tuple[str, ...]:
         return () if obj is None else self.readonly_fields
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: LibraryFile, form: forms.ModelForm, change: bool) -> None:
         result = form.result
         obj.pk = result.file.pk
         if result.duplicate:
             messages.info(request, f"That file is already in the Library as “{result.file.name}”.")
 
-    def save_related(self, request, form, formsets, change):
+    def save_related(self, request: HttpRequest, form: forms.ModelForm, formsets: list, change: bool) -> None:
         pass
 
-    def response_add(self, request, obj, post_url_continue=None):
+    def response_add(self, request: HttpRequest, obj: LibraryFile, post_url_continue: str | None = None) -> HttpResponse:
         return HttpResponseRedirect("../")
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: LibraryFile | None = None) -> bool:
         return obj is None

@@ -19,6 +19,7 @@ import posixpath
 import zipfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import BinaryIO
 
 from archive.parsing import Turn
 from archive.uploads import read_limited, too_large
@@ -56,7 +57,7 @@ def _unsafe_member(name: str) -> bool:
     return ".." in name.split("/")
 
 
-def _conversations_json_from_zip(stream, limits: ExportLimits) -> bytes:
+def _conversations_json_from_zip(stream: BinaryIO, limits: ExportLimits) -> bytes:
     try:
         archive = zipfile.ZipFile(stream)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
@@ -91,7 +92,7 @@ def _conversations_json_from_zip(stream, limits: ExportLimits) -> bytes:
             raise MalformedExport("The zip file is damaged and cannot be read.", code="bad_zip") from exc
 
 
-def read_export_bytes(stream, limits: ExportLimits) -> bytes:
+def read_export_bytes(stream: BinaryIO, limits: ExportLimits) -> bytes:
     """The bytes of conversations.json, from the zip or the file itself."""
     stream.seek(0)
     if zipfile.is_zipfile(stream):

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.db.models.functions import Length
 
 from archive.models import LibraryFile, LibraryFileKind
@@ -73,7 +75,7 @@ def _clean_name(*candidates: str) -> str:
     return "Untitled file"
 
 
-def library_file_upload(*, upload, name: str = "") -> LibraryResult:
+def library_file_upload(*, upload: UploadedFile, name: str = "") -> LibraryResult:
     with closing_upload(upload):
         if upload is None:
             raise InvalidInput("Attach a file, or send name and text.", code="missing_file")
@@ -126,7 +128,7 @@ def library_page(file: LibraryFile, *, offset: int = 0, limit: int = PAGE_CHARAC
     }
 
 
-def library_files():
+def library_files() -> QuerySet[LibraryFile]:
     """Every Library file without its text, with its length in characters."""
     return LibraryFile.objects.annotate(characters=Length("text")).defer("text").order_by("name", "id")
 

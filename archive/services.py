@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 
 from archive import chatgpt
@@ -173,7 +174,7 @@ def _our_json_export(text: str) -> dict | None:
     return None
 
 
-def archive_document_upload(*, upload, collection: object, title: str = "") -> DocumentResult:
+def archive_document_upload(*, upload: UploadedFile, collection: object, title: str = "") -> DocumentResult:
     """A document from an uploaded file: text, Markdown, or one of our conversation exports."""
     with closing_upload(upload):
         collection = clean_collection(collection)
@@ -203,7 +204,7 @@ def archive_document_upload(*, upload, collection: object, title: str = "") -> D
 # --- ChatGPT export ------------------------------------------------------------
 
 
-def _chatgpt_document(conversation: chatgpt.ExportedConversation, *, owner: str, assistant: str):
+def _chatgpt_document(conversation: chatgpt.ExportedConversation, *, owner: str, assistant: str) -> DocumentResult:
     turns = [
         Turn(owner if t.role == "user" else assistant, t.role, t.text, t.spoken_at) for t in conversation.turns
     ]
@@ -225,7 +226,7 @@ def _chatgpt_document(conversation: chatgpt.ExportedConversation, *, owner: str,
 
 
 def archive_chatgpt_import(
-    *, upload, collection: object = ArchiveCollection.CONVERSATIONS, assistant_name: str = ""
+    *, upload: UploadedFile, collection: object = ArchiveCollection.CONVERSATIONS, assistant_name: str = ""
 ) -> ImportSummary:
     """Import each conversation's current branch as one document; duplicates are skipped."""
     with closing_upload(upload):

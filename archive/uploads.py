@@ -11,6 +11,7 @@ import hashlib
 import io
 import logging
 from collections.abc import Iterator
+from typing import BinaryIO
 
 from django.core.files.uploadedfile import UploadedFile
 from pypdf import PdfReader
@@ -53,7 +54,7 @@ def closing_upload(upload: UploadedFile | None) -> Iterator[UploadedFile | None]
             upload.close()
 
 
-def read_limited(stream, limit: int, what: str) -> bytes:
+def read_limited(stream: BinaryIO, limit: int, what: str) -> bytes:
     """At most `limit` bytes from `stream`; more is a 413 (the declared size is not trusted)."""
     data = stream.read(limit + 1)
     if len(data) > limit:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_http_methods
@@ -26,12 +27,12 @@ from elion.errors import Conflict, Forbidden, InvalidInput
 FAILURES_SHOWN = 200
 
 
-def _context(request, title: str) -> dict:
+def _context(request: HttpRequest, title: str) -> dict:
     return {**admin.site.each_context(request), "title": title, "subtitle": None}
 
 
 @require_http_methods(["GET", "POST"])
-def continuity_cleanup_view(request):
+def continuity_cleanup_view(request: HttpRequest) -> HttpResponse:
     """GET: a fresh count-only preview and empty confirmations. POST: delete, then back to GET.
 
     Every outcome redirects, so the page the owner sees next always holds a
@@ -66,7 +67,7 @@ def continuity_cleanup_view(request):
     )
 
 
-def prompt_reconciliation_view(request):
+def prompt_reconciliation_view(request: HttpRequest) -> HttpResponse:
     """Reconciliation of legacy stored prompts: completion, pending and remaining failures."""
     status = reconciliation_status()
     failures = (

@@ -33,7 +33,7 @@ from conversations.assistant_settings import assistant_settings_get
 from conversations.models import Conversation, Message, MessageStatus, Role
 from conversations.provider import gateway as provider_gateway
 from conversations.provider.binding import binding_fields, provider_binding_gate
-from conversations.provider.gateway import ProviderError
+from conversations.provider.gateway import ProviderConfig, ProviderError
 from conversations.transcript.guard import transcript_write_guard
 from conversations.transcript.tree import is_projectable, walk_to_root
 from elion.errors import Conflict, NotFound, ServiceError
@@ -149,7 +149,7 @@ def _plan(conversation_id: UUID | str) -> _CompactionPlan:
     return _CompactionPlan(config=config, head_id=head.id, messages=messages, covered=covered)
 
 
-async def _summarise(config, messages: list[dict]) -> str:
+async def _summarise(config: ProviderConfig, messages: list[dict]) -> str:
     parts: list[str] = []
     async for event in provider_gateway.stream_reply(config, messages, None):
         if isinstance(event, provider_gateway.TextDelta):

@@ -34,6 +34,7 @@ are `conversations.visibility.transitions`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from uuid import UUID
 
@@ -97,7 +98,7 @@ def feeds_automatic_continuity(conversation: Conversation | None, *, persona: st
     return continuity_sources(persona=persona).filter(pk=conversation.pk).exists()
 
 
-def continuity_source_ids(conversation_ids, *, persona: str) -> set:
+def continuity_source_ids(conversation_ids: Iterable[UUID], *, persona: str) -> set:
     """Which of `conversation_ids` may feed automatic continuity for a `persona` thread."""
     return set(continuity_sources(persona=persona).filter(pk__in=conversation_ids).values_list("pk", flat=True))
 

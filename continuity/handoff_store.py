@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from django.conf import settings
-from django.db.models import Max, Q
+from django.db.models import Max, Q, QuerySet
 
 from continuity.eligibility import continuity_source_ids, continuity_sources
 from continuity.handoff_policy import (
@@ -199,7 +199,7 @@ def _as_uuid(value: object) -> UUID | None:
         return None
 
 
-def handoff_blocks_for(conversation_ids, *, settings_row: AssistantSettings) -> dict[UUID, str]:
+def handoff_blocks_for(conversation_ids: Iterable[UUID] | QuerySet, *, settings_row: AssistantSettings) -> dict[UUID, str]:
     """The rendered continuity slot of each conversation that has a handoff.
 
     `conversation_ids` is a list of ids or a `values("pk")` queryset;
@@ -289,7 +289,7 @@ def handoff_block_for(conversation: Conversation) -> str:
     return handoff_blocks_for([conversation.pk], settings_row=assistant_settings_read()).get(conversation.pk, "")
 
 
-def handoff_destinations(source_ids) -> list[UUID]:
+def handoff_destinations(source_ids: Iterable[UUID]) -> list[UUID]:
     """Conversations whose handoff came from any of `source_ids`: the prompts a
     visibility change of those sources must rebuild."""
     return list(

@@ -292,7 +292,7 @@ class ContextText:
     thread's history is then never tokenised for this.
     """
 
-    def __init__(self, texts: Iterable[str], n: int = OVERLAP_NGRAM):
+    def __init__(self, texts: Iterable[str], n: int = OVERLAP_NGRAM) -> None:
         self.n = n
         self._texts = list(texts)
         self._grams: set[tuple[str, ...]] | None = None

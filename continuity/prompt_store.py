@@ -64,7 +64,7 @@ def _category_label(code: str) -> str:
         return code.replace("_", " ").title()
 
 
-def snapshot_memories(conversation_ids) -> dict[UUID, tuple[PromptMemory, ...]]:
+def snapshot_memories(conversation_ids: Iterable[UUID] | QuerySet) -> dict[UUID, tuple[PromptMemory, ...]]:
     """Each conversation's snapshot members with their current text, in global order.
 
     Only the snapshot's ids count: a conversation without membership rows gets
@@ -95,13 +95,16 @@ def saved_characters() -> tuple[PromptCharacter, ...]:
     )
 
 
-def continuity_blocks(conversation_ids, settings_row: AssistantSettings) -> dict[UUID, str]:
+def continuity_blocks(conversation_ids: Iterable[UUID] | QuerySet, settings_row: AssistantSettings) -> dict[UUID, str]:
     """Rendered verbatim handoffs per conversation, rebuilt under the current limits."""
     return handoff_blocks_for(conversation_ids, settings_row=settings_row)
 
 
 def prompt_inputs_many(
-    conversations, conversation_ids=None, *, settings_row: AssistantSettings
+    conversations: Iterable[Conversation | tuple[UUID, str]],
+    conversation_ids: Iterable[UUID] | QuerySet | None = None,
+    *,
+    settings_row: AssistantSettings,
 ) -> dict[UUID, PromptInputs]:
     """Prompt inputs for many conversations with a fixed number of queries.
 
@@ -199,7 +202,7 @@ def static_prompt_ready(
         return Message.objects.get(conversation=conversation, role=Role.SYSTEM)
 
 
-def _conversation_pks(conversations) -> QuerySet | list:
+def _conversation_pks(conversations: QuerySet[Conversation] | Iterable[Conversation | UUID]) -> QuerySet | list:
     if isinstance(conversations, QuerySet):
         return conversations.order_by().values("pk")
     return [getattr(item, "pk", item) for item in conversations]

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from uuid import UUID
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from continuity.eligibility import continuity_sources
@@ -57,7 +57,7 @@ RECALLABLE_ROLES = (Role.USER, Role.ASSISTANT)
 RECALLABLE_STATUSES = (MessageStatus.COMPLETE, MessageStatus.INTERRUPTED)
 
 
-def _sources(*, persona: str, exclude: Iterable[UUID]):
+def _sources(*, persona: str, exclude: Iterable[UUID]) -> QuerySet:
     return continuity_sources(persona=persona).exclude(pk__in=list(exclude))
 
 
@@ -255,7 +255,7 @@ def live_message_ids(hits: Sequence[RecallHit]) -> set[str]:
     pk = Message._meta.pk
     table = connection.ops.quote_name(Message._meta.db_table)
 
-    def db(value: str):
+    def db(value: str) -> str:
         return pk.get_db_prep_value(UUID(value), connection)
 
     params: list = []

@@ -38,8 +38,10 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Func, Q, QuerySet, TextField, Value
 from django.db.models.functions import Coalesce
+from django.db.models.sql.compiler import SQLCompiler
 from django.utils import timezone
 
 from continuity.models import PromptReconciliationFailure, PromptReconciliationRun
@@ -76,13 +78,13 @@ class MarkerText(Func):
 
     output_field = TextField()
 
-    def __init__(self, name: str):
+    def __init__(self, name: str) -> None:
         if not name.replace("_", "").isalnum():
             raise ValueError(f"not a marker name: {name!r}")
         self.marker = name
         super().__init__(F("metadata"))
 
-    def as_sql(self, compiler, connection, **extra_context):
+    def as_sql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra_context: object) -> tuple[str, list]:
         column, params = compiler.compile(self.source_expressions[0])
         if connection.vendor == "postgresql":
             return f"({column} #>> %s::text[])", [*params, f"{{policy_markers,{self.marker}}}"]

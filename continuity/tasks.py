@@ -20,7 +20,7 @@ TICK_TASK = "continuity.tasks.prompts_reconcile_tick"
 BATCH_TASK = "continuity.tasks.reconcile_prompt_batch"
 
 
-def enqueue(func: str, *args) -> None:
+def enqueue(func: str, *args: object) -> None:
     # After commit: the batch must see what enqueued it.
     transaction.on_commit(lambda: async_task(func, *args, task_name="reconcile stored prompts"))
 

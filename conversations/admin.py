@@ -1,5 +1,9 @@
+from collections.abc import Callable
+
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from conversations import characters
 from conversations.characters import clean_character_fields
@@ -20,7 +24,7 @@ from elion.errors import ServiceError
 class AssistantSettingsAdmin(admin.ModelAdmin):
     list_display = ("display_name", "owner_name", "personality", "archive_access", "web_search", "updated_at")
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: AssistantSettings, form: forms.ModelForm, change: bool) -> None:
         # Settings saves go through the service so stored prompts are rebuilt.
 
         assistant_settings_update(**{name: form.cleaned_data[name] for name in form.changed_data})
@@ -33,7 +37,7 @@ class FolderAdmin(admin.ModelAdmin):
 
     list_display = ("name", "hidden", "created_at")
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: Folder, form: forms.ModelForm, change: bool) -> None:
         if not change:
             saved = folder_create(name=obj.name, hidden=obj.hidden)
             obj.pk = saved.pk
@@ -41,10 +45,10 @@ class FolderAdmin(admin.ModelAdmin):
         changes = {name: form.cleaned_data[name] for name in ("name", "hidden") if name in form.changed_data}
         folder_update(folder_id=obj.pk, changes=changes)
 
-    def delete_model(self, request, obj):
+    def delete_model(self, request: HttpRequest, obj: Folder) -> None:
         folder_delete(folder_id=obj.pk)
 
-    def delete_queryset(self, request, queryset):
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Folder]) -> None:
         for pk in list(queryset.values_list("pk", flat=True)):
             folder_delete(folder_id=pk)
 
@@ -72,7 +76,7 @@ class ConversationAdmin(admin.ModelAdmin):
     inlines = [MessageInline]
     actions = ["trash_selected", "restore_selected", "release_shield_selected"]
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: Conversation, form: forms.ModelForm, change: bool) -> None:
         if not change:
             saved = conversation_create(persona=obj.persona, title=obj.title, folder_id=obj.folder_id)
             obj.pk = saved.pk
@@ -89,7 +93,7 @@ class ConversationAdmin(admin.ModelAdmin):
         if other:
             Conversation.objects.filter(pk=obj.pk).update(**{name: form.cleaned_data[name] for name in other})
 
-    def _transition(self, request, queryset, service, done: str):
+    def _transition(self, request: HttpRequest, queryset: QuerySet[Conversation], service: Callable[..., object], done: str) -> None:
         count = 0
         for pk in list(queryset.values_list("pk", flat=True)):
             try:
@@ -100,15 +104,15 @@ class ConversationAdmin(admin.ModelAdmin):
         self.message_user(request, f"{count} conversation(s) {done}.")
 
     @admin.action(description="Move to trash")
-    def trash_selected(self, request, queryset):
+    def trash_selected(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
         self._transition(request, queryset, conversation_trash, "moved to the trash")
 
     @admin.action(description="Restore from trash (comes back Continuity-Shielded)")
-    def restore_selected(self, request, queryset):
+    def restore_selected(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
         self._transition(request, queryset, conversation_restore, "restored and shielded")
 
     @admin.action(description="Release Continuity Shield")
-    def release_shield_selected(self, request, queryset):
+    def release_shield_selected(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
         self._transition(request, queryset, conversation_shield_release, "released")
 
 
@@ -118,7 +122,7 @@ class MessageAdmin(admin.ModelAdmin):
     list_filter = ("role", "kind", "status")
     readonly_fields = [f.name for f in Message._meta.fields]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         # The transcript is append-only through the send pipeline.
         return False
 
@@ -133,13 +137,13 @@ class AttachmentAdmin(admin.ModelAdmin):
     readonly_fields = [f.name for f in Attachment._meta.fields if f.name != "text"]
     exclude = ("text",)
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Attachment | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: Attachment | None = None) -> bool:
         return False
 
 
@@ -150,7 +154,7 @@ class CharacterAdminForm(forms.ModelForm):
         model = Character
         fields = ("name", "description", "image_guidance")
 
-    def clean(self):
+    def clean(self) -> dict[str, object]:
         cleaned = super().clean()
         try:
             clean_character_fields({k: cleaned.get(k) or "" for k in self.Meta.fields}, creating=True)
@@ -168,7 +172,7 @@ class CharacterAdmin(admin.ModelAdmin):
     list_display = ("name", "updated_at")
     search_fields = ("name",)
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: Character, form: forms.ModelForm, change: bool) -> None:
         fields = {name: form.cleaned_data[name] for name in ("name", "description", "image_guidance")}
         if change:
             saved = characters.character_edit(character_id=obj.pk, changes=fields)
@@ -176,9 +180,9 @@ class CharacterAdmin(admin.ModelAdmin):
             saved = characters.character_create(**fields)
         obj.pk = saved.pk
 
-    def delete_model(self, request, obj):
+    def delete_model(self, request: HttpRequest, obj: Character) -> None:
         characters.character_delete(character_id=obj.pk)
 
-    def delete_queryset(self, request, queryset):
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Character]) -> None:
         for pk in list(queryset.values_list("pk", flat=True)):
             characters.character_delete(character_id=pk)

@@ -76,7 +76,7 @@ class SelectableConversationManager(models.Manager):
     and the deletion steps use `Conversation.all_objects`.
     """
 
-    def get_queryset(self):
+    def get_queryset(self) -> models.QuerySet:
         return super().get_queryset().filter(deletion_generation__isnull=True)
 
 
@@ -304,7 +304,7 @@ class MessageAttachment(models.Model):
     def __str__(self) -> str:
         return f"attachment {self.position} of {self.message_id}"
 
-    def save(self, *args, **kwargs):
+    def save(self, *args: object, **kwargs: object) -> None:
         # The manifest is immutable once written: an existing entry is never saved again.
         if not self._state.adding:
             raise ValueError("A message's attachment manifest is immutable.")

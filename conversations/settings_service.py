@@ -16,7 +16,7 @@ EDITABLE_FIELDS = ("custom_instructions", "personality", "display_name", "owner_
 
 
 @transaction.atomic
-def assistant_settings_update(**changes) -> AssistantSettings:
+def assistant_settings_update(**changes: object) -> AssistantSettings:
     """Save settings; every stored Elion prompt is then rebuilt (seed: settings
     saves refresh existing prompts) inside the same transaction."""
     unknown = set(changes) - set(EDITABLE_FIELDS)

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.utils.functional import SimpleLazyObject
@@ -28,7 +30,7 @@ OWNER_USERNAME = "owner"
 PUBLIC_PATHS = ("/api/health/", "/login/", "/api/auth/login/", "/static/")
 
 
-def get_owner_user():
+def get_owner_user() -> AbstractBaseUser:
     """The owner's user row, created on first use."""
     user_model = get_user_model()
     user, created = user_model.objects.get_or_create(
@@ -82,7 +84,7 @@ def owner_session_active(request: HttpRequest) -> bool:
 class OwnerAccessMiddleware:
     """Decides, before any view runs, whether the request is the owner's."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
@@ -114,7 +116,7 @@ class OwnerAccessMiddleware:
 class OwnerAuthentication(authentication.BaseAuthentication):
     """DRF side of the middleware's decision; session requests keep CSRF."""
 
-    def authenticate(self, request):
+    def authenticate(self, request: HttpRequest) -> tuple[AbstractBaseUser, None] | None:
         django_request = request._request
         if getattr(django_request, "elion_bearer", False):
             return (django_request.user, "bearer")
@@ -125,16 +127,16 @@ class OwnerAuthentication(authentication.BaseAuthentication):
             self._enforce_csrf(request)
         return (user, "session")
 
-    def _enforce_csrf(self, request) -> None:
+    def _enforce_csrf(self, request: HttpRequest) -> None:
         # Reuse DRF's session CSRF check so session writes need the token
         # (a failure is a 403 PermissionDenied).
         authentication.SessionAuthentication().enforce_csrf(request)
 
-    def authenticate_header(self, request) -> str:
+    def authenticate_header(self, request: HttpRequest) -> str:
         return "Bearer"
 
 
 class IsOwner(permissions.BasePermission):
-    def has_permission(self, request, view) -> bool:
+    def has_permission(self, request: HttpRequest, view: object) -> bool:
         user = request.user
         return bool(user is not None and getattr(user, "is_authenticated", False) and user.username == OWNER_USERNAME)

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from django.contrib import admin
 from django.contrib.admin.apps import AdminConfig
-from django.urls import NoReverseMatch, path, reverse
+from django.http import HttpRequest, HttpResponse
+from django.urls import NoReverseMatch, URLPattern, URLResolver, path, reverse
 
 TOOLS_LABEL = "tools"
 
@@ -28,14 +29,14 @@ class ElionAdminSite(admin.AdminSite):
     site_header = "Elion administration"
     site_title = "Elion admin"
 
-    def __init__(self, name: str = "admin"):
+    def __init__(self, name: str = "admin") -> None:
         super().__init__(name)
         self._tools: dict[str, AdminTool] = {}
 
     def register_tool(self, *, name: str, slug: str, view: Callable) -> None:
         self._tools[slug] = AdminTool(name=name, slug=slug, view=view)
 
-    def get_urls(self):
+    def get_urls(self) -> list[URLPattern | URLResolver]:
         tools = [
             path("tools/", self.admin_view(self.tools_index), name="tools"),
             *(
@@ -45,7 +46,7 @@ class ElionAdminSite(admin.AdminSite):
         ]
         return tools + super().get_urls()
 
-    def tools_index(self, request, extra_context=None):
+    def tools_index(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
         return self.app_index(request, TOOLS_LABEL, extra_context)
 
     def _tools_app(self) -> dict | None:
@@ -74,7 +75,7 @@ class ElionAdminSite(admin.AdminSite):
             "models": models,
         }
 
-    def get_app_list(self, request, app_label=None):
+    def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[dict]:
         tools = self._tools_app() if app_label in (None, TOOLS_LABEL) else None
         if app_label == TOOLS_LABEL:
             return [tools] if tools else []

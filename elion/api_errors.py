@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -24,7 +24,7 @@ _DRF_CODES = {
 }
 
 
-def _flatten(detail) -> str:
+def _flatten(detail: object) -> str:
     if isinstance(detail, dict):
         return "; ".join(f"{key}: {_flatten(value)}" for key, value in detail.items())
     if isinstance(detail, list):
@@ -32,7 +32,7 @@ def _flatten(detail) -> str:
     return str(detail)
 
 
-def exception_handler(exc, context):
+def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, ServiceError):
         return Response(exc.as_dict(), status=exc.status)
     if isinstance(exc, Http404):
@@ -48,7 +48,7 @@ def exception_handler(exc, context):
     return response
 
 
-def page_not_found(request, exception):
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """`handler404`: a path no URL pattern matches is a JSON 404 under /api/, the HTML page elsewhere."""
     if request.path.startswith("/api/"):
         return JsonResponse({"error": "not_found", "detail": "No such API path."}, status=404)

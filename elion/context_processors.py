@@ -8,6 +8,7 @@ the owner: the public login page must not list conversation titles.
 from __future__ import annotations
 
 from django.conf import settings
+from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
 from conversations.assistant_settings import assistant_settings_get
@@ -17,13 +18,13 @@ from conversations.web.page_selectors import sidebar_groups
 from elion import access
 
 
-def _is_owner(request) -> bool:
+def _is_owner(request: HttpRequest) -> bool:
     if not settings.ELION_PROTECTED:
         return True
     return bool(getattr(request, "elion_bearer", False) or access.owner_session_active(request))
 
 
-def elion(request) -> dict:
+def elion(request: HttpRequest) -> dict:
     is_owner = _is_owner(request)
     return {
         "offline_demo": not settings.OPENAI_API_KEY,

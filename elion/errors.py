@@ -12,7 +12,7 @@ class ServiceError(Exception):
     status = 400
     code = "bad_request"
 
-    def __init__(self, detail: str, *, code: str | None = None, status: int | None = None):
+    def __init__(self, detail: str, *, code: str | None = None, status: int | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
         if code is not None:

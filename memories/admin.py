@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from elion.errors import ServiceError
 from memories import services
@@ -19,7 +21,7 @@ class MemoryAdminForm(forms.ModelForm):
         model = Memory
         fields = ("text", "category", "importance", "active")
 
-    def clean(self):
+    def clean(self) -> dict[str, object]:
         cleaned = super().clean()
         for name, check in (("text", services.clean_text), ("importance", services.clean_importance)):
             if name in cleaned:
@@ -45,7 +47,7 @@ class MemoryAdmin(admin.ModelAdmin):
     def short_text(self, obj: Memory) -> str:
         return obj.text[:80]
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: Memory, form: forms.ModelForm, change: bool) -> None:
         fields = {name: form.cleaned_data[name] for name in ("text", "category", "importance", "active")}
         if change:
             changes = {name: value for name, value in fields.items() if name in form.changed_data}
@@ -54,10 +56,10 @@ class MemoryAdmin(admin.ModelAdmin):
             saved = services.memory_add(**fields)
         obj.pk, obj.position = saved.pk, saved.position
 
-    def delete_model(self, request, obj):
+    def delete_model(self, request: HttpRequest, obj: Memory) -> None:
         services.memory_delete(memory_id=obj.pk)
 
-    def delete_queryset(self, request, queryset):
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
         for pk in list(queryset.values_list("pk", flat=True)):
             services.memory_delete(memory_id=pk)
 
@@ -70,7 +72,7 @@ class SnapshotMembershipInline(admin.TabularInline):
     extra = 0
     can_delete = False
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
 
@@ -87,18 +89,18 @@ class ConversationMemorySnapshotAdmin(admin.ModelAdmin):
         return "; ".join(f"#{row.memory_id} {row.memory.text[:40]}" for row in rows) or "(empty snapshot)"
 
     @admin.action(description="Refresh memory (replace with the current memory set)")
-    def refresh_memory(self, request, queryset):
+    def refresh_memory(self, request: HttpRequest, queryset: QuerySet[ConversationMemorySnapshot]) -> None:
         ids = list(queryset.values_list("conversation_id", flat=True))
         for conversation_id in ids:
             snapshot_refresh(conversation_id)
         self.message_user(request, f"Refreshed {len(ids)} snapshot(s).", messages.SUCCESS)
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         # Snapshots are captured at conversation creation, never hand-made.
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: ConversationMemorySnapshot | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: ConversationMemorySnapshot | None = None) -> bool:
         return False

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 
 from continuity.prompt_store import static_prompts_rebuild
 from conversations.models import Conversation
@@ -121,7 +121,7 @@ def next_position() -> int:
     return (Memory.objects.aggregate(last=Max("position"))["last"] or 0) + 1
 
 
-def holders_of(*memory_ids: int):
+def holders_of(*memory_ids: int) -> QuerySet[Conversation]:
     """Conversations whose snapshot holds any of these ids."""
     return Conversation.objects.filter(pk__in=SnapshotMembership.objects.filter(memory_id__in=memory_ids).values("conversation_id"))
 

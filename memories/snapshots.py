@@ -18,7 +18,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from continuity.prompt_store import static_prompts_rebuild
@@ -108,7 +108,7 @@ def snapshot_refresh(conversation_id: UUID | str) -> Conversation:
     return conversation
 
 
-def legacy_conversations():
+def legacy_conversations() -> QuerySet[Conversation]:
     """Conversations with no snapshot record: created before snapshots existed."""
     record = ConversationMemorySnapshot.objects.filter(conversation=OuterRef("pk"))
     return Conversation.objects.filter(~Exists(record))

@@ -5,8 +5,12 @@ Views translate requests into service calls and results into responses.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from django.http import HttpRequest
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -20,13 +24,13 @@ from elion.errors import InvalidInput
 QUERY_MAX_CHARACTERS = 500
 
 
-def _body(request) -> dict:
+def _body(request: HttpRequest) -> dict:
     if not isinstance(request.data, dict) and not hasattr(request.data, "getlist"):
         raise InvalidInput("The body must be a JSON object or a multipart form.", code="malformed_request")
     return request.data
 
 
-def _text_field(data, name: str) -> str:
+def _text_field(data: Mapping[str, object], name: str) -> str:
     value = data.get(name, "")
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be a string.", code=f"invalid_{name}")
@@ -53,7 +57,7 @@ class ArchiveDocumentListView(APIView):
         parameters=[OpenApiParameter("collection", str)],
         responses={200: docs.DocumentListSerializer, 400: ErrorSerializer},
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         documents = ArchiveDocument.objects.defer("text")
         collection = request.query_params.get("collection")
         if collection:
@@ -66,7 +70,7 @@ class ArchiveDocumentListView(APIView):
         responses={200: docs.DocumentAddedSerializer, 201: docs.DocumentAddedSerializer, 400: ErrorSerializer,
                    413: ErrorSerializer},
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         data = _body(request)
         upload = request.FILES.get("file")
         if upload is not None:
@@ -85,7 +89,7 @@ class ArchiveDocumentListView(APIView):
 
 class ArchiveDocumentDetailView(APIView):
     @extend_schema(responses={200: docs.DocumentDetailSerializer, 404: ErrorSerializer})
-    def get(self, request, document_id):
+    def get(self, request: Request, document_id: str) -> Response:
         document = services.access_document(document_id)
         chunks = [
             {"chunk": c.position, "speaker": c.speaker, "role": c.role, "turn": c.turn, "text": c.text}
@@ -94,7 +98,7 @@ class ArchiveDocumentDetailView(APIView):
         return Response({**document_repr(document), "metadata": document.metadata, "chunk_list": chunks})
 
     @extend_schema(responses={204: None, 404: ErrorSerializer})
-    def delete(self, request, document_id):
+    def delete(self, request: Request, document_id: str) -> Response:
         services.archive_document_delete(document_id=document_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -105,7 +109,7 @@ class ChatGPTImportView(APIView):
         request={"multipart/form-data": docs.ChatGPTImportSerializer},
         responses={200: docs.ChatGPTImportSummarySerializer, 400: ErrorSerializer, 413: ErrorSerializer},
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         data = _body(request)
         summary = services.archive_chatgpt_import(
             upload=request.FILES.get("file"),
@@ -120,7 +124,7 @@ class ArchiveSearchView(APIView):
         parameters=[OpenApiParameter("q", str), OpenApiParameter("collection", str)],
         responses={200: docs.ArchiveSearchSerializer, 400: ErrorSerializer},
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         query = request.query_params.get("q", "")
         if len(query) > QUERY_MAX_CHARACTERS:
             raise InvalidInput(f"q can be at most {QUERY_MAX_CHARACTERS} characters.", code="query_too_long")
@@ -132,7 +136,7 @@ class ArchiveSearchView(APIView):
 
 class LibraryFileListView(APIView):
     @extend_schema(operation_id="library_files_list", responses={200: docs.LibraryFileListSerializer})
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response({"results": [library.library_file_repr(f) for f in library.library_files()]})
 
     @extend_schema(
@@ -141,7 +145,7 @@ class LibraryFileListView(APIView):
         responses={200: docs.LibraryFileAddedSerializer, 201: docs.LibraryFileAddedSerializer, 400: ErrorSerializer,
                    413: ErrorSerializer},
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         data = _body(request)
         upload = request.FILES.get("file")
         if upload is not None:
@@ -154,7 +158,7 @@ class LibraryFileListView(APIView):
         return Response(body, status=status.HTTP_200_OK if result.duplicate else status.HTTP_201_CREATED)
 
 
-def _int_param(request, name: str, default: int) -> int:
+def _int_param(request: HttpRequest, name: str, default: int) -> int:
     raw = request.query_params.get(name)
     if raw in (None, ""):
         return default
@@ -169,7 +173,7 @@ class LibraryFileDetailView(APIView):
         parameters=[OpenApiParameter("offset", int), OpenApiParameter("limit", int)],
         responses={200: docs.LibraryPageSerializer, 400: ErrorSerializer, 404: ErrorSerializer},
     )
-    def get(self, request, file_id):
+    def get(self, request: Request, file_id: str) -> Response:
         file = library.access_library_file(file_id)
         page = library.library_page(
             file,
@@ -179,6 +183,6 @@ class LibraryFileDetailView(APIView):
         return Response({**library.library_file_repr(file), **page})
 
     @extend_schema(responses={204: None, 404: ErrorSerializer})
-    def delete(self, request, file_id):
+    def delete(self, request: Request, file_id: str) -> Response:
         library.library_file_delete(file_id=file_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -26,7 +27,7 @@ class ConversationBranchView(APIView):
         responses={201: docs.ConversationSerializer, 200: docs.ConversationSerializer, 400: docs.ErrorSerializer,
                    404: docs.ErrorSerializer, 409: docs.ErrorSerializer},
     )
-    def post(self, request, conversation_id):
+    def post(self, request: Request, conversation_id: str) -> Response:
         destination, created = conversation_branch(
             conversation_id=conversation_id, idempotency_key=request.headers.get("Idempotency-Key")
         )
@@ -61,7 +62,7 @@ class ContinuityCleanupView(APIView):
     """
 
     @extend_schema(responses={200: CleanupPreviewSerializer, 403: docs.ErrorSerializer})
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response(continuity_cleanup_preview().as_dict())
 
     @extend_schema(
@@ -69,7 +70,7 @@ class ContinuityCleanupView(APIView):
         responses={200: CleanupReceiptSerializer, 400: docs.ErrorSerializer, 403: docs.ErrorSerializer,
                    409: docs.ErrorSerializer},
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         cleanup_available()
         if not isinstance(request.data, dict):
             raise InvalidInput("The body must be a JSON object.", code="malformed_request")

@@ -8,6 +8,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -26,17 +27,17 @@ class ConversationCompactionView(APIView):
     """`GET` the compaction the next request would use; `POST` compacts; `DELETE` undoes."""
 
     @extend_schema(responses={200: dict, 404: docs.ErrorSerializer})
-    def get(self, request, conversation_id):
+    def get(self, request: Request, conversation_id: str) -> Response:
         conversation = access_conversation(conversation_id)
         return Response({"compaction": compaction_repr(compaction_for_head(conversation))})
 
     @extend_schema(request=None, responses={201: dict, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer})
-    def post(self, request, conversation_id):
+    def post(self, request: Request, conversation_id: str) -> Response:
         compaction = conversation_compact(conversation_id=conversation_id)
         return Response({"compaction": compaction_repr(compaction)}, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: dict, 404: docs.ErrorSerializer})
-    def delete(self, request, conversation_id):
+    def delete(self, request: Request, conversation_id: str) -> Response:
         return Response({"removed": conversation_compaction_undo(conversation_id=conversation_id)})
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -59,7 +59,7 @@ def attachment_garbage_collect(*, grace_seconds: int | None = None) -> Collectio
     return report
 
 
-def _collect_uncommitted_uploads(cutoff, now) -> int:
+def _collect_uncommitted_uploads(cutoff: datetime, now: datetime) -> int:
     """Uploads never committed to a message, older than the grace period."""
     removed = 0
     stale_claim = now - CLAIM_LEASE
@@ -81,7 +81,7 @@ def _collect_uncommitted_uploads(cutoff, now) -> int:
     return removed
 
 
-def _collect_orphan_rows(cutoff) -> int:
+def _collect_orphan_rows(cutoff: datetime) -> int:
     """Committed attachments whose every referencing message is gone (a deleted conversation)."""
     orphans = Attachment.objects.filter(attached_at__lt=cutoff, manifest_entries__isnull=True)
     removed = 0

@@ -18,6 +18,7 @@ import hashlib
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from uuid import UUID
 
 from django.conf import settings
@@ -60,7 +61,7 @@ class UnsupportedType(ServiceError):
 class AttachmentUnavailable(Conflict):
     """A referenced blob is missing or tampered: the projection is refused, naming it."""
 
-    def __init__(self, attachment: Attachment, reason: str, action: str = "send"):
+    def __init__(self, attachment: Attachment, reason: str, action: str = "send") -> None:
         what = (
             "is missing from storage" if reason == "missing"
             else "no longer matches its recorded content (size or sha256 differs)"
@@ -225,7 +226,7 @@ def attachments_commit(
     return ordered
 
 
-def _import_blob(row: Attachment, destination) -> None:
+def _import_blob(row: Attachment, destination: Path) -> None:
     try:
         store.read_verified(destination, row.sha256, row.size)
         store.touch(destination, row.sha256)  # restart the collector's grace period for this store's copy

@@ -37,7 +37,7 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 class BlobProblem(Exception):
     """A referenced blob is missing or its bytes no longer match its identity."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason  # "missing" | "tampered"
 

@@ -309,7 +309,7 @@ async def _offline_demo(messages: list[dict[str, Any]]) -> AsyncIterator[Provide
     yield Completed(None, None)
 
 
-def _as_json(arguments: Any) -> str:
+def _as_json(arguments: object) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
@@ -320,7 +320,7 @@ def _lost() -> ProviderError:
 _KEYLIKE = re.compile(r"\b(sk|key|rk)-[\w\-*.]+", re.IGNORECASE)
 
 
-def _clip(value: Any, api_key: str | None) -> str:
+def _clip(value: object, api_key: str | None) -> str:
     """Provider messages may quote (part of) the key; scrub before showing them."""
     text = str(getattr(value, "message", None) or value)
     if api_key:

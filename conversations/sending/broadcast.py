@@ -54,7 +54,7 @@ class GroupSubscription:
     Usage: `async with GroupSubscription(group) as sub: await sub.get(timeout)`.
     """
 
-    def __init__(self, group: str):
+    def __init__(self, group: str) -> None:
         self.group = group
         self.layer = get_channel_layer()
         self.channel: str | None = None
@@ -100,7 +100,7 @@ class GroupSubscription:
             await self.close()
             raise
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
 
@@ -111,7 +111,7 @@ class ReplyBroadcast:
     task, which keeps their order.
     """
 
-    def __init__(self, conversation_id: UUID, message_id: UUID):
+    def __init__(self, conversation_id: UUID, message_id: UUID) -> None:
         self.conversation_id = conversation_id
         self.message_id = message_id
         self.layer = get_channel_layer()

@@ -5,11 +5,16 @@ Imports Django only.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 from asgiref.sync import sync_to_async
 from django.db import connection as db_connection
 
+T = TypeVar("T")
 
-def persist(fn):
+
+def persist(fn: Callable[..., T]) -> Callable[..., Awaitable[T]]:
     """Run a reply's database write on a worker thread of its own.
 
     Not thread-sensitive: the one shared sync thread may be busy running a
@@ -20,7 +25,7 @@ def persist(fn):
     otherwise close it, and a pool drained by idle workers stalls every send.
     """
 
-    def write(*args, **kwargs):
+    def write(*args: object, **kwargs: object) -> T:
         try:
             return fn(*args, **kwargs)
         finally:

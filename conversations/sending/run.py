@@ -17,6 +17,7 @@ import time
 from uuid import UUID
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from conversations.models import Message, MessageStatus
@@ -39,7 +40,7 @@ def _add(total: int | None, more: int | None) -> int | None:
     return more if total is None else total + (more or 0)
 
 
-def _still_wanted(message_id: UUID):
+def _still_wanted(message_id: UUID) -> QuerySet[Message]:
     """The reply's row while it streams and nobody asked it to stop."""
     return Message.objects.filter(pk=message_id, status=MessageStatus.STREAMING, stop_requested_at__isnull=True)
 
@@ -69,7 +70,7 @@ class ReplyStopped(Exception):
     """The owner asked this reply to stop."""
 
 
-def _finalise(message_id: UUID, content: str, status: str, error: str = "", detail: str = "", usage=None) -> None:
+def _finalise(message_id: UUID, content: str, status: str, error: str = "", detail: str = "", usage: dict | None = None) -> None:
     message = Message.objects.get(pk=message_id)
     message.content = content
     message.status = status
@@ -84,7 +85,7 @@ def _finalise(message_id: UUID, content: str, status: str, error: str = "", deta
 class ReplyRun:
     """One assistant reply streaming from the provider, owned by no transport."""
 
-    def __init__(self, prepared: FreshReply):
+    def __init__(self, prepared: FreshReply) -> None:
         self.prepared = prepared
         self.queue: asyncio.Queue[tuple[str, dict]] = asyncio.Queue()
         self.broadcast = ReplyBroadcast(prepared.conversation_id, prepared.assistant_message_id)

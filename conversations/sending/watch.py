@@ -22,7 +22,7 @@ stored text, so the watcher ends with exactly the stored reply.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -48,7 +48,7 @@ class StreamSplice:
     each character once.
     """
 
-    def __init__(self, sent: int = 0):
+    def __init__(self, sent: int = 0) -> None:
         self.sent = sent
         self._waiting: dict[int, str] = {}  # live deltas beyond a gap, by seq
 
@@ -162,7 +162,7 @@ class ReplyWatch:
     before a response starts); `events()` yields `(name, data)` pairs as in
     API.md "Sending", from the stored text to `done`; `close()` unsubscribes."""
 
-    def __init__(self, *, conversation_id: UUID | str, message_id: UUID | str, after_seq: int = 0):
+    def __init__(self, *, conversation_id: UUID | str, message_id: UUID | str, after_seq: int = 0) -> None:
         self.conversation_id = conversation_id
         self.message_id = message_id
         self.splice = StreamSplice(after_seq)
@@ -186,7 +186,7 @@ class ReplyWatch:
     async def _read(self) -> ReplySnapshot:
         return await persist(reply_snapshot)(conversation_id=self.conversation_id, message_id=self.message_id)
 
-    def _deltas(self, pieces: list[tuple[str, int]]):
+    def _deltas(self, pieces: list[tuple[str, int]]) -> Iterator[tuple[str, dict]]:
         return [("delta", {"text": text, "seq": seq}) for text, seq in pieces]
 
     def _ending(self, snapshot: ReplySnapshot) -> list[tuple[str, dict]]:

@@ -32,6 +32,7 @@ from conversations.access import access_conversation
 from conversations.attachments import store
 from conversations.attachments.services import AttachmentUnavailable, manifests_for
 from conversations.models import (
+    Attachment,
     Conversation,
     ConversationOrigin,
     IdempotentAction,
@@ -152,7 +153,7 @@ def _fork_create(source: Conversation, target_id: UUID) -> Conversation:
     return destination
 
 
-def _verified_blobs(conversation_id: UUID, manifests) -> dict[str, bytes]:
+def _verified_blobs(conversation_id: UUID, manifests: dict[UUID, list[Attachment]]) -> dict[str, bytes]:
     source_store = store.conversation_store(conversation_id)
     blobs: dict[str, bytes] = {}
     for attachments in manifests.values():

@@ -10,8 +10,6 @@ sibling.
 
 from __future__ import annotations
 
-from typing import Any
-
 from conversations.models import Conversation, Message
 from conversations.provider.gateway import ProviderBinding
 
@@ -26,7 +24,7 @@ def message_append(
     role: str,
     binding: ProviderBinding | None,
     make_head: bool,
-    **fields: Any,
+    **fields: object,
 ) -> Message:
     """Insert one message after `parent` with the conversation's next seq.
 

@@ -26,7 +26,7 @@ import logging
 import shutil
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from uuid import UUID
 
 from django.db import transaction
@@ -168,7 +168,7 @@ def conversation_delete_forever(*, conversation_id: UUID | str) -> ConversationD
 # --- Running the steps ----------------------------------------------------------------------
 
 
-def deletion_claim(deletion_id: int, *, now=None) -> UUID | None:
+def deletion_claim(deletion_id: int, *, now: datetime | None = None) -> UUID | None:
     """Claim a pending deletion whose lease is free or ran out; None when someone else holds it."""
     now = now or timezone.now()
     claim = uuid.uuid4()
@@ -229,7 +229,7 @@ def _receipt_publish(deletion: ConversationDeletion) -> None:
                 deletion.counts)
 
 
-def deletions_finish(*, now=None) -> int:
+def deletions_finish(*, now: datetime | None = None) -> int:
     """Finish every pending deletion whose claim is free or ran out; returns how many completed."""
     now = now or timezone.now()
     pending = ConversationDeletion.objects.filter(state=DeletionState.PENDING).filter(

@@ -25,7 +25,9 @@ stored rows and is well paired even before a sweep ran.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 from django.db import transaction
@@ -50,14 +52,14 @@ class TranscriptProblem:
         return f"{self.conversation_id} {self.kind}: {self.detail}"
 
 
-def transcript_problems(conversation: Conversation, *, now=None) -> list[TranscriptProblem]:
+def transcript_problems(conversation: Conversation, *, now: datetime | None = None) -> list[TranscriptProblem]:
     """Every broken invariant of one conversation's stored transcript (empty when sound)."""
     now = now or timezone.now()
     cid = conversation.id
     rows = {m.id: m for m in Message.objects.filter(conversation=conversation).exclude(role=Role.SYSTEM)}
     problems: list[TranscriptProblem] = []
 
-    def add(kind, message_id, detail, repairable=False):
+    def add(kind: str, message_id: UUID | None, detail: str, repairable: bool = False) -> None:
         problems.append(TranscriptProblem(cid, kind, message_id, detail, repairable))
 
     outside_parent_ids = {m.parent_id for m in rows.values() if m.parent_id and m.parent_id not in rows}
@@ -141,7 +143,7 @@ def _sound_tip(conversation: Conversation) -> UUID | None:
     return None
 
 
-def transcripts_check(*, conversation_ids=None, repair: bool = False) -> tuple[list[TranscriptProblem], list]:
+def transcripts_check(*, conversation_ids: Iterable[UUID] | None = None, repair: bool = False) -> tuple[list[TranscriptProblem], list]:
     """Check (and with `repair`, fix) conversations; returns (fixed, remaining)."""
     queryset = Conversation.objects.all().order_by("created_at", "id")
     if conversation_ids is not None:

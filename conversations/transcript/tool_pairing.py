@@ -9,6 +9,9 @@ Imports models only.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from uuid import UUID
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -45,7 +48,7 @@ def parts_closed(parts: list[dict] | None) -> list[dict]:
     return parts
 
 
-def interrupted_tool_calls_close(message_ids) -> int:
+def interrupted_tool_calls_close(message_ids: Iterable[UUID]) -> int:
     """Store synthetic results for unpaired calls on these finished (non-streaming) messages.
 
     Returns how many messages changed. A message still `streaming` is left

@@ -47,7 +47,7 @@ def live_branch(conversation: Conversation) -> list[Message]:
     return walk_to_root(tree_messages(conversation), conversation.head_id)
 
 
-def live_ids_among(message_ids, head_ids) -> set[UUID]:
+def live_ids_among(message_ids: Iterable[UUID], head_ids: Iterable[UUID | None]) -> set[UUID]:
     """Which of `message_ids` lie on a live branch: the path from one of `head_ids`
     (their conversations' heads) up to its root.
 
@@ -60,7 +60,7 @@ def live_ids_among(message_ids, head_ids) -> set[UUID]:
     field = Message._meta.pk
     table = connection.ops.quote_name(Message._meta.db_table)
 
-    def prep(values):
+    def prep(values: Iterable[UUID | None]) -> list[str]:
         return [field.get_db_prep_value(value, connection) for value in values]
 
     sql = (

@@ -26,6 +26,7 @@ the transition to commit (and then reads the new state).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from uuid import UUID
 
 from django.db import transaction
@@ -39,7 +40,7 @@ from elion.errors import Conflict, NotFound
 from memories.snapshots import memory_set_lock
 
 
-def affected_prompts_refresh(source_ids) -> int:
+def affected_prompts_refresh(source_ids: Iterable[UUID]) -> int:
     """Rebuild the stored prompts that carry continuity content of `source_ids`.
 
     The only cross-thread content a stored prompt holds is a handoff, so the

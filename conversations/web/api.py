@@ -6,19 +6,21 @@ Views translate requests into service calls and results into responses.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Callable, Iterable
 from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import login
-from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -29,7 +31,7 @@ from conversations.attachments.services import manifests_for
 from conversations.models import Conversation, Folder, Message, Role
 from conversations.sending.commands import send_command_from_payload
 from conversations.sending.events import reply_events
-from conversations.sending.prepare import retry_prepare, send_prepare
+from conversations.sending.prepare import PreparedReply, retry_prepare, send_prepare
 from conversations.sending.stop import reply_stop
 from conversations.sending.watch import ReplyWatch, live_reply_id, parse_after_seq
 from conversations.settings_service import assistant_settings_update
@@ -51,13 +53,13 @@ from elion import access
 from elion.errors import InvalidInput, NotFound, ServiceError
 
 
-def validated(serializer_class, data) -> dict:
+def validated(serializer_class: type[serializers.Serializer], data: object) -> dict:
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
 
 
-def patch_fields(request, allowed) -> dict:
+def patch_fields(request: Request, allowed: Iterable[str]) -> dict:
     if not isinstance(request.data, dict):
         raise InvalidInput("The body must be a JSON object.", code="malformed_request")
     return {key: request.data[key] for key in allowed if key in request.data}
@@ -68,7 +70,7 @@ class HealthView(APIView):
     authentication_classes: list = []
 
     @extend_schema(responses=docs.HealthSerializer)
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response({"status": "ok", "reconciliation": reconciliation_status()})
 
 
@@ -77,7 +79,7 @@ class LoginView(APIView):
     authentication_classes: list = []
 
     @extend_schema(request=docs.LoginSerializer, responses={200: docs.HealthSerializer, 401: docs.ErrorSerializer})
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         password = request.data.get("password") if isinstance(request.data, dict) else None
         if not isinstance(password, str) or not access.check_owner_password(password):
             return Response(
@@ -90,22 +92,22 @@ class LoginView(APIView):
 
 class SettingsView(APIView):
     @extend_schema(responses=docs.SettingsSerializer)
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response(s.settings_repr(assistant_settings_get()))
 
     @extend_schema(request=s.SettingsPatchSerializer, responses={200: docs.SettingsSerializer, 400: docs.ErrorSerializer})
-    def patch(self, request):
+    def patch(self, request: Request) -> Response:
         changes = validated(s.SettingsPatchSerializer, request.data)
         return Response(s.settings_repr(assistant_settings_update(**changes)))
 
 
 class FolderListView(APIView):
     @extend_schema(responses=docs.FolderListSerializer)
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response({"results": [s.folder_repr(f) for f in Folder.objects.all()]})
 
     @extend_schema(request=s.FolderSerializer, responses={201: docs.FolderOutSerializer, 400: docs.ErrorSerializer})
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         data = validated(s.FolderSerializer, request.data)
         folder = folder_create(name=data.get("name", ""), hidden=data.get("hidden", False))
         return Response(s.folder_repr(folder), status=status.HTTP_201_CREATED)
@@ -113,19 +115,19 @@ class FolderListView(APIView):
 
 class FolderDetailView(APIView):
     @extend_schema(request=s.FolderSerializer, responses={200: docs.FolderOutSerializer, 404: docs.ErrorSerializer})
-    def patch(self, request, folder_id: int):
+    def patch(self, request: Request, folder_id: int) -> Response:
         changes = validated(s.FolderSerializer, patch_fields(request, ("name", "hidden")))
         return Response(s.folder_repr(folder_update(folder_id=folder_id, changes=changes)))
 
     @extend_schema(responses={204: None, 404: docs.ErrorSerializer})
-    def delete(self, request, folder_id: int):
+    def delete(self, request: Request, folder_id: int) -> Response:
         folder_delete(folder_id=folder_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ConversationListView(APIView):
     @extend_schema(responses=docs.ConversationListSerializer)
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         queryset = Conversation.objects.all()
         if request.query_params.get("trashed") in ("1", "true"):
             queryset = queryset.filter(trashed=True)
@@ -134,7 +136,7 @@ class ConversationListView(APIView):
         return Response({"results": [s.conversation_repr(c) for c in queryset[:500]]})
 
     @extend_schema(request=s.ConversationCreateSerializer, responses={201: docs.ConversationSerializer, 400: docs.ErrorSerializer})
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         data = validated(s.ConversationCreateSerializer, request.data)
         conversation = conversation_create(
             persona=data.get("persona") or "elion", title=data.get("title"), folder_id=data.get("folder_id")
@@ -144,29 +146,29 @@ class ConversationListView(APIView):
 
 class ConversationDetailView(APIView):
     @extend_schema(responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
-    def get(self, request, conversation_id):
+    def get(self, request: Request, conversation_id: str) -> Response:
         return Response(s.conversation_repr(access_conversation(conversation_id)))
 
     @extend_schema(request=s.ConversationPatchSerializer, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
-    def patch(self, request, conversation_id):
+    def patch(self, request: Request, conversation_id: str) -> Response:
         changes = validated(s.ConversationPatchSerializer, patch_fields(request, ("title", "folder_id")))
         return Response(s.conversation_repr(conversation_update(conversation_id=conversation_id, changes=changes)))
 
     @extend_schema(responses={200: dict, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer})
-    def delete(self, request, conversation_id):
+    def delete(self, request: Request, conversation_id: str) -> Response:
         """Delete a trashed conversation forever; answers the receipt (counts only, no text)."""
         return Response(deletion_receipt(conversation_delete_forever(conversation_id=conversation_id)))
 
 
 class DeletionReceiptView(APIView):
     @extend_schema(responses={200: dict, 404: docs.ErrorSerializer})
-    def get(self, request, deletion_id):
+    def get(self, request: Request, deletion_id: str) -> Response:
         return Response(deletion_receipt(access_deletion(deletion_id)))
 
 
 class ConversationRewindView(APIView):
     @extend_schema(request=s.RewindSerializer, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
-    def post(self, request, conversation_id):
+    def post(self, request: Request, conversation_id: str) -> Response:
         data = validated(s.RewindSerializer, request.data)
         conversation = conversation_rewind(conversation_id=conversation_id, message_id=data["message_id"])
         return Response(s.conversation_repr(conversation))
@@ -174,7 +176,7 @@ class ConversationRewindView(APIView):
 
 class ConversationExportView(APIView):
     @extend_schema(responses={(200, 'text/markdown'): str, (200, 'application/json'): dict, 400: docs.ErrorSerializer})
-    def get(self, request, conversation_id):
+    def get(self, request: Request, conversation_id: str) -> Response:
         conversation = access_conversation(conversation_id)
         fmt = request.query_params.get("format", "markdown")
         if fmt == "json":
@@ -190,7 +192,7 @@ class MessageListView(APIView):
     """GET lists the live branch. POST (the send) is `SendView`, routed here too."""
 
     @extend_schema(responses=docs.MessageListSerializer)
-    def get(self, request, conversation_id):
+    def get(self, request: Request, conversation_id: str) -> Response:
         conversation = access_conversation(conversation_id)
         branch = [m for m in live_branch(conversation) if m.role != Role.SYSTEM]
         stale_streams_read_as_interrupted(branch)  # reads don't write: the sweep stores it
@@ -208,8 +210,8 @@ def sse_frame(name: str, data: dict) -> bytes:
     return f"{event_id}event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 
-def sse_response(events) -> StreamingHttpResponse:
-    async def frames():
+def sse_response(events: AsyncIterator[tuple[str, dict]]) -> StreamingHttpResponse:
+    async def frames() -> AsyncIterator[str]:
         async for name, data in events:
             yield sse_frame(name, data)
 
@@ -223,7 +225,7 @@ def error_response(exc: ServiceError) -> JsonResponse:
     return JsonResponse(exc.as_dict(), status=exc.status)
 
 
-async def sse_or_json(request, prepare) -> HttpResponse:
+async def sse_or_json(request: HttpRequest, prepare: Callable[[], PreparedReply]) -> HttpResponse:
     """Run a prepared reply as an SSE stream, or collect it for `?stream=false`."""
     try:
         prepared = await sync_to_async(prepare)()
@@ -235,7 +237,7 @@ async def sse_or_json(request, prepare) -> HttpResponse:
     return sse_response(reply_events(prepared))  # starts the reply now, before any byte is sent
 
 
-async def collect_json(prepared) -> JsonResponse:
+async def collect_json(prepared: PreparedReply) -> JsonResponse:
     diagnostics, error = None, None
     async for name, data in reply_events(prepared):
         if name == "diagnostics":
@@ -243,7 +245,7 @@ async def collect_json(prepared) -> JsonResponse:
         elif name == "error":
             error = data
 
-    def load():
+    def load() -> tuple[dict, dict]:
         user = Message.objects.get(pk=prepared.user_message_id)
         assistant = Message.objects.get(pk=prepared.assistant_message_id)
         return s.message_repr(user), s.message_repr(assistant)
@@ -255,7 +257,7 @@ async def collect_json(prepared) -> JsonResponse:
     return JsonResponse(body, status=200)
 
 
-def parse_json_body(request) -> dict:
+def parse_json_body(request: HttpRequest) -> dict:
     try:
         payload = json.loads(request.body or b"{}")
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -272,7 +274,7 @@ def parse_conversation_id(raw: str) -> UUID:
         raise NotFound("No conversation has that id.", code="conversation_not_found") from exc
 
 
-def csrf_checked(request) -> None:
+def csrf_checked(request: HttpRequest) -> None:
     """Session-authenticated sends need the CSRF token like any session write."""
     if not settings.ELION_PROTECTED or getattr(request, "elion_bearer", False):
         return
@@ -285,11 +287,11 @@ def csrf_checked(request) -> None:
 class SendView(View):
     """`GET` lists messages (delegated); `POST` sends and streams the reply."""
 
-    async def get(self, request, conversation_id):
+    async def get(self, request: HttpRequest, conversation_id: str) -> HttpResponse:
         return await sync_to_async(MessageListView.as_view())(request, conversation_id=conversation_id)
 
-    async def post(self, request, conversation_id):
-        def prepare():
+    async def post(self, request: HttpRequest, conversation_id: str) -> HttpResponse:
+        def prepare() -> PreparedReply:
             # One thread hop for the checks and the transaction: each hop and
             # each extra query is paid before the first delta.
             csrf_checked(request)
@@ -302,8 +304,8 @@ class SendView(View):
 
 @method_decorator(csrf_exempt, name="dispatch")
 class RetryView(View):
-    async def post(self, request, conversation_id, message_id):
-        def prepare():
+    async def post(self, request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
+        def prepare() -> PreparedReply:
             csrf_checked(request)
             return retry_prepare(conversation_id=conversation_id, message_id=message_id)
 
@@ -314,7 +316,7 @@ class RetryView(View):
 # --- Watching and stopping a reply (resumable streams) --------------------------
 
 
-async def watch_response(request, conversation_id, message_id) -> HttpResponse:
+async def watch_response(request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
     """SSE of one reply: its stored text after the client's `Last-Event-ID`, then the live rest."""
     try:
         after_seq = parse_after_seq(request.headers.get("Last-Event-ID") or request.GET.get("after_seq"))
@@ -323,7 +325,7 @@ async def watch_response(request, conversation_id, message_id) -> HttpResponse:
     except ServiceError as exc:
         return error_response(exc)
 
-    async def events():
+    async def events() -> AsyncIterator[tuple[str, dict]]:
         try:
             async for event in watch.events():
                 yield event
@@ -337,7 +339,7 @@ async def watch_response(request, conversation_id, message_id) -> HttpResponse:
 class ReplyWatchView(View):
     """`GET …/messages/{id}/stream/`: follow one reply (any status; a finished one ends at once)."""
 
-    async def get(self, request, conversation_id, message_id):
+    async def get(self, request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
         return await watch_response(request, conversation_id, message_id)
 
 
@@ -345,7 +347,7 @@ class ReplyWatchView(View):
 class LiveReplyWatchView(View):
     """`GET …/stream/`: follow the reply streaming in the conversation now; 204 when none is."""
 
-    async def get(self, request, conversation_id):
+    async def get(self, request: HttpRequest, conversation_id: str) -> HttpResponse:
         try:
             message_id = await sync_to_async(live_reply_id)(conversation_id=conversation_id)
         except ServiceError as exc:
@@ -359,7 +361,7 @@ class LiveReplyWatchView(View):
 class ReplyStopView(View):
     """`POST …/messages/{id}/stop/`: 200 with the stopped reply, 202 while its run has not confirmed."""
 
-    async def post(self, request, conversation_id, message_id):
+    async def post(self, request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
         try:
             await sync_to_async(csrf_checked)(request)
             message, settled = await reply_stop(conversation_id=conversation_id, message_id=message_id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -61,19 +62,19 @@ _CONVERSATION_RESPONSES = {200: docs.ConversationSerializer, 404: docs.ErrorSeri
 
 class ConversationTrashView(APIView):
     @extend_schema(request=None, responses=_CONVERSATION_RESPONSES)
-    def post(self, request, conversation_id):
+    def post(self, request: Request, conversation_id: str) -> Response:
         return Response(conversation_repr(visibility.conversation_trash(conversation_id=conversation_id)))
 
 
 class ConversationRestoreView(APIView):
     @extend_schema(request=None, responses=_CONVERSATION_RESPONSES)
-    def post(self, request, conversation_id):
+    def post(self, request: Request, conversation_id: str) -> Response:
         return Response(conversation_repr(visibility.conversation_restore(conversation_id=conversation_id)))
 
 
 class ConversationReleaseShieldView(APIView):
     @extend_schema(request=None, responses=_CONVERSATION_RESPONSES)
-    def post(self, request, conversation_id):
+    def post(self, request: Request, conversation_id: str) -> Response:
         return Response(conversation_repr(visibility.conversation_shield_release(conversation_id=conversation_id)))
 
 
@@ -85,7 +86,7 @@ class PastConversationSearchView(APIView):
         ],
         responses={200: SearchResultsSerializer, 400: docs.ErrorSerializer},
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         query = search_query(request.query_params.get("q"))
         include_shielded = flag(request.query_params.get("include_shielded"), "include_shielded")
         hits = past_conversation_search(query, include_shielded=include_shielded)

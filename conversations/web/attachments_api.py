@@ -14,6 +14,7 @@ from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -39,7 +40,7 @@ class AttachmentUploadView(APIView):
         description="multipart `file` (+ optional `conversation_id`: only that conversation may send it).",
         responses={201: dict, 400: docs.ErrorSerializer, 413: docs.ErrorSerializer, 415: docs.ErrorSerializer},
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         # Refuse an oversize body before Django spools it to disk.
         declared = request.META.get("CONTENT_LENGTH") or "0"
         if declared.isdigit() and int(declared) > settings.ELION_ATTACHMENT_MAX_BYTES + MULTIPART_OVERHEAD:
@@ -59,7 +60,7 @@ class AttachmentContentView(APIView):
     """The verified bytes of an attachment listed in this conversation."""
 
     @extend_schema(responses={200: bytes, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer})
-    def get(self, request, conversation_id, attachment_id):
+    def get(self, request: Request, conversation_id: str, attachment_id: str) -> Response:
         conversation = access_conversation(conversation_id)
         attachment, data = attachment_verified_content(conversation_id=conversation.id, attachment_id=attachment_id)
         inline = attachment.kind == AttachmentKind.IMAGE
@@ -84,7 +85,7 @@ class ConversationForkView(APIView):
         responses={201: docs.ConversationSerializer, 200: docs.ConversationSerializer, 400: docs.ErrorSerializer,
                    404: docs.ErrorSerializer, 409: docs.ErrorSerializer},
     )
-    def post(self, request, conversation_id):
+    def post(self, request: Request, conversation_id: str) -> Response:
         if not isinstance(request.data, dict):
             raise InvalidInput("The body must be a JSON object with message_id.", code="malformed_request")
         destination, created = conversation_fork(

@@ -7,8 +7,10 @@ rules (and the prompt rebuild every change causes) live in
 
 from __future__ import annotations
 
+from django.http import HttpRequest
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -34,7 +36,7 @@ class CharacterListSerializer(serializers.Serializer):
     results = CharacterSerializer(many=True)
 
 
-def character_fields(request) -> dict:
+def character_fields(request: HttpRequest) -> dict:
     """The body's fields as sent; the service rejects unknown ones and bad values."""
     if not isinstance(request.data, dict):
         raise InvalidInput("The body must be a JSON object.", code="malformed_request")
@@ -43,11 +45,11 @@ def character_fields(request) -> dict:
 
 class CharacterListView(APIView):
     @extend_schema(operation_id="characters_list", responses=CharacterListSerializer)
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response({"results": [characters.character_repr(c) for c in characters.characters_list()]})
 
     @extend_schema(request=CharacterWriteSerializer, responses={201: CharacterSerializer, 400: docs.ErrorSerializer})
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         fields = character_fields(request)
         characters.clean_character_fields(fields, creating=True)  # unknown fields → 400 before writing
         character = characters.character_create(
@@ -60,19 +62,19 @@ class CharacterListView(APIView):
 
 class CharacterDetailView(APIView):
     @extend_schema(responses={200: CharacterSerializer, 404: docs.ErrorSerializer})
-    def get(self, request, character_id):
+    def get(self, request: Request, character_id: str) -> Response:
         return Response(characters.character_repr(characters.access_character(character_id)))
 
     @extend_schema(
         request=CharacterWriteSerializer,
         responses={200: CharacterSerializer, 400: docs.ErrorSerializer, 404: docs.ErrorSerializer},
     )
-    def patch(self, request, character_id):
+    def patch(self, request: Request, character_id: str) -> Response:
         characters.access_character(character_id)  # an unknown id is a 404 whatever the body says
         character = characters.character_edit(character_id=character_id, changes=character_fields(request))
         return Response(characters.character_repr(character))
 
     @extend_schema(responses={204: None, 404: docs.ErrorSerializer})
-    def delete(self, request, character_id):
+    def delete(self, request: Request, character_id: str) -> Response:
         characters.character_delete(character_id=character_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

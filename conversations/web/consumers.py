@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Coroutine
 
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -47,7 +48,7 @@ from elion.errors import NotFound, ServiceError
 logger = logging.getLogger(__name__)
 
 
-def _header(scope, name: bytes) -> str | None:
+def _header(scope: dict, name: bytes) -> str | None:
     for key, value in scope.get("headers", []):
         if key.lower() == name:
             return value.decode("latin-1")
@@ -55,7 +56,7 @@ def _header(scope, name: bytes) -> str | None:
 
 
 class ConversationConsumer(AsyncJsonWebsocketConsumer):
-    async def connect(self):
+    async def connect(self) -> None:
         self.frames: asyncio.Queue[dict] = asyncio.Queue()
         self.tasks: set[asyncio.Task] = set()
         self.following = False
@@ -80,19 +81,19 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
         self._spawn(self._handle_in_order())
 
-    def _spawn(self, coroutine) -> None:
+    def _spawn(self, coroutine: Coroutine[object, object, None]) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    async def disconnect(self, code):
+    async def disconnect(self, code: int) -> None:
         for task in list(self.tasks):
             task.cancel()
         for task in list(self.tasks):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
-    async def receive_json(self, content, **kwargs):
+    async def receive_json(self, content: object, **kwargs: object) -> None:
         if isinstance(content, dict) and content.get("type") == "stop":
             self._spawn(self._stop(content))
         elif isinstance(content, dict) and content.get("type") == "follow":
@@ -115,7 +116,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                     {"type": "error", "error": "internal_error", "detail": "That request failed inside the app."}
                 )
 
-    async def _handle(self, content) -> None:
+    async def _handle(self, content: dict) -> None:
         kind = content.get("type") if isinstance(content, dict) else None
         if kind == "watch":
             await self._watch(content)
@@ -179,7 +180,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         body = await sync_to_async(serializers.message_repr)(message)  # reads the attachment manifest
         await self.send_json({"type": "stopped", "message": body, "settled": settled})
 
-    async def decode_json(self, text_data):
+    async def decode_json(self, text_data: str) -> object:
         try:
             return json.loads(text_data)
         except json.JSONDecodeError:

@@ -9,12 +9,12 @@ from __future__ import annotations
 from continuity.labels import speaker_label
 from conversations.assistant_settings import assistant_settings_get
 from conversations.attachments.services import manifests_for
-from conversations.models import Conversation, Role
+from conversations.models import Conversation, Message, Role
 from conversations.transcript.tree import live_branch
 from conversations.web.serializers import conversation_repr, message_repr
 
 
-def _visible_turns(conversation: Conversation):
+def _visible_turns(conversation: Conversation) -> list[Message]:
     return [m for m in live_branch(conversation) if m.role in (Role.USER, Role.ASSISTANT)]
 
 

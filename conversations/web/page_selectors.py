@@ -7,6 +7,7 @@ page load and one swapped in after a stream look exactly the same.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from continuity.compaction import COMPACT_MIN_TURNS, applicable_compaction, summary_system_text
@@ -17,6 +18,7 @@ from continuity.request_assembly import estimate_tokens
 from conversations.attachments.services import manifests_for
 from conversations.models import (
     AssistantSettings,
+    Attachment,
     Conversation,
     Folder,
     Message,
@@ -27,6 +29,7 @@ from conversations.models import (
 from conversations.provider.binding import binding_problem
 from conversations.transcript.tree import is_projectable, live_branch
 from conversations.web.rendering import render_markdown
+from elion.errors import ServiceError
 
 SIDEBAR_LIMIT = 300
 VISIBLE_ROLES = (Role.USER, Role.ASSISTANT)
@@ -111,7 +114,7 @@ class Bubble:
         ]
 
 
-def _bubble(message: Message, parent: Message | None, owner: str, assistant: str, attachments=()) -> Bubble:
+def _bubble(message: Message, parent: Message | None, owner: str, assistant: str, attachments: Sequence[Attachment] = ()) -> Bubble:
     is_assistant = message.role == Role.ASSISTANT
     settled = message.status != MessageStatus.STREAMING
     # Edit-and-resend sends from this turn's parent, which the send pipeline
@@ -171,7 +174,7 @@ def latest_diagnostics(messages: list[Message]) -> dict | None:
     return None
 
 
-def binding_problem_for(conversation: Conversation):
+def binding_problem_for(conversation: Conversation) -> ServiceError | None:
     """The provider-binding refusal a send here would meet (a `Conflict`), or None."""
     rows = Message.objects.filter(conversation=conversation).exclude(role=Role.SYSTEM).only(
         "role", "kind", "provider_id", "provider_type", "model", "route_fingerprint"

@@ -8,10 +8,14 @@ future plugin cannot smuggle markup or event handlers into the page.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import nh3
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from markdown_it.utils import OptionsDict
 
 ALLOWED_TAGS = {
     "p", "br", "hr", "strong", "em", "del", "s", "code", "pre", "blockquote",
@@ -28,7 +32,7 @@ ALLOWED_ATTRIBUTES = {
 URL_SCHEMES = {"http", "https", "mailto"}
 
 
-def _image_as_link(self, tokens, idx, options, env) -> str:
+def _image_as_link(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: dict) -> str:
     """Images become plain links: a reply must not make the browser fetch a
     third-party URL just by being displayed."""
     token = tokens[idx]

@@ -6,6 +6,7 @@ drf-spectacular cannot see, so a postprocessing hook adds them by hand.
 
 from __future__ import annotations
 
+from django.http import HttpRequest
 from rest_framework import serializers
 
 
@@ -101,7 +102,7 @@ def _json(schema: dict) -> dict:
     return {"content": {"application/json": {"schema": schema}}}
 
 
-def add_streaming_endpoints(result, generator, request, public):
+def add_streaming_endpoints(result: dict, generator: object, request: HttpRequest | None, public: bool) -> dict:
     """Document the SSE send and retry endpoints that drf-spectacular cannot see."""
     components = result.setdefault("components", {}).setdefault("schemas", {})
     components.setdefault("Error", {

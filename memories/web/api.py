@@ -5,8 +5,10 @@ Views translate requests into service calls and results into responses.
 
 from __future__ import annotations
 
+from django.http import HttpRequest
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -18,13 +20,13 @@ from memories.snapshots import snapshot_refresh
 from memories.web import serializers as s
 
 
-def json_object(request) -> dict:
+def json_object(request: HttpRequest) -> dict:
     if not isinstance(request.data, dict) and not hasattr(request.data, "getlist"):
         raise InvalidInput("The body must be a JSON object.", code="malformed_request")
     return request.data
 
 
-def memory_fields(request) -> dict:
+def memory_fields(request: HttpRequest) -> dict:
     """The editable fields in the body; any other field is a 400."""
     data = json_object(request)
     unknown = set(data) - set(services.EDITABLE_FIELDS)
@@ -33,7 +35,7 @@ def memory_fields(request) -> dict:
     return {name: data[name] for name in services.EDITABLE_FIELDS if name in data}
 
 
-def import_drafts(request) -> list[services.MemoryDraft]:
+def import_drafts(request: HttpRequest) -> list[services.MemoryDraft]:
     """The drafts an import request describes: `memories` list, `text` + `format`, or a `file`."""
     data = json_object(request)
     upload = request.FILES.get("file") if hasattr(request, "FILES") else None
@@ -49,30 +51,30 @@ def import_drafts(request) -> list[services.MemoryDraft]:
 
 class MemoryListView(APIView):
     @extend_schema(operation_id="memories_list", responses=s.MemoryListSerializer)
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response({"results": [s.memory_repr(m) for m in services.memories_list()]})
 
     @extend_schema(request=s.MemoryWriteSerializer, responses={201: s.MemorySerializer, 400: docs.ErrorSerializer})
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         memory = services.memory_add(**{"text": None, **memory_fields(request)})
         return Response(s.memory_repr(memory), status=status.HTTP_201_CREATED)
 
 
 class MemoryDetailView(APIView):
     @extend_schema(responses={200: s.MemorySerializer, 404: docs.ErrorSerializer})
-    def get(self, request, memory_id):
+    def get(self, request: Request, memory_id: str) -> Response:
         return Response(s.memory_repr(services.access_memory(memory_id)))
 
     @extend_schema(
         request=s.MemoryWriteSerializer,
         responses={200: s.MemorySerializer, 400: docs.ErrorSerializer, 404: docs.ErrorSerializer},
     )
-    def patch(self, request, memory_id):
+    def patch(self, request: Request, memory_id: str) -> Response:
         memory = services.memory_edit(memory_id=memory_id, changes=memory_fields(request))
         return Response(s.memory_repr(memory))
 
     @extend_schema(responses={204: None, 404: docs.ErrorSerializer})
-    def delete(self, request, memory_id):
+    def delete(self, request: Request, memory_id: str) -> Response:
         services.memory_delete(memory_id=memory_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -81,7 +83,7 @@ class MemoryImpactView(APIView):
     """How many existing threads an edit or delete of this memory would change."""
 
     @extend_schema(responses={200: s.ImpactSerializer, 404: docs.ErrorSerializer})
-    def get(self, request, memory_id):
+    def get(self, request: Request, memory_id: str) -> Response:
         return Response({"threads": services.memory_edit_impact(memory_id)})
 
 
@@ -89,7 +91,7 @@ class MemoryImportView(APIView):
     @extend_schema(
         request=s.MemoryImportSerializer, responses={201: s.ImportResultSerializer, 400: docs.ErrorSerializer}
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         created = importing.memories_import(drafts=import_drafts(request))
         return Response({"created": len(created)}, status=status.HTTP_201_CREATED)
 
@@ -100,7 +102,7 @@ class MemoryImportPreviewView(APIView):
     @extend_schema(
         request=s.MemoryImportSerializer, responses={200: s.ImportPreviewSerializer, 400: docs.ErrorSerializer}
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         drafts = import_drafts(request)
         return Response(
             {
@@ -118,7 +120,7 @@ class MemoryReorderView(APIView):
     @extend_schema(
         request=s.MemoryReorderSerializer, responses={200: s.MemoryListSerializer, 400: docs.ErrorSerializer}
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         ids = json_object(request).get("ids")
         return Response({"results": [s.memory_repr(m) for m in services.memories_reorder(ids=ids)]})
 
@@ -127,5 +129,5 @@ class ConversationRefreshMemoryView(APIView):
     """Explicit Refresh memory: replace this thread's snapshot with the current eligible set."""
 
     @extend_schema(request=None, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
-    def post(self, request, conversation_id):
+    def post(self, request: Request, conversation_id: str) -> Response:
         return Response(conversation_repr(snapshot_refresh(conversation_id)))

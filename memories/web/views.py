@@ -19,7 +19,7 @@ from memories.models import IMPORTANCE_MAX, IMPORTANCE_MIN, Memory, MemoryCatego
 from memories.snapshots import snapshot_refresh
 
 
-def _form_context(**extra) -> dict:
+def _form_context(**extra: object) -> dict:
     return {
         "categories": MemoryCategory.choices,
         "importances": range(IMPORTANCE_MIN, IMPORTANCE_MAX + 1),

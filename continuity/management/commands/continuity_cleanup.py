@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from continuity.cleanup import CONFIRMATION_PHRASE, continuity_cleanup_delete, continuity_cleanup_preview
 from elion.errors import ServiceError
@@ -16,7 +16,7 @@ class Command(BaseCommand):
         f'token; --delete needs that token, --backup-verified and --confirm "{CONFIRMATION_PHRASE}".'
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         mode = parser.add_mutually_exclusive_group(required=True)
         mode.add_argument("--preview", action="store_true")
         mode.add_argument("--delete", action="store_true")
@@ -24,7 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--backup-verified", action="store_true")
         parser.add_argument("--confirm", default=None)
 
-    def handle(self, *args, preview: bool, delete: bool, scope_token, backup_verified: bool, confirm, **options):
+    def handle(self, *args: object, preview: bool, delete: bool, scope_token: str | None, backup_verified: bool, confirm: str | None, **options: object) -> None:
         try:
             if preview:
                 self.stdout.write(json.dumps(continuity_cleanup_preview().as_dict(), indent=2))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from continuity.reconciliation import reconciliation_status
 
@@ -12,10 +12,10 @@ from continuity.reconciliation import reconciliation_status
 class Command(BaseCommand):
     help = "Show whether stored-prompt reconciliation completed, how many prompts are pending and how many failed."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true", help="Print the health endpoint's reconciliation object.")
 
-    def handle(self, *args, **options):
+    def handle(self, *args: object, **options: object) -> None:
         status = reconciliation_status()
         if options["json"]:
             self.stdout.write(json.dumps(status.as_dict(), sort_keys=True))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from continuity.reconciliation import prompts_reconcile, reconciliation_status
 
@@ -15,7 +15,7 @@ class Command(BaseCommand):
         "when every candidate succeeded."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--batch-size", type=int, default=None,
             help=f"Prompts per batch (default ELION_RECONCILE_BATCH_SIZE, {settings.ELION_RECONCILE_BATCH_SIZE}).",
@@ -25,7 +25,7 @@ class Command(BaseCommand):
             help="Retry failed prompts now, even those backing off or out of attempts.",
         )
 
-    def handle(self, *args, batch_size: int | None, retry_failed: bool, **options):
+    def handle(self, *args: object, batch_size: int | None, retry_failed: bool, **options: object) -> None:
         if batch_size is not None and batch_size < 1:
             raise CommandError("--batch-size must be at least 1.")
         result = prompts_reconcile(batch_size=batch_size, retry_failed=retry_failed)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from conversations.provider.legacy_binding import legacy_conversations_bind
 from elion.errors import ServiceError
@@ -17,12 +17,12 @@ class Command(BaseCommand):
         "other rows are bound to another route."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--provider", required=True, help="Provider id; must be the configured ELION_PROVIDER_ID.")
         parser.add_argument("--conversation", action="append", default=[], help="Only this conversation (repeatable).")
         parser.add_argument("--dry-run", action="store_true", help="Report what would be bound; write nothing.")
 
-    def handle(self, *args, provider: str, conversation: list[str], dry_run: bool, **options):
+    def handle(self, *args: object, provider: str, conversation: list[str], dry_run: bool, **options: object) -> None:
         try:
             ids = [UUID(value) for value in conversation] or None
         except ValueError as exc:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from elion.access import is_loopback_host
 
@@ -11,10 +11,10 @@ from elion.access import is_loopback_host
 class Command(BaseCommand):
     help = "Check that the app may bind HOST (loopback only without ELION_OWNER_PASSWORD)."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="127.0.0.1")
 
-    def handle(self, *args, host: str, **options):
+    def handle(self, *args: object, host: str, **options: object) -> None:
         if settings.ELION_PROTECTED:
             self.stdout.write(f"Owner password protection is on; binding {host} is allowed.")
             return

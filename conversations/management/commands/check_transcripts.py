@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from conversations.transcript.integrity import transcripts_check
 
@@ -16,11 +16,11 @@ class Command(BaseCommand):
         "--repair fixes what can be fixed safely. Exits non-zero while problems remain."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--repair", action="store_true")
         parser.add_argument("--conversation", action="append", default=[], help="Only this conversation (repeatable).")
 
-    def handle(self, *args, repair: bool, conversation: list[str], **options):
+    def handle(self, *args: object, repair: bool, conversation: list[str], **options: object) -> None:
         try:
             ids = [UUID(value) for value in conversation] or None
         except ValueError as exc:

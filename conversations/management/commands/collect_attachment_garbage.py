@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from conversations.attachments.gc import attachment_garbage_collect
 
@@ -13,10 +13,10 @@ class Command(BaseCommand):
         "ELION_ATTACHMENT_GC_GRACE_SECONDS (or --grace-seconds). Referenced blobs are never removed."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--grace-seconds", type=int, default=None, help="Override the grace period.")
 
-    def handle(self, *args, grace_seconds=None, **options):
+    def handle(self, *args: object, grace_seconds: int | None = None, **options: object) -> None:
         if grace_seconds is not None and grace_seconds < 0:
             raise CommandError("--grace-seconds must be 0 or more.")
         report = attachment_garbage_collect(grace_seconds=grace_seconds)

@@ -10,5 +10,5 @@ from conversations.transcript.deletion import deletions_finish
 class Command(BaseCommand):
     help = "Finish pending permanent conversation deletions whose claim is free or ran out."
 
-    def handle(self, *args, **options):
+    def handle(self, *args: object, **options: object) -> None:
         self.stdout.write(f"{deletions_finish()} deletion(s) finished")

@@ -10,6 +10,6 @@ from conversations.transcript.leases import streams_interrupt_expired
 class Command(BaseCommand):
     help = "Mark streaming replies with an expired lease as interrupted (text kept)."
 
-    def handle(self, *args, **options):
+    def handle(self, *args: object, **options: object) -> None:
         count = streams_interrupt_expired()
         self.stdout.write(f"{count} interrupted")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from memories.snapshots import BACKFILL_BATCH_SIZE, snapshots_backfill_legacy
 
@@ -13,9 +13,9 @@ class Command(BaseCommand):
         "marked legacy with no capture time. Running it again changes nothing."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--batch-size", type=int, default=BACKFILL_BATCH_SIZE)
 
-    def handle(self, *args, batch_size: int, **options):
+    def handle(self, *args: object, batch_size: int, **options: object) -> None:
         count = snapshots_backfill_legacy(batch_size=max(batch_size, 1))
         self.stdout.write(f"Backfilled {count} legacy conversation snapshot(s).")

@@ -35,6 +35,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import sqlite3
 import threading
 from dataclasses import dataclass
 
@@ -78,12 +79,12 @@ def _file_id(path: str) -> tuple[int, int] | None:
     return (stat.st_dev, stat.st_ino)
 
 
-def _close_quietly(connection) -> None:
+def _close_quietly(connection: sqlite3.Connection) -> None:
     with contextlib.suppress(Exception):  # a broken connection is being discarded anyway
         connection.close()
 
 
-def pool_take(key: tuple, path: str):
+def pool_take(key: tuple, path: str) -> sqlite3.Connection | None:
     """An idle connection for `key` whose file is still the one at `path`, or None."""
     if os.getpid() != _owner_pid:
         return None
@@ -103,7 +104,7 @@ def pool_take(key: tuple, path: str):
     return found
 
 
-def pool_put(key: tuple, path: str, connection, max_idle: int) -> bool:
+def pool_put(key: tuple, path: str, connection: sqlite3.Connection, max_idle: int) -> bool:
     """Keep an idle connection for reuse; False when the pool is full (the caller closes it)."""
     if os.getpid() != _owner_pid:
         return False
@@ -155,13 +156,13 @@ atexit.register(_close_all_at_exit)
 class DatabaseCreation(SQLiteDatabaseCreation):
     """The test database file is removed and made anew: its pooled connections go first."""
 
-    def _create_test_db(self, verbosity, autoclobber, keepdb=False):
+    def _create_test_db(self, verbosity: int, autoclobber: bool, keepdb: bool = False) -> str:
         name = self._get_test_db_name()
         if not keepdb and not self.is_in_memory_db(name):
             pool_close_file(name)
         return super()._create_test_db(verbosity, autoclobber, keepdb)
 
-    def _destroy_test_db(self, test_database_name, verbosity):
+    def _destroy_test_db(self, test_database_name: str, verbosity: int) -> None:
         if test_database_name and not self.is_in_memory_db(test_database_name):
             pool_close_file(test_database_name)
         return super()._destroy_test_db(test_database_name, verbosity)
@@ -170,7 +171,7 @@ class DatabaseCreation(SQLiteDatabaseCreation):
 class DatabaseWrapper(SQLiteDatabaseWrapper):
     creation_class = DatabaseCreation
 
-    def get_connection_params(self):
+    def get_connection_params(self) -> dict:
         params = super().get_connection_params()
         option = params.pop("pool", True)
         self._max_idle = 0
@@ -191,7 +192,7 @@ class DatabaseWrapper(SQLiteDatabaseWrapper):
         key = self._pool_key(self.get_connection_params())
         return pool_close(key) if key is not None else 0
 
-    def get_new_connection(self, conn_params):
+    def get_new_connection(self, conn_params: dict) -> sqlite3.Connection:
         key = self._pool_key(conn_params)
         connection = pool_take(key, key[0]) if key is not None else None
         if connection is None:
@@ -199,7 +200,7 @@ class DatabaseWrapper(SQLiteDatabaseWrapper):
         self._pooled_from = (key, os.getpid()) if key is not None else None
         return connection
 
-    def _close(self):
+    def _close(self) -> None:
         origin = getattr(self, "_pooled_from", None)
         connection = self.connection
         if connection is not None and origin is not None and origin[1] != os.getpid():
