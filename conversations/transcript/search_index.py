@@ -33,21 +33,25 @@ def message_search_index_sync(*, batch_size: int = INDEX_BATCH, exclude_conversa
 
     A row is only ever replaced (a new id) when its message changes, so
     writing `search_text` by id can never put an old text on a newer row.
-    Each batch commits on its own; inside a caller's transaction (a send's
-    recall) it takes no savepoint: a failure rolls the whole caller back.
+    The pending rows are read first (outside any transaction when the caller
+    has none), so with nothing to index no write transaction starts: on
+    SQLite that would take the database's write lock for nothing. Each batch
+    writes in a transaction of its own; inside a caller's transaction (a
+    send's recall) it takes no savepoint: a failure rolls the whole caller back.
     """
     excluded = list(exclude_conversation_ids)
     done = 0
     while True:
-        with transaction.atomic(savepoint=False):
-            pending = list(
-                MessageSearchEntry.objects.filter(search_text__isnull=True)
-                .exclude(conversation_id__in=excluded)
-                .order_by("id")
-                .values_list("id", "message__content")[:batch_size]
-            )
-            if pending:
-                _search_texts_write([(pk, search_text_for(content or "")) for pk, content in pending])
+        pending = list(
+            MessageSearchEntry.objects.filter(search_text__isnull=True)
+            .exclude(conversation_id__in=excluded)
+            .order_by("id")
+            .values_list("id", "message__content")[:batch_size]
+        )
+        if pending:
+            texts = [(pk, search_text_for(content or "")) for pk, content in pending]
+            with transaction.atomic(savepoint=False):
+                _search_texts_write(texts)
         done += len(pending)
         if len(pending) < batch_size:
             return done  # a short batch was the last one: no second query for the usual single new row

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import httpx
 import pytest
@@ -61,8 +60,14 @@ def test_sigkill_mid_reply_keeps_user_turn_and_partial_text_as_interrupted(scrip
 
     restarted = LiveApp(app_env(scripted_server)).start()
     try:
-        time.sleep(1.2)  # the dead process's lease runs out
-        listing = httpx.get(f"{restarted.base_url}/api/conversations/{conversation.id}/messages/", timeout=10).json()
+        url = f"{restarted.base_url}/api/conversations/{conversation.id}/messages/"
+
+        def listing_once_the_lease_ran_out() -> dict | None:
+            body = httpx.get(url, timeout=10).json()
+            return body if body["results"][-1]["status"] != "streaming" else None
+
+        # No fixed sleep: the listing is read until the dead process's lease (1 s) has run out.
+        listing = wait_until(listing_once_the_lease_ran_out, timeout=20)
     finally:
         restarted.stop()
     user, reply = listing["results"]

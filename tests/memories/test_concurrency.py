@@ -34,6 +34,7 @@ from memories.models import Memory, SnapshotMembership
 from memories.services import memory_add, memory_delete, memory_edit
 from memories.snapshots import snapshot_refresh
 from tests.memories.conftest import fresh_prompt, member_ids, memory_texts, stored_prompt
+from tests.support.concurrency import marks_lock_wait, wait_until_blocked_on_lock
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -165,7 +166,7 @@ class Gate:
 
 def run_paused(gate: Gate, first, second) -> list[BaseException]:
     """Run `first` until it is mid-build (inputs read, prompt not yet written,
-    its locks held), start `second`, give it time to overtake, then let `first` finish."""
+    its locks held), start `second`, wait until it is blocked on `first`'s lock, then let `first` finish."""
     errors: list[BaseException] = []
 
     def run(operation):
@@ -176,13 +177,19 @@ def run_paused(gate: Gate, first, second) -> list[BaseException]:
         finally:
             connections.close_all()
 
+    def racing() -> None:
+        with marks_lock_wait(reached):
+            second()
+
     gate.thread_name = "paused-op"
+    reached = threading.Event()
     paused = threading.Thread(target=run, args=(first,), name="paused-op")
     paused.start()
     assert gate.reached.wait(timeout=30)
-    other = threading.Thread(target=run, args=(second,), name="racing-op")
+    other = threading.Thread(target=run, args=(racing,), name="racing-op")
     other.start()
-    time.sleep(0.3)
+    # Released only once the racing side waits for the paused side's lock.
+    wait_until_blocked_on_lock(reached)
     gate.release.set()
     paused.join(timeout=60)
     other.join(timeout=60)
