@@ -13,7 +13,7 @@ kept in step by triggers on the entry table; PostgreSQL, a stored generated
 
 SQLite drops a table's triggers when a migration rebuilds that table: a later
 migration that alters `conversations_message` (or the entry table) must run
-these statements again. `tests/conversations/test_past_search.py` fails if
+these statements again. `tests/conversations/visibility/test_past_search.py` fails if
 the triggers are missing after all migrations.
 """
 

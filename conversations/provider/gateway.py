@@ -150,7 +150,7 @@ async def stream_reply(
 # keys and format dates or base64 fields. Our wire items have none of those,
 # so the transform returns them unchanged, but it costs 9 ms of CPU before a
 # 23-item request leaves (bench/README.md), more as a thread grows, all of it
-# before the first token. `tests/provider/test_provider_gateway.py`
+# before the first token. `tests/conversations/provider/test_gateway.py`
 # checks the SDK's own transform leaves every item shape we send unchanged.
 
 

@@ -19,7 +19,7 @@ from django.utils import timezone
 from conversations.models import Message, MessageStatus
 from conversations.sending.run import STOP_CHECK_GRACE_SECONDS
 from elion.asgi import application
-from tests.conversations.test_resumable_streams import create_conversation, open_send, stored, wait_for
+from tests.conversations.sending.test_resumable_streams import create_conversation, open_send, stored, wait_for
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.sse_stream import SseStream
 
