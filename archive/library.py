@@ -18,7 +18,8 @@ from django.db.models.functions import Length
 
 from archive.models import LibraryFile, LibraryFileKind
 from archive.uploads import clean_pasted_text, closing_upload, decode_text, pdf_text, read_upload, sha256_hex
-from elion.errors import InvalidInput, NotFound
+from elion.errors import InvalidInput
+from elion.rows import access_row
 
 NAME_MAX = 300
 PAGE_CHARACTERS = 8_000
@@ -99,10 +100,9 @@ def library_file_add_text(*, name: object, text: object) -> LibraryResult:
 
 
 def access_library_file(file_id: int | str) -> LibraryFile:
-    try:
-        return LibraryFile.objects.get(pk=int(file_id))
-    except (LibraryFile.DoesNotExist, ValueError, TypeError) as exc:
-        raise NotFound("No Library file has that id.", code="library_file_not_found") from exc
+    return access_row(
+        LibraryFile.objects.all(), file_id, kind="int", missing="No Library file has that id.", code="library_file_not_found"
+    )
 
 
 @transaction.atomic

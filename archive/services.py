@@ -39,7 +39,8 @@ from archive.uploads import (
     too_large,
 )
 from conversations.assistant_settings import assistant_settings_get
-from elion.errors import InvalidInput, NotFound
+from elion.errors import InvalidInput
+from elion.rows import access_row
 
 TITLE_MAX = 300
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
@@ -96,10 +97,13 @@ def _title(*candidates: str) -> str:
 
 
 def access_document(document_id: int | str) -> ArchiveDocument:
-    try:
-        return ArchiveDocument.objects.get(pk=int(document_id))
-    except (ArchiveDocument.DoesNotExist, ValueError, TypeError) as exc:
-        raise NotFound("No archive document has that id.", code="document_not_found") from exc
+    return access_row(
+        ArchiveDocument.objects.all(),
+        document_id,
+        kind="int",
+        missing="No archive document has that id.",
+        code="document_not_found",
+    )
 
 
 def _store(

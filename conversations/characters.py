@@ -14,7 +14,8 @@ from django.db import transaction
 
 from continuity.prompt_store import static_prompts_rebuild_all
 from conversations.models import Character
-from elion.errors import InvalidInput, NotFound
+from elion.errors import InvalidInput
+from elion.rows import access_row
 from memories.snapshots import memory_set_lock
 
 EDITABLE_FIELDS = ("name", "description", "image_guidance")
@@ -30,14 +31,9 @@ def characters_list() -> list[Character]:
 
 def access_character(character_id: object) -> Character:
     """The character with this id, or 404 `character_not_found`."""
-    try:
-        pk = int(str(character_id))
-    except (TypeError, ValueError):
-        pk = None
-    character = Character.objects.filter(pk=pk).first() if pk is not None else None
-    if character is None:
-        raise NotFound("No character has that id.", code="character_not_found")
-    return character
+    return access_row(
+        Character.objects.all(), character_id, kind="int", missing="No character has that id.", code="character_not_found"
+    )
 
 
 def clean_character_fields(changes: dict, *, creating: bool) -> dict[str, str]:

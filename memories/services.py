@@ -22,7 +22,8 @@ from django.db.models import Max, QuerySet
 
 from continuity.prompt_store import static_prompts_rebuild
 from conversations.models import Conversation
-from elion.errors import InvalidInput, NotFound
+from elion.errors import InvalidInput
+from elion.rows import access_row
 from memories.models import (
     IMPORTANCE_DEFAULT,
     IMPORTANCE_MAX,
@@ -105,15 +106,9 @@ def memory_draft(
 
 def access_memory(memory_id: int | str, *, lock: bool = False) -> Memory:
     """Fetch a memory or 404. `lock` takes its row lock (inside a transaction)."""
-    try:
-        pk = int(str(memory_id))
-    except ValueError as exc:
-        raise NotFound("No memory has that id.", code="memory_not_found") from exc
-    queryset = Memory.objects.select_for_update() if lock else Memory.objects
-    try:
-        return queryset.get(pk=pk)
-    except Memory.DoesNotExist as exc:
-        raise NotFound("No memory has that id.", code="memory_not_found") from exc
+    return access_row(
+        Memory.objects.all(), memory_id, kind="int", missing="No memory has that id.", code="memory_not_found", lock=lock
+    )
 
 
 def next_position() -> int:

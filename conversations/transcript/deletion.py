@@ -47,6 +47,7 @@ from conversations.models import (
 )
 from conversations.transcript.guard import transcript_write_guard
 from elion.errors import Conflict, NotFound
+from elion.rows import access_row
 from memories.models import ConversationMemorySnapshot, SnapshotMembership
 
 logger = logging.getLogger(__name__)
@@ -262,7 +263,6 @@ def deletion_receipt(deletion: ConversationDeletion) -> dict:
 
 
 def access_deletion(deletion_id: object) -> ConversationDeletion:
-    try:
-        return ConversationDeletion.objects.get(pk=int(deletion_id))
-    except (ValueError, TypeError, ConversationDeletion.DoesNotExist) as exc:
-        raise NotFound("No deletion has that id.", code="deletion_not_found") from exc
+    return access_row(
+        ConversationDeletion.objects.all(), deletion_id, kind="int", missing="No deletion has that id.", code="deletion_not_found"
+    )

@@ -1,0 +1,57 @@
+"""The one fetch-with-access: an id from outside (a URL, a body, a frame) to a row, or a 404.
+
+Every `access_*` helper of the apps is this function with its own queryset
+and message. An id of the wrong shape (not an integer or UUID, a bool, an
+integer beyond the database's range) is a 404 like an unknown one: no input
+reaches the database in a form it would refuse with a 500.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeVar
+from uuid import UUID
+
+from django.db.models import Model, QuerySet
+
+from elion.errors import NotFound
+
+RowT = TypeVar("RowT", bound=Model)
+BIGINT_MAX = 2**63 - 1
+
+
+def parse_id(raw: object, kind: Literal["int", "uuid"]) -> int | UUID | None:
+    """The id in `raw`, or None when it cannot name a row."""
+    if raw is None or isinstance(raw, bool):
+        return None
+    if kind == "uuid":
+        try:
+            return UUID(str(raw))
+        except ValueError:
+            return None
+    try:
+        value = int(str(raw))
+    except ValueError:
+        return None
+    return value if 0 < value <= BIGINT_MAX else None
+
+
+def access_row(
+    queryset: QuerySet[RowT],
+    raw_id: object,
+    *,
+    kind: Literal["int", "uuid"],
+    missing: str,
+    code: str,
+    lock: bool = False,
+) -> RowT:
+    """The row of `queryset` with this id, or NotFound(`missing`, `code`).
+
+    `lock` takes the row's lock; precondition: the caller is inside a transaction.
+    """
+    pk = parse_id(raw_id, kind)
+    if pk is None:
+        raise NotFound(missing, code=code)
+    row = (queryset.select_for_update() if lock else queryset).filter(pk=pk).first()
+    if row is None:
+        raise NotFound(missing, code=code)
+    return row
