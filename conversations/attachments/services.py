@@ -358,16 +358,23 @@ def attachments_preverify(*, conversation_id: UUID, attachment_ids: tuple[UUID, 
     conversation's store. Nothing here decides anything: a blob that fails is
     left out, and the locked send checks it again (and refuses, naming it) if
     its branch needs it; the claim and scope checks of the uploads stay under
-    the lock too (`attachments_commit`). One query when there is nothing to verify.
+    the lock too (`attachments_commit`). A conversation whose blob store does
+    not exist has committed no attachment (a commit and a fork write the
+    store first), so it costs no query; if its manifests say otherwise, the
+    locked send finds them and refuses, as for any missing blob.
     """
     conversation_store = store.conversation_store(conversation_id)
     parts: dict[UUID, dict] = {}
-    rows = {
-        entry.attachment_id: entry.attachment
-        for entry in MessageAttachment.objects.filter(message__conversation_id=conversation_id).select_related(
-            "attachment"
-        )
-    }
+    rows = (
+        {
+            entry.attachment_id: entry.attachment
+            for entry in MessageAttachment.objects.filter(message__conversation_id=conversation_id).select_related(
+                "attachment"
+            )
+        }
+        if conversation_store.is_dir()
+        else {}
+    )
     for attachment in rows.values():
         try:
             data = store.read_verified(conversation_store, attachment.sha256, attachment.size)
