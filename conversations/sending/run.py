@@ -28,6 +28,7 @@ from conversations.sending.broadcast import STARTED, ReplyBroadcast
 from conversations.sending.persist import persist
 from conversations.sending.prepare import FreshReply
 from conversations.transcript.leases import lease_deadline
+from conversations.transcript.search_index import message_search_index_sync
 from conversations.transcript.tool_pairing import project_tool_parts
 
 logger = logging.getLogger(__name__)
@@ -173,6 +174,15 @@ class ReplyRun:
                 if task is not None:
                     task.cancel()
             await self.broadcast.close()
+            await self._index_turns()
+
+    async def _index_turns(self) -> None:
+        """After the reply is stored (and `done` sent): tokenise this turn's search-index rows now,
+        so the next send finds nothing pending and neither it nor its lock pays for them."""
+        try:
+            await persist(message_search_index_sync)()
+        except Exception:  # noqa: BLE001 - the index is filled again by the next send or search
+            logger.exception("indexing after reply %s failed", self.prepared.assistant_message_id)
 
     async def _stream_round_stoppable(self, messages: list[dict]) -> tuple[list, dict]:
         """`_stream_round` in a task of its own, so a stop can end the provider call."""
