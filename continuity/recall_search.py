@@ -309,8 +309,9 @@ def best_recall_candidates(
 
 def _entries(terms: list[str], *, persona: str, exclude: Iterable[UUID]) -> dict[int, str]:
     exclude = list(exclude)
-    # Index the newest messages (another thread's last reply) before searching. A send
-    # has synced before taking its lock; the excluded threads (this one) need no index now.
+    # Each reply indexes its turn once stored and a fork its copies, so under a send's lock
+    # this finds nothing pending unless another path wrote messages; the recalling thread's
+    # own new turn needs no index now.
     message_search_index_sync(exclude_conversation_ids=exclude)
     return _candidate_entry_ids(terms, persona=persona, exclude=exclude)
 

@@ -48,7 +48,6 @@ from conversations.sending.commands import FROM_HEAD, ParentChoice, SendCommand
 from conversations.transcript.append import APPENDED_FIELDS, message_append
 from conversations.transcript.guard import transcript_write_guard
 from conversations.transcript.leases import lease_deadline, streams_interrupt_expired
-from conversations.transcript.search_index import message_search_index_sync
 from elion.errors import Conflict, InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
@@ -93,17 +92,17 @@ def send_prepare(command: SendCommand) -> PreparedReply:
     """Commit the user turn and a `streaming` assistant message; no provider I/O.
 
     The disk and CPU work comes first, outside any lock: the attachment blobs
-    are read and hashed, and the search index's pending rows tokenised. Then
-    one durable transaction (`_send_commit`) commits the turn: everything in
-    it is committed before the provider is called, which `durable=True`
-    asserts (it refuses to run inside another transaction).
+    are read and hashed. Then one durable transaction (`_send_commit`)
+    commits the turn: everything in it is committed before the provider is
+    called, which `durable=True` asserts (it refuses to run inside another
+    transaction). The search index has nothing pending for it to write: each
+    reply indexes its turn once it is stored, a fork its copies.
     """
     # An unknown pinned character is a 404 before anything is read or written.
     pinned = _pinned_character_metadata(command.pinned_character_id)
     preverified = attachments_preverify(
         conversation_id=command.conversation_id, attachment_ids=command.attachment_ids
     )
-    message_search_index_sync()
     return _send_commit(command, pinned=pinned, preverified=preverified)
 
 
@@ -213,7 +212,6 @@ def retry_prepare(*, conversation_id: UUID, message_id: UUID | str) -> PreparedR
     except ValueError as exc:
         raise NotFound("No conversation has that id.", code="conversation_not_found") from exc
     preverified = attachments_preverify(conversation_id=conversation_id, attachment_ids=())
-    message_search_index_sync()
     return _retry_commit(conversation_id, message_id, preverified=preverified)
 
 

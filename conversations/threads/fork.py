@@ -44,6 +44,7 @@ from conversations.threads.services import TITLE_MAX, conversation_create
 from conversations.transcript.append import APPENDED_FIELDS, binding_of, message_append
 from conversations.transcript.guard import reply_finished_guard
 from conversations.transcript.leases import streams_interrupt_expired
+from conversations.transcript.search_index import message_search_index_sync
 from conversations.transcript.tree import tree_messages, walk_to_root
 from elion.errors import Conflict, InvalidInput, NotFound
 from memories.snapshots import memory_set_lock
@@ -97,6 +98,8 @@ def conversation_fork(
             if existing is None:
                 raise
             return existing, False
+    # The copies are searchable at once, and no later send tokenises them under its lock.
+    message_search_index_sync()
     return destination, True
 
 
