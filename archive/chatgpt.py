@@ -24,6 +24,7 @@ from typing import BinaryIO
 from archive.parsing import Turn
 from archive.uploads import read_limited, too_large
 from elion.errors import InvalidInput
+from elion.input_checks import MAX_JSON_DEPTH, json_too_deep, text_check
 
 CONVERSATIONS_MEMBER = "conversations.json"
 _SPOKEN_CONTENT_TYPES = {"text", "multimodal_text"}
@@ -115,7 +116,7 @@ def _spoken_text(message: dict) -> tuple[str, str] | None:
     """`(role, text)` for a message the owner saw in the conversation, else None."""
     author = message.get("author") if isinstance(message.get("author"), dict) else {}
     role = author.get("role")
-    if role not in ("user", "assistant"):
+    if not isinstance(role, str) or role not in ("user", "assistant"):
         return None
     if message.get("recipient", "all") != "all":  # addressed to a tool (browser, python…)
         return None
@@ -123,7 +124,8 @@ def _spoken_text(message: dict) -> tuple[str, str] | None:
     if metadata.get("is_visually_hidden_from_conversation"):
         return None
     content = message.get("content") if isinstance(message.get("content"), dict) else {}
-    if content.get("content_type") not in _SPOKEN_CONTENT_TYPES:
+    content_type = content.get("content_type")
+    if not isinstance(content_type, str) or content_type not in _SPOKEN_CONTENT_TYPES:
         return None
     parts = content.get("parts") if isinstance(content.get("parts"), list) else []
     text = "\n".join(part for part in parts if isinstance(part, str)).strip()
@@ -139,6 +141,8 @@ def current_branch(conversation: dict, index: int) -> list[dict]:
     branch: list[dict] = []
     seen: set[str] = set()
     while node_id is not None:
+        if not isinstance(node_id, str):
+            raise MalformedExport(f"Conversation {index + 1} names a message node that is not a string id.")
         if node_id in seen:
             raise MalformedExport(f"Conversation {index + 1} has a cycle in its message tree.")
         seen.add(node_id)
@@ -162,6 +166,8 @@ def _conversation(raw: object, index: int) -> ExportedConversation:
             role, text = spoken
             turns.append(Turn(speaker=role, role=role, text=text, spoken_at=_moment(message.get("create_time"))))
     external_id = raw.get("conversation_id") or raw.get("id") or ""
+    if not isinstance(external_id, str | int) or isinstance(external_id, bool):
+        external_id = ""
     title = raw.get("title") if isinstance(raw.get("title"), str) else ""
     return ExportedConversation(
         external_id=str(external_id),
@@ -177,11 +183,15 @@ def parse_conversations(data: bytes) -> list[ExportedConversation]:
     if not data.strip():
         raise InvalidInput("The file is empty.", code="empty_file")
     try:
-        raw = json.loads(data.decode("utf-8-sig"))
+        text = data.decode("utf-8-sig")
+        if json_too_deep(text):
+            raise MalformedExport(f"conversations.json is nested deeper than {MAX_JSON_DEPTH} levels.")
+        raw = json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise MalformedExport(
             "conversations.json is not valid JSON; upload the ChatGPT export zip or its conversations.json."
         ) from exc
     if not isinstance(raw, list):
         raise MalformedExport("conversations.json must hold a list of conversations.")
+    text_check(raw, "conversations.json")  # NUL or an unpaired surrogate anywhere: 400, nothing stored
     return [_conversation(item, index) for index, item in enumerate(raw)]

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
+from django.contrib.auth import HASH_SESSION_KEY, get_user_model, login
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
+from django.utils.crypto import salted_hmac
 from django.utils.functional import SimpleLazyObject
 from rest_framework import authentication, permissions
 
@@ -30,16 +31,49 @@ OWNER_USERNAME = "owner"
 PUBLIC_PATHS = ("/api/health/", "/login/", "/api/auth/login/", "/static/")
 
 
+def owner_password_marker() -> str:
+    """What the owner row stores as its password: unusable (it starts with "!"), and a keyed hash of
+    the current ELION_OWNER_PASSWORD, never the password itself.
+
+    Django binds every session to a hash of this field (the session auth hash), so a new owner
+    password, once stored here, ends every session opened under the old one: rotation.
+    """
+    return "!elion:" + salted_hmac("elion.owner-password", settings.ELION_OWNER_PASSWORD or "").hexdigest()
+
+
+_marker_synced: list[str] = []  # the marker this process last stored (one check per request, a write per change)
+
+
 def get_owner_user() -> AbstractBaseUser:
-    """The owner's user row, created on first use."""
+    """The owner's user row, created on first use, its password marker the current one."""
     user_model = get_user_model()
+    marker = owner_password_marker()
     user, created = user_model.objects.get_or_create(
-        username=OWNER_USERNAME, defaults={"is_staff": True, "is_superuser": True}
+        username=OWNER_USERNAME, defaults={"is_staff": True, "is_superuser": True, "password": marker}
     )
-    if created:
-        user.set_unusable_password()
+    if user.password != marker:
+        user.password = marker
         user.save(update_fields=["password"])
+    _marker_synced[:] = [marker]
     return user
+
+
+def owner_credentials_sync() -> None:
+    """Store the current password marker if this process has not yet (the first request after a rotation)."""
+    if _marker_synced != [owner_password_marker()]:
+        get_owner_user()
+
+
+def owner_login(request: HttpRequest) -> None:
+    """Open the owner's session (page and API login), bound to the current password."""
+    login(request, get_owner_user())
+
+
+def session_is_current(session: Mapping[str, object]) -> bool:
+    """Was this session opened by the owner under the password in force now?"""
+    stored = session.get(HASH_SESSION_KEY)
+    current = get_owner_user().get_session_auth_hash()
+    return isinstance(stored, str) and hmac.compare_digest(stored, current)
 
 
 def check_owner_password(candidate: str) -> bool:
@@ -77,6 +111,7 @@ def origin_is_cross_site(origin: str | None, host: str) -> bool:
 
 
 def owner_session_active(request: HttpRequest) -> bool:
+    """The owner's session, opened under the current password (Django's session auth hash ends older ones)."""
     user = getattr(request, "user", None)
     return bool(user is not None and user.is_authenticated and user.username == OWNER_USERNAME)
 
@@ -99,6 +134,8 @@ class OwnerAccessMiddleware:
             request.user = SimpleLazyObject(get_owner_user)
             return self.get_response(request)
 
+        # Before the session's user is read: a rotated password is stored, so older sessions no longer verify.
+        owner_credentials_sync()
         if bearer_token_matches(request):
             request.user = get_owner_user()
             request.elion_bearer = True

@@ -53,3 +53,12 @@ def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith("/api/"):
         return JsonResponse({"error": "not_found", "detail": "No such API path."}, status=404)
     return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """`handler500`: an error no view or middleware answered is the JSON shape under /api/, the HTML page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            {"error": "internal_error", "detail": "The request failed inside the app; it has been logged."}, status=500
+        )
+    return defaults.server_error(request)

@@ -12,14 +12,17 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from elion.host_guard import HostGuard  # noqa: E402
 from elion.loopback_guard import LoopbackGuard  # noqa: E402
 from elion.routing import websocket_urlpatterns  # noqa: E402
 
 application = LoopbackGuard(
-    ProtocolTypeRouter(
-        {
-            "http": django_asgi_app,
-            "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
-        }
+    HostGuard(
+        ProtocolTypeRouter(
+            {
+                "http": django_asgi_app,
+                "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
+            }
+        )
     )
 )

@@ -64,6 +64,27 @@ def int_or_default(name: str, default: int, *, minimum: int = 1) -> int:
     return value if value >= minimum else default
 
 
+def host_list(name: str) -> list[str]:
+    """A comma-separated list of host names (lower-cased; `.example.com` matches its subdomains)."""
+    hosts = [part.strip().lower() for part in text(name).split(",") if part.strip()]
+    for host in hosts:
+        if host == "*" or "/" in host or ":" in host.strip("[]") and not host.startswith("["):
+            raise ConfigurationError(
+                f"{name} lists host names without scheme, port or wildcard '*' (e.g. chat.example.org), got {host!r}"
+            )
+    return hosts
+
+
+def origin_list(name: str) -> list[str]:
+    """A comma-separated list of origins (`https://chat.example.org`, optionally with a port)."""
+    origins = [part.strip().rstrip("/") for part in text(name).split(",") if part.strip()]
+    for origin in origins:
+        scheme, _, rest = origin.partition("://")
+        if scheme not in ("http", "https") or not rest or "/" in rest:
+            raise ConfigurationError(f"{name} lists origins like https://chat.example.org, got {origin!r}")
+    return origins
+
+
 def choice(name: str, default: str, allowed: set[str]) -> str:
     value = text(name, default)
     if value not in allowed:
@@ -72,9 +93,35 @@ def choice(name: str, default: str, allowed: set[str]) -> str:
 
 
 def data_dir() -> Path:
+    """ELION_DATA_DIR (default ./var), readable by this user only (0700; an existing one is fixed)."""
     path = Path(text("ELION_DATA_DIR", "./var")).resolve()
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _restrict(path, 0o700)
     return path
+
+
+def private_file(path: Path) -> Path:
+    """Make `path` (created empty if missing) and its SQLite `-wal`/`-shm` companions readable by this user only.
+
+    SQLite creates its WAL and shared-memory files with the database file's
+    mode, so a database created here 0600 keeps them 0600 too.
+    """
+    path = Path(path)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    for candidate in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if candidate.exists():
+            _restrict(candidate, 0o600)
+    return path
+
+
+def _restrict(path: Path, mode: int) -> None:
+    try:
+        if path.stat().st_mode & 0o777 != mode:
+            path.chmod(mode)
+    except PermissionError:
+        pass  # not ours to change (a shared mount); the owner of the path decides
 
 
 def secret_key(directory: Path) -> str:
@@ -84,11 +131,14 @@ def secret_key(directory: Path) -> str:
         return configured
     key_file = directory / "secret_key"
     if key_file.exists():
+        _restrict(key_file, 0o600)
         return key_file.read_text().strip()
     key = secrets.token_urlsafe(50)
-    # Write then rename so two processes starting together never read half a key.
+    # Created 0600 (never readable by others, not even for a moment), then renamed into place
+    # so two processes starting together never read half a key.
     tmp = key_file.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(key)
-    tmp.chmod(0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(key)
     os.replace(tmp, key_file)
     return key_file.read_text().strip()

@@ -10,16 +10,28 @@ inside a form catch it themselves.
 
 from __future__ import annotations
 
+import logging
+
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.utils.deprecation import MiddlewareMixin
 
 from elion.api_errors import page_not_found
 from elion.errors import NotFound, ServiceError
 
+logger = logging.getLogger(__name__)
+
+
+INTERNAL_ERROR = {"error": "internal_error", "detail": "The request failed inside the app; it has been logged."}
+
 
 class ServiceErrorMiddleware(MiddlewareMixin):
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, ServiceError):
+            if request.path.startswith("/api/") and not isinstance(exception, Http404 | PermissionDenied):
+                # A bug, not bad input: the API still answers its JSON shape, and it is logged once.
+                logger.error("unexpected error on %s %s", request.method, request.path, exc_info=exception)
+                return JsonResponse(INTERNAL_ERROR, status=500)
             return None
         if request.path.startswith("/api/"):
             return JsonResponse(exception.as_dict(), status=exception.status)

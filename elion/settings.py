@@ -24,7 +24,16 @@ ELION_OWNER_PASSWORD = env.optional_text("ELION_OWNER_PASSWORD")
 ELION_API_TOKEN = env.optional_text("ELION_API_TOKEN")
 ELION_PROTECTED = ELION_OWNER_PASSWORD is not None
 
-ALLOWED_HOSTS = env.text("ELION_ALLOWED_HOSTS", "*").split(",")
+# Hosts (DNS rebinding): loopback names always; any other name only with protection on and
+# listed in ELION_ALLOWED_HOSTS. `elion.host_guard` refuses other Host headers on HTTP and WebSocket.
+LOOPBACK_HOST_NAMES = ["localhost", "127.0.0.1", "[::1]"]
+ELION_ALLOWED_HOSTS = env.host_list("ELION_ALLOWED_HOSTS")
+if ELION_ALLOWED_HOSTS and not ELION_PROTECTED:
+    raise env.ConfigurationError(
+        "ELION_ALLOWED_HOSTS names hosts other than loopback, which needs ELION_OWNER_PASSWORD: "
+        "without it Elion serves loopback only."
+    )
+ALLOWED_HOSTS = [*LOOPBACK_HOST_NAMES, *ELION_ALLOWED_HOSTS]
 
 INSTALLED_APPS = [
     "daphne",
@@ -43,6 +52,8 @@ INSTALLED_APPS = [
     "memories",
     "continuity",
     "archive",
+    # The project package: the login throttle's rows (`elion.models`).
+    "elion",
 ]
 
 MIDDLEWARE = [
@@ -50,11 +61,14 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # NUL bytes and unpaired surrogates in query strings and page forms → 400 `invalid_characters`.
+    "elion.input_checks.InputCheckMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "elion.access.OwnerAccessMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    # Service errors a page view lets rise: NotFound → the 404 page, others → their status.
+    # Service errors a page view lets rise: NotFound → the 404 page, others → their status;
+    # under /api/ any other exception is the JSON `internal_error` (logged once).
     "elion.service_errors.ServiceErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -115,6 +129,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # per request cost ~4 ms a send (bench/send_overhead.py).
     DATABASES["default"]["ENGINE"] = "elion.db.backends.sqlite3"
 DATABASE_IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
+if not DATABASE_IS_POSTGRES and str(DATABASES["default"]["NAME"]) != ":memory:":
+    # The database holds session keys: this user only (0600, with its -wal and -shm files).
+    env.private_file(Path(DATABASES["default"]["NAME"]))
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -155,6 +172,18 @@ SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 LOGIN_URL = "/login/"
 
+# Serving on a network: behind a TLS-terminating proxy (nginx, Caddy) that sets X-Forwarded-Proto.
+# Trusted origins are the https:// origins browsers will send (CSRF), e.g. https://chat.example.org.
+ELION_BEHIND_TLS_PROXY = env.boolean("ELION_BEHIND_TLS_PROXY", False)
+CSRF_TRUSTED_ORIGINS = env.origin_list("ELION_TRUSTED_ORIGINS")
+if ELION_BEHIND_TLS_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env.integer("ELION_HSTS_SECONDS", 31_536_000, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = False  # the owner's other sites under the same name are not ours to decide
+    SECURE_SSL_REDIRECT = False  # the proxy redirects plain HTTP; the app behind it sees HTTP on loopback
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False
@@ -176,9 +205,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["elion.access.IsOwner"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
-        "rest_framework.parsers.MultiPartParser",
-        "rest_framework.parsers.FormParser",
+        # DRF's parsers behind the input checks: NUL, unpaired surrogates, JSON deeper than 64 levels.
+        "elion.input_checks.CheckedJSONParser",
+        "elion.input_checks.CheckedMultiPartParser",
+        "elion.input_checks.CheckedFormParser",
     ],
     "EXCEPTION_HANDLER": "elion.api_errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -255,7 +285,9 @@ ELION_MAX_TOOL_ROUNDS = env.integer("ELION_MAX_TOOL_ROUNDS", 4, minimum=1)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # The provider key never reaches a log line, whole or in part.
+    "filters": {"redact_key": {"()": "elion.redaction.KeyRedactingFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact_key"]}},
     "root": {"handlers": ["console"], "level": env.text("ELION_LOG_LEVEL", "INFO")},
     "loggers": {
         "django.channels.server": {"level": "WARNING"},

@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 handler404 = "elion.api_errors.page_not_found"
+handler500 = "elion.api_errors.server_error"
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -98,7 +98,7 @@ def write_bytes(store: Path, data: bytes, sha256: str) -> None:
 
 
 def _publish(tmp: Path, target: Path) -> None:
-    os.chmod(tmp, 0o444)  # blobs are immutable; a store is changed only by adding or removing whole blobs
+    os.chmod(tmp, 0o400)  # immutable and private: a store changes only by adding or removing whole blobs
     for attempt in range(3):
         target.parent.mkdir(parents=True, exist_ok=True)
         try:

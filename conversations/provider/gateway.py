@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 
 import openai
 
+from elion.redaction import redact_secret
+
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 OFFLINE_ROUTE = "offline-demo"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -317,15 +319,10 @@ def _lost() -> ProviderError:
     return ProviderError("provider_connection_lost", "The model provider's stream ended before the reply finished.")
 
 
-_KEYLIKE = re.compile(r"\b(sk|key|rk)-[\w\-*.]+", re.IGNORECASE)
-
-
 def _clip(value: object, api_key: str | None) -> str:
-    """Provider messages may quote (part of) the key; scrub before showing them."""
+    """Provider messages may quote (part of) the key; scrub before showing them (and before clipping)."""
     text = str(getattr(value, "message", None) or value)
-    if api_key:
-        text = text.replace(api_key, "[redacted]")
-    return _KEYLIKE.sub("[redacted]", text)[:200].rstrip(".")
+    return redact_secret(text, api_key)[:200].rstrip(".")
 
 
 def _map_error(exc: openai.APIError, api_key: str) -> ProviderError:

@@ -11,7 +11,6 @@ from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.contrib.auth import login
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils.decorators import method_decorator
@@ -51,6 +50,8 @@ from conversations.web import schema as docs
 from conversations.web import serializers as s
 from elion import access
 from elion.errors import InvalidInput, NotFound, ServiceError
+from elion.input_checks import json_load_checked
+from elion.login_throttle import login_failed, login_retry_after, login_succeeded
 
 
 def validated(serializer_class: type[serializers.Serializer], data: object) -> dict:
@@ -80,13 +81,22 @@ class LoginView(APIView):
 
     @extend_schema(request=docs.LoginSerializer, responses={200: docs.HealthSerializer, 401: docs.ErrorSerializer})
     def post(self, request: Request) -> Response:
+        retry_after = login_retry_after(request._request)
+        if retry_after is not None:
+            return Response(
+                {"error": "too_many_attempts", "detail": f"Too many wrong passwords; try again in {retry_after} s."},
+                status=status.HTTP_429_TOO_MANY_REQUESTS,
+                headers={"Retry-After": str(retry_after)},
+            )
         password = request.data.get("password") if isinstance(request.data, dict) else None
         if not isinstance(password, str) or not access.check_owner_password(password):
+            login_failed(request._request)
             return Response(
                 {"error": "invalid_credentials", "detail": "That password is not the owner's."},
                 status=status.HTTP_401_UNAUTHORIZED,
             )
-        login(request._request, access.get_owner_user())
+        login_succeeded(request._request)
+        access.owner_login(request._request)
         return Response({"status": "ok"})
 
 
@@ -258,10 +268,7 @@ async def collect_json(prepared: PreparedReply) -> JsonResponse:
 
 
 def parse_json_body(request: HttpRequest) -> dict:
-    try:
-        payload = json.loads(request.body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput("The body is not valid JSON.", code="malformed_request") from exc
+    payload = json_load_checked(request.body or b"{}")
     if not isinstance(payload, dict):
         raise InvalidInput("The body must be a JSON object.", code="malformed_request")
     return payload

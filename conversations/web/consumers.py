@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Coroutine
+from importlib import import_module
 
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -42,10 +42,16 @@ from conversations.sending.prepare import retry_prepare, send_prepare
 from conversations.sending.stop import reply_stop
 from conversations.sending.watch import ReplyWatch, live_reply_id, parse_after_seq
 from conversations.web import serializers
-from elion.access import OWNER_USERNAME, origin_is_cross_site
-from elion.errors import NotFound, ServiceError
+from elion.access import OWNER_USERNAME, origin_is_cross_site, session_is_current
+from elion.errors import InvalidInput, NotFound, ServiceError
+from elion.input_checks import json_load_checked
 
 logger = logging.getLogger(__name__)
+
+# `decode_json`'s answer for a frame the input checks refused (not a type a client can send: it holds a space).
+REJECTED_FRAME = "rejected frame"
+# How often an open socket re-checks its session (issue: closed within 30 s of logout or rotation).
+SESSION_CHECK_SECONDS = 10.0
 
 
 def _header(scope: dict, name: bytes) -> str | None:
@@ -67,7 +73,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=4403)
             return
         user = self.scope.get("user")
-        if settings.ELION_PROTECTED and not (user and user.is_authenticated and user.username == OWNER_USERNAME):
+        if settings.ELION_PROTECTED and not (
+            user and user.is_authenticated and user.username == OWNER_USERNAME and await self._session_current()
+        ):
             await self.close(code=4401)
             return
         try:
@@ -80,6 +88,29 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         self.conversation_id = conversation.id
         await self.accept()
         self._spawn(self._handle_in_order())
+        if settings.ELION_PROTECTED:
+            self._spawn(self._session_watch())
+
+    async def _session_current(self) -> bool:
+        """The socket's session still exists (no logout) and was opened with the current password."""
+        session = self.scope.get("session")
+        key = getattr(session, "session_key", None)
+        if not key:
+            return False
+
+        def check() -> bool:
+            store = import_module(settings.SESSION_ENGINE).SessionStore(session_key=key)
+            return store.exists(key) and session_is_current(store.load())
+
+        return await sync_to_async(check)()
+
+    async def _session_watch(self) -> None:
+        """Logout or a password rotation closes this socket within SESSION_CHECK_SECONDS."""
+        while True:
+            await asyncio.sleep(SESSION_CHECK_SECONDS)
+            if not await self._session_current():
+                await self.close(code=4401)
+                return
 
     def _spawn(self, coroutine: Coroutine[object, object, None]) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
@@ -118,6 +149,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     async def _handle(self, content: dict) -> None:
         kind = content.get("type") if isinstance(content, dict) else None
+        if kind == REJECTED_FRAME:
+            raise InvalidInput(content["detail"], code=content["error"])
         if kind == "watch":
             await self._watch(content)
             return
@@ -181,7 +214,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "stopped", "message": body, "settled": settled})
 
     async def decode_json(self, text_data: str) -> object:
+        # The same checks as every JSON body (depth, NUL, surrogates): a bad frame is answered, never a 1011 close.
         try:
-            return json.loads(text_data)
-        except json.JSONDecodeError:
-            return {"type": "__malformed__"}
+            return json_load_checked(text_data)
+        except InvalidInput as exc:
+            return {"type": REJECTED_FRAME, **exc.as_dict()}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth import login, logout
+from django.contrib.auth import logout
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -21,6 +21,7 @@ from conversations.visibility.selectors import chat_visibility
 from conversations.web import page_selectors
 from elion import access
 from elion.errors import ServiceError
+from elion.login_throttle import login_failed, login_retry_after, login_succeeded
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -32,14 +33,23 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def login_page(request: HttpRequest) -> HttpResponse:
-    error = ""
+    error, status = "", 200
     if request.method == "POST":
+        retry_after = login_retry_after(request)
+        if retry_after is not None:
+            response = render(
+                request, "login.html", {"error": f"Too many wrong passwords; try again in {retry_after} s."}, status=429
+            )
+            response["Retry-After"] = str(retry_after)
+            return response
         if access.check_owner_password(request.POST.get("password", "")):
-            login(request, access.get_owner_user())
+            login_succeeded(request)
+            access.owner_login(request)
             target = request.GET.get("next") or "/"
             return redirect(target if target.startswith("/") and not target.startswith("//") else "/")
-        error = "That password is not the owner's."
-    return render(request, "login.html", {"error": error}, status=401 if error else 200)
+        login_failed(request)
+        error, status = "That password is not the owner's.", 401
+    return render(request, "login.html", {"error": error}, status=status)
 
 
 @require_POST

@@ -16,6 +16,18 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, host: str, **options: object) -> None:
         if settings.ELION_PROTECTED:
+            if not is_loopback_host(host) and not settings.ELION_ALLOWED_HOSTS:
+                raise CommandError(
+                    f"Refusing to bind {host}: only loopback host names are served until ELION_ALLOWED_HOSTS "
+                    "lists the names (or addresses) clients will use, e.g. ELION_ALLOWED_HOSTS=chat.example.org."
+                )
+            if not is_loopback_host(host) and not settings.ELION_BEHIND_TLS_PROXY:
+                # Allowed (a trusted LAN is the owner's call), but the password and cookies cross it in clear.
+                self.stderr.write(
+                    f"Warning: serving {host} over plain HTTP: the owner password and session cookies travel "
+                    "unencrypted. Put a TLS proxy in front and set ELION_BEHIND_TLS_PROXY=1 (README, "
+                    "\"Serving on a network\")."
+                )
             self.stdout.write(f"Owner password protection is on; binding {host} is allowed.")
             return
         if not is_loopback_host(host):

@@ -97,7 +97,11 @@ def test_without_a_password_the_app_refuses_to_bind_beyond_loopback():
     call_command("check_bind", host="::1")
 
 
-def test_with_a_password_any_bind_is_allowed(protected):
+def test_with_a_password_a_network_bind_needs_the_served_host_names(protected):
+    with pytest.raises(CommandError, match="ELION_ALLOWED_HOSTS"):
+        call_command("check_bind", host="0.0.0.0")
+    call_command("check_bind", host="127.0.0.1")
+    protected.ELION_ALLOWED_HOSTS = ["chat.example.org"]
     call_command("check_bind", host="0.0.0.0")
 
 
