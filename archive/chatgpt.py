@@ -7,24 +7,32 @@ keep that branch only. Only what was said between the owner and the assistant
 is kept: no system or tool messages, no hidden context, no messages addressed
 to a tool, no image parts.
 
-The whole file is read and checked before anything is stored, so a malformed
-export is rejected with nothing imported. The zip is never extracted to disk:
-only `conversations.json` is read, with its unpacked size capped.
+The file is parsed as a stream (ijson), one conversation at a time, so
+memory stays bounded whatever the file holds (a 31 KB zip of 30 MB of `{}`
+no longer builds millions of objects); it is all checked before anything is
+stored, so a malformed export is rejected with nothing imported. The zip is
+never extracted to disk: only `conversations.json` is read, with its
+unpacked size capped and an implausible compression ratio refused.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import io
+import itertools
 import posixpath
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import BinaryIO
 
+import ijson
+
 from archive.parsing import Turn
-from archive.uploads import read_limited, too_large
+from archive.uploads import too_large
 from elion.errors import InvalidInput
-from elion.input_checks import MAX_JSON_DEPTH, json_too_deep, text_check
+from elion.input_checks import text_check
 
 CONVERSATIONS_MEMBER = "conversations.json"
 _SPOKEN_CONTENT_TYPES = {"text", "multimodal_text"}
@@ -58,49 +66,77 @@ def _unsafe_member(name: str) -> bool:
     return ".." in name.split("/")
 
 
-def _conversations_json_from_zip(stream: BinaryIO, limits: ExportLimits) -> bytes:
+# Text JSON compresses about 5-15:1; far beyond that the member is a zip bomb, not an export.
+MAX_COMPRESSION_RATIO = 100
+RATIO_CHECKED_ABOVE = 1024**2  # small members may compress as well as they like
+
+
+class _Limited(io.RawIOBase):
+    """A read-only view of `inner` that refuses to give more than `limit` bytes (the declared size is not trusted)."""
+
+    def __init__(self, inner: BinaryIO, limit: int, what: str) -> None:
+        self.inner, self.left, self.limit, self.what = inner, limit, limit, what
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:
+        data = self.inner.read(min(len(buffer), self.left + 1))
+        if len(data) > self.left:
+            raise too_large(self.what, self.limit)
+        self.left -= len(data)
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _zip_member(archive: zipfile.ZipFile, limits: ExportLimits) -> zipfile.ZipInfo:
+    members = archive.infolist()
+    if len(members) > limits.max_members:
+        raise InvalidInput(
+            f"The zip lists {len(members):,} files; at most {limits.max_members:,} are accepted.",
+            code="zip_too_many_members",
+        )
+    unsafe = next((m.filename for m in members if _unsafe_member(m.filename)), None)
+    if unsafe is not None:
+        raise InvalidInput(
+            f"The zip contains an unsafe path ({unsafe[:80]!r}); nothing was imported.", code="zip_unsafe_path"
+        )
+    candidates = [m for m in members if posixpath.basename(m.filename) == CONVERSATIONS_MEMBER]
+    if not candidates:
+        raise MalformedExport(
+            "The zip has no conversations.json; is it a ChatGPT data export?", code="missing_conversations_json"
+        )
+    member = min(candidates, key=lambda m: m.filename.count("/"))
+    if member.flag_bits & 0x1:
+        raise InvalidInput("The zip is encrypted.", code="zip_encrypted")
+    if member.file_size > limits.max_json_bytes:
+        raise too_large("conversations.json", limits.max_json_bytes)
+    if member.file_size > RATIO_CHECKED_ABOVE and member.file_size > MAX_COMPRESSION_RATIO * max(member.compress_size, 1):
+        raise InvalidInput(
+            f"conversations.json unpacks to {member.file_size // max(member.compress_size, 1):,} times its packed "
+            "size, which no real export does; nothing was imported.",
+            code="zip_implausible_ratio",
+        )
+    return member
+
+
+@contextlib.contextmanager
+def export_json_stream(stream: BinaryIO, limits: ExportLimits) -> Iterator[BinaryIO]:
+    """The bytes of conversations.json as a stream, from the zip or the file itself, capped at the limit."""
+    stream.seek(0)
+    if not zipfile.is_zipfile(stream):
+        stream.seek(0)
+        yield io.BufferedReader(_Limited(stream, limits.max_json_bytes, "conversations.json"))
+        return
+    stream.seek(0)
     try:
         archive = zipfile.ZipFile(stream)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise MalformedExport("The zip file is damaged and cannot be read.", code="bad_zip") from exc
     with archive:
-        members = archive.infolist()
-        if len(members) > limits.max_members:
-            raise InvalidInput(
-                f"The zip lists {len(members):,} files; at most {limits.max_members:,} are accepted.",
-                code="zip_too_many_members",
-            )
-        unsafe = next((m.filename for m in members if _unsafe_member(m.filename)), None)
-        if unsafe is not None:
-            raise InvalidInput(
-                f"The zip contains an unsafe path ({unsafe[:80]!r}); nothing was imported.", code="zip_unsafe_path"
-            )
-        candidates = [m for m in members if posixpath.basename(m.filename) == CONVERSATIONS_MEMBER]
-        if not candidates:
-            raise MalformedExport(
-                "The zip has no conversations.json; is it a ChatGPT data export?", code="missing_conversations_json"
-            )
-        member = min(candidates, key=lambda m: m.filename.count("/"))
-        if member.flag_bits & 0x1:
-            raise InvalidInput("The zip is encrypted.", code="zip_encrypted")
-        if member.file_size > limits.max_json_bytes:
-            raise too_large("conversations.json", limits.max_json_bytes)
-        try:
-            with archive.open(member) as inner:
-                return read_limited(inner, limits.max_json_bytes, "conversations.json")
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-            # zlib errors surface as zipfile/OS errors; CRC mismatches as BadZipFile.
-            raise MalformedExport("The zip file is damaged and cannot be read.", code="bad_zip") from exc
-
-
-def read_export_bytes(stream: BinaryIO, limits: ExportLimits) -> bytes:
-    """The bytes of conversations.json, from the zip or the file itself."""
-    stream.seek(0)
-    if zipfile.is_zipfile(stream):
-        stream.seek(0)
-        return _conversations_json_from_zip(stream, limits)
-    stream.seek(0)
-    return read_limited(stream, limits.max_json_bytes, "conversations.json")
+        member = _zip_member(archive, limits)
+        with archive.open(member) as inner:
+            yield io.BufferedReader(_Limited(inner, limits.max_json_bytes, "conversations.json"))
 
 
 def _moment(value: object) -> datetime | None:
@@ -178,20 +214,28 @@ def _conversation(raw: object, index: int) -> ExportedConversation:
     )
 
 
-def parse_conversations(data: bytes) -> list[ExportedConversation]:
-    """Every conversation's current branch; any structural fault rejects the whole file."""
-    if not data.strip():
-        raise InvalidInput("The file is empty.", code="empty_file")
+def parse_conversations(stream: io.BufferedReader) -> list[ExportedConversation]:
+    """Every conversation's current branch, read one conversation at a time; any structural fault
+    rejects the whole file (nothing is stored before this returns)."""
     try:
-        text = data.decode("utf-8-sig")
-        if json_too_deep(text):
-            raise MalformedExport(f"conversations.json is nested deeper than {MAX_JSON_DEPTH} levels.")
-        raw = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        if not stream.peek(1):
+            raise InvalidInput("The file is empty.", code="empty_file")
+        if stream.peek(3)[:3] == b"\xef\xbb\xbf":
+            stream.read(3)  # a UTF-8 byte order mark
+        events = ijson.parse(stream, use_float=True)
+        first = next(events)
+        if first[1] != "start_array":
+            raise MalformedExport("conversations.json must hold a list of conversations.")
+        conversations = []
+        for index, item in enumerate(ijson.items(itertools.chain([first], events), "item")):
+            # NUL or an unpaired surrogate anywhere: 400, nothing stored.
+            text_check(item, f"conversation {index + 1}")
+            conversations.append(_conversation(item, index))
+        return conversations
+    except ijson.JSONError as exc:
         raise MalformedExport(
             "conversations.json is not valid JSON; upload the ChatGPT export zip or its conversations.json."
         ) from exc
-    if not isinstance(raw, list):
-        raise MalformedExport("conversations.json must hold a list of conversations.")
-    text_check(raw, "conversations.json")  # NUL or an unpaired surrogate anywhere: 400, nothing stored
-    return [_conversation(item, index) for index, item in enumerate(raw)]
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        # zlib errors surface as zipfile/OS errors while the member streams; CRC mismatches as BadZipFile.
+        raise MalformedExport("The zip file is damaged and cannot be read.", code="bad_zip") from exc

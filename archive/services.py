@@ -243,8 +243,8 @@ def archive_chatgpt_import(
             max_json_bytes=settings.ELION_ARCHIVE_IMPORT_MAX_JSON_BYTES,
             max_members=settings.ELION_ARCHIVE_IMPORT_MAX_MEMBERS,
         )
-        data = chatgpt.read_export_bytes(upload, limits)
-    conversations = chatgpt.parse_conversations(data)
+        with chatgpt.export_json_stream(upload, limits) as stream:
+            conversations = chatgpt.parse_conversations(stream)
     row = assistant_settings_get()
     owner, assistant = row.owner_name, " ".join(assistant_name.split())[:60] or row.display_name
     summary = ImportSummary()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.utils.deprecation import MiddlewareMixin
 
@@ -22,12 +22,21 @@ from elion.errors import NotFound, ServiceError
 logger = logging.getLogger(__name__)
 
 
+REQUEST_TOO_LARGE = {
+    "error": "request_too_large",
+    "detail": "The request body is larger than the app accepts (send large files as uploads).",
+}
 INTERNAL_ERROR = {"error": "internal_error", "detail": "The request failed inside the app; it has been logged."}
 
 
 class ServiceErrorMiddleware(MiddlewareMixin):
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, ServiceError):
+            if request.path.startswith("/api/") and isinstance(exception, RequestDataTooBig):
+                return JsonResponse(REQUEST_TOO_LARGE, status=413)
+            if request.path.startswith("/api/") and isinstance(exception, SuspiciousOperation | BadRequest):
+                # Django's own refusals of a malformed request (it would answer them 400, as HTML).
+                return JsonResponse({"error": "bad_request", "detail": "The request was malformed."}, status=400)
             if request.path.startswith("/api/") and not isinstance(exception, Http404 | PermissionDenied):
                 # A bug, not bad input: the API still answers its JSON shape, and it is logged once.
                 logger.error("unexpected error on %s %s", request.method, request.path, exc_info=exception)

@@ -305,3 +305,39 @@ def test_key_redaction_in_logs(settings):
     record = logging.LogRecord("x", logging.ERROR, __file__, 1, "provider said %s", (KEY[8:30],), None)
     KeyRedactingFilter().filter(record)
     assert KEY[8:30] not in record.getMessage() and "[redacted]" in record.getMessage()
+
+
+# --- Bounded memory for uploads -------------------------------------------------------------------
+
+
+def _zip_bytes(name: str, data: bytes) -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_bounded_memory_a_zip_bomb_is_refused_by_its_compression_ratio():
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    bomb = _zip_bytes("conversations.json", b"[" + b"{}," * 10_000_000 + b"{}]")  # ~29 KB → 30 MB
+    assert len(bomb) < 64_000
+    response = Client().post("/api/archive/import/chatgpt/", {"file": SimpleUploadedFile("export.zip", bomb)})
+    assert response.status_code == 400 and response.json()["error"] == "zip_implausible_ratio"
+
+
+def test_bounded_memory_an_export_is_read_one_conversation_at_a_time():
+    """A bad first conversation stops the reading: the rest of a 30 MB file is never read, let alone built."""
+    import io
+
+    from archive import chatgpt
+
+    data = b"[" + b"{}," * 10_000_000 + b"{}]"
+    source = io.BytesIO(data)
+    limits = chatgpt.ExportLimits(max_json_bytes=len(data) + 1, max_members=10)
+    with pytest.raises(chatgpt.MalformedExport), chatgpt.export_json_stream(source, limits) as stream:
+        chatgpt.parse_conversations(stream)
+    assert source.tell() < len(data) // 10
