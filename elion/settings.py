@@ -71,6 +71,8 @@ MIDDLEWARE = [
     # under /api/ any other exception is the JSON `internal_error` (logged once).
     "elion.service_errors.ServiceErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Content-Security-Policy on every HTML page (no inline script or style anywhere).
+    "elion.content_security.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "elion.urls"

@@ -237,6 +237,14 @@ def page(browser, request):
     page = context.new_page()
     page.js_errors = []
     page.on("pageerror", lambda error: page.js_errors.append(str(error)))
+    # Content-Security-Policy: chromium reports every blocked script, style or connection on the console.
+    page.csp_violations = []
+    page.on(
+        "console",
+        lambda message: page.csp_violations.append(message.text)
+        if "Content Security Policy" in message.text
+        else None,
+    )
     yield page
     report = getattr(request.node, "report_call", None)
     if report is not None and report.failed:
@@ -247,3 +255,4 @@ def page(browser, request):
         except Exception as exc:  # noqa: BLE001 - a failed screenshot must not hide the real failure
             print(f"screenshot failed: {exc}")
     context.close()
+    assert page.csp_violations == [], "the page broke its Content-Security-Policy"

@@ -341,3 +341,24 @@ def test_bounded_memory_an_export_is_read_one_conversation_at_a_time():
     with pytest.raises(chatgpt.MalformedExport), chatgpt.export_json_stream(source, limits) as stream:
         chatgpt.parse_conversations(stream)
     assert source.tell() < len(data) // 10
+
+
+# --- Content-Security-Policy ---------------------------------------------------------------------
+
+
+def test_content_security_policy_on_every_html_page_and_no_inline_script_or_style():
+    import re
+
+    client = Client()
+    for path in ("/", "/memories/", "/archive/", "/library/", "/settings/", "/characters/", f"/c/{thread().id}/"):
+        response = client.get(path, follow=True)
+        policy = response["Content-Security-Policy"]
+        for directive in ("default-src 'self'", "script-src 'self'", "style-src 'self'", "frame-ancestors 'none'",
+                          "object-src 'none'"):
+            assert directive in policy, (path, directive)
+        html = response.content.decode()
+        # No inline script (a json_script data block is not executed, so CSP allows it).
+        assert not re.search(r"<script(?![^>]*\bsrc=)(?![^>]*application/json)[^>]*>", html), path
+        assert "<style" not in html and ' style="' not in html, path
+        assert not re.search(r"\son[a-z]+=\"", html), path  # no inline event handler
+    assert "Content-Security-Policy" not in Client().get("/api/settings/")  # JSON answers need none
