@@ -38,6 +38,8 @@ class AssistantSettings(models.Model):
     custom_instructions = models.TextField(blank=True, default="")
     archive_access = models.BooleanField(default=False)
     web_search = models.BooleanField(default=False)
+    # Responses API `store`: off, so the provider keeps no response of these conversations.
+    provider_store_responses = models.BooleanField(default=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

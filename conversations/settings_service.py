@@ -12,7 +12,17 @@ from conversations.models import AssistantSettings, Personality
 from elion.errors import InvalidInput
 from memories.snapshots import memory_set_lock
 
-EDITABLE_FIELDS = ("custom_instructions", "personality", "display_name", "owner_name", "archive_access", "web_search")
+EDITABLE_FIELDS = (
+    "custom_instructions",
+    "personality",
+    "display_name",
+    "owner_name",
+    "archive_access",
+    "web_search",
+    "provider_store_responses",
+)
+# Settings no stored prompt reads: saving only these rebuilds nothing.
+OUTSIDE_THE_PROMPT = frozenset({"provider_store_responses"})
 
 
 @transaction.atomic
@@ -36,5 +46,6 @@ def assistant_settings_update(**changes: object) -> AssistantSettings:
     for name, value in changes.items():
         setattr(settings_row, name, value.strip() if isinstance(value, str) else value)
     settings_row.save()
-    static_prompts_rebuild_all()
+    if set(changes) - OUTSIDE_THE_PROMPT:
+        static_prompts_rebuild_all()
     return settings_row

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import openai
+from django.utils.crypto import salted_hmac
 
 from elion.redaction import redact_secret
 
@@ -34,6 +35,16 @@ class ProviderBinding:
     provider_type: str
     model: str
     route_fingerprint: str
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """Per-request wishes the owner's settings and the conversation decide (Responses API only)."""
+
+    # `store`: may the provider keep this response? Private by default.
+    store: bool = False
+    # `prompt_cache_key`: the same opaque key for every request of one conversation (prompt cache hits).
+    cache_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +139,10 @@ def _client(config: ProviderConfig) -> openai.AsyncOpenAI:
 
 
 async def stream_reply(
-    config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    config: ProviderConfig,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    options: RequestOptions = RequestOptions(),  # noqa: B008 - frozen, so one shared default is safe
 ) -> AsyncIterator[ProviderEvent]:
     """Stream one model turn as neutral events; raises ProviderError on any failure."""
     if not config.api_key:
@@ -137,10 +151,13 @@ async def stream_reply(
         return
     if config.api_selector not in ("responses", "chat.completions"):
         raise ProviderError("provider_bad_request", f"Unknown API selector {config.api_selector!r}.")
-    source = _stream_responses if config.api_selector == "responses" else _stream_chat
     try:
-        async for event in source(config, messages, tools or []):
-            yield event
+        if config.api_selector == "responses":
+            async for event in _stream_responses(config, messages, tools or [], options):
+                yield event
+        else:
+            async for event in _stream_chat(config, messages, tools or []):
+                yield event
     except openai.APIError as exc:
         raise _map_error(exc, config.api_key or "") from exc
 
@@ -228,8 +245,25 @@ def _is_builtin(tool: dict[str, Any]) -> bool:
     return tool.get("type", "function") != "function"
 
 
+def conversation_cache_key(conversation_id: object) -> str:
+    """The conversation's `prompt_cache_key`: stable for all its sends, opaque (a keyed hash, never its id)."""
+    return salted_hmac("elion.prompt-cache-key", str(conversation_id)).hexdigest()[:32]
+
+
+# Every Responses request: the provider keeps nothing unless the owner allows it (`store`), and
+# reasoning comes back encrypted (`include`), the only form that can be carried with `store: false`.
+REASONING_INCLUDE = ["reasoning.encrypted_content"]
+
+
+def responses_private_fields(options: RequestOptions) -> dict[str, Any]:
+    fields: dict[str, Any] = {"store": options.store, "include": REASONING_INCLUDE}
+    if options.cache_key:
+        fields["prompt_cache_key"] = options.cache_key
+    return fields
+
+
 async def _stream_responses(
-    config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]], options: RequestOptions
 ) -> AsyncIterator[ProviderEvent]:
     extra: dict[str, Any] = {}
     if tools:
@@ -238,7 +272,7 @@ async def _stream_responses(
         ]
     items = _responses_input(messages)
     stream = await _client(config).responses.create(
-        model=config.model, stream=True, extra_body={"input": items}, **extra
+        model=config.model, stream=True, extra_body={"input": items, **responses_private_fields(options)}, **extra
     )
     async with stream:
         async for event in stream:

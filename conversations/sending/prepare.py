@@ -42,7 +42,7 @@ from conversations.attachments.services import (
 from conversations.characters import access_character
 from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
 from conversations.provider.binding import provider_binding_gate
-from conversations.provider.gateway import ProviderConfig
+from conversations.provider.gateway import ProviderConfig, RequestOptions, conversation_cache_key
 from conversations.sending import tool_loop
 from conversations.sending.commands import FROM_HEAD, ParentChoice, SendCommand
 from conversations.transcript.append import APPENDED_FIELDS, message_append
@@ -70,6 +70,8 @@ class FreshReply:
     # The tools offered to the model for this reply, and what they may see.
     tools: list[dict]
     tool_context: tool_loop.ToolContext
+    # `store` (private by default) and the conversation's prompt cache key.
+    options: RequestOptions
 
 
 @dataclass(frozen=True)
@@ -271,6 +273,9 @@ def _start_reply(context: SendContext, user_message: Message, config: ProviderCo
         request=request,
         tools=tools,
         tool_context=tool_loop.ToolContext(conversation_id=conversation.id, persona=conversation.persona),
+        options=RequestOptions(
+            store=context.settings_row.provider_store_responses, cache_key=conversation_cache_key(conversation.id)
+        ),
     )
 
 

@@ -238,7 +238,7 @@ class ReplyRun:
         message_id = self.prepared.assistant_message_id
         calls: list[provider_gateway.ToolCallRequested] = []
         usage = None
-        async for event in provider_gateway.stream_reply(self.prepared.config, messages, self.prepared.tools):
+        async for event in provider_gateway.stream_reply(self.prepared.config, messages, self.prepared.tools, self.prepared.options):
             self.provider_answered.set()
             if isinstance(event, provider_gateway.TextDelta):
                 if not event.text:

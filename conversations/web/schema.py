@@ -74,6 +74,7 @@ class SettingsSerializer(serializers.Serializer):
     owner_name = serializers.CharField()
     archive_access = serializers.BooleanField()
     web_search = serializers.BooleanField()
+    provider_store_responses = serializers.BooleanField()
 
 
 class FolderOutSerializer(serializers.Serializer):

@@ -71,6 +71,7 @@ def settings_repr(row: AssistantSettings) -> dict:
         "owner_name": row.owner_name,
         "archive_access": row.archive_access,
         "web_search": row.web_search,
+        "provider_store_responses": row.provider_store_responses,
     }
 
 
@@ -85,6 +86,7 @@ class SettingsPatchSerializer(serializers.Serializer):
     owner_name = serializers.CharField(required=False, max_length=100)
     archive_access = serializers.BooleanField(required=False)
     web_search = serializers.BooleanField(required=False)
+    provider_store_responses = serializers.BooleanField(required=False)
 
 
 class FolderSerializer(serializers.Serializer):

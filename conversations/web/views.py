@@ -119,7 +119,7 @@ def message_fragment(request: HttpRequest, conversation_id: str, message_id: str
 
 
 SETTINGS_TEXT_FIELDS = ("owner_name", "display_name", "personality", "custom_instructions")
-SETTINGS_FLAGS = ("archive_access", "web_search")
+SETTINGS_FLAGS = ("archive_access", "web_search", "provider_store_responses")
 
 
 def settings_page(request: HttpRequest) -> HttpResponse:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
@@ -183,8 +184,11 @@ def test_handoff_bubble_template_links_to_source(source):
 def test_branch_button_keeps_one_retry_identity_per_source_until_resolved(source):
     html = render_to_string("chat/_branch_button.html", {"conversation": source})
     assert f'data-branch-source="{source.id}"' in html
-    assert "sessionStorage" in html and "Idempotency-Key" in html
-    assert "elion.branch.pending.${sourceId}" in html and "removeItem" in html
+    # The script lives in static/ (Content-Security-Policy: no inline script); the page loads it.
+    assert 'src="/static/js/branch_button.js"' in html
+    script = (Path(__file__).resolve().parents[2] / "static" / "js" / "branch_button.js").read_text()
+    assert "sessionStorage" in script and "Idempotency-Key" in script
+    assert "elion.branch.pending.${sourceId}" in script and "removeItem" in script
 
 
 @pytest.mark.django_db(transaction=True)

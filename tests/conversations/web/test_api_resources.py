@@ -35,6 +35,7 @@ def test_settings_defaults_and_patch(client):
         "owner_name": "AUMA",
         "archive_access": False,
         "web_search": False,
+        "provider_store_responses": False,  # private by default (README changelog)
     }
     body = client.patch("/api/settings/", {"display_name": "Elion", "web_search": True}, content_type="application/json").json()
     assert body["display_name"] == "Elion" and body["web_search"] is True
