@@ -104,8 +104,12 @@ class ToolCallRequested:
 
 @dataclass(frozen=True)
 class Completed:
+    """The turn ended; the provider's own usage figures (None where it reported none)."""
+
     input_tokens: int | None
     output_tokens: int | None
+    cached_input_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
 
 ProviderEvent = TextDelta | ToolCallRequested | Completed
@@ -245,6 +249,12 @@ def _is_builtin(tool: dict[str, Any]) -> bool:
     return tool.get("type", "function") != "function"
 
 
+def _detail(usage: object, group: str, name: str) -> int | None:
+    """One figure of a usage object's details (`input_tokens_details.cached_tokens`…), None when absent."""
+    value = getattr(getattr(usage, group, None), name, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def conversation_cache_key(conversation_id: object) -> str:
     """The conversation's `prompt_cache_key`: stable for all its sends, opaque (a keyed hash, never its id)."""
     return salted_hmac("elion.prompt-cache-key", str(conversation_id)).hexdigest()[:32]
@@ -282,7 +292,16 @@ async def _stream_responses(
                 yield ToolCallRequested(event.item.call_id, event.item.name, event.item.arguments)
             elif event.type in ("response.completed", "response.incomplete"):
                 usage = event.response.usage
-                yield Completed(usage.input_tokens, usage.output_tokens) if usage else Completed(None, None)
+                yield (
+                    Completed(
+                        usage.input_tokens,
+                        usage.output_tokens,
+                        _detail(usage, "input_tokens_details", "cached_tokens"),
+                        _detail(usage, "output_tokens_details", "reasoning_tokens"),
+                    )
+                    if usage
+                    else Completed(None, None)
+                )
                 return
             elif event.type in ("response.failed", "error"):
                 err = event.response.error if event.type == "response.failed" else event
@@ -309,12 +328,17 @@ async def _stream_chat(
         **extra,
     )
     finished = False
-    usage: tuple[int | None, int | None] = (None, None)
+    usage: tuple[int | None, int | None, int | None, int | None] = (None, None, None, None)
     calls: dict[int, list[str]] = {}  # index → [id, name, arguments so far]
     async with stream:
         async for chunk in stream:
             if chunk.usage is not None:
-                usage = (chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+                usage = (
+                    chunk.usage.prompt_tokens,
+                    chunk.usage.completion_tokens,
+                    _detail(chunk.usage, "prompt_tokens_details", "cached_tokens"),
+                    _detail(chunk.usage, "completion_tokens_details", "reasoning_tokens"),
+                )
             for choice in chunk.choices:
                 if choice.delta.content:
                     yield TextDelta(choice.delta.content)

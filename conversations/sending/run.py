@@ -60,6 +60,9 @@ def _stop_was_requested(message_id: UUID) -> bool:
     return Message.objects.filter(pk=message_id, stop_requested_at__isnull=False).exists()
 
 
+# The provider-reported usage stored on each reply (`metadata.usage`), summed over its tool rounds.
+USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
+
 STOPPED = ("stopped", "Stopped before the reply finished; the partial text is kept.")
 
 
@@ -125,7 +128,7 @@ class ReplyRun:
         self.unflushed = 0
         self.last_flush = float("-inf")  # the first text is persisted at once
         parts: list[dict] = []  # this reply's stored tool calls and results
-        usage = {"input_tokens": None, "output_tokens": None}
+        usage: dict[str, int | None] = dict.fromkeys(USAGE_KEYS)
         loop = asyncio.get_running_loop()
         heartbeat = trailing = None
         try:
@@ -254,7 +257,12 @@ class ReplyRun:
             elif isinstance(event, provider_gateway.ToolCallRequested):
                 calls.append(event)
             elif isinstance(event, provider_gateway.Completed):
-                usage = {"input_tokens": event.input_tokens, "output_tokens": event.output_tokens}
+                usage = {
+                    "input_tokens": event.input_tokens,
+                    "cached_input_tokens": event.cached_input_tokens,
+                    "output_tokens": event.output_tokens,
+                    "reasoning_tokens": event.reasoning_tokens,
+                }
         if usage is None:
             raise ProviderError("provider_connection_lost", "The provider's stream ended before the reply was complete.")
         return calls, usage

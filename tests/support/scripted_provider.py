@@ -85,7 +85,8 @@ class ScriptedReply:
     hold: threading.Event | None = None  # after the first chunk (or hold_after_chunks), block until set
     hold_after_chunks: int = 1
     hold_before_response: threading.Event | None = None  # request recorded, nothing answered until set
-    usage: dict[str, int] | None = None  # {"input_tokens": n, "output_tokens": m}
+    # {"input_tokens": n, "output_tokens": m, "cached_tokens": c, "reasoning_tokens": r} (any may be left out)
+    usage: dict[str, int] | None = None
     finish: bool = True  # False → end the body cleanly but without the completion event / [DONE]
 
     def text_chunks(self) -> list[str]:
@@ -531,6 +532,9 @@ class _Turn:
         words = len(json.dumps(body.get("messages") or body.get("input") or "").split())
         self.input_tokens = int(usage.get("input_tokens", words))
         self.output_tokens = int(usage.get("output_tokens", len(self.chunks) + 4 * len(self.calls)))
+        # Chat Completions servers often report no details at all; the Responses API always does (0 by default).
+        self.cached_tokens = usage.get("cached_tokens")
+        self.reasoning_tokens = usage.get("reasoning_tokens")
 
     # Chat Completions -------------------------------------------------------
     def chunk_base(self) -> dict[str, Any]:
@@ -557,6 +561,12 @@ class _Turn:
             "prompt_tokens": self.input_tokens,
             "completion_tokens": self.output_tokens,
             "total_tokens": self.input_tokens + self.output_tokens,
+            **({"prompt_tokens_details": {"cached_tokens": self.cached_tokens}} if self.cached_tokens is not None else {}),
+            **(
+                {"completion_tokens_details": {"reasoning_tokens": self.reasoning_tokens}}
+                if self.reasoning_tokens is not None
+                else {}
+            ),
         }
 
     def chat_completion(self) -> dict[str, Any]:
@@ -622,9 +632,9 @@ class _Turn:
         done = status == "completed"
         usage = {
             "input_tokens": self.input_tokens,
-            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "input_tokens_details": {"cached_tokens": self.cached_tokens or 0, "cache_write_tokens": 0},
             "output_tokens": self.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": self.reasoning_tokens or 0},
             "total_tokens": self.input_tokens + self.output_tokens,
         }
         return {

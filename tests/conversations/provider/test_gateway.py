@@ -85,7 +85,7 @@ async def test_responses_selector_streams_deltas_and_sends_system_prompt_as_inpu
     provider.script(ScriptedReply(chunks=["Hi", " there", "!"], usage={"input_tokens": 11, "output_tokens": 3}))
     events = await collect(config_for(provider, "responses"), CHAT)
 
-    assert events == [TextDelta("Hi"), TextDelta(" there"), TextDelta("!"), Completed(11, 3)]
+    assert events == [TextDelta("Hi"), TextDelta(" there"), TextDelta("!"), Completed(11, 3, cached_input_tokens=0, reasoning_tokens=0)]  # the Responses API reports its details
     request = provider.last_request()
     assert request is not None and request.path == "/v1/responses"
     assert request.body["model"] == "gpt-5.5"
