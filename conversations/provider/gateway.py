@@ -112,7 +112,36 @@ class Completed:
     reasoning_tokens: int | None = None
 
 
-ProviderEvent = TextDelta | ToolCallRequested | Completed
+@dataclass(frozen=True)
+class ProviderWaiting:
+    """The provider asked us to come back (429 or 5xx with Retry-After) before the first token."""
+
+    seconds: float
+
+
+ProviderEvent = TextDelta | ToolCallRequested | Completed | ProviderWaiting
+
+# Retries that respect the provider: only before the first token, only when it says when
+# (Retry-After / retry-after-ms), at most twice and 20 s in all; after the first token, never.
+MAX_PROVIDER_RETRIES = 2
+RETRY_BUDGET_SECONDS = 20.0
+
+
+def _retry_delay(exc: openai.APIError) -> float | None:
+    """Seconds the provider asked us to wait before trying again, or None when this is not a retry."""
+    if not isinstance(exc, openai.APIStatusError) or not (exc.status_code == 429 or exc.status_code >= 500):
+        return None
+    headers = exc.response.headers
+    try:
+        if headers.get("retry-after-ms") is not None:
+            seconds = float(headers["retry-after-ms"]) / 1000
+        elif headers.get("retry-after") is not None:
+            seconds = float(headers["retry-after"])
+        else:
+            return None
+    except ValueError:
+        return None  # an HTTP date or junk: not worth waiting on
+    return seconds if 0 <= seconds <= RETRY_BUDGET_SECONDS else None
 
 
 class ProviderError(Exception):
@@ -155,15 +184,26 @@ async def stream_reply(
         return
     if config.api_selector not in ("responses", "chat.completions"):
         raise ProviderError("provider_bad_request", f"Unknown API selector {config.api_selector!r}.")
-    try:
-        if config.api_selector == "responses":
-            async for event in _stream_responses(config, messages, tools or [], options):
+    waited = 0.0
+    for attempt in range(MAX_PROVIDER_RETRIES + 1):
+        started = False
+        try:
+            if config.api_selector == "responses":
+                source = _stream_responses(config, messages, tools or [], options)
+            else:
+                source = _stream_chat(config, messages, tools or [])
+            async for event in source:
+                started = True
                 yield event
-        else:
-            async for event in _stream_chat(config, messages, tools or []):
-                yield event
-    except openai.APIError as exc:
-        raise _map_error(exc, config.api_key or "") from exc
+            return
+        except openai.APIError as exc:
+            delay = None if started or attempt == MAX_PROVIDER_RETRIES else _retry_delay(exc)
+            if delay is None or waited + delay > RETRY_BUDGET_SECONDS:
+                raise _map_error(exc, config.api_key or "") from exc
+        # Nothing reached the owner yet: say so, honour the provider's Retry-After, ask again.
+        yield ProviderWaiting(delay)
+        await asyncio.sleep(delay)
+        waited += delay
 
 
 # WIRE_AS_IS: the conversation (Responses `input`, Chat Completions `messages`)

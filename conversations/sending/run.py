@@ -256,6 +256,8 @@ class ReplyRun:
                     await self._flush(message_id)
             elif isinstance(event, provider_gateway.ToolCallRequested):
                 calls.append(event)
+            elif isinstance(event, provider_gateway.ProviderWaiting):
+                self.emit("status", {"state": "waiting_for_provider", "retry_in": event.seconds})
             elif isinstance(event, provider_gateway.Completed):
                 usage = {
                     "input_tokens": event.input_tokens,

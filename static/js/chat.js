@@ -153,6 +153,10 @@ class Turn {
       case "tool":
         this.showTool(data);
         break;
+      case "status":
+        // The provider asked us to wait (429/5xx with Retry-After) before the first token.
+        if (data.state === "waiting_for_provider") this.showWaiting(data.retry_in);
+        break;
       case "error":
         // Nothing started (bad input, a reply already streaming, nothing left to watch).
         if (!this.assistantId || (this.kind === "watch" && !this.announced)) {
@@ -177,6 +181,18 @@ class Turn {
     const bubble = body.closest(".message");
     bubble.dataset.tokens = String(estimateTokens(body.textContent));
     if (stick) scrollToBottom();
+  }
+
+  showWaiting(seconds) {
+    const meta = findBubble(this.assistantId)?.querySelector(".message-meta");
+    if (!meta) return;
+    let chip = meta.querySelector(".tool-chip");
+    if (!chip) {
+      chip = document.createElement("span");
+      chip.className = "badge badge-info tool-chip";
+      meta.append(chip);
+    }
+    chip.textContent = `Waiting for the provider (${Math.ceil(Number(seconds) || 0)} s)…`;
   }
 
   showTool({ name, status }) {

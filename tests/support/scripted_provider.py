@@ -81,6 +81,7 @@ class ScriptedReply:
     delay_between_chunks: float = 0.0
     status: int = 200  # >= 400 → OpenAI-style JSON error body with this status
     error_message: str | None = None
+    retry_after: str | None = None  # with status >= 400: the Retry-After header to send
     drop_after_chunks: int | None = None  # send N content chunks (text/argument deltas), then cut
     hold: threading.Event | None = None  # after the first chunk (or hold_after_chunks), block until set
     hold_after_chunks: int = 1
@@ -275,9 +276,11 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             return None
 
-    def _send_json(self, status: int, payload: Any) -> None:
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("x-request-id", f"req_{uuid.uuid4().hex[:16]}")
@@ -359,11 +362,12 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_error(404, f"Unknown control path {path}")
 
-    def _send_error(self, status: int, message: str) -> None:
+    def _send_error(self, status: int, message: str, retry_after: str | None = None) -> None:
         kind, code = _ERROR_KINDS.get(status, ("server_error", "server_error"))
         self._send_json(
             status,
             {"error": {"message": message, "type": kind, "code": code, "param": None}},
+            headers={"Retry-After": retry_after} if retry_after is not None else None,
         )
 
     # -- replies -----------------------------------------------------------
@@ -379,7 +383,9 @@ class _Handler(BaseHTTPRequestHandler):
                 phrase = HTTPStatus(reply.status).phrase
             except ValueError:
                 phrase = "Error"
-            self._send_error(reply.status, reply.error_message or f"Scripted {reply.status} {phrase}")
+            self._send_error(
+                reply.status, reply.error_message or f"Scripted {reply.status} {phrase}", retry_after=reply.retry_after
+            )
             return
         stream = bool(body.get("stream"))
         if not stream and reply.drop_after_chunks is not None:
