@@ -22,6 +22,7 @@ import io
 import itertools
 import posixpath
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -236,6 +237,6 @@ def parse_conversations(stream: io.BufferedReader) -> list[ExportedConversation]
         raise MalformedExport(
             "conversations.json is not valid JSON; upload the ChatGPT export zip or its conversations.json."
         ) from exc
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        # zlib errors surface as zipfile/OS errors while the member streams; CRC mismatches as BadZipFile.
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, UnicodeDecodeError) as exc:
+        # A damaged member surfaces while it streams: zlib errors, CRC mismatches (BadZipFile), a cut stream.
         raise MalformedExport("The zip file is damaged and cannot be read.", code="bad_zip") from exc

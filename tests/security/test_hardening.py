@@ -362,3 +362,26 @@ def test_content_security_policy_on_every_html_page_and_no_inline_script_or_styl
         assert "<style" not in html and ' style="' not in html, path
         assert not re.search(r"\son[a-z]+=\"", html), path  # no inline event handler
     assert "Content-Security-Policy" not in Client().get("/api/settings/")  # JSON answers need none
+
+
+def test_no_500_a_zip_damaged_in_the_middle_of_its_member_is_a_400():
+    import io
+    import random
+    import zipfile
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    rng = random.Random(7)
+    words = [" ".join(rng.choice(["lantern", "cedar", "tide", "harbour", "moss"]) for _ in range(2_000)) for _ in range(50)]
+    data = json.dumps([{"title": w, "mapping": {}} for w in words]).encode()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("conversations.json", data)
+    damaged = bytearray(buffer.getvalue())
+    middle = len(damaged) // 2
+    damaged[middle : middle + 64] = bytes(64)  # inside the deflate stream, past what the first read sees
+    response = Client().post(
+        "/api/archive/import/chatgpt/", {"file": SimpleUploadedFile("export.zip", bytes(damaged))}
+    )
+    assert response.status_code == 400, response.content[:300]
+    assert response.json()["error"] in ("bad_zip", "malformed_chatgpt_export")
