@@ -29,6 +29,19 @@ class Personality(models.TextChoices):
     REFLECTIVE = "reflective", "Reflective"
 
 
+class ReasoningEffort(models.TextChoices):
+    MINIMAL = "minimal", "Minimal"
+    LOW = "low", "Low"
+    MEDIUM = "medium", "Medium"
+    HIGH = "high", "High"
+
+
+class Verbosity(models.TextChoices):
+    LOW = "low", "Low"
+    MEDIUM = "medium", "Medium"
+    HIGH = "high", "High"
+
+
 class AssistantSettings(models.Model):
     """Singleton (pk=1) holding the owner's settings for the assistant."""
 
@@ -40,6 +53,10 @@ class AssistantSettings(models.Model):
     web_search = models.BooleanField(default=False)
     # Responses API `store`: off, so the provider keeps no response of these conversations.
     provider_store_responses = models.BooleanField(default=False)
+    # Responses API `reasoning.effort`, `text.verbosity`, and whether to ask for (and show) reasoning summaries.
+    reasoning_effort = models.CharField(max_length=10, choices=ReasoningEffort.choices, default=ReasoningEffort.MEDIUM)
+    verbosity = models.CharField(max_length=10, choices=Verbosity.choices, default=Verbosity.MEDIUM)
+    reasoning_summary_shown = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from continuity.prompt_store import static_prompts_rebuild_all
-from conversations.models import AssistantSettings, Personality
+from conversations.models import AssistantSettings, Personality, ReasoningEffort, Verbosity
 from elion.errors import InvalidInput
 from memories.snapshots import memory_set_lock
 
@@ -20,9 +20,14 @@ EDITABLE_FIELDS = (
     "archive_access",
     "web_search",
     "provider_store_responses",
+    "reasoning_effort",
+    "verbosity",
+    "reasoning_summary_shown",
 )
 # Settings no stored prompt reads: saving only these rebuilds nothing.
-OUTSIDE_THE_PROMPT = frozenset({"provider_store_responses"})
+OUTSIDE_THE_PROMPT = frozenset({"provider_store_responses", "reasoning_effort", "verbosity", "reasoning_summary_shown"})
+# Settings with a fixed set of values, each checked against its choices.
+CHOICES = {"personality": Personality, "reasoning_effort": ReasoningEffort, "verbosity": Verbosity}
 
 
 @transaction.atomic
@@ -32,10 +37,9 @@ def assistant_settings_update(**changes: object) -> AssistantSettings:
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise InvalidInput(f"Unknown settings: {', '.join(sorted(unknown))}.", code="unknown_setting")
-    if "personality" in changes and changes["personality"] not in Personality.values:
-        raise InvalidInput(
-            f"personality must be one of {', '.join(Personality.values)}.", code="invalid_personality"
-        )
+    for name, choices in CHOICES.items():
+        if name in changes and changes[name] not in choices.values:
+            raise InvalidInput(f"{name} must be one of {', '.join(choices.values)}.", code=f"invalid_{name}")
     for name in ("display_name", "owner_name"):
         if name in changes and not str(changes[name]).strip():
             raise InvalidInput(f"{name} cannot be empty.", code="invalid_name")

@@ -45,6 +45,11 @@ class RequestOptions:
     store: bool = False
     # `prompt_cache_key`: the same opaque key for every request of one conversation (prompt cache hits).
     cache_key: str | None = None
+    # `reasoning.effort` and `text.verbosity`; None leaves the provider's default.
+    reasoning_effort: str | None = None
+    verbosity: str | None = None
+    # `reasoning.summary: "auto"`: ask for a summary of the reasoning, streamed beside the reply.
+    reasoning_summary: bool = False
 
 
 @dataclass(frozen=True)
@@ -305,10 +310,20 @@ def conversation_cache_key(conversation_id: object) -> str:
 REASONING_INCLUDE = ["reasoning.encrypted_content"]
 
 
-def responses_private_fields(options: RequestOptions) -> dict[str, Any]:
+def responses_request_fields(options: RequestOptions) -> dict[str, Any]:
+    """The owner's and the conversation's wishes as Responses request fields."""
     fields: dict[str, Any] = {"store": options.store, "include": REASONING_INCLUDE}
     if options.cache_key:
         fields["prompt_cache_key"] = options.cache_key
+    reasoning: dict[str, str] = {}
+    if options.reasoning_effort:
+        reasoning["effort"] = options.reasoning_effort
+    if options.reasoning_summary:
+        reasoning["summary"] = "auto"
+    if reasoning:
+        fields["reasoning"] = reasoning
+    if options.verbosity:
+        fields["text"] = {"verbosity": options.verbosity}
     return fields
 
 
@@ -322,7 +337,7 @@ async def _stream_responses(
         ]
     items = _responses_input(messages)
     stream = await _client(config).responses.create(
-        model=config.model, stream=True, extra_body={"input": items, **responses_private_fields(options)}, **extra
+        model=config.model, stream=True, extra_body={"input": items, **responses_request_fields(options)}, **extra
     )
     async with stream:
         async for event in stream:

@@ -40,7 +40,7 @@ from conversations.attachments.services import (
     manifest_ids,
 )
 from conversations.characters import access_character
-from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
+from conversations.models import AssistantSettings, Conversation, Message, MessageKind, MessageStatus, Role
 from conversations.provider.binding import provider_binding_gate
 from conversations.provider.gateway import ProviderConfig, RequestOptions, conversation_cache_key
 from conversations.sending import tool_loop
@@ -273,9 +273,18 @@ def _start_reply(context: SendContext, user_message: Message, config: ProviderCo
         request=request,
         tools=tools,
         tool_context=tool_loop.ToolContext(conversation_id=conversation.id, persona=conversation.persona),
-        options=RequestOptions(
-            store=context.settings_row.provider_store_responses, cache_key=conversation_cache_key(conversation.id)
-        ),
+        options=request_options(context.settings_row, conversation),
+    )
+
+
+def request_options(settings_row: AssistantSettings, conversation: Conversation) -> RequestOptions:
+    """What the owner's settings and this conversation ask of every Responses request of a reply."""
+    return RequestOptions(
+        store=settings_row.provider_store_responses,
+        cache_key=conversation_cache_key(conversation.id),
+        reasoning_effort=settings_row.reasoning_effort,
+        verbosity=settings_row.verbosity,
+        reasoning_summary=settings_row.reasoning_summary_shown,
     )
 
 

@@ -75,6 +75,9 @@ class SettingsSerializer(serializers.Serializer):
     archive_access = serializers.BooleanField()
     web_search = serializers.BooleanField()
     provider_store_responses = serializers.BooleanField()
+    reasoning_effort = serializers.ChoiceField(choices=["minimal", "low", "medium", "high"])
+    verbosity = serializers.ChoiceField(choices=["low", "medium", "high"])
+    reasoning_summary_shown = serializers.BooleanField()
 
 
 class FolderOutSerializer(serializers.Serializer):

@@ -72,6 +72,9 @@ def settings_repr(row: AssistantSettings) -> dict:
         "archive_access": row.archive_access,
         "web_search": row.web_search,
         "provider_store_responses": row.provider_store_responses,
+        "reasoning_effort": row.reasoning_effort,
+        "verbosity": row.verbosity,
+        "reasoning_summary_shown": row.reasoning_summary_shown,
     }
 
 
@@ -87,6 +90,9 @@ class SettingsPatchSerializer(serializers.Serializer):
     archive_access = serializers.BooleanField(required=False)
     web_search = serializers.BooleanField(required=False)
     provider_store_responses = serializers.BooleanField(required=False)
+    reasoning_effort = serializers.CharField(required=False)
+    verbosity = serializers.CharField(required=False)
+    reasoning_summary_shown = serializers.BooleanField(required=False)
 
 
 class FolderSerializer(serializers.Serializer):

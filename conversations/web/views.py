@@ -12,7 +12,7 @@ from continuity.eligibility import outside_quarantine
 from conversations.access import access_conversation, message_in_conversation
 from conversations.assistant_settings import assistant_settings_get
 from conversations.characters import characters_list
-from conversations.models import Persona, Personality
+from conversations.models import Persona, Personality, ReasoningEffort, Verbosity
 from conversations.settings_service import assistant_settings_update
 from conversations.threads.services import conversation_create
 from conversations.transcript.leases import stale_streams_read_as_interrupted
@@ -118,8 +118,8 @@ def message_fragment(request: HttpRequest, conversation_id: str, message_id: str
     return response
 
 
-SETTINGS_TEXT_FIELDS = ("owner_name", "display_name", "personality", "custom_instructions")
-SETTINGS_FLAGS = ("archive_access", "web_search", "provider_store_responses")
+SETTINGS_TEXT_FIELDS = ("owner_name", "display_name", "personality", "custom_instructions", "reasoning_effort", "verbosity")
+SETTINGS_FLAGS = ("archive_access", "web_search", "provider_store_responses", "reasoning_summary_shown")
 
 
 def settings_page(request: HttpRequest) -> HttpResponse:
@@ -142,7 +142,13 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "settings.html",
-        {"settings_row": settings_row, "personalities": Personality.choices, "error": error},
+        {
+            "settings_row": settings_row,
+            "personalities": Personality.choices,
+            "reasoning_efforts": ReasoningEffort.choices,
+            "verbosities": Verbosity.choices,
+            "error": error,
+        },
         status=status,
     )
 

@@ -36,6 +36,9 @@ def test_settings_defaults_and_patch(client):
         "archive_access": False,
         "web_search": False,
         "provider_store_responses": False,  # private by default (README changelog)
+        "reasoning_effort": "medium",
+        "verbosity": "medium",
+        "reasoning_summary_shown": True,
     }
     body = client.patch("/api/settings/", {"display_name": "Elion", "web_search": True}, content_type="application/json").json()
     assert body["display_name"] == "Elion" and body["web_search"] is True
