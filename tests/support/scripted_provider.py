@@ -37,6 +37,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import hashlib
+import hmac
 import json
 import re
 import select
@@ -89,6 +91,12 @@ class ScriptedReply:
     # {"input_tokens": n, "output_tokens": m, "cached_tokens": c, "reasoning_tokens": r} (any may be left out)
     usage: dict[str, int] | None = None
     finish: bool = True  # False → end the body cleanly but without the completion event / [DONE]
+    # Responses only: one reasoning item per entry, emitted before the tool calls and text, with this
+    # summary (streamed when the request asked for `reasoning.summary`; "" for none) and, when the request
+    # asked for `include: ["reasoning.encrypted_content"]`, an encrypted content this provider can verify.
+    reasoning: list[str] = field(default_factory=list)
+    # Responses only: `url_citation` annotations on the text, each {"url", "title", "start", "end"}.
+    citations: list[dict[str, Any]] = field(default_factory=list)
 
     def text_chunks(self) -> list[str]:
         if self.chunks is not None:
@@ -135,6 +143,9 @@ class ScriptedProvider:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.default_reply = ScriptedReply()
+        # Signs the encrypted content of the reasoning items it hands out; change it to play a provider
+        # (a key or a model) that no longer accepts them: such an item is then refused with a 400.
+        self.reasoning_secret = uuid.uuid4().hex
 
     # -- lifecycle -------------------------------------------------------
     def start(self) -> Self:
@@ -333,8 +344,15 @@ class _Handler(BaseHTTPRequestHandler):
         if path not in ("/v1/chat/completions", "/v1/responses"):
             self._send_error(404, f"Unknown path {self.path}")
             return
-        reply = self.provider.next_reply()
         body = body if isinstance(body, dict) else {}
+        if path == "/v1/responses":
+            refusal = _responses_input_refusal(body, self.provider.reasoning_secret)
+            if refusal is not None:
+                code, message = refusal
+                self._send_json(400, {"error": {"message": message, "type": "invalid_request_error", "code": code,
+                                                "param": "input"}})
+                return
+        reply = self.provider.next_reply()
         try:
             self._reply(path, body, reply)
         except _Dropped:
@@ -390,7 +408,7 @@ class _Handler(BaseHTTPRequestHandler):
         stream = bool(body.get("stream"))
         if not stream and reply.drop_after_chunks is not None:
             self._drop()
-        turn = _Turn(body, reply)
+        turn = _Turn(body, reply, self.provider.reasoning_secret)
         if path == "/v1/chat/completions":
             if stream:
                 self._stream_chat(
@@ -460,6 +478,19 @@ class _Handler(BaseHTTPRequestHandler):
         emit("response.created", response=turn.response("in_progress", []))
         emit("response.in_progress", response=turn.response("in_progress", []))
         output: list[dict[str, Any]] = []
+        for number, summary in enumerate(turn.reply.reasoning):
+            idx, item = len(output), turn.reasoning_item(number, summary, "in_progress")
+            emit("response.output_item.added", output_index=idx, item={**item, "summary": [], "encrypted_content": None})
+            if summary and turn.summaries:
+                loc = {"item_id": item["id"], "output_index": idx, "summary_index": 0}
+                emit("response.reasoning_summary_part.added", **loc, part={"type": "summary_text", "text": ""})
+                for piece in _halves(summary):
+                    emit("response.reasoning_summary_text.delta", **loc, delta=piece)
+                emit("response.reasoning_summary_text.done", **loc, text=summary)
+                emit("response.reasoning_summary_part.done", **loc, part={"type": "summary_text", "text": summary})
+            done = turn.reasoning_item(number, summary, "completed")
+            emit("response.output_item.done", output_index=idx, item=done)
+            output.append(done)
         for call in turn.calls:
             idx, item = len(output), turn.function_item(call, "in_progress", "")
             emit("response.output_item.added", output_index=idx, item=item)
@@ -499,14 +530,45 @@ class _Handler(BaseHTTPRequestHandler):
             for piece in turn.chunks:
                 emit("response.output_text.delta", **loc, delta=piece, logprobs=[])
                 self._pace(turn)
+            for index, annotation in enumerate(turn.annotations):
+                emit("response.output_text.annotation.added", **loc, annotation_index=index, annotation=annotation)
             emit("response.output_text.done", **loc, text=turn.text, logprobs=[])
-            emit("response.content_part.done", **loc, part={**part, "text": turn.text})
+            emit("response.content_part.done", **loc, part={**part, "text": turn.text, "annotations": turn.annotations})
             done = turn.message_item(msg_id, "completed", turn.text)
             emit("response.output_item.done", output_index=idx, item=done)
             output.append(done)
         if turn.reply.finish:
             emit("response.completed", response=turn.response("completed", output))
         self._end_stream()
+
+
+def _seal(item_id: str, secret: str) -> str:
+    """The opaque encrypted content of a reasoning item: only this provider, with this secret, accepts it."""
+    return "enc_" + hmac.new(secret.encode(), item_id.encode(), hashlib.sha256).hexdigest() + "." + "x" * 64
+
+
+def _responses_input_refusal(body: dict[str, Any], secret: str) -> tuple[str, str] | None:
+    """What the real Responses API refuses in `input`, as (code, message), or None.
+
+    A `function_call_output` whose call is not earlier in the input; a reasoning item whose
+    encrypted content this provider did not issue (another key or model) or that has none
+    (with `store: false` nothing can be looked up by id).
+    """
+    items = body.get("input") if isinstance(body.get("input"), list) else []
+    calls: set[str] = set()
+    for item in items:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "function_call":
+            calls.add(str(item.get("call_id")))
+        elif kind == "function_call_output" and str(item.get("call_id")) not in calls:
+            return "invalid_request", f"No tool call found for function call output with call_id {item.get('call_id')}."
+        elif kind == "reasoning":
+            item_id, sealed = str(item.get("id")), item.get("encrypted_content")
+            if not sealed:
+                return "invalid_request", f"Item with id '{item_id}' not found. Items are not persisted when `store` is false."
+            if not hmac.compare_digest(str(sealed), _seal(item_id, secret)):
+                return "invalid_encrypted_content", f"The encrypted content for item {item_id} could not be verified."
+    return None
 
 
 def _halves(text: str) -> list[str]:
@@ -518,7 +580,7 @@ def _halves(text: str) -> list[str]:
 class _Turn:
     """Builds the JSON objects for one reply, with field sets taken from the SDK's types."""
 
-    def __init__(self, body: dict[str, Any], reply: ScriptedReply) -> None:
+    def __init__(self, body: dict[str, Any], reply: ScriptedReply, reasoning_secret: str = "") -> None:
         self.reply = reply
         self.model = str(body.get("model") or "scripted-model")
         self.chunks = reply.text_chunks()
@@ -541,6 +603,15 @@ class _Turn:
         # Chat Completions servers often report no details at all; the Responses API always does (0 by default).
         self.cached_tokens = usage.get("cached_tokens")
         self.reasoning_tokens = usage.get("reasoning_tokens")
+        # What the request asked for: reasoning summaries, and encrypted reasoning (with the provider's secret).
+        self.summaries = bool((body.get("reasoning") or {}).get("summary")) if isinstance(body.get("reasoning"), dict) else False
+        include = body.get("include") if isinstance(body.get("include"), list) else []
+        self.reasoning_secret = reasoning_secret if "reasoning.encrypted_content" in include else None
+        self.annotations = [
+            {"type": "url_citation", "url": c["url"], "title": c.get("title", ""),
+             "start_index": c.get("start", 0), "end_index": c.get("end", 0)}
+            for c in reply.citations
+        ]
 
     # Chat Completions -------------------------------------------------------
     def chunk_base(self) -> dict[str, Any]:
@@ -618,8 +689,20 @@ class _Turn:
             "status": status,
         }
 
+    def reasoning_item(self, number: int, summary: str, status: str) -> dict[str, Any]:
+        item_id = f"rs_{self.id}_{number}"
+        return {
+            "type": "reasoning",
+            "id": item_id,
+            "summary": [{"type": "summary_text", "text": summary}] if summary and self.summaries else [],
+            "encrypted_content": _seal(item_id, self.reasoning_secret) if self.reasoning_secret else None,
+            "status": status,
+        }
+
     def message_item(self, msg_id: str, status: str, text: str | None) -> dict[str, Any]:
-        content = [] if text is None else [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
+        content = [] if text is None else [
+            {"type": "output_text", "text": text, "annotations": self.annotations, "logprobs": []}
+        ]
         return {
             "type": "message",
             "id": msg_id,
@@ -629,7 +712,8 @@ class _Turn:
         }
 
     def response_output(self) -> list[dict[str, Any]]:
-        items = [self.function_item(c, "completed", c["arguments_json"]) for c in self.calls]
+        items = [self.reasoning_item(n, summary, "completed") for n, summary in enumerate(self.reply.reasoning)]
+        items += [self.function_item(c, "completed", c["arguments_json"]) for c in self.calls]
         if self.chunks:
             items.append(self.message_item(f"msg_{self.id}", "completed", self.text))
         return items
