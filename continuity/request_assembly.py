@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from continuity.keyword_recall import contains_recall_section
+from conversations.provider.gateway import REASONING_ROLE
 
 ESTIMATE_METHOD = "chars_div_4"
 
@@ -44,7 +45,12 @@ def attachment_tokens(parts: tuple[dict, ...]) -> int:
 
 
 def turn_tokens(turn: HistoryTurn) -> int:
-    tools = sum(estimate_tokens(json.dumps(message, separators=(",", ":"))) for message in turn.tool_messages)
+    # Carried reasoning items are opaque and the provider keeps only those it needs, so they are not estimated.
+    tools = sum(
+        estimate_tokens(json.dumps(message, separators=(",", ":")))
+        for message in turn.tool_messages
+        if message["role"] != REASONING_ROLE
+    )
     return estimate_tokens(turn.content) + tools + attachment_tokens(turn.attachments)
 
 
@@ -129,14 +135,14 @@ def assemble_request(
         messages.append({"role": "system", "content": static_prompt})
     if compacted_summary:
         messages.append({"role": "system", "content": compacted_summary})
-    for turn in kept[:-1]:
+    for turn in kept:
         messages.extend(turn_messages(turn))
-    # Dynamic context sits next to the conversation turns, just before the
-    # current message, and is omitted entirely when empty.
+    # Dynamic context, fresh for each send, comes last, right after the current
+    # message, and is omitted entirely when empty: everything before it is
+    # what the previous send sent plus the turns since, byte for byte, so the
+    # provider's prompt cache can serve that prefix (tests: `test_cache_friendly_*`).
     if dynamic_context:
         messages.append({"role": "system", "content": dynamic_context})
-    if kept:
-        messages.extend(turn_messages(kept[-1]))
     if birth_period and any(
         message["role"] == "system" and contains_recall_section(message["content"]) for message in messages
     ):

@@ -108,6 +108,33 @@ class ToolCallRequested:
 
 
 @dataclass(frozen=True)
+class ReasoningSummaryDelta:
+    """A piece of the provider's summary of its reasoning, streamed before the reply (never speech)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDone:
+    """One finished reasoning output item: opaque encrypted content (None when the provider sent none)
+    and its summary texts. Carried back, in its place, in later requests (`reasoning_message`)."""
+
+    item_id: str
+    encrypted_content: str | None
+    summary: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CitationFound:
+    """A `url_citation` annotation; `start`/`end` are offsets into the text this request streamed."""
+
+    url: str
+    title: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
 class Completed:
     """The turn ended; the provider's own usage figures (None where it reported none)."""
 
@@ -124,7 +151,9 @@ class ProviderWaiting:
     seconds: float
 
 
-ProviderEvent = TextDelta | ToolCallRequested | Completed | ProviderWaiting
+ProviderEvent = (
+    TextDelta | ToolCallRequested | Completed | ProviderWaiting | ReasoningSummaryDelta | ReasoningDone | CitationFound
+)
 
 # Retries that respect the provider: only before the first token, only when it says when
 # (Retry-After / retry-after-ms), at most twice and 20 s in all; after the first token, never.
@@ -222,9 +251,27 @@ async def stream_reply(
 # checks the SDK's own transform leaves every item shape we send unchanged.
 
 
+# A reasoning item travels in the neutral message list as
+# `{"role": "reasoning", "id", "encrypted_content", "summary": [text, ...]}` (`reasoning_message`);
+# only the Responses API takes it back, Chat Completions requests leave it out.
+REASONING_ROLE = "reasoning"
+
+
+def reasoning_message(item_id: str, encrypted_content: str, summary: list[str]) -> dict[str, Any]:
+    return {"role": REASONING_ROLE, "id": item_id, "encrypted_content": encrypted_content, "summary": list(summary)}
+
+
 def _responses_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for m in messages:
+        if m["role"] == REASONING_ROLE:
+            items.append({
+                "type": "reasoning",
+                "id": m["id"],
+                "encrypted_content": m["encrypted_content"],
+                "summary": [{"type": "summary_text", "text": text} for text in m["summary"]],
+            })
+            continue
         if m["role"] == "tool":
             items.append({"type": "function_call_output", "call_id": m["call_id"], "output": m["content"]})
             continue
@@ -240,6 +287,8 @@ def _responses_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     wire: list[dict[str, Any]] = []
     for m in messages:
+        if m["role"] == REASONING_ROLE:
+            continue
         if m["role"] == "tool":
             wire.append({"role": "tool", "tool_call_id": m["call_id"], "content": m["content"]})
         elif m.get("tool_calls"):
@@ -294,6 +343,23 @@ def _is_builtin(tool: dict[str, Any]) -> bool:
     return tool.get("type", "function") != "function"
 
 
+def _url_citations(item: Any, start: int) -> list[CitationFound]:  # noqa: ANN401 - an SDK output message item
+    """The `url_citation` annotations of a finished message item, offsets made relative to the stream's text
+    (`start`: where the item's first text part began). Other annotation kinds are not citations."""
+    found: list[CitationFound] = []
+    for part in item.content or []:
+        if getattr(part, "type", None) != "output_text":
+            continue
+        for annotation in part.annotations or []:
+            if getattr(annotation, "type", None) != "url_citation":
+                continue
+            first, last = annotation.start_index, annotation.end_index
+            if isinstance(first, int) and isinstance(last, int) and isinstance(annotation.url, str):
+                found.append(CitationFound(annotation.url, str(annotation.title or ""), start + first, start + last))
+        start += len(part.text or "")
+    return found
+
+
 def _detail(usage: object, group: str, name: str) -> int | None:
     """One figure of a usage object's details (`input_tokens_details.cached_tokens`…), None when absent."""
     value = getattr(getattr(usage, group, None), name, None)
@@ -339,12 +405,25 @@ async def _stream_responses(
     stream = await _client(config).responses.create(
         model=config.model, stream=True, extra_body={"input": items, **responses_request_fields(options)}, **extra
     )
+    streamed = 0  # characters of text so far: citation offsets are made relative to them
+    message_starts: dict[str, int] = {}
     async with stream:
         async for event in stream:
             if event.type == "response.output_text.delta":
+                streamed += len(event.delta)
                 yield TextDelta(event.delta)
+            elif event.type == "response.reasoning_summary_text.delta":
+                yield ReasoningSummaryDelta(event.delta)
+            elif event.type == "response.output_item.added" and event.item.type == "message":
+                message_starts[event.item.id] = streamed
             elif event.type == "response.output_item.done" and event.item.type == "function_call":
                 yield ToolCallRequested(event.item.call_id, event.item.name, event.item.arguments)
+            elif event.type == "response.output_item.done" and event.item.type == "reasoning":
+                summary = tuple(part.text for part in event.item.summary or [] if isinstance(part.text, str))
+                yield ReasoningDone(event.item.id, event.item.encrypted_content or None, summary)
+            elif event.type == "response.output_item.done" and event.item.type == "message":
+                for citation in _url_citations(event.item, message_starts.get(event.item.id, streamed)):
+                    yield citation
             elif event.type in ("response.completed", "response.incomplete"):
                 usage = event.response.usage
                 yield (
@@ -438,6 +517,10 @@ def _clip(value: object, api_key: str | None) -> str:
     return redact_secret(text, api_key)[:200].rstrip(".")
 
 
+# The provider's code for a reasoning item it cannot decrypt (another key or model produced it).
+REASONING_REJECTED_CODE = "invalid_encrypted_content"
+
+
 def _map_error(exc: openai.APIError, api_key: str) -> ProviderError:
     if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: check first
         return ProviderError("provider_timeout", "The model provider did not answer in time.")
@@ -446,6 +529,11 @@ def _map_error(exc: openai.APIError, api_key: str) -> ProviderError:
     if not isinstance(exc, openai.APIStatusError):
         return ProviderError("provider_http_error", f"The model provider reported an error: {_clip(exc, api_key)}.")
     status = exc.status_code
+    error_code = exc.body.get("code") if isinstance(exc.body, dict) else None
+    if status == 400 and error_code == REASONING_REJECTED_CODE:
+        return ProviderError(
+            "provider_reasoning_rejected", "The model provider could not verify the reasoning carried from earlier.", status
+        )
     if status == 429:
         code, what = "provider_rate_limited", "is rate limiting requests"
     elif status in (401, 403):

@@ -27,9 +27,10 @@ from conversations.sending import tool_loop
 from conversations.sending.broadcast import STARTED, ReplyBroadcast
 from conversations.sending.persist import persist
 from conversations.sending.prepare import FreshReply
+from conversations.transcript.citations import citations_clean
 from conversations.transcript.leases import lease_deadline
 from conversations.transcript.search_index import message_search_index_sync
-from conversations.transcript.tool_pairing import project_tool_parts
+from conversations.transcript.tool_pairing import project_tool_parts, reasoning_part, reasoning_parts_drop
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +64,9 @@ def _stop_was_requested(message_id: UUID) -> bool:
 # The provider-reported usage stored on each reply (`metadata.usage`), summed over its tool rounds.
 USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
 
+# The provider could not verify reasoning carried from earlier (the gateway's code for it).
+REASONING_REJECTED = "provider_reasoning_rejected"
+
 STOPPED = ("stopped", "Stopped before the reply finished; the partial text is kept.")
 
 
@@ -74,16 +78,23 @@ class ReplyStopped(Exception):
     """The owner asked this reply to stop."""
 
 
-def _finalise(message_id: UUID, content: str, status: str, error: str = "", detail: str = "", usage: dict | None = None) -> None:
+def _finalise(
+    message_id: UUID, content: str, status: str, error: str = "", detail: str = "", *,
+    parts: list[dict], metadata: dict,
+) -> None:
+    """The reply's final state: text, status, every stored part (reasoning included), and what the run
+    learnt (`metadata`: usage, citations, thought seconds, a dropped reasoning) merged into its metadata."""
     message = Message.objects.get(pk=message_id)
     message.content = content
     message.status = status
     message.error = error
     message.error_detail = detail
     message.lease_expires_at = None
-    if usage is not None:
-        message.metadata = {**message.metadata, "usage": usage}
-    message.save(update_fields=["content", "status", "error", "error_detail", "lease_expires_at", "metadata", "updated_at"])
+    message.parts = parts
+    message.metadata = {**message.metadata, **metadata}
+    message.save(update_fields=[
+        "content", "status", "error", "error_detail", "lease_expires_at", "parts", "metadata", "updated_at",
+    ])
 
 
 class ReplyRun:
@@ -120,6 +131,23 @@ class ReplyRun:
         _RUNNING_TASKS.add(task)
         task.add_done_callback(_RUNNING_TASKS.discard)
 
+    def _learnt(self, usage: dict | None = None) -> dict:
+        """What this run adds to the reply's metadata when it ends."""
+        learnt: dict = {} if usage is None else {"usage": usage}
+        if self.citations:
+            learnt["citations"] = citations_clean(self.citations, self.length)
+        if self.thought_seconds is not None:
+            learnt["thought_seconds"] = round(self.thought_seconds, 1)
+        if self.reasoning_dropped is not None:
+            learnt["reasoning_dropped"] = self.reasoning_dropped
+        return learnt
+
+    async def _finish(self, status: str, error: str = "", detail: str = "", usage: dict | None = None) -> None:
+        await persist(_finalise)(
+            self.prepared.assistant_message_id, "".join(self.text_parts), status, error, detail,
+            parts=list(self.parts), metadata=self._learnt(usage),
+        )
+
     async def _run(self) -> None:
         prepared = self.prepared
         message_id = prepared.assistant_message_id
@@ -127,7 +155,12 @@ class ReplyRun:
         self.length = 0  # characters so far: the `seq` of the latest delta
         self.unflushed = 0
         self.last_flush = float("-inf")  # the first text is persisted at once
-        parts: list[dict] = []  # this reply's stored tool calls and results
+        self.parts: list[dict] = []  # this reply's stored reasoning, tool calls and results
+        self.citations: list[dict] = []
+        self.thought_seconds: float | None = None
+        self.reasoning_dropped: dict | None = None
+        self.history = prepared.request.messages  # the request before this reply's own parts
+        parts = self.parts
         usage: dict[str, int | None] = dict.fromkeys(USAGE_KEYS)
         loop = asyncio.get_running_loop()
         heartbeat = trailing = None
@@ -139,11 +172,10 @@ class ReplyRun:
             # Round 0 is the ordinary reply; each round that asks for tools is
             # answered and followed by another request, at most ELION_MAX_TOOL_ROUNDS times.
             for round_number in range(settings.ELION_MAX_TOOL_ROUNDS + 1):
-                messages = prepared.request.messages + project_tool_parts(parts)
-                calls, round_usage = await self._stream_round_stoppable(messages)
+                calls, round_usage = await self._round_with_reasoning_fallback(round_number)
                 usage = {key: _add(usage[key], round_usage[key]) for key in usage}
                 if not calls:
-                    await persist(_finalise)(message_id, "".join(self.text_parts), MessageStatus.COMPLETE, usage=usage)
+                    await self._finish(MessageStatus.COMPLETE, usage=usage)
                     self.emit("done", {"message_id": str(message_id), "status": MessageStatus.COMPLETE})
                     return
                 if round_number == settings.ELION_MAX_TOOL_ROUNDS:
@@ -160,16 +192,16 @@ class ReplyRun:
             for task in (heartbeat, trailing):
                 if task is not None:
                     task.cancel()
-            await persist(_finalise)(message_id, "".join(self.text_parts), MessageStatus.INTERRUPTED, *STOPPED)
+            await self._finish(MessageStatus.INTERRUPTED, *STOPPED)
             self.emit("done", {"message_id": str(message_id), "status": MessageStatus.INTERRUPTED})
         except ProviderError as exc:
-            await persist(_finalise)(message_id, "".join(self.text_parts), MessageStatus.FAILED, exc.code, exc.detail)
+            await self._finish(MessageStatus.FAILED, exc.code, exc.detail)
             self.emit("error", {"error": exc.code, "detail": exc.detail})
             self.emit("done", {"message_id": str(message_id), "status": MessageStatus.FAILED})
         except Exception:  # noqa: BLE001 - a reply must end in a stored state, whatever broke
             logger.exception("reply %s failed unexpectedly", message_id)
             detail = "The reply failed because of an internal error; the partial text is kept."
-            await persist(_finalise)(message_id, "".join(self.text_parts), MessageStatus.FAILED, "internal_error", detail)
+            await self._finish(MessageStatus.FAILED, "internal_error", detail)
             self.emit("error", {"error": "internal_error", "detail": detail})
             self.emit("done", {"message_id": str(message_id), "status": MessageStatus.FAILED})
         finally:
@@ -187,11 +219,32 @@ class ReplyRun:
         except Exception:  # noqa: BLE001 - the index is filled again by the next send or search
             logger.exception("indexing after reply %s failed", self.prepared.assistant_message_id)
 
-    async def _stream_round_stoppable(self, messages: list[dict]) -> tuple[list, dict]:
+    async def _round_with_reasoning_fallback(self, round_number: int) -> tuple[list, dict]:
+        """One round's request: the history, then this reply's parts so far (its reasoning and tool rounds).
+
+        A provider that cannot verify the reasoning carried from earlier turns (another key or model made
+        it) gets the same request once more without it, and that reasoning is forgotten for good
+        (`reasoning_parts_drop`), recorded in the reply's metadata: never a failed send for it.
+        """
+        messages = self.history + project_tool_parts(self.parts)
+        try:
+            return await self._stream_round_stoppable(messages, round_number)
+        except ProviderError as exc:
+            carried = any(m["role"] == provider_gateway.REASONING_ROLE for m in self.history)
+            if exc.code != REASONING_REJECTED or self.reasoning_dropped is not None or not carried:
+                raise
+        self.history = [m for m in self.history if m["role"] != provider_gateway.REASONING_ROLE]
+        dropped = await persist(reasoning_parts_drop)(
+            self.prepared.conversation_id, keep_message_id=self.prepared.assistant_message_id, reason=REASONING_REJECTED
+        )
+        self.reasoning_dropped = {"reason": REASONING_REJECTED, "messages": dropped}
+        return await self._stream_round_stoppable(self.history + project_tool_parts(self.parts), round_number)
+
+    async def _stream_round_stoppable(self, messages: list[dict], round_number: int) -> tuple[list, dict]:
         """`_stream_round` in a task of its own, so a stop can end the provider call."""
         if self.stop_requested:
             raise ReplyStopped
-        self._round = asyncio.get_running_loop().create_task(self._stream_round(messages))
+        self._round = asyncio.get_running_loop().create_task(self._stream_round(messages, round_number))
         try:
             return await self._round
         except asyncio.CancelledError:
@@ -236,14 +289,28 @@ class ReplyRun:
                 except Exception:  # noqa: BLE001 - the next flush or the final write stores the text
                     logger.warning("reply %s: trailing flush failed", message_id, exc_info=True)
 
-    async def _stream_round(self, messages: list[dict]) -> tuple[list, dict]:
-        """One provider request: stream its text, collect its tool calls and usage."""
+    async def _stream_round(self, messages: list[dict], round_number: int) -> tuple[list, dict]:
+        """One provider request: stream its text and reasoning summary, collect its reasoning items,
+        citations, tool calls and usage."""
         message_id = self.prepared.assistant_message_id
         calls: list[provider_gateway.ToolCallRequested] = []
         usage = None
+        asked_at = time.monotonic()
+        text_before = self.length  # citation offsets are into this round's text
         async for event in provider_gateway.stream_reply(self.prepared.config, messages, self.prepared.tools, self.prepared.options):
             self.provider_answered.set()
-            if isinstance(event, provider_gateway.TextDelta):
+            if isinstance(event, provider_gateway.ReasoningSummaryDelta):
+                self.emit("reasoning", {"text": event.text})
+            elif isinstance(event, provider_gateway.ReasoningDone):
+                self.parts.append(reasoning_part(event.item_id, event.encrypted_content, list(event.summary), round_number))
+                # Thought for: from the request until its last reasoning item, summed over rounds.
+                self.thought_seconds = (self.thought_seconds or 0.0) + time.monotonic() - asked_at
+                asked_at = time.monotonic()
+            elif isinstance(event, provider_gateway.CitationFound):
+                self.citations.append(
+                    {"url": event.url, "title": event.title, "start": text_before + event.start, "end": text_before + event.end}
+                )
+            elif isinstance(event, provider_gateway.TextDelta):
                 if not event.text:
                     continue
                 self.text_parts.append(event.text)

@@ -1,4 +1,4 @@
-"""Tool calls and their results stay paired: the synthetic result an interrupted call gets.
+"""Tool calls and their results stay paired (the synthetic result an interrupted call gets); reasoning in its place.
 
 Seed 004: every tool call in a projected request has exactly one result; a
 call whose process died before it returned gets a synthetic error result,
@@ -15,7 +15,8 @@ from uuid import UUID
 from django.db import transaction
 from django.utils import timezone
 
-from conversations.models import Message, MessageStatus
+from conversations.models import Message, MessageStatus, Role
+from conversations.provider.gateway import reasoning_message
 
 INTERRUPTED_RESULT = "The tool call was interrupted before it returned a result."
 
@@ -68,19 +69,28 @@ def interrupted_tool_calls_close(message_ids: Iterable[UUID]) -> int:
 
 
 def project_tool_parts(parts: list[dict]) -> list[dict]:
-    """Request messages for stored tool parts: per round, the calls, then one result for each.
+    """Request messages for stored parts: per round, its reasoning items, the calls, then one result for each.
 
     A pure function of the stored parts. A call without a stored result gets
-    a synthetic error result, so the request is always well paired.
+    a synthetic error result, so the request is always well paired. A
+    reasoning item travels in its place, before the calls of its round (or,
+    in the last round, before the reply's text), unless its encrypted content
+    was dropped (`reasoning_parts_drop`).
     """
     results = {p["call_id"]: p for p in parts if p.get("type") == "tool_result"}
     rounds: dict[int, list[dict]] = {}
+    reasoning: dict[int, list[dict]] = {}
     for part in parts:
         if part.get("type") == "tool_call":
             rounds.setdefault(int(part.get("round", 0)), []).append(part)
+        elif part.get("type") == "reasoning" and part.get("encrypted_content"):
+            reasoning.setdefault(int(part.get("round", 0)), []).append(part)
     messages: list[dict] = []
-    for round_number in sorted(rounds):
-        calls = rounds[round_number]
+    for round_number in sorted(rounds.keys() | reasoning.keys()):
+        messages += [reasoning_message(r["id"], r["encrypted_content"], r.get("summary") or []) for r in reasoning.get(round_number, [])]
+        calls = rounds.get(round_number)
+        if not calls:
+            continue
         messages.append({
             "role": "assistant",
             "content": "",
@@ -91,3 +101,45 @@ def project_tool_parts(parts: list[dict]) -> list[dict]:
             content = stored["content"] if stored is not None else f"Tool error: {INTERRUPTED_RESULT}"
             messages.append({"role": "tool", "call_id": call["call_id"], "content": content})
     return messages
+
+
+def reasoning_part(item_id: str, encrypted_content: str | None, summary: list[str], round_number: int) -> dict:
+    """A reasoning output item as stored on its assistant message: opaque, never speech."""
+    return {
+        "type": "reasoning",
+        "id": item_id,
+        "encrypted_content": encrypted_content,
+        "summary": list(summary),
+        "round": round_number,
+    }
+
+
+def reasoning_summary_text(parts: list[dict] | None) -> str:
+    """The reasoning summaries of a message's parts, in order, for the collapsed line above its reply."""
+    return "\n\n".join(
+        text for p in parts or [] if isinstance(p, dict) and p.get("type") == "reasoning"
+        for text in p.get("summary") or [] if isinstance(text, str) and text
+    )
+
+
+def has_carried_reasoning(parts: list[dict] | None) -> bool:
+    return any(isinstance(p, dict) and p.get("type") == "reasoning" and p.get("encrypted_content") for p in parts or [])
+
+
+def reasoning_parts_drop(conversation_id: UUID, *, keep_message_id: UUID, reason: str) -> int:
+    """Forget the encrypted content of the conversation's stored reasoning items (the provider refused
+    it: another key or model), keeping their summaries, so later requests carry none of them; the reply
+    `keep_message_id` keeps its own. Rare, so it may read every assistant row. Returns how many changed."""
+    changed = 0
+    rows = Message.objects.filter(conversation_id=conversation_id, role=Role.ASSISTANT).exclude(pk=keep_message_id)
+    for message in rows.only("pk", "parts").iterator():
+        if not has_carried_reasoning(message.parts):
+            continue
+        parts = [
+            {**p, "encrypted_content": None, "dropped": reason}
+            if isinstance(p, dict) and p.get("type") == "reasoning" and p.get("encrypted_content") else p
+            for p in message.parts
+        ]
+        Message.objects.filter(pk=message.pk).update(parts=parts, updated_at=timezone.now())
+        changed += 1
+    return changed

@@ -118,7 +118,9 @@ def message_fragment(request: HttpRequest, conversation_id: str, message_id: str
     return response
 
 
-SETTINGS_TEXT_FIELDS = ("owner_name", "display_name", "personality", "custom_instructions", "reasoning_effort", "verbosity")
+SETTINGS_TEXT_FIELDS = ("owner_name", "display_name", "personality", "custom_instructions")
+# Choices an older form (or a script) may leave out: left as they are when absent.
+SETTINGS_CHOICE_FIELDS = ("reasoning_effort", "verbosity")
 SETTINGS_FLAGS = ("archive_access", "web_search", "provider_store_responses", "reasoning_summary_shown")
 
 
@@ -128,6 +130,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     settings_row = assistant_settings_get()
     if request.method == "POST":
         changes: dict[str, object] = {name: request.POST.get(name, "") for name in SETTINGS_TEXT_FIELDS}
+        changes.update({name: request.POST[name] for name in SETTINGS_CHOICE_FIELDS if name in request.POST})
         changes.update({name: request.POST.get(name) == "on" for name in SETTINGS_FLAGS})
         try:
             assistant_settings_update(**changes)

@@ -72,15 +72,16 @@ def current(make_conversation, make_turns, scripted_provider):
 # --- The dynamic context message ------------------------------------------------------------
 
 
-def test_dynamic_context_is_a_second_system_message_next_to_the_turns_and_is_never_stored(
+def test_dynamic_context_is_a_second_system_message_last_after_the_turns_and_is_never_stored(
     current, thread, scripted_provider
 ):
     thread(("user", "The lighthouse keeper Marisol painted the door blue."), ("assistant", "A brave blue."),
            title="Lighthouse talk")
     send(current, "Do you remember what Marisol did at the lighthouse?")
     items = sent_items(scripted_provider)
-    assert [item["role"] for item in items] == ["system", "user", "assistant", "system", "user"]
-    section = items[3]["content"]
+    # Last, after the current message: the turns before it stay a cacheable prefix.
+    assert [item["role"] for item in items] == ["system", "user", "assistant", "user", "system"]
+    section = items[4]["content"]
     assert section.startswith(RESERVED_RECALL_HEADING) and section.endswith(RECALL_END)
     assert excerpts(section) == ["The lighthouse keeper Marisol painted the door blue."]
     assert titles(section) == ["Lighthouse talk"]
@@ -288,7 +289,7 @@ def test_reserved_heading_quoted_in_identity_memory_character_and_opener_does_no
     for text in systems:
         assert RESERVED_RECALL_HEADING not in text
         assert QUOTED_RECALL_LABEL in text and "Before" in text and "After" in text
-    assert sent_items(scripted_provider)[-1]["content"].startswith(RESERVED_RECALL_HEADING)  # the owner's own words
+    assert sent_items(scripted_provider)[-2]["content"].startswith(RESERVED_RECALL_HEADING)  # the owner's own words
 
 
 # --- Handoff interplay ----------------------------------------------------------------------------

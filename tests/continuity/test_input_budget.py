@@ -66,8 +66,8 @@ def test_over_budget_trims_oldest_whole_turns_and_keeps_prompt_dynamic_context_a
     )
     messages = request.messages
     assert messages[0] == {"role": "system", "content": "S" * 400}
-    assert {"role": "system", "content": "D" * 400} in messages
-    assert messages[-1] == {"role": "user", "content": history[-1].content}
+    assert messages[-1] == {"role": "system", "content": "D" * 400}  # the dynamic context comes last
+    assert messages[-2] == {"role": "user", "content": history[-1].content}
     kept = [m["content"] for m in messages if m["role"] in ("user", "assistant")]
     assert kept == [t.content for t in history[-len(kept):]]  # the newest turns, in order
     assert messages[1]["role"] == "user"  # never opens on a reply with no question
@@ -191,7 +191,7 @@ def test_guard_does_not_misfire_on_quoted_labels_or_user_text():
         input_budget_tokens=1_000,
         birth_period=True,
     )
-    assert request.messages[-1]["content"].startswith(RESERVED_RECALL_HEADING)
+    assert request.messages[-2]["content"].startswith(RESERVED_RECALL_HEADING)  # the owner's turn, then the context
 
 
 def test_after_the_birth_period_a_recall_section_is_dispatched():
@@ -199,4 +199,4 @@ def test_after_the_birth_period_a_recall_section_is_dispatched():
         static_prompt="S", history=conversation(3), dynamic_context=f"{RESERVED_RECALL_HEADING}\nexcerpts",
         input_budget_tokens=1_000, birth_period=False,
     )
-    assert request.messages[-2] == {"role": "system", "content": f"{RESERVED_RECALL_HEADING}\nexcerpts"}
+    assert request.messages[-1] == {"role": "system", "content": f"{RESERVED_RECALL_HEADING}\nexcerpts"}
