@@ -27,6 +27,8 @@ from conversations.models import (
     Role,
 )
 from conversations.provider.binding import binding_problem
+from conversations.transcript.citations import sources_numbered
+from conversations.transcript.tool_pairing import reasoning_summary_text
 from conversations.transcript.tree import is_projectable, live_branch
 from conversations.web.rendering import render_markdown
 from elion.errors import ServiceError
@@ -101,6 +103,21 @@ class Bubble:
     @property
     def is_streaming(self) -> bool:
         return self.message.status == MessageStatus.STREAMING
+
+    @property
+    def reasoning_summary(self) -> str:
+        """The provider's summary of its reasoning for this reply (never speech), for the collapsed line."""
+        return reasoning_summary_text(self.message.parts)
+
+    @property
+    def thought_seconds(self) -> float | None:
+        seconds = (self.message.metadata or {}).get("thought_seconds")
+        return seconds if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None
+
+    @property
+    def sources(self) -> list[dict]:
+        """The reply's citations as numbered sources, one per link (http and https only)."""
+        return sources_numbered(self.message.metadata)
 
     @property
     def tool_rounds(self) -> list[dict]:

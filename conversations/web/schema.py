@@ -51,6 +51,13 @@ class ConversationListSerializer(serializers.Serializer):
     results = ConversationSerializer(many=True)
 
 
+class CitationSerializer(serializers.Serializer):
+    url = serializers.URLField()
+    title = serializers.CharField(allow_blank=True)
+    start = serializers.IntegerField()
+    end = serializers.IntegerField()
+
+
 class MessageSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     parent_id = serializers.UUIDField(allow_null=True)
@@ -59,6 +66,7 @@ class MessageSerializer(serializers.Serializer):
     content = serializers.CharField(allow_blank=True)
     status = serializers.ChoiceField(choices=["complete", "streaming", "interrupted", "failed"])
     attachments = serializers.ListField(child=serializers.DictField())
+    citations = CitationSerializer(many=True)
     metadata = serializers.DictField()
     created_at = serializers.DateTimeField()
 

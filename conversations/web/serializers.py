@@ -8,6 +8,7 @@ from continuity.selectors import conversation_handoff_provenance, conversation_s
 from conversations.attachments.services import attachment_repr, manifests_for
 from conversations.models import AssistantSettings, Conversation, Folder, Message
 from conversations.provider.binding import recorded_binding
+from conversations.transcript.citations import message_citations
 
 
 def conversation_provider(conversation: Conversation) -> dict | None:
@@ -58,6 +59,7 @@ def message_repr(message: Message, attachments: list | None = None) -> dict:
         "content": message.content,
         "status": message.status,
         "attachments": [attachment_repr(attachment) for attachment in attachments],
+        "citations": message_citations(message.metadata),
         "metadata": metadata,
         "created_at": message.created_at.isoformat(),
     }

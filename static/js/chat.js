@@ -153,6 +153,9 @@ class Turn {
       case "tool":
         this.showTool(data);
         break;
+      case "reasoning":
+        this.showReasoning(data.text || "");
+        break;
       case "status":
         // The provider asked us to wait (429/5xx with Retry-After) before the first token.
         if (data.state === "waiting_for_provider") this.showWaiting(data.retry_in);
@@ -181,6 +184,28 @@ class Turn {
     const bubble = body.closest(".message");
     bubble.dataset.tokens = String(estimateTokens(body.textContent));
     if (stick) scrollToBottom();
+  }
+
+  // The provider's reasoning summary, streamed into a collapsed line above the reply;
+  // the server's rendering replaces it at `done` ("Thought for N s").
+  showReasoning(text) {
+    const bubble = findBubble(this.assistantId);
+    const body = bubble?.querySelector(".message-body");
+    if (!body || !text) return;
+    let box = bubble.querySelector("[data-reasoning]");
+    if (!box) {
+      box = document.createElement("details");
+      box.className = "reasoning";
+      box.dataset.reasoning = "";
+      const summary = document.createElement("summary");
+      summary.textContent = "Thinking…";
+      const said = document.createElement("div");
+      said.className = "reasoning-summary";
+      said.dataset.reasoningSummary = "";
+      box.append(summary, said);
+      body.before(box);
+    }
+    box.querySelector("[data-reasoning-summary]").append(document.createTextNode(text));
   }
 
   showWaiting(seconds) {
