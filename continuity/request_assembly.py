@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from continuity.keyword_recall import contains_recall_section
 from conversations.provider.gateway import REASONING_ROLE
@@ -36,6 +37,11 @@ class HistoryTurn:
     # manifest order (conversations.attachments.services.attachment_parts_verified).
     attachments: tuple[dict, ...] = ()
 
+    @cached_property
+    def tokens(self) -> int:
+        """The turn's estimate (`turn_tokens`), counted once: a turn is trimmed and totalled on every send."""
+        return _turn_tokens_counted(self)
+
 
 IMAGE_TOKEN_ESTIMATE = 765  # one high-detail 1024x1024 image, the providers' usual figure
 
@@ -45,6 +51,10 @@ def attachment_tokens(parts: tuple[dict, ...]) -> int:
 
 
 def turn_tokens(turn: HistoryTurn) -> int:
+    return turn.tokens
+
+
+def _turn_tokens_counted(turn: HistoryTurn) -> int:
     # Carried reasoning items are opaque and the provider keeps only those it needs, so they are not estimated.
     tools = sum(
         estimate_tokens(json.dumps(message, separators=(",", ":")))

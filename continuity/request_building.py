@@ -9,7 +9,7 @@ The pure assembly is `continuity.request_assembly`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from uuid import UUID
 
 from django.conf import settings
@@ -19,10 +19,11 @@ from continuity.dynamic_context import dynamic_context_build
 from continuity.request_assembly import AssembledRequest, HistoryTurn, assemble_request, tool_definitions_text
 from continuity.static_prompt import prior_thread_section_in
 from conversations.assistant_settings import assistant_settings_get
-from conversations.attachments.services import attachment_parts_verified, manifests_for
+from conversations.attachments.services import attachment_parts_verified, manifests_on_branch
 from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
 from conversations.transcript.tool_pairing import project_tool_parts
 from conversations.transcript.tree import is_projectable, walk_to_root
+from conversations.transcript.tree_cache import conversation_rows
 from elion.errors import NotFound
 
 
@@ -70,7 +71,7 @@ def send_context_load(conversation: Conversation, *, verified_parts: dict[UUID, 
     """
     tree: dict[UUID, Message] = {}
     prompt = None
-    for message in Message.objects.filter(conversation=conversation):
+    for message in conversation_rows(conversation).values():
         if message.role == Role.SYSTEM:
             prompt = message
         else:
@@ -84,6 +85,23 @@ def send_context_load(conversation: Conversation, *, verified_parts: dict[UUID, 
     )
 
 
+_HISTORY_TURN = "_elion_history_turn"
+
+
+def history_turn_of(message: Message) -> HistoryTurn:
+    """The message as a history turn, its attachments aside: built once per row instance.
+
+    Row instances from the tree cache (`conversations.transcript.tree_cache`) serve
+    send after send, and a row that changes comes back as a new instance, so the
+    turn kept on an instance is always the turn of what it holds.
+    """
+    turn = message.__dict__.get(_HISTORY_TURN)
+    if turn is None:
+        turn = HistoryTurn(message.role, message.content, tuple(project_tool_parts(message.parts)))
+        message.__dict__[_HISTORY_TURN] = turn
+    return turn
+
+
 def reply_request_build(context: SendContext, *, branch: list[Message], tools: list[dict]) -> AssembledRequest:
     """The model input for the reply to the last user turn of `branch` (root first).
 
@@ -95,7 +113,8 @@ def reply_request_build(context: SendContext, *, branch: list[Message], tools: l
     # A compaction whose boundary lies on this branch stands in for the turns it covers.
     compacted = compaction_projection(conversation, branch)
     history = [
-        HistoryTurn(m.role, m.content, tuple(project_tool_parts(m.parts)), attachment_parts.get(m.id, ()))
+        replace(history_turn_of(m), attachments=attachment_parts[m.id]) if m.id in attachment_parts
+        else history_turn_of(m)
         for m in compacted.branch_after
         if is_projectable(m, has_attachments=m.id in attachment_parts)
     ]
@@ -130,5 +149,5 @@ def branch_attachment_parts(
     naming it), which rolls the caller's transaction back. `verified`: the
     parts this send verified before its lock; the rest are verified now.
     """
-    manifests = manifests_for(m for m in branch if m.role == Role.USER)
+    manifests = manifests_on_branch(conversation.id, (m for m in branch if m.role == Role.USER))
     return attachment_parts_verified(conversation.id, manifests, verified=verified)

@@ -8,6 +8,10 @@ import os
 import pytest
 
 os.environ.setdefault("ELION_TESTING", "1")
+# Every conversation, however short, goes through the kept copy of its rows (conversations.transcript.tree_cache),
+# so the whole suite checks that a send always sees what the database holds: here (`every_thread_kept`)
+# and in the servers the suite starts (they inherit this environment).
+os.environ.setdefault("ELION_TREE_CACHE_MIN_ROWS", "1")
 
 from tests.support.scripted_provider import ScriptedProvider, ScriptedReply  # noqa: E402
 
@@ -34,6 +38,11 @@ LIVE_FIXTURES = frozenset({"_daphne_with_scripted_provider", "_offline_protected
 
 def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: bool(LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ()))))
+
+
+@pytest.fixture(autouse=True)
+def every_thread_kept(settings):
+    settings.ELION_TREE_CACHE_MIN_ROWS = 1
 
 
 @pytest.fixture(scope="session")

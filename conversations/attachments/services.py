@@ -257,6 +257,22 @@ def manifests_for(messages: Iterable[Message]) -> dict[UUID, list[Attachment]]:
     return manifests
 
 
+def manifests_on_branch(conversation_id: UUID, branch: Iterable[Message]) -> dict[UUID, list[Attachment]]:
+    """`manifests_for` the messages of one conversation's branch, asked of the conversation (one join), so
+    the query stays small however long the branch: a thread holds far fewer attachments than turns."""
+    on_branch = {m.id for m in branch}
+    manifests: dict[UUID, list[Attachment]] = {}
+    entries = (
+        MessageAttachment.objects.filter(message__conversation_id=conversation_id)
+        .select_related("attachment")
+        .order_by("message_id", "position")
+    )
+    for entry in entries:
+        if entry.message_id in on_branch:
+            manifests.setdefault(entry.message_id, []).append(entry.attachment)
+    return manifests
+
+
 def manifest_ids(message: Message) -> list[UUID]:
     return list(
         MessageAttachment.objects.filter(message=message).order_by("position").values_list("attachment_id", flat=True)
