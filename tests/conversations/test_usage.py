@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from conversations.models import Folder, Message, Role
 from conversations.usage import USAGE_KEYS, usage_report
 from conversations.visibility.transitions import conversation_move_locked, conversation_trash, folder_hidden_set
+from elion import env
 from tests.support.factories import thread, turns_append
 from tests.support.scripted_provider import ScriptedReply
 
@@ -339,3 +340,28 @@ def test_request_size_details_show_the_providers_figures_beside_the_estimates(sc
 
 def test_the_provider_usage_fragment_of_an_unknown_conversation_is_404():
     assert Client().get("/c/00000000-0000-0000-0000-000000000000/provider-usage/").status_code == 404
+
+
+# --- the price table from the environment -------------------------------------------
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("", None), ("  ", None), ("1.25", Decimal("1.25")), ("0", Decimal(0)),
+                                               (" 10 ", Decimal(10))])
+def test_a_price_is_read_as_a_decimal_or_left_unset(monkeypatch, raw, expected):
+    monkeypatch.setenv("ELION_PRICE_INPUT_PER_MTOK", raw)
+    assert env.optional_decimal("ELION_PRICE_INPUT_PER_MTOK") == expected
+
+
+@pytest.mark.parametrize("raw", ["1,25", "cheap", "-1", "NaN", "Infinity"])
+def test_a_price_that_is_not_a_finite_non_negative_number_stops_the_app(monkeypatch, raw):
+    monkeypatch.setenv("ELION_PRICE_OUTPUT_PER_MTOK", raw)
+    with pytest.raises(env.ConfigurationError, match="ELION_PRICE_OUTPUT_PER_MTOK"):
+        env.optional_decimal("ELION_PRICE_OUTPUT_PER_MTOK")
+
+
+def test_prices_in_exponent_form_are_answered_as_plain_decimals(settings):
+    settings.ELION_PRICE_INPUT_PER_MTOK = Decimal("1E+1")
+    settings.ELION_PRICE_OUTPUT_PER_MTOK = Decimal("2.5E-1")
+    assert usage_report(now=NOW).as_dict()["prices"] == {
+        "input_per_mtok": "10", "cached_input_per_mtok": "10", "output_per_mtok": "0.25",
+    }
