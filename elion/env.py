@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 
@@ -47,6 +48,20 @@ def integer(name: str, default: int, *, minimum: int | None = None) -> int:
         raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from exc
     if minimum is not None and value < minimum:
         raise ConfigurationError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def optional_decimal(name: str, *, minimum: Decimal = Decimal(0)) -> Decimal | None:
+    """A finite decimal number (`1.25`), or None when unset; a price, never a float."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = Decimal(raw)
+    except InvalidOperation as exc:
+        raise ConfigurationError(f"{name} must be a decimal number such as 1.25, got {raw!r}") from exc
+    if not value.is_finite() or value < minimum:
+        raise ConfigurationError(f"{name} must be a finite number of at least {minimum}, got {raw!r}")
     return value
 
 

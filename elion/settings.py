@@ -247,6 +247,12 @@ _default_budget = next(
 )
 ELION_INPUT_BUDGET_TOKENS = env.integer("ELION_INPUT_BUDGET_TOKENS", _default_budget, minimum=1000)
 
+# Prices for the Settings -> Usage cost estimate, USD per million tokens (unset: no estimate).
+# Cached input unset: billed at the input price. See conversations/usage.py.
+ELION_PRICE_INPUT_PER_MTOK = env.optional_decimal("ELION_PRICE_INPUT_PER_MTOK")
+ELION_PRICE_CACHED_INPUT_PER_MTOK = env.optional_decimal("ELION_PRICE_CACHED_INPUT_PER_MTOK")
+ELION_PRICE_OUTPUT_PER_MTOK = env.optional_decimal("ELION_PRICE_OUTPUT_PER_MTOK")
+
 # --- Transcript -------------------------------------------------------------
 ELION_MAX_MESSAGE_CHARACTERS = env.integer("ELION_MAX_MESSAGE_CHARACTERS", 100_000, minimum=1)
 # A streaming reply's lease: renewed while the stream lives; a reply whose

@@ -30,6 +30,7 @@ from conversations.provider.binding import binding_problem
 from conversations.transcript.citations import sources_numbered
 from conversations.transcript.tool_pairing import reasoning_summary_text
 from conversations.transcript.tree import is_projectable, live_branch
+from conversations.usage import latest_reported_usage
 from conversations.web.rendering import render_markdown
 from elion.errors import ServiceError
 
@@ -189,6 +190,13 @@ def latest_diagnostics(messages: list[Message]) -> dict | None:
             if isinstance(diagnostics, dict):
                 return diagnostics
     return None
+
+
+def latest_provider_usage(messages: list[Message]) -> dict | None:
+    """What the provider reported for the newest reply on the branch that carries usage:
+    `{"message", "figures"}` (the four counts, None where not reported), or None."""
+    found = latest_reported_usage(messages)
+    return {"message": found[0], "figures": found[1]} if found else None
 
 
 def binding_problem_for(conversation: Conversation) -> ServiceError | None:

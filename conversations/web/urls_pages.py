@@ -1,7 +1,7 @@
 from django.urls import path
 
 from continuity.web import compaction_views
-from conversations.web import characters_views, views
+from conversations.web import characters_views, usage_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -16,7 +16,9 @@ urlpatterns = [
         views.message_fragment,
         name="message-fragment",
     ),
+    path("c/<str:conversation_id>/provider-usage/", usage_views.provider_usage_fragment, name="provider-usage-fragment"),
     path("settings/", views.settings_page, name="settings"),
+    path("settings/usage/", usage_views.usage_page, name="settings-usage"),
     path("characters/", characters_views.characters_page, name="characters"),
     path("characters/<int:character_id>/edit/", characters_views.character_edit_page, name="character-edit"),
     path("characters/<int:character_id>/delete/", characters_views.character_delete_page, name="character-delete"),

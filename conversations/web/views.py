@@ -86,6 +86,8 @@ def chat_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
             "persona_label": Persona(conversation.persona).label,
             "token_estimate": page_selectors.thread_token_estimate(branch),
             "diagnostics": page_selectors.latest_diagnostics(branch),
+            # Request size details: the provider's own figures, beside the app's estimates.
+            "provider_usage": page_selectors.latest_provider_usage(branch),
             "streaming": any(bubble.is_streaming for bubble in bubbles),
             # Character Studio characters the owner may pin for one message.
             "characters": characters_list(),

@@ -29,6 +29,7 @@ import {
   takeAttachments,
   uploading,
 } from "./chat/attachments.js";
+import { watchProviderUsage } from "./chat/usage.js";
 
 const root = document.querySelector("[data-chat]");
 
@@ -746,6 +747,7 @@ function init() {
 
   const initial = JSON.parse(document.getElementById("initial-diagnostics")?.textContent || "null");
   if (initial) renderDiagnostics(initial);
+  watchProviderUsage();
   updateEstimate();
   scrollToBottom();
 

@@ -1,0 +1,40 @@
+"""Pages for provider-reported usage: Settings -> Usage, and the chat page's "Reported by the
+provider" block as a fragment (fetched again by static/js/chat/usage.js when a reply settles).
+
+Thin: the totals and the cost rule live in `conversations.usage`.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from conversations import usage
+from conversations.access import access_conversation
+from conversations.web import page_selectors
+
+
+@require_GET
+def usage_page(request: HttpRequest) -> HttpResponse:
+    report = usage.usage_report()
+    return render(
+        request,
+        "usage.html",
+        {
+            "report": report.as_dict(),
+            "days": usage.DAYS_DEFAULT,
+            "months": usage.MONTHS_DEFAULT,
+        },
+    )
+
+
+@require_GET
+def provider_usage_fragment(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation = access_conversation(conversation_id)
+    branch = page_selectors.visible_branch(conversation)
+    response = render(
+        request, "chat/_provider_usage.html", {"provider_usage": page_selectors.latest_provider_usage(branch)}
+    )
+    response["Cache-Control"] = "no-store"
+    return response
