@@ -87,7 +87,6 @@ def preverify_old(conversation_id: UUID) -> dict:
     """The pre-lock verification as it was before identities: read, hash and encode every blob."""
     from conversations.attachments import store
     from conversations.attachments.services import attachment_part
-    from conversations.attachments.verification import image_data_url
     from conversations.models import MessageAttachment
 
     conversation_store = store.conversation_store(conversation_id)
@@ -97,7 +96,7 @@ def preverify_old(conversation_id: UUID) -> dict:
     ):
         attachment = entry.attachment
         data = store.read_verified(conversation_store, attachment.sha256, attachment.size)
-        parts[attachment.id] = attachment_part(attachment, image_data_url(attachment.mime, data))
+        parts[attachment.id] = attachment_part(attachment, data)
     return parts
 
 
@@ -189,6 +188,9 @@ def main() -> None:
             statements = ", ".join(str(s) for s in sorted({s for _, s in results[way]}))
             print(f"{way:<18}{median * 1000:>12.2f}{min(times) * 1000:>10.2f}{max(times) * 1000:>10.2f}"
                   f"{statements:>12}{old_median / median:>11.1f}x")
+        from conversations.attachments.encoded_cache import encoded_blobs
+
+        print(f"encoded cache after the run: {len(encoded_blobs)} data URLs, {encoded_blobs.held_bytes:,} bytes")
         new_median = statistics.median(t for t, _ in results["new"])
         print(f"a send after the first: {new_median * 1000:.2f} ms instead of {old_median * 1000:.2f} ms "
               f"({old_median / new_median:.0f}x less)")

@@ -35,6 +35,7 @@ from conversations.attachments.verification import (
     blob_import_verified,
     blobs_verify,
     identities_record,
+    image_data_url,
 )
 from conversations.models import Attachment, AttachmentKind, Message, MessageAttachment
 from elion.errors import Conflict, InvalidInput, NotFound, ServiceError
@@ -312,12 +313,18 @@ def attachment_parts_verified(
             problem = verdicts.problems.get(attachment.sha256)
             if problem is not None:
                 raise AttachmentUnavailable(attachment, problem, action)
-            built.append(attachment_part(attachment, verdicts.verified[attachment.sha256]))
+            built.append(attachment_part_encoded(attachment, verdicts.verified[attachment.sha256]))
         parts[message_id] = tuple(built)
     return parts
 
 
-def attachment_part(attachment: Attachment, data_url: str | None) -> dict:
+def attachment_part(attachment: Attachment, data: bytes) -> dict:
+    """The request part of an attachment whose bytes were just verified (encoded here)."""
+    encoded = image_data_url(attachment.mime, data) if attachment.kind == AttachmentKind.IMAGE else None
+    return attachment_part_encoded(attachment, encoded)
+
+
+def attachment_part_encoded(attachment: Attachment, data_url: str | None) -> dict:
     """The request part of a verified attachment: an image's data URL, or a file's labelled text."""
     if attachment.kind == AttachmentKind.IMAGE:
         return {"type": "image", "image_url": data_url}
@@ -389,7 +396,7 @@ def attachments_preverify(*, conversation_id: UUID, attachment_ids: tuple[UUID, 
         verdicts = blobs_verify(conversation_id, rows.values())
         for attachment in rows.values():
             if attachment.sha256 in verdicts.verified:
-                parts[attachment.id] = attachment_part(attachment, verdicts.verified[attachment.sha256])
+                parts[attachment.id] = attachment_part_encoded(attachment, verdicts.verified[attachment.sha256])
     imported: set[UUID] = set()
     if attachment_ids:
         uploads = Attachment.objects.filter(
@@ -405,7 +412,7 @@ def attachments_preverify(*, conversation_id: UUID, attachment_ids: tuple[UUID, 
             except store.BlobProblem:
                 continue  # the locked commit names it
             copied[upload.sha256], url = blob_import_verified(conversation_id, upload, data)
-            parts[upload.id] = attachment_part(upload, url)
+            parts[upload.id] = attachment_part_encoded(upload, url)
             imported.add(upload.id)
         identities_record(conversation_id, copied)
     return PreverifiedAttachments(parts=parts, imported=frozenset(imported))

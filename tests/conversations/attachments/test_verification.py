@@ -19,17 +19,23 @@ import os
 from pathlib import Path
 
 import pytest
+from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django_q.models import Schedule
 
+from conversations.assistant_settings import assistant_settings_get
 from conversations.attachments import store
 from conversations.attachments.encoded_cache import EncodedBlobCache, encoded_blobs
 from conversations.attachments.services import AttachmentUnavailable, attachment_upload
+from conversations.attachments.verification import blobs_rehash_all, identities_record
 from conversations.models import Attachment, AttachmentBlobIdentity, Conversation, Message, MessageStatus
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import retry_prepare, send_prepare
+from conversations.tasks import rehash_attachment_blobs
+from conversations.threads.fork import conversation_fork
 from conversations.threads.services import conversation_create
 from tests.support.attachment_files import png_bytes
 
@@ -128,8 +134,6 @@ def test_a_send_after_the_first_does_not_rehash_an_unchanged_blob(hashed):
 
 
 def test_a_blob_copied_by_a_fork_is_hashed_once_then_trusted(hashed):
-    from conversations.threads.fork import conversation_fork
-
     conversation = conversation_create(persona="elion")
     (photo,) = images(conversation, 1)
     sent(conversation, photo)
@@ -244,11 +248,6 @@ def _forge_identity(conversation: Conversation, attachment: Attachment) -> None:
 
 
 def test_the_daily_job_rehashes_every_blob_and_revokes_a_tampered_ones_identity(hashed):
-    from django.apps import apps
-    from django_q.models import Schedule
-
-    from conversations.tasks import rehash_attachment_blobs
-
     # Transactional tests flush migration-created rows: apply the (idempotent) data migration again.
     migration = importlib.import_module("conversations.migrations.0011_attachment_blob_identity")
     migration.add_rehash_schedule(apps, None)
@@ -279,8 +278,6 @@ def test_the_daily_job_rehashes_every_blob_and_revokes_a_tampered_ones_identity(
 
 
 def test_the_full_rehash_drops_identities_no_manifest_references_any_more():
-    from conversations.attachments.verification import blobs_rehash_all, identities_record
-
     conversation = conversation_create(persona="elion")
     (photo,) = images(conversation, 1)
     sent(conversation, photo)
@@ -352,8 +349,6 @@ def _send_statements(conversation: Conversation) -> list[str]:
 
 
 def test_verifying_n_attachments_costs_one_identity_query_per_send_not_n():
-    from conversations.assistant_settings import assistant_settings_get
-
     assistant_settings_get()
     one, many = conversation_create(persona="elion"), conversation_create(persona="elion")
     sent(one, *images(one, 1))
