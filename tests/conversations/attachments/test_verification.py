@@ -23,6 +23,7 @@ from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django_q.models import Schedule
 
@@ -37,6 +38,7 @@ from conversations.sending.prepare import retry_prepare, send_prepare
 from conversations.tasks import rehash_attachment_blobs
 from conversations.threads.fork import conversation_fork
 from conversations.threads.services import conversation_create
+from conversations.visibility.transitions import conversation_trash
 from tests.support.attachment_files import png_bytes
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -360,3 +362,14 @@ def test_verifying_n_attachments_costs_one_identity_query_per_send_not_n():
     for statements in (few_statements, many_statements):
         identity = [sql for sql in statements if '"conversations_attachmentblobidentity"' in sql]
         assert len(identity) == 1 and identity[0].startswith("SELECT")
+
+
+def test_deleting_a_conversation_forever_removes_its_blob_identities():
+    conversation, kept = conversation_create(persona="elion"), conversation_create(persona="elion")
+    sent(conversation, *images(conversation, 2))
+    sent(kept, *images(kept, 1))
+    assert AttachmentBlobIdentity.objects.filter(conversation=conversation).count() == 2
+    conversation_trash(conversation_id=conversation.id)
+    assert Client().delete(f"/api/conversations/{conversation.id}/").json()["state"] == "complete"
+    assert not AttachmentBlobIdentity.objects.filter(conversation_id=conversation.id).exists()
+    assert AttachmentBlobIdentity.objects.filter(conversation=kept).count() == 1
