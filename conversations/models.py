@@ -330,6 +330,44 @@ class MessageAttachment(models.Model):
         super().save(*args, **kwargs)
 
 
+class AttachmentBlobIdentity(models.Model):
+    """The file identity of one conversation-store blob when its bytes last hashed correctly.
+
+    Seed 004 wants every referenced blob verified before it is projected. A
+    blob is read-only and never rewritten by the app (a store only adds or
+    removes whole files), so after one full check its identity, the
+    `(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)` of the file whose
+    bytes were hashed, stands in for the hash: a send stat()s each blob and
+    re-hashes only when the identity differs from this record (or there is
+    none). What that catches and what it cannot is README "Attachments at
+    scale"; a daily full re-hash (`blobs_rehash_all`) bounds the rest.
+
+    Why a row and not a process-local cache: a send runs in any Daphne worker
+    and the re-hash job in a django-q cluster; one record is shared by all of
+    them and survives restarts, so a 200-image thread is hashed once, not once
+    per process and again after every deploy, and the job can revoke trust
+    (delete the row) for every process at once. All of a conversation's rows
+    are read in one query per send. One row per (conversation, sha256): each
+    conversation owns its copy of the bytes (a fork copies), so each file has
+    its own identity. The identity is one text value, `dev:ino:size:mtime_ns:ctime_ns`,
+    because device and inode numbers are unsigned 64-bit and do not fit a
+    signed bigint column on every filesystem; it is only ever compared whole.
+    """
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="blob_identities")
+    sha256 = models.CharField(max_length=64)
+    file_identity = models.CharField(max_length=120)
+    verified_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "sha256"], name="blob_identity_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"blob {self.sha256[:12]} of {self.conversation_id}"
+
+
 class DeletionState(models.TextChoices):
     PENDING = "pending", "Pending"
     COMPLETE = "complete", "Complete"

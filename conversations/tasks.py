@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 from conversations.attachments.gc import attachment_garbage_collect
+from conversations.attachments.verification import blobs_rehash_all
 from conversations.transcript.deletion import deletions_finish
 from conversations.transcript.leases import streams_interrupt_expired
+
+logger = logging.getLogger(__name__)
 
 
 def interrupt_stale_streams() -> int:
@@ -15,6 +20,18 @@ def interrupt_stale_streams() -> int:
 def collect_attachment_garbage() -> dict[str, int]:
     """Scheduled hourly: stale uploads and unreferenced blobs past the grace period."""
     return attachment_garbage_collect().as_dict()
+
+
+def rehash_attachment_blobs() -> dict[str, int]:
+    """Scheduled daily (migration 0011): every referenced blob hashed whatever its file identity.
+
+    A missing or tampered blob is logged as an error and loses its recorded
+    identity, so every send refuses it from then on.
+    """
+    audit = blobs_rehash_all()
+    for finding in audit.findings:
+        logger.error("attachment blob problem: %s", finding)
+    return audit.as_dict()
 
 
 def finish_pending_deletions() -> int:

@@ -270,6 +270,9 @@ ELION_ATTACHMENT_MAX_BYTES = env.integer("ELION_ATTACHMENT_MAX_BYTES", 10 * 1024
 ELION_ATTACHMENTS_PER_MESSAGE = env.integer("ELION_ATTACHMENTS_PER_MESSAGE", 10, minimum=1)
 ELION_ATTACHMENT_MAX_TEXT_CHARACTERS = env.integer("ELION_ATTACHMENT_MAX_TEXT_CHARACTERS", 200_000, minimum=1)
 ELION_ATTACHMENT_GC_GRACE_SECONDS = env.integer("ELION_ATTACHMENT_GC_GRACE_SECONDS", 24 * 3600, minimum=0)
+# Per process: the base64 data URLs of verified images, least recently used dropped past this
+# many bytes (conversations.attachments.encoded_cache); 0 turns the cache off.
+ELION_ATTACHMENT_ENCODED_CACHE_BYTES = env.integer("ELION_ATTACHMENT_ENCODED_CACHE_BYTES", 320 * 1024 * 1024, minimum=0)
 
 # --- Continuity -------------------------------------------------------------
 HANDOFF_PER_MESSAGE_CHARACTER_LIMIT = env.int_or_default("HANDOFF_PER_MESSAGE_CHARACTER_LIMIT", 20_000)

@@ -7,13 +7,14 @@ Rules (seed 004, DESIGN.md "Attachments"):
   immutable manifest and copies each verified blob into the conversation's own
   store. An upload is committed once; naming it again is a 409.
 - Every model projection re-verifies every blob the projected branch
-  references (size and sha256). A missing or tampered blob blocks the request
-  with a 409 that names the attachment; nothing is replaced by a placeholder.
+  references. A missing or tampered blob blocks the request with a 409 that
+  names the attachment; nothing is replaced by a placeholder. Verifying is a
+  stat() of a blob whose recorded file identity is unchanged, a full size and
+  sha256 check otherwise (`conversations.attachments.verification`).
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -29,6 +30,13 @@ from django.utils import timezone
 from archive.uploads import decode_text, pdf_text, size_text
 from conversations.access import access_conversation
 from conversations.attachments import store
+from conversations.attachments.verification import (
+    BlobVerdicts,
+    blob_import_verified,
+    blobs_verify,
+    identities_record,
+    image_data_url,
+)
 from conversations.models import Attachment, AttachmentKind, Message, MessageAttachment
 from elion.errors import Conflict, InvalidInput, NotFound, ServiceError
 
@@ -185,7 +193,9 @@ def attachments_commit(
     Each blob is verified in the upload store and copied into the
     conversation's own store before the manifest is written; `imported` names
     the uploads this send already verified and copied before it took the lock
-    (`attachments_preverify`), which are not read again.
+    (`attachments_preverify`), which are not read again, nor touched: that
+    copy was written moments ago, so the collector's grace period has just
+    begun, and leaving it alone keeps the identity recorded for it valid.
     """
     if not attachment_ids:
         return []
@@ -216,9 +226,7 @@ def attachments_commit(
     destination = store.conversation_store(message.conversation_id)
     ordered = [rows[attachment_id] for attachment_id in attachment_ids]
     for row in ordered:
-        if row.id in imported:
-            store.touch(destination, row.sha256)
-        else:
+        if row.id not in imported:
             _import_blob(row, destination)
     MessageAttachment.objects.bulk_create(
         [MessageAttachment(message=message, position=index, attachment=row) for index, row in enumerate(ordered)]
@@ -308,8 +316,9 @@ def attachment_parts_verified(
     attachment id (`attachments_preverify`); attachment rows never change, so
     those are used as they are.
     """
-    conversation_store = store.conversation_store(conversation_id)
     verified = verified or {}
+    pending = [a for attachments in manifests.values() for a in attachments if a.id not in verified]
+    verdicts = blobs_verify(conversation_id, pending) if pending else BlobVerdicts()
     parts: dict[UUID, tuple[dict, ...]] = {}
     for message_id, attachments in manifests.items():
         built = []
@@ -317,19 +326,24 @@ def attachment_parts_verified(
             if attachment.id in verified:
                 built.append(verified[attachment.id])
                 continue
-            try:
-                data = store.read_verified(conversation_store, attachment.sha256, attachment.size)
-            except store.BlobProblem as exc:
-                raise AttachmentUnavailable(attachment, exc.reason, action) from exc
-            built.append(attachment_part(attachment, data))
+            problem = verdicts.problems.get(attachment.sha256)
+            if problem is not None:
+                raise AttachmentUnavailable(attachment, problem, action)
+            built.append(attachment_part_encoded(attachment, verdicts.verified[attachment.sha256]))
         parts[message_id] = tuple(built)
     return parts
 
 
 def attachment_part(attachment: Attachment, data: bytes) -> dict:
+    """The request part of an attachment whose bytes were just verified (encoded here)."""
+    encoded = image_data_url(attachment.mime, data) if attachment.kind == AttachmentKind.IMAGE else None
+    return attachment_part_encoded(attachment, encoded)
+
+
+def attachment_part_encoded(attachment: Attachment, data_url: str | None) -> dict:
+    """The request part of a verified attachment: an image's data URL, or a file's labelled text."""
     if attachment.kind == AttachmentKind.IMAGE:
-        encoded = base64.b64encode(data).decode("ascii")
-        return {"type": "image", "image_url": f"data:{attachment.mime};base64,{encoded}"}
+        return {"type": "image", "image_url": data_url}
     return {
         "type": "text",
         "text": f"[Attached file “{attachment.name}” ({attachment.mime})]\n{attachment.text}",
@@ -367,17 +381,20 @@ class PreverifiedAttachments:
 
 
 def attachments_preverify(*, conversation_id: UUID, attachment_ids: tuple[UUID, ...]) -> PreverifiedAttachments:
-    """Before the lock: read and hash the blobs a send will project, so the lock holds no disk work.
+    """Before the lock: verify the blobs a send will project, so the lock holds no disk work.
 
     Verifies every blob the conversation's manifests list (the branch is only
-    known under the lock), and copies the new turn's uploads into the
-    conversation's store. Nothing here decides anything: a blob that fails is
-    left out, and the locked send checks it again (and refuses, naming it) if
-    its branch needs it; the claim and scope checks of the uploads stay under
-    the lock too (`attachments_commit`). A conversation whose blob store does
-    not exist has committed no attachment (a commit and a fork write the
-    store first), so it costs no query; if its manifests say otherwise, the
-    locked send finds them and refuses, as for any missing blob.
+    known under the lock): a stat() each while their recorded identities
+    hold, a hash otherwise (`blobs_verify`), and copies the new turn's
+    uploads, hashed in the upload store, into the conversation's store,
+    recording the copies' identities. Nothing here decides anything: a blob
+    that fails is left out, and the locked send checks it again (and
+    refuses, naming it) if its branch needs it; the claim and scope checks of
+    the uploads stay under the lock too (`attachments_commit`). A
+    conversation whose blob store does not exist has committed no attachment
+    (a commit and a fork write the store first), so it costs no query; if its
+    manifests say otherwise, the locked send finds them and refuses, as for
+    any missing blob.
     """
     conversation_store = store.conversation_store(conversation_id)
     parts: dict[UUID, dict] = {}
@@ -391,12 +408,11 @@ def attachments_preverify(*, conversation_id: UUID, attachment_ids: tuple[UUID, 
         if conversation_store.is_dir()
         else {}
     )
-    for attachment in rows.values():
-        try:
-            data = store.read_verified(conversation_store, attachment.sha256, attachment.size)
-        except store.BlobProblem:
-            continue
-        parts[attachment.id] = attachment_part(attachment, data)
+    if rows:
+        verdicts = blobs_verify(conversation_id, rows.values())
+        for attachment in rows.values():
+            if attachment.sha256 in verdicts.verified:
+                parts[attachment.id] = attachment_part_encoded(attachment, verdicts.verified[attachment.sha256])
     imported: set[UUID] = set()
     if attachment_ids:
         uploads = Attachment.objects.filter(
@@ -405,12 +421,14 @@ def attachments_preverify(*, conversation_id: UUID, attachment_ids: tuple[UUID, 
             attached_at__isnull=True,
             gc_claimed_at__isnull=True,
         )
+        copied: dict[str, str] = {}
         for upload in uploads:
             try:
                 data = store.read_verified(store.upload_store(), upload.sha256, upload.size)
             except store.BlobProblem:
                 continue  # the locked commit names it
-            store.write_bytes(conversation_store, data, upload.sha256)
-            parts[upload.id] = attachment_part(upload, data)
+            copied[upload.sha256], url = blob_import_verified(conversation_id, upload, data)
+            parts[upload.id] = attachment_part_encoded(upload, url)
             imported.add(upload.id)
+        identities_record(conversation_id, copied)
     return PreverifiedAttachments(parts=parts, imported=frozenset(imported))

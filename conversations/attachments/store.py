@@ -26,6 +26,7 @@ import re
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
 
@@ -82,8 +83,12 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_bytes(store: Path, data: bytes, sha256: str) -> None:
-    """Place already-verified bytes as blob `sha256` of `store` (temp, fsync, rename)."""
+def write_bytes(store: Path, data: bytes, sha256: str) -> str:
+    """Place already-verified bytes as blob `sha256` of `store` (temp, fsync, rename).
+
+    Answers the published file's identity (`file_identity`): the file that
+    holds exactly these bytes, so its identity may stand in for their hash.
+    """
     target = blob_path(store, sha256)
     fd, tmp_name = tempfile.mkstemp(dir=_tmp_dir(), prefix="copy-")
     tmp = Path(tmp_name)
@@ -92,7 +97,10 @@ def write_bytes(store: Path, data: bytes, sha256: str) -> None:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
-        _publish(tmp, target)
+            _publish(tmp, target)
+            # fstat of the descriptor that wrote the bytes (chmod and rename are done),
+            # never a stat of the path, which another writer could have replaced since.
+            return file_identity(os.fstat(out.fileno()))
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -113,13 +121,61 @@ def _publish(tmp: Path, target: Path) -> None:
 
 def read_verified(store: Path, sha256: str, size: int) -> bytes:
     """The blob's bytes, after checking their size and sha256; BlobProblem otherwise."""
-    try:
-        data = blob_path(store, sha256).read_bytes()
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as exc:
-        raise BlobProblem("missing") from exc
-    if len(data) != size or hashlib.sha256(data).hexdigest() != sha256:
+    data = read_identified(store, sha256).data
+    if not sha256_matches(data, sha256, size):
         raise BlobProblem("tampered")
     return data
+
+
+def sha256_matches(data: bytes, sha256: str, size: int) -> bool:
+    """Whether `data` is the blob `sha256` of `size` bytes: the one place a blob's bytes are hashed."""
+    return len(data) == size and hashlib.sha256(data).hexdigest() == sha256
+
+
+# --- File identity ---------------------------------------------------------------------
+
+
+def file_identity(stat: os.stat_result) -> str:
+    """`st_dev:st_ino:st_size:st_mtime_ns:st_ctime_ns`: which file this is and whether it changed.
+
+    Replacing the file (a new inode), truncating or rewriting it (size, mtime
+    and ctime), even `touch` or `chmod` (ctime) each change it.
+    """
+    return f"{stat.st_dev}:{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ctime_ns}"
+
+
+def blob_identity(store: Path, sha256: str) -> str | None:
+    """The blob's file identity from one stat(); None when it is absent."""
+    try:
+        return file_identity(os.stat(blob_path(store, sha256)))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+@dataclass(frozen=True)
+class IdentifiedRead:
+    """A blob's bytes, read through one descriptor, with the file's identity before and after the read."""
+
+    data: bytes
+    before: str
+    after: str
+
+    @property
+    def steady(self) -> bool:
+        """Nothing changed the file while it was read: `before` names the file these bytes came from."""
+        return self.before == self.after
+
+
+def read_identified(store: Path, sha256: str) -> IdentifiedRead:
+    """The blob's bytes (not hashed) with its identity; BlobProblem("missing") when absent."""
+    try:
+        with blob_path(store, sha256).open("rb") as blob:
+            before = file_identity(os.fstat(blob.fileno()))
+            data = blob.read()
+            after = file_identity(os.fstat(blob.fileno()))
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as exc:
+        raise BlobProblem("missing") from exc
+    return IdentifiedRead(data=data, before=before, after=after)
 
 
 def touch(store: Path, sha256: str) -> bool:

@@ -94,7 +94,8 @@ def send_prepare(command: SendCommand) -> PreparedReply:
     """Commit the user turn and a `streaming` assistant message; no provider I/O.
 
     The disk and CPU work comes first, outside any lock: the attachment blobs
-    are read and hashed. Then one durable transaction (`_send_commit`)
+    are verified (a stat each, a read and hash only for a new or changed
+    one). Then one durable transaction (`_send_commit`)
     commits the turn: everything in it is committed before the provider is
     called, which `durable=True` asserts (it refuses to run inside another
     transaction). The search index has nothing pending for it to write: each

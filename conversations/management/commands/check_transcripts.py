@@ -6,14 +6,17 @@ from uuid import UUID
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from conversations.attachments.verification import blobs_rehash_all
 from conversations.transcript.integrity import transcripts_check
 
 
 class Command(BaseCommand):
     help = (
         "Check every conversation's transcript: orphan parents, parents in another conversation or with a larger "
-        "seq, a head outside its conversation, unpaired tool calls, replies streaming past their lease. "
-        "--repair fixes what can be fixed safely. Exits non-zero while problems remain."
+        "seq, a head outside its conversation, unpaired tool calls, replies streaming past their lease; and "
+        "re-hash every attachment blob the manifests reference, whatever its recorded file identity (missing "
+        "or tampered blobs are reported, never repaired). --repair fixes what can be fixed safely. "
+        "Exits non-zero while problems remain."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -26,11 +29,16 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(f"--conversation must be a UUID: {exc}") from exc
         fixed, remaining = transcripts_check(conversation_ids=ids, repair=repair)
+        audit = blobs_rehash_all(conversation_ids=ids)
         for problem in fixed:
             self.stdout.write(f"repaired {problem}")
         for problem in remaining:
             note = "" if problem.repairable else " (needs a person: not repaired automatically)"
             self.stdout.write(f"problem {problem}{note}")
-        self.stdout.write(f"{len(fixed)} repaired, {len(remaining)} remaining")
-        if remaining:
-            raise CommandError(f"{len(remaining)} transcript problem(s) remain.")
+        for finding in audit.findings:
+            self.stdout.write(f"problem {finding} (needs a person: restore the file from a backup)")
+        self.stdout.write(f"{audit.blobs_hashed} attachment blobs re-hashed ({audit.bytes_hashed:,} bytes)")
+        problems = len(remaining) + len(audit.findings)
+        self.stdout.write(f"{len(fixed)} repaired, {problems} remaining")
+        if problems:
+            raise CommandError(f"{problems} transcript problem(s) remain.")

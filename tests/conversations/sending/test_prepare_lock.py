@@ -2,7 +2,8 @@
 
 Rules: "the user turn is committed before any provider I/O" (asserted by a
 durable transaction, not assumed); "verified before every model projection"
-(every blob is read and hashed during the send, before the lock); a send's
+(every blob is checked during the send, before the lock: its identity by a stat, its bytes by a hash
+when that identity changed); a send's
 statement count does not grow with the thread's length.
 """
 
@@ -31,15 +32,19 @@ def finish_reply(conversation) -> None:
 
 @pytest.fixture
 def blob_reads(monkeypatch):
-    """Every verified blob read during the test, with whether a transaction (the lock) was open."""
+    """Every look at a blob during the test (a stat of its identity, a read, a hash), with whether a
+    transaction (the lock) was open."""
     reads: list[bool] = []
-    real = store.read_verified
 
-    def recording(*args, **kwargs):
-        reads.append(connection.in_atomic_block)
-        return real(*args, **kwargs)
+    def recording(real):
+        def wrapper(*args, **kwargs):
+            reads.append(connection.in_atomic_block)
+            return real(*args, **kwargs)
 
-    monkeypatch.setattr(store, "read_verified", recording)
+        return wrapper
+
+    for name in ("blob_identity", "read_identified", "sha256_matches"):
+        monkeypatch.setattr(store, name, recording(getattr(store, name)))
     return reads
 
 
@@ -65,7 +70,7 @@ def test_attachments_verified_before_projection_blobs_are_read_outside_the_lock(
 
     blob_reads.clear()
     send_prepare(SendCommand(conversation_id=conversation.id, content="And again?"))
-    assert blob_reads and not any(blob_reads)  # the branch's image, verified again for this send, before the lock
+    assert blob_reads and not any(blob_reads)  # the branch's image, checked again for this send, before the lock
 
     blob_reads.clear()
     finish_reply(conversation)
