@@ -97,17 +97,17 @@ def trim_history(turns: list[HistoryTurn], budget_tokens: int) -> tuple[list[His
 
     Returns the kept turns and how many were dropped.
     """
-    kept = list(turns)
-    total = sum(turn_tokens(turn) for turn in kept)
-    dropped = 0
-    while len(kept) > 1 and total > budget_tokens:
-        total -= turn_tokens(kept.pop(0))
-        dropped += 1
+    total = sum(turn_tokens(turn) for turn in turns)
+    first, last = 0, len(turns) - 1  # the kept turns are turns[first:]
+    while first < last and total > budget_tokens:
+        total -= turn_tokens(turns[first])
+        first += 1
     # A conversation must not open on an assistant turn after trimming: the
     # model would read a reply with no question.
-    while len(kept) > 1 and kept[0].role == "assistant":
-        total -= turn_tokens(kept.pop(0))
-        dropped += 1
+    while first < last and turns[first].role == "assistant":
+        total -= turn_tokens(turns[first])
+        first += 1
+    kept, dropped = list(turns[first:]), first
     return kept, dropped
 
 

@@ -31,6 +31,7 @@ from conversations.transcript.citations import citations_clean
 from conversations.transcript.leases import lease_deadline
 from conversations.transcript.search_index import message_search_index_sync
 from conversations.transcript.tool_pairing import project_tool_parts, reasoning_part, reasoning_parts_drop
+from conversations.usage import USAGE_KEYS  # the provider-reported usage stored on each reply, summed over rounds
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +62,6 @@ def _stop_was_requested(message_id: UUID) -> bool:
     return Message.objects.filter(pk=message_id, stop_requested_at__isnull=False).exists()
 
 
-# The provider-reported usage stored on each reply (`metadata.usage`), summed over its tool rounds.
-USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
 
 # The provider could not verify reasoning carried from earlier (the gateway's code for it).
 REASONING_REJECTED = "provider_reasoning_rejected"
