@@ -190,7 +190,8 @@ def render(headers: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers))]
 
     def line(row: list[str]) -> str:
-        return "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+        cells = zip(row, widths, strict=True)
+        return "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(cells))
 
     return [line(headers), "  ".join("-" * w for w in widths), *(line(row) for row in rows)]
 

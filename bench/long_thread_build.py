@@ -42,14 +42,15 @@ import time
 from pathlib import Path
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-_WORDS = (
-    "morning light garden tea quiet letter river memory walk music rain window book friend "
-    "promise story evening candle ocean forest road home laughter question answer dream "
-    "voice silence thread season winter summer autumn spring coffee kitchen stars moon "
-    "notebook poem song city bridge train journey tomorrow yesterday today careful gentle "
-    "bright slow warm honest curious patient small wide deep open simple strange familiar "
-    "remember because maybe little together always sometimes across under over through"
-).split()
+_WORDS = [
+    "morning", "light", "garden", "tea", "quiet", "letter", "river", "memory", "walk", "music", "rain", "window",
+    "book", "friend", "promise", "story", "evening", "candle", "ocean", "forest", "road", "home", "laughter",
+    "question", "answer", "dream", "voice", "silence", "thread", "season", "winter", "summer", "autumn", "spring",
+    "coffee", "kitchen", "stars", "moon", "notebook", "poem", "song", "city", "bridge", "train", "journey",
+    "tomorrow", "yesterday", "today", "careful", "gentle", "bright", "slow", "warm", "honest", "curious", "patient",
+    "small", "wide", "deep", "open", "simple", "strange", "familiar", "remember", "because", "maybe", "little",
+    "together", "always", "sometimes", "across", "under", "over", "through",
+]
 
 
 def prose(rng: random.Random, lo: int = 200, hi: int = 600) -> str:
