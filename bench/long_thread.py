@@ -1,0 +1,521 @@
+"""Does a send, the chat page and the messages API stay fast as a thread grows?
+
+Issue 18's proof: threads of `--lengths` live-branch messages (10, 1,000, 3,000
+and 10,000) and one of `--image-length` (3,000) messages with `--images`
+(200) image attachments of `--image-bytes` (1 MB) each, all in one database,
+measured side by side in one run (threads interleaved round by round, their
+order rotating) through real HTTP to a real Daphne (the app
+in its own process) and the scripted provider (`tests.support.scripted_provider`
+in its own process). For each thread, every round:
+
+  page   GET /c/<id>/ until the whole body is read: time and bytes;
+  API    GET /api/conversations/<id>/messages/?limit=50 (the first page of
+         the paged API; a tree that ignores `limit` answers the whole live
+         branch, and the bytes and item count show it): time and bytes;
+  app    POST /api/conversations/<id>/messages/ (SSE) until the data of the
+         first `event: delta` frame arrives; the provider is scripted to
+         answer at once with a three-chunk text, and the stream is read to
+         `done` before anything else happens;
+  SDK    the exact request body the provider recorded for that send
+         (`GET /_control/requests`), sent again by the `openai` SDK
+         (`AsyncOpenAI`, `max_retries=0`) the app's way (conversations/provider/
+         gateway.py, WIRE_AS_IS: the conversation in `extra_body`), until its
+         first text delta;
+  added  app − SDK of the same round: what the app itself costs before the
+         first token. The table shows its median over the rounds.
+
+Every figure is also shown as a ratio to the first (shortest) thread's.
+
+Each thread is built (`bench/long_thread_build.py`) through the services of
+the tree being measured: `conversation_create`, `message_append` for every
+message, `attachment_upload` + `attachments_commit` for the images. It has no
+stored static prompt: one unmeasured warm-up send per thread stores it, as a
+real first send does, so every measured send is a steady-state one. After
+every send (warm-up included) the bench rewinds the conversation to its
+original head (`POST …/rewind/`), so every round measures the same live
+branch; the rewound turns stay in the tree off the live branch (2 per round),
+so a thread's whole tree grows by 2 messages per round while its live branch
+does not. The warm-up round also checks that the SDK's request body equals
+the app's.
+
+    .venv/bin/python -m bench.long_thread --database sqlite             # ≈ 3 min
+    .venv/bin/python -m bench.long_thread --database sqlite,postgres    # PostgreSQL: DATABASE_URL's
+        # server (a fresh database on it), or a throwaway one from scripts/pg_tmp.sh when unset
+    .venv/bin/python -m bench.long_thread --lengths 10,1000 --images 20 --rounds 3   # quick
+
+`--baseline DIR` measures a second source tree (an export of an older commit,
+`git archive REV | tar -x -C DIR`) side by side: each tree gets its own
+database, migrated and built by its own code with the same seed (so the same
+texts and images), and its own Daphne; rounds alternate between the trees,
+and the table shows both trees' figures and this tree's ratio to the
+baseline's.
+
+A benchmark, not a test: it asserts nothing about timing. It fails only when
+the app or the provider misbehaves (a non-200, an error event, a missing
+delta, an SDK request that differs from the app's). Everything it starts
+(provider, Daphne processes, PostgreSQL databases or server) is stopped and
+its temp dir removed, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.send_overhead import (  # noqa: E402 - after the path fix above
+    API_KEY,
+    QUICK_REPLY,
+    BenchError,
+    app_env,
+    pg_create_database,
+    pg_drop_database,
+    start_daphne,
+    start_provider,
+    stop_process,
+    time_app,
+)
+
+BUILDER = Path(__file__).resolve().with_name("long_thread_build.py")
+SEND_TEXT = "How did the garden look this morning? Tell me about the light on the river too."
+PAGE_LIMIT = 50
+SELECTORS = ("chat.completions", "responses")
+
+
+# --- what is measured ----------------------------------------------------------------
+
+
+def thread_cases(lengths: list[int], images: int, image_length: int, image_bytes: int) -> list[dict]:
+    """The builder's spec: one case per length, then the attachment case (if any images)."""
+    cases = [{"label": f"{n:,}", "length": n} for n in lengths]
+    if images:
+        cases.append(
+            {
+                "label": f"{image_length:,} + {images} images",
+                "length": image_length,
+                "images": images,
+                "image_bytes": image_bytes,
+            }
+        )
+    return cases
+
+
+@dataclass
+class Samples:
+    """One (tree, thread)'s measured rounds, in seconds and bytes."""
+
+    app: list[float] = field(default_factory=list)
+    sdk: list[float] = field(default_factory=list)
+    page: list[float] = field(default_factory=list)
+    page_bytes: list[int] = field(default_factory=list)
+    api: list[float] = field(default_factory=list)
+    api_bytes: list[int] = field(default_factory=list)
+    api_items: list[int] = field(default_factory=list)
+    request_items: list[int] = field(default_factory=list)
+    request_bytes: list[int] = field(default_factory=list)
+    request_images: list[int] = field(default_factory=list)
+
+    def figures(self) -> dict[str, float]:
+        """Medians over the rounds; `added` is the median of the paired app − SDK differences."""
+        med = statistics.median
+        return {
+            "app": med(self.app),
+            "sdk": med(self.sdk),
+            "added": med(a - s for a, s in zip(self.app, self.sdk, strict=True)),
+            "page": med(self.page),
+            "page_bytes": med(self.page_bytes),
+            "api": med(self.api),
+            "api_bytes": med(self.api_bytes),
+            "api_items": med(self.api_items),
+            "request_items": med(self.request_items),
+            "request_bytes": med(self.request_bytes),
+            "request_images": med(self.request_images),
+        }
+
+
+# --- report ----------------------------------------------------------------------------
+
+# (heading, figure, kind): kind "ms" for seconds shown in ms, "KiB" / "MiB" for bytes, "n" for counts,
+# "x" for the same figure as a ratio to the first thread's.
+COLUMNS = (
+    ("app → 1st delta ms", "app", "ms"),
+    ("SDK → 1st delta ms", "sdk", "ms"),
+    ("added ms", "added", "ms"),
+    ("added ×", "added", "x"),
+    ("page ms", "page", "ms"),
+    ("page ×", "page", "x"),
+    ("page KiB", "page_bytes", "KiB"),
+    ("page KiB ×", "page_bytes", "x"),
+    ("API ms", "api", "ms"),
+    ("API ×", "api", "x"),
+    ("API KiB", "api_bytes", "KiB"),
+    ("API items", "api_items", "n"),
+    ("request items", "request_items", "n"),
+    ("request MiB", "request_bytes", "MiB"),
+    ("request images", "request_images", "n"),
+)
+
+
+def _cell(value: float, kind: str) -> str:
+    if kind == "ms":
+        return f"{value * 1000:,.1f}"
+    if kind == "KiB":
+        return f"{value / 1024:,.0f}"
+    if kind == "MiB":
+        return f"{value / 1024 / 1024:,.2f}"
+    if kind == "n":
+        return f"{value:,.0f}"
+    return f"{value:.2f}"
+
+
+def _ratio(value: float, base: float) -> float:
+    return value / base if base else float("nan")
+
+
+def render(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """A plain-text table: the first column left-aligned, the others right-aligned."""
+    widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers))]
+
+    def line(row: list[str]) -> str:
+        cells = zip(row, widths, strict=True)
+        return "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(cells))
+
+    return [line(headers), "  ".join("-" * w for w in widths), *(line(row) for row in rows)]
+
+
+def report_table(figures: dict[str, dict[str, dict[str, float]]], trees: list[str], labels: list[str]) -> list[str]:
+    """`figures[tree][thread label]` → the table: a row per thread and tree, ratios to the first thread.
+
+    With two trees (baseline first) each thread also gets a row of the second tree's
+    figures over the first's (`× baseline`).
+    """
+    first = labels[0]
+    headers = ["thread (live messages)", *(heading for heading, _, _ in COLUMNS)]
+    rows = []
+    for label in labels:
+        for tree in trees:
+            own = figures[tree][label]
+            cells = [
+                _cell(_ratio(own[key], figures[tree][first][key]), "x") if kind == "x" else _cell(own[key], kind)
+                for _, key, kind in COLUMNS
+            ]
+            rows.append([label if len(trees) == 1 else f"{label} · {tree}", *cells])
+        if len(trees) == 2:
+            base, this = (figures[tree][label] for tree in trees)
+            cells = ["" if kind in ("x", "n") else _cell(_ratio(this[key], base[key]), "x") for _, key, kind in COLUMNS]
+            rows.append([f"{label} · {trees[1]} ÷ {trees[0]}", *cells])
+    return render(headers, rows)
+
+
+def report(database: str, result: dict, args) -> list[str]:
+    trees, labels = result["trees"], result["labels"]
+    lines = [
+        f"long_thread {time.strftime('%Y-%m-%d %H:%M')} — database {database}; selector {args.selector}; "
+        f"{args.rounds} measured rounds after 1 warm-up, threads and trees interleaved; "
+        f"load average {result['load'][0]:.2f} → {result['load'][1]:.2f}",
+    ]
+    for tree in trees:
+        build = result["builds"][tree]
+        lines.append(
+            f"{tree}: {result['roots'][tree]}; migrate {build['migrate_seconds']:.1f} s, build "
+            + ", ".join(f"{t['label']} {t['seconds']:.1f} s" for t in build["threads"])
+            + f"; index {build['index_seconds']:.1f} s, ANALYZE {build['analyze_seconds']:.1f} s"
+        )
+    lines += ["", *report_table(result["figures"], trees, labels), ""]
+    first = labels[0]
+    for tree in trees:
+        figures = result["figures"][tree]
+        added = ", ".join(
+            f"{label}: {_ratio(figures[label]['added'], figures[first]['added']):.2f}×" for label in labels[1:]
+        )
+        lines.append(f"{tree}: added time over the {first}-message thread's: {added}")
+    lines.append(
+        "added = median over rounds of (app − SDK) in the same round; × = ratio to the "
+        f"{first}-message thread's figure; API = …/messages/?limit={PAGE_LIMIT}; request = the app's provider "
+        "request body (JSON bytes, input items, image parts)"
+    )
+    return lines
+
+
+# --- running it --------------------------------------------------------------------
+
+
+def build(tree_root: Path, env: dict[str, str], spec: dict, log: Path) -> dict:
+    """Migrate and fill one tree's database with its own code (`long_thread_build.py`, run by path)."""
+    with open(log, "wb") as err:
+        done = subprocess.run(
+            [sys.executable, str(BUILDER), "--spec", json.dumps(spec)],
+            cwd=tree_root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err,
+        )
+    if done.returncode != 0:
+        raise BenchError(f"building the threads in {tree_root} failed:\n{log.read_text()[-3000:]}")
+    last = done.stdout.decode().strip().splitlines()[-1]
+    if not last.startswith("BUILT "):
+        raise BenchError(f"the builder printed no result:\n{done.stdout.decode()[-2000:]}")
+    return json.loads(last[6:])
+
+
+async def provider_body(control) -> dict:
+    """The body of the one request the provider recorded since the last clear."""
+    recorded = (await control.get("/_control/requests")).json()
+    posts = [r for r in recorded if r["method"] == "POST"]
+    if len(posts) != 1:
+        raise BenchError(f"expected one provider request, the provider recorded {len(posts)}")
+    return posts[0]["body"]
+
+
+def request_shape(selector: str, body: dict) -> tuple[int, int, int]:
+    """(input items, JSON bytes, image parts) of a provider request body."""
+    items = body["input"] if selector == "responses" else body["messages"]
+    images = sum(
+        1
+        for item in items
+        if isinstance(item.get("content"), list)
+        for part in item["content"]
+        if part.get("type") in ("input_image", "image_url")
+    )
+    return len(items), len(json.dumps(body, separators=(",", ":")).encode()), images
+
+
+async def time_sdk(sdk, selector: str, body: dict) -> float:
+    """The recorded body sent again the app's way (WIRE_AS_IS): seconds until the first text delta."""
+    rest = {key: value for key, value in body.items() if key not in ("model", "stream", "tools")}
+    typed = {"tools": body["tools"]} if "tools" in body else {}  # the gateway passes tools as a typed argument
+    first = None
+    start = time.perf_counter()
+    if selector == "responses":
+        stream = await sdk.responses.create(model=body["model"], stream=True, extra_body=rest, **typed)
+        async with stream:
+            async for event in stream:
+                if event.type == "response.output_text.delta" and first is None:
+                    first = time.perf_counter()
+    else:
+        stream = await sdk.chat.completions.create(
+            model=body["model"], messages=[], stream=True, extra_body=rest, **typed
+        )
+        async with stream:
+            async for chunk in stream:
+                if first is None and any(choice.delta.content for choice in chunk.choices):
+                    first = time.perf_counter()
+    if first is None:
+        raise BenchError("the SDK stream had no text delta")
+    return first - start
+
+
+async def time_get(client, path: str) -> tuple[float, bytes]:
+    start = time.perf_counter()
+    response = await client.get(path)
+    elapsed = time.perf_counter() - start
+    if response.status_code != 200:
+        raise BenchError(f"GET {path} answered {response.status_code}: {response.text[:300]}")
+    return elapsed, response.content
+
+
+async def rewind(client, thread: dict) -> None:
+    response = await client.post(
+        f"/api/conversations/{thread['conversation_id']}/rewind/", json={"message_id": thread["head_id"]}
+    )
+    if response.status_code != 200:
+        raise BenchError(f"rewind answered {response.status_code}: {response.text[:300]}")
+
+
+async def one_round(client, control, sdk, thread: dict, selector: str, samples: Samples | None) -> None:
+    """Page, API page, a send (then rewind), the SDK replay; `samples` None: warm-up (checks the replay)."""
+    cid = thread["conversation_id"]
+    page_s, page = await time_get(client, f"/c/{cid}/")
+    api_s, api = await time_get(client, f"/api/conversations/{cid}/messages/?limit={PAGE_LIMIT}")
+    await control.post("/_control/clear")
+    await control.post("/_control/script", json=[QUICK_REPLY])
+    app = (await time_app(client, cid, SEND_TEXT))["ttfd"]
+    body = await provider_body(control)
+    await rewind(client, thread)
+    await control.post("/_control/clear")
+    await control.post("/_control/script", json=[QUICK_REPLY])
+    sdk_s = await time_sdk(sdk, selector, body)
+    if samples is None:
+        replayed = await provider_body(control)
+        if replayed != body:
+            differing = sorted(k for k in {*body, *replayed} if body.get(k) != replayed.get(k))
+            raise BenchError(f"the SDK's request differs from the app's in {differing}")
+        return
+    items, size, images = request_shape(selector, body)
+    samples.app.append(app)
+    samples.sdk.append(sdk_s)
+    samples.page.append(page_s)
+    samples.page_bytes.append(len(page))
+    samples.api.append(api_s)
+    samples.api_bytes.append(len(api))
+    samples.api_items.append(len(json.loads(api).get("results", [])))
+    samples.request_items.append(items)
+    samples.request_bytes.append(size)
+    samples.request_images.append(images)
+
+
+async def measure(app_urls: dict[str, str], builds: dict[str, dict], provider_url: str, args) -> dict:
+    import httpx
+    import openai
+
+    trees = list(app_urls)
+    labels = [thread["label"] for thread in builds[trees[0]]["threads"]]
+    samples = {tree: {label: Samples() for label in labels} for tree in trees}
+    clients = {tree: httpx.AsyncClient(base_url=url, timeout=600) for tree, url in app_urls.items()}
+    sdk = openai.AsyncOpenAI(api_key=API_KEY, base_url=provider_url, max_retries=0, timeout=600)
+    try:
+        async with httpx.AsyncClient(base_url=provider_url.removesuffix("/v1"), timeout=600) as control:
+            for round_no in range(1 + args.rounds):
+                # The threads' order rotates every round, and the trees' order per thread too.
+                order = list(range(len(labels)))
+                order = order[round_no % len(order):] + order[:round_no % len(order)]
+                for index in order:
+                    label = labels[index]
+                    shift = (round_no + index) % len(trees)
+                    for tree in trees[shift:] + trees[:shift]:
+                        thread = builds[tree]["threads"][index]
+                        target = samples[tree][label] if round_no else None
+                        await one_round(clients[tree], control, sdk, thread, args.selector, target)
+                print(f"  round {round_no}/{args.rounds} done" + (" (warm-up)" if not round_no else ""), flush=True)
+    finally:
+        await sdk.close()
+        for client in clients.values():
+            await client.aclose()
+    figures = {tree: {label: samples[tree][label].figures() for label in labels} for tree in trees}
+    return {"trees": trees, "labels": labels, "figures": figures}
+
+
+def pg_server_start() -> tuple[str, str]:
+    """A throwaway PostgreSQL server (scripts/pg_tmp.sh): (DATABASE_URL, its dir, for the stop)."""
+    out = subprocess.run(["bash", "scripts/pg_tmp.sh", "start"], cwd=ROOT, check=True, capture_output=True, text=True)
+    exports = dict(
+        line.removeprefix("export ").split("=", 1) for line in out.stdout.splitlines() if line.startswith("export ")
+    )
+    return exports["DATABASE_URL"].strip("'\""), exports["PG_TMP_DIR"].strip("'\"")
+
+
+def run_database(database: str, trees: dict[str, Path], provider_url: str, tmp: Path, args) -> dict:
+    """Build each tree's database, start its Daphne, measure, stop; the figures."""
+    server_url, pg_dir, created = None, None, []
+    daphnes: list[subprocess.Popen] = []
+    try:
+        if database == "postgres":
+            server_url = os.environ.get("DATABASE_URL") or None
+            if not server_url:
+                server_url, pg_dir = pg_server_start()
+                print(f"started a throwaway PostgreSQL server ({pg_dir})", flush=True)
+        spec = {
+            "seed": args.seed,
+            "cases": thread_cases(args.lengths, args.images, args.image_length, args.image_bytes),
+        }
+        builds, app_urls = {}, {}
+        for index, (tree, root) in enumerate(trees.items()):
+            database_url = None
+            if server_url:
+                database_url, name = pg_create_database(server_url)
+                if name is None:
+                    raise BenchError("the bench needs a fresh database per tree; DATABASE_URL's server refused")
+                created.append(name)
+            data_dir = tmp / f"{database}-{index}" / "data"
+            data_dir.mkdir(parents=True)
+            env = app_env(data_dir, database_url, provider_url)
+            env["ELION_API_SELECTOR"] = args.selector
+            print(f"{database}: building the threads in {tree} ({root}) …", flush=True)
+            builds[tree] = build(root, env, spec, tmp / f"build-{database}-{index}.log")
+            process, app_urls[tree] = start_daphne(tmp, env, False, log_name=f"daphne-{database}-{index}.log", root=root)
+            daphnes.append(process)
+        load_before = os.getloadavg()[0]
+        result = asyncio.run(measure(app_urls, builds, provider_url, args))
+        result.update(builds=builds, roots={tree: str(root) for tree, root in trees.items()},
+                      load=(load_before, os.getloadavg()[0]))
+        return result
+    finally:
+        for process in daphnes:
+            stop_process(process)
+        for name in created:
+            pg_drop_database(server_url, name)
+        if pg_dir:
+            subprocess.run(["bash", "scripts/pg_tmp.sh", "stop", pg_dir], cwd=ROOT, check=False)
+
+
+def int_list(text: str) -> list[int]:
+    try:
+        values = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: give comma-separated integers") from exc
+    if not values or any(v < 2 or v % 2 for v in values):
+        raise argparse.ArgumentTypeError("thread lengths are even numbers ≥ 2 (each thread ends with a reply)")
+    return values
+
+
+def database_list(text: str) -> list[str]:
+    values = [part.strip() for part in text.split(",") if part.strip()]
+    if not values or any(v not in ("sqlite", "postgres") for v in values):
+        raise argparse.ArgumentTypeError("--database takes sqlite, postgres or both (sqlite,postgres)")
+    return values
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lengths", type=int_list, default=[10, 1000, 3000, 10000],
+                        help="live-branch messages per thread (even; the first is every ratio's base)")
+    parser.add_argument("--rounds", type=int, default=5, help="measured rounds per thread (after one warm-up)")
+    parser.add_argument("--database", type=database_list, default=["sqlite"], help="sqlite, postgres or sqlite,postgres")
+    parser.add_argument("--selector", choices=SELECTORS, default="chat.completions", help="the app's API selector")
+    parser.add_argument("--images", type=int, default=200, help="images in the attachment case (0: no such case)")
+    parser.add_argument("--image-length", type=int, default=3000, help="live-branch messages of the attachment case")
+    parser.add_argument("--image-bytes", type=int, default=1024 * 1024, help="bytes per image")
+    parser.add_argument("--seed", type=int, default=20261201)
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another source tree measured side by side (each tree its own database)")
+    parser.add_argument("--keep-temp", action="store_true", help="keep the temp dir (logs) for inspection")
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    if args.images and (args.image_length < 2 or args.image_length % 2 or args.images > args.image_length // 2):
+        parser.error("--image-length must be even and hold at least --images user turns")
+    if args.image_bytes < 16:
+        parser.error("--image-bytes must be at least 16")
+    if args.baseline and not (args.baseline / "elion" / "asgi.py").exists():
+        parser.error(f"--baseline {args.baseline} is not a source tree of this app")
+    trees = {"baseline": args.baseline.resolve()} if args.baseline else {}
+    trees["this tree"] = ROOT
+
+    started = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix="elion-long-thread-"))
+    provider = None
+    try:
+        provider, provider_url = start_provider(tmp)
+        outputs = []
+        for database in args.database:
+            result = run_database(database, trees, provider_url, tmp, args)
+            outputs.append(report(database, result, args))
+            print()
+            print("\n".join(outputs[-1]), flush=True)
+        if len(outputs) > 1:
+            print("\n\n" + "\n\n".join("\n".join(lines) for lines in outputs))
+        print(f"\ntotal runtime {time.perf_counter() - started:.0f} s")
+        return 0
+    finally:
+        stop_process(provider)
+        if args.keep_temp:
+            print(f"temp dir kept: {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
