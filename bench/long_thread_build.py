@@ -24,6 +24,7 @@ that tree (binding, search index rows, and any column a later change adds to
   the blob copied into the conversation's store), on user turns spread evenly
   over the thread; each image is `--image-bytes` of random bytes behind a PNG
   signature, so no two share a blob;
+- the rows dated as a thread of months has them (`spread_over_months`);
 - then the search index is tokenised (`message_search_index_sync`, as a
   running app's would be) and `ANALYZE` runs.
 
@@ -112,6 +113,7 @@ def build_thread(conversation, case: dict, binding, seed: int) -> dict:
             if user and index // 2 in uploads:
                 attachments_commit(message=parent, attachment_ids=(uploads[index // 2].id,))
         conversation.save(update_fields=APPENDED_FIELDS)
+    spread_over_months(conversation)
     return {
         "label": case["label"],
         "conversation_id": str(conversation.id),
@@ -122,6 +124,28 @@ def build_thread(conversation, case: dict, binding, seed: int) -> dict:
         "seconds": time.perf_counter() - started,
         "upload_seconds": upload_seconds,
     }
+
+
+def spread_over_months(conversation) -> None:
+    """Date the thread's rows as a thread of months is: one turn every 10 minutes up to an hour ago.
+
+    Built in seconds, every row would be stamped "now", as no long thread is;
+    a process that keeps a conversation's rows and asks only for what changed
+    recently (conversations.transcript.tree_cache) would then read them all again.
+    """
+    import datetime
+
+    from django.db import transaction
+    from django.utils import timezone
+
+    from conversations.models import Message
+
+    newest = timezone.now() - datetime.timedelta(hours=1)
+    rows = list(Message.objects.filter(conversation=conversation).order_by("-seq").values_list("pk", flat=True))
+    with transaction.atomic():
+        for steps, pk in enumerate(rows):
+            when = newest - datetime.timedelta(minutes=10 * steps)
+            Message.objects.filter(pk=pk).update(created_at=when, updated_at=when)
 
 
 def main(argv: list[str] | None = None) -> int:
