@@ -22,8 +22,8 @@ from conversations.assistant_settings import assistant_settings_get
 from conversations.attachments.services import attachment_parts_verified, manifests_on_branch
 from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
 from conversations.transcript.tool_pairing import project_tool_parts
-from conversations.transcript.tree import is_projectable, walk_to_root
-from conversations.transcript.tree_cache import conversation_rows
+from conversations.transcript.tree import is_projectable
+from conversations.transcript.tree_cache import conversation_rows, kept_branch
 from elion.errors import NotFound
 
 
@@ -54,7 +54,7 @@ class SendContext:
 
     def branch_to(self, message_id: UUID | None) -> list[Message]:
         """Root → `message_id`, oldest first (the live branch when it is the head)."""
-        return walk_to_root(self.tree, message_id)
+        return kept_branch(self.conversation.id, self.tree, message_id)
 
     def latest_reply_to(self, user_message: Message) -> Message | None:
         replies = [

@@ -82,7 +82,8 @@ def conversation_rows(conversation: Conversation) -> dict[UUID, Message]:
     else:
         recent = kept.newest_seen - RECHECK_WINDOW
         read = list(rows_of.filter(Q(updated_at__gte=recent) | Q(status=MessageStatus.STREAMING) | Q(role=Role.SYSTEM)))
-        rows = {**kept.rows, **{message.id: message for message in read}}
+        changed = {message.id: message for message in read if not _unchanged(kept.rows.get(message.id), message)}
+        rows = {**kept.rows, **changed} if changed else kept.rows
     newest = max((message.updated_at for message in read), default=None)
     if kept is not None:
         newest = kept.newest_seen if newest is None else max(newest, kept.newest_seen)
@@ -90,18 +91,85 @@ def conversation_rows(conversation: Conversation) -> dict[UUID, Message]:
     return dict(rows)
 
 
+def _unchanged(kept: Message | None, read: Message) -> bool:
+    """Is the row read again the row kept? Then the kept instance (and what was built from it) stays.
+
+    The same `updated_at` and status, and not streaming: a streaming row's
+    lease and stop request change without moving `updated_at`.
+    """
+    return (
+        kept is not None
+        and read.status != MessageStatus.STREAMING
+        and kept.status == read.status
+        and kept.updated_at == read.updated_at
+    )
+
+
+def kept_branch(conversation_id: UUID, rows: dict[UUID, Message], tip_id: UUID | None) -> list[Message]:
+    """`walk_to_root(rows, tip_id)`, walking only what this process has not walked before in the conversation.
+
+    The last branch walked here is kept; a new tip's walk stops at the first
+    message on it, and the rest is taken from it as long as every row of that
+    part is still the instance `rows` holds (a changed row is a new instance).
+    """
+    with _LOCK:
+        last = _BRANCHES.get(conversation_id)
+    walked: list[Message] = []
+    seen: set[UUID] = set()
+    current = tip_id
+    position = last.positions if last is not None else {}
+    while current is not None and current not in position:
+        if current in seen:
+            raise ValueError(f"cycle in message tree at {current}")
+        message = rows.get(current)
+        if message is None:
+            raise ValueError(f"missing message {current} on the path to the root")
+        seen.add(current)
+        walked.append(message)
+        current = message.parent_id
+    walked.reverse()
+    if current is None:
+        branch, positions = walked, {}
+    else:
+        meets = position[current] + 1
+        prefix = last.branch[:meets]
+        if not all(rows.get(message.id) is message for message in prefix):
+            with _LOCK:
+                _BRANCHES.pop(conversation_id, None)
+            return kept_branch(conversation_id, rows, tip_id)
+        branch = prefix + walked
+        # Continuing from the last tip (the usual send) keeps every position; otherwise they are counted again.
+        positions = dict(last.positions) if meets == len(last.branch) else {m.id: i for i, m in enumerate(prefix)}
+    positions.update((message.id, index) for index, message in enumerate(walked, start=len(branch) - len(walked)))
+    if conversation_id in _KEPT:
+        with _LOCK:
+            _BRANCHES[conversation_id] = _Branch(branch, positions)
+    return branch
+
+
+@dataclass(frozen=True)
+class _Branch:
+    branch: list[Message]
+    positions: dict[UUID, int]
+
+
+_BRANCHES: dict[UUID, _Branch] = {}
+
+
 def _keep(conversation_id: UUID, rows: dict[UUID, Message], newest: datetime | None) -> None:
     limit = settings.ELION_TREE_CACHE_ROWS
     if newest is None or len(rows) < settings.ELION_TREE_CACHE_MIN_ROWS or len(rows) > limit:
         with _LOCK:
             _KEPT.pop(conversation_id, None)
+            _BRANCHES.pop(conversation_id, None)
         return
     with _LOCK:
         _KEPT[conversation_id] = _Kept(rows, newest)
         _KEPT.move_to_end(conversation_id)
         total = sum(len(kept.rows) for kept in _KEPT.values())
         while total > limit and len(_KEPT) > 1:
-            _, dropped = _KEPT.popitem(last=False)
+            dropped_id, dropped = _KEPT.popitem(last=False)
+            _BRANCHES.pop(dropped_id, None)
             total -= len(dropped.rows)
 
 
@@ -109,6 +177,7 @@ def tree_cache_clear() -> None:
     """Forget every kept copy (tests; a process that wants its memory back)."""
     with _LOCK:
         _KEPT.clear()
+        _BRANCHES.clear()
 
 
 def tree_cache_size() -> int:
