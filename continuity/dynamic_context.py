@@ -130,7 +130,7 @@ def recall_section(
     decision = kr.recall_decision(text, keywords=keywords, topics=topics)
     if not decision.run:
         return "", decision, 0
-    context = kr.ContextText(carried)
+    context = kr.ContextText(carried, reuse_key=conversation.pk)
     if named and set(decision.terms) <= set(named):
         hits, complete = named_hits, True  # the same search was just made; ranking keeps only the decided terms
     else:

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 
 from continuity.labels import speaker_label
 from continuity.static_prompt import RESERVED_RECALL_HEADING, quote_reserved_headings
@@ -289,36 +291,106 @@ class ContextText:
     """Text already carried in the request, indexed for overlap checks.
 
     Built lazily, on the first check: most sends recall nothing, and a long
-    thread's history is then never tokenised for this.
+    thread's history is then never tokenised for this. With `reuse_key` (the
+    conversation), the index of the history's older part is kept between
+    sends (`_CarriedPrefix`): the next send of a long thread indexes only its
+    newest turns. `texts[0]` is the stored prompt, the rest the history.
     """
 
-    def __init__(self, texts: Iterable[str], n: int = OVERLAP_NGRAM) -> None:
+    def __init__(self, texts: Iterable[str], n: int = OVERLAP_NGRAM, *, reuse_key: object = None) -> None:
         self.n = n
         self._texts = list(texts)
+        self._reuse_key = reuse_key
         self._grams: set[tuple[str, ...]] | None = None
-        self._joined = ""
+        self._prefix: _CarriedPrefix | None = None
+        self._parts: list[str] = []
 
     def _index(self) -> set[tuple[str, ...]]:
         if self._grams is None:
-            grams: set[tuple[str, ...]] = set()
-            parts = []
-            for text in self._texts:
-                tokens = words(text)
-                parts.append(" ".join(tokens))
-                grams.update(tuple(tokens[i : i + self.n]) for i in range(len(tokens) - self.n + 1))
-            self._grams, self._joined = grams, " " + " \n ".join(parts) + " "
+            texts = self._texts
+            if self._reuse_key is not None:
+                self._prefix = _carried_prefix(self._reuse_key, texts[1:], self.n)
+                if self._prefix is not None:
+                    texts = texts[:1] + texts[1 + len(self._prefix.texts):]
+            self._grams, self._parts = _grams_and_parts(texts, self.n)
         return self._grams
+
+    @cached_property
+    def _joined(self) -> str:
+        prefix = self._prefix.parts if self._prefix is not None else []
+        return " " + " \n ".join([*self._parts[:1], *prefix, *self._parts[1:]]) + " "
+
+    def _carries(self, gram: tuple[str, ...]) -> bool:
+        return gram in self._grams or (self._prefix is not None and gram in self._prefix.grams)
 
     def overlap(self, text: str) -> float:
         """The share of `text`'s word n-grams found in the context (0.0 to 1.0)."""
         tokens = words(text)
         if not tokens:
             return 0.0
-        grams = self._index()
+        self._index()
         if len(tokens) < self.n:
             return 1.0 if f" {' '.join(tokens)} " in self._joined else 0.0
         own = [tuple(tokens[i : i + self.n]) for i in range(len(tokens) - self.n + 1)]
-        return sum(1 for gram in own if gram in grams) / len(own)
+        return sum(1 for gram in own if self._carries(gram)) / len(own)
+
+
+def _grams_and_parts(texts: Iterable[str], n: int) -> tuple[set[tuple[str, ...]], list[str]]:
+    grams: set[tuple[str, ...]] = set()
+    parts = []
+    for text in texts:
+        tokens = words(text)
+        parts.append(" ".join(tokens))
+        grams.update(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+    return grams, parts
+
+
+@dataclass(frozen=True)
+class _CarriedPrefix:
+    """The index of a long history's older turns, kept for the next send of the same conversation."""
+
+    texts: list[str]  # the very strings indexed (the next history must begin with them, by identity)
+    grams: frozenset[tuple[str, ...]]
+    parts: list[str]
+
+
+# The newest turns are indexed on each send (an edit, retry or rewind usually changes only them);
+# histories shorter than PREFIX_MIN_TEXTS are indexed whole. A few long conversations are kept.
+PREFIX_TAIL_TEXTS = 16
+PREFIX_MIN_TEXTS = 200
+PREFIXES_KEPT = 4
+_PREFIXES: OrderedDict[object, _CarriedPrefix] = OrderedDict()
+_PREFIXES_LOCK = threading.Lock()
+
+
+def _carried_prefix(key: object, history: list[str], n: int) -> _CarriedPrefix | None:
+    """An index of `history`'s older part, for `key`'s next send too: the kept one while `history` still
+    begins with its very texts (extended when the history has grown well past it), else a new one; None
+    for a short history."""
+    with _PREFIXES_LOCK:
+        kept = _PREFIXES.get(key)
+    if kept is not None and len(kept.texts) <= len(history) and all(
+        a is b for a, b in zip(kept.texts, history, strict=False)
+    ):
+        if len(history) - len(kept.texts) <= 2 * PREFIX_TAIL_TEXTS:
+            with _PREFIXES_LOCK:
+                _PREFIXES.move_to_end(key)
+            return kept
+        more = history[len(kept.texts) : len(history) - PREFIX_TAIL_TEXTS]
+        grams, parts = _grams_and_parts(more, n)
+        prefix = _CarriedPrefix(kept.texts + more, kept.grams | grams, kept.parts + parts)
+    else:
+        older = history[: len(history) - PREFIX_TAIL_TEXTS]
+        if len(older) < PREFIX_MIN_TEXTS:
+            return None
+        grams, parts = _grams_and_parts(older, n)
+        prefix = _CarriedPrefix(list(older), frozenset(grams), parts)
+    with _PREFIXES_LOCK:
+        _PREFIXES[key] = prefix
+        _PREFIXES.move_to_end(key)
+        while len(_PREFIXES) > PREFIXES_KEPT:
+            _PREFIXES.popitem(last=False)
+    return prefix
 
 
 def select_excerpts(
