@@ -46,6 +46,7 @@ from conversations.transcript.deletion import access_deletion, conversation_dele
 from conversations.transcript.leases import stale_streams_read_as_interrupted
 from conversations.transcript.tree import live_branch
 from conversations.web import export as conversation_export
+from conversations.web import message_pages
 from conversations.web import schema as docs
 from conversations.web import serializers as s
 from elion import access
@@ -203,11 +204,23 @@ class MessageListView(APIView):
 
     @extend_schema(responses=docs.MessageListSerializer)
     def get(self, request: Request, conversation_id: str) -> Response:
+        page = message_pages.page_request(request.query_params)  # 400s before the 404: no row is read for bad input
         conversation = access_conversation(conversation_id)
-        branch = [m for m in live_branch(conversation) if m.role != Role.SYSTEM]
-        stale_streams_read_as_interrupted(branch)  # reads don't write: the sweep stores it
-        manifests = manifests_for(branch)
-        return Response({"results": [s.message_repr(m, manifests.get(m.id, [])) for m in branch]})
+        if page is None:
+            branch = [m for m in live_branch(conversation) if m.role != Role.SYSTEM]
+            return Response({"results": messages_repr(branch)})
+        window = message_pages.message_window(conversation, page)
+        return Response({
+            "results": messages_repr(window.messages),
+            "has_more_before": window.has_more_before,
+            "has_more_after": window.has_more_after,
+        })
+
+
+def messages_repr(messages: list[Message]) -> list[dict]:
+    stale_streams_read_as_interrupted(messages)  # reads don't write: the sweep stores it
+    manifests = manifests_for(messages)
+    return [s.message_repr(m, manifests.get(m.id, [])) for m in messages]
 
 
 # --- Sending: async, because the reply streams ------------------------------
