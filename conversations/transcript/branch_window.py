@@ -21,14 +21,18 @@ its child's), so a cursor from a rewound-away branch is refused as cheaply as
 one on the branch is found. Walking from the head to an old cursor visits the
 messages between them inside the database (primary-key lookups, no rows
 returned); no index beyond the primary key is needed.
+
+`live_branch_batches` streams the whole branch root first for exports.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from uuid import UUID
 
 from django.db import connection
+from django.db.models.expressions import RawSQL
 
 from conversations.models import Conversation, Message, Role
 from elion.errors import NotFound
@@ -156,3 +160,32 @@ def branch_window_around(conversation: Conversation, *, cursor_id: UUID, limit: 
         has_more_before=len(before_ids) > before,
         has_more_after=len(after_ids) > after,
     )
+
+
+def live_branch_batches(
+    conversation: Conversation, *, roles: tuple[str, ...] | None = None, batch_size: int = 200
+) -> Iterator[list[Message]]:
+    """The live branch root first, in lists of up to `batch_size`, without holding it in memory.
+
+    One query: the walk from the head (as a subquery) picks the rows, which
+    stream in seq order through `.iterator()` (a server-side cursor on
+    PostgreSQL, chunked fetches on SQLite). `roles`: only these roles (the
+    stored prompt, outside the tree, is never on the branch).
+    """
+    if conversation.head_id is None:
+        return
+    walk = RawSQL(
+        _walk_sql("SELECT id FROM walk"),
+        [_prep(conversation.head_id), _prep(conversation.pk), conversation.last_seq, 0],
+    )
+    rows = Message.objects.filter(conversation=conversation, pk__in=walk).exclude(role=Role.SYSTEM)
+    if roles is not None:
+        rows = rows.filter(role__in=roles)
+    batch: list[Message] = []
+    for message in rows.order_by("seq").iterator(chunk_size=batch_size):
+        batch.append(message)
+        if len(batch) == batch_size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -6,11 +6,12 @@ Views translate requests into service calls and results into responses.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Generator, Iterable
 from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils.decorators import method_decorator
@@ -191,12 +192,40 @@ class ConversationExportView(APIView):
         conversation = access_conversation(conversation_id)
         fmt = request.query_params.get("format", "markdown")
         if fmt == "json":
-            return Response(conversation_export.export_json(conversation))
+            return streamed_response(request, conversation_export.export_json_chunks(conversation), "application/json")
         if fmt != "markdown":
             raise InvalidInput("format must be markdown or json.", code="unknown_export_format")
-        response = HttpResponse(conversation_export.export_markdown(conversation), content_type="text/markdown; charset=utf-8")
+        response = streamed_response(
+            request, conversation_export.export_markdown_chunks(conversation), "text/markdown; charset=utf-8"
+        )
         response["Content-Disposition"] = f'attachment; filename="conversation-{conversation.id}.md"'
         return response
+
+
+_END = object()
+
+
+def streamed_response(request: Request, chunks: Generator[str | bytes, None, None], content_type: str) -> StreamingHttpResponse:
+    """Stream `chunks` (a sync generator that reads the database) as the body.
+
+    Under ASGI (Daphne) Django would collect a sync iterator into a list before
+    sending a byte, so there the body is an async iterator that pulls one chunk
+    at a time on the request's own thread (`thread_sensitive`, the thread and
+    database connection the view ran on); a WSGI request (the test client)
+    streams the generator itself.
+    """
+    if not isinstance(request._request, ASGIRequest):
+        return StreamingHttpResponse(chunks, content_type=content_type)
+    pull = sync_to_async(next, thread_sensitive=True)
+
+    async def body() -> AsyncIterator[str | bytes]:
+        try:
+            while (chunk := await pull(chunks, _END)) is not _END:
+                yield chunk
+        finally:
+            await sync_to_async(chunks.close, thread_sensitive=True)()  # a client gone mid-way: the cursor closes
+
+    return StreamingHttpResponse(body(), content_type=content_type)
 
 
 class MessageListView(APIView):
