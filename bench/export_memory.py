@@ -68,6 +68,7 @@ def build(messages: int) -> str:
     from conversations.provider.binding import configured_provider
     from conversations.threads.services import conversation_create
     from conversations.transcript.append import APPENDED_FIELDS, message_append
+    from conversations.transcript.search_index import message_search_index_sync
 
     binding = configured_provider().binding()
     with transaction.atomic():
@@ -96,6 +97,7 @@ def build(messages: int) -> str:
                 metadata={"usage": {"input_tokens": 1200 + turn, "output_tokens": 380}},
             )
         conversation.save(update_fields=APPENDED_FIELDS)
+    message_search_index_sync()  # as after every reply: the thread is searchable before it is forked
     return str(conversation.id)
 
 

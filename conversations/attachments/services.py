@@ -257,6 +257,18 @@ def manifests_for(messages: Iterable[Message]) -> dict[UUID, list[Attachment]]:
     return manifests
 
 
+def manifests_in_conversation(conversation_id: UUID) -> dict[UUID, list[Attachment]]:
+    """Every manifest of one conversation's messages, as `manifests_for` gives them, in one
+    query whose size does not grow with the thread (a fork reads a whole branch's)."""
+    manifests: dict[UUID, list[Attachment]] = {}
+    entries = MessageAttachment.objects.filter(message__conversation_id=conversation_id).select_related(
+        "attachment"
+    ).order_by("message_id", "position")
+    for entry in entries:
+        manifests.setdefault(entry.message_id, []).append(entry.attachment)
+    return manifests
+
+
 def manifest_ids(message: Message) -> list[UUID]:
     return list(
         MessageAttachment.objects.filter(message=message).order_by("position").values_list("attachment_id", flat=True)

@@ -30,7 +30,7 @@ from continuity.branching import idempotency_key_clean
 from continuity.models import ThreadHandoff
 from conversations.access import access_conversation
 from conversations.attachments import store
-from conversations.attachments.services import AttachmentUnavailable, manifests_for
+from conversations.attachments.services import AttachmentUnavailable, manifests_in_conversation
 from conversations.models import (
     Attachment,
     Conversation,
@@ -41,10 +41,10 @@ from conversations.models import (
 )
 from conversations.provider.binding import provider_binding_gate
 from conversations.threads.services import TITLE_MAX, conversation_create
-from conversations.transcript.append import APPENDED_FIELDS, binding_of, message_append
+from conversations.transcript.append import APPENDED_FIELDS, ChainLink, binding_of, message_chain_append
 from conversations.transcript.guard import reply_finished_guard
 from conversations.transcript.leases import streams_interrupt_expired
-from conversations.transcript.search_index import message_search_index_sync
+from conversations.transcript.search_index import message_search_index_sync, message_search_texts_copy
 from conversations.transcript.tree import tree_messages, walk_to_root
 from elion.errors import Conflict, InvalidInput, NotFound
 from memories.snapshots import memory_set_lock
@@ -98,7 +98,7 @@ def conversation_fork(
             if existing is None:
                 raise
             return existing, False
-    # The copies are searchable at once, and no later send tokenises them under its lock.
+    # Copies of originals not yet indexed: searchable at once, and no later send tokenises them under its lock.
     message_search_index_sync()
     return destination, True
 
@@ -119,7 +119,12 @@ def _fork_create(source: Conversation, target_id: UUID) -> Conversation:
     reply_finished_guard(copied[-1])
     # Seed 004: the complete provider tuple is validated before publication.
     provider_binding_gate(copied)  # seed 004: the full tuple, before fork publication
-    manifests = manifests_for(copied)
+    copied_ids = {message.id for message in copied}
+    manifests = {
+        message_id: attachments
+        for message_id, attachments in manifests_in_conversation(source.id).items()
+        if message_id in copied_ids
+    }
     blobs = _verified_blobs(source.id, manifests)
 
     destination = conversation_create(
@@ -128,32 +133,35 @@ def _fork_create(source: Conversation, target_id: UUID) -> Conversation:
     destination_store = store.conversation_store(destination.id)
     for sha256, data in blobs.items():
         store.write_bytes(destination_store, data, sha256)
-    copies: dict[UUID, Message] = {}
-    entries: list[MessageAttachment] = []
-    for original in copied:
-        copy = message_append(
-            conversation=destination,
-            parent=copies[original.parent_id] if original.parent_id else None,
-            role=original.role,
-            binding=binding_of(original),  # a fork copies history as it was produced
-            make_head=original is copied[-1],
-            kind=original.kind,
-            content=original.content,
-            parts=original.parts,
-            status=original.status,
-            error=original.error,
-            error_detail=original.error_detail,
-            metadata={**original.metadata, FORKED_FROM_KEY: str(original.id)},
-        )
-        copies[original.id] = copy
-        entries.extend(
-            MessageAttachment(message=copy, position=position, attachment=attachment)
-            for position, attachment in enumerate(manifests.get(original.id, []))
-        )
-    MessageAttachment.objects.bulk_create(entries)
+    # The branch is a chain from its root, so each copy's parent is the copy before it.
+    copies = message_chain_append(conversation=destination, parent=None, links=(_link(m) for m in copied))
+    entries = [
+        MessageAttachment(message=copy, position=position, attachment=attachment)
+        for original, copy in zip(copied, copies, strict=True)
+        for position, attachment in enumerate(manifests.get(original.id, []))
+    ]
+    MessageAttachment.objects.bulk_create(entries, batch_size=500)
+    # The copies are searchable as soon as they are visible, without tokenising them again.
+    message_search_texts_copy((copy.id, original.id) for original, copy in zip(copied, copies, strict=True))
     _copy_thread_handoff(source, destination)
     destination.save(update_fields=APPENDED_FIELDS)
     return destination
+
+
+def _link(original: Message) -> ChainLink:
+    return ChainLink(
+        role=original.role,
+        binding=binding_of(original),  # a fork copies history as it was produced
+        fields={
+            "kind": original.kind,
+            "content": original.content,
+            "parts": original.parts,
+            "status": original.status,
+            "error": original.error,
+            "error_detail": original.error_detail,
+            "metadata": {**original.metadata, FORKED_FROM_KEY: str(original.id)},
+        },
+    )
 
 
 def _verified_blobs(conversation_id: UUID, manifests: dict[UUID, list[Attachment]]) -> dict[str, bytes]:

@@ -11,16 +11,27 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from continuity.models import ThreadHandoff
 from conversations.attachments import store
 from conversations.attachments.services import attachment_upload, manifests_for
-from conversations.models import Conversation, ConversationOrigin, IdempotentAction, Message, MessageStatus, Role
+from conversations.models import (
+    Conversation,
+    ConversationOrigin,
+    IdempotentAction,
+    Message,
+    MessageSearchEntry,
+    MessageStatus,
+    Role,
+)
 from conversations.provider.binding import binding_fields, configured_provider
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from conversations.threads.services import conversation_create, conversation_rewind
+from conversations.transcript.search_index import message_search_index_sync
 from conversations.transcript.tree import live_branch, tree_problems
+from elion.fulltext import search_text_for
 from memories.models import ConversationMemorySnapshot, Memory
 from tests.support.attachment_files import png_bytes
 from tests.support.factories import request_for
@@ -289,3 +300,35 @@ def test_delete_forever_removes_the_conversations_blobs_and_a_fork_still_verifie
     assert not store.conversation_store(source.id).exists()
     assert store.read_verified(store.conversation_store(destination.id), image.sha256, image.size) == png_bytes()
     request_for(destination)  # every blob the fork lists still verifies
+
+
+def test_a_forks_copies_are_searchable_at_once_with_their_originals_tokens(client, bound):
+    source = conversation_create(persona="elion")
+    question, _ = bound(source, ("user", "Lanterns by the river"), ("assistant", "The lanterns drifted"))
+    message_search_index_sync()  # as after each reply
+    # Tokens as an earlier tokeniser wrote them: the copy carries these, it is not tokenised again.
+    MessageSearchEntry.objects.filter(message=question).update(search_text="lanterns river earlier")
+    bound(source, ("user", "Later words, not indexed yet"), ("assistant", "Nor these"))
+    source.refresh_from_db()
+    destination = Conversation.objects.get(pk=fork(client, source, source.head_id).json()["id"])
+    entries = {e.message.metadata["forked_from"]: e for e in
+               MessageSearchEntry.objects.filter(conversation=destination).select_related("message")}
+    assert len(entries) == 4
+    assert entries[str(question.id)].search_text == "lanterns river earlier"
+    assert all(e.search_text == search_text_for(e.message.content) for key, e in entries.items() if key != str(question.id))
+    assert not MessageSearchEntry.objects.filter(search_text__isnull=True).exists()
+
+
+def test_a_long_fork_writes_its_copies_in_batches_not_one_statement_each(client, bound):
+    source = conversation_create(persona="elion")
+    count = 1_200
+    bound(source, *[("user" if i % 2 == 0 else "assistant", f"turn {i}") for i in range(count)])
+    message_search_index_sync()
+    source.refresh_from_db()
+    with CaptureQueriesContext(connection) as queries:
+        response = fork(client, source, source.head_id)
+    assert response.status_code == 201
+    destination = Conversation.objects.get(pk=response.json()["id"])
+    assert [m.content for m in live_branch(destination)] == [f"turn {i}" for i in range(count)]
+    assert tree_problems(destination.id, Message.objects.filter(conversation=destination)) == []
+    assert len(queries) < count / 10, len(queries)
