@@ -8,7 +8,7 @@ runs each case in a fresh process against the same database:
 - `export_markdown`, `export_json`: `GET /api/conversations/{id}/export/` through
   Django's ASGI handler (what Daphne runs), reading the body chunk by chunk as a
   client would. Prints the process's peak resident memory above its idle peak
-  (VmHWM), the Python heap peak (tracemalloc) and the seconds taken.
+  (VmHWM, after a warm-up request) and the seconds taken.
 - `fork`: `conversation_fork` of the head (the whole live branch), timed.
 
 With `--baseline DIR` (a checkout of an earlier commit, e.g. `git archive d7966a1`)
@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,7 +117,6 @@ def child(case: str, conversation_id: str) -> None:
     async_to_sync(AsyncClient().get)(f"/api/conversations/{conversation_id}/")
     connection.close()
     idle = _peak_kib()
-    tracemalloc.start()
     started = time.perf_counter()
     if case == "fork":
         destination, _ = conversation_fork(
@@ -142,11 +140,8 @@ def child(case: str, conversation_id: str) -> None:
         status, size = async_to_sync(fetch)()
         outcome = f"{status}: {size:,} bytes"
     seconds = time.perf_counter() - started
-    _, heap_peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
     print(json.dumps({
-        "outcome": outcome, "seconds": round(seconds, 3),
-        "rss_above_idle_mb": round((_peak_kib() - idle) / 1024, 1), "heap_peak_mb": round(heap_peak / 2**20, 1),
+        "outcome": outcome, "seconds": round(seconds, 3), "rss_above_idle_mb": round((_peak_kib() - idle) / 1024, 1),
     }))
 
 
@@ -178,19 +173,17 @@ def main() -> None:
     print(f"{database}: one thread of {args.messages:,} live-branch messages built in {time.perf_counter() - started:.1f} s")
     env = {**os.environ, "ELION_DATA_DIR": data_dir}
     trees = [("this", ROOT)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
-    print(f"{'case':16} {'tree':9} {'seconds':>8} {'RSS above idle':>15} {'heap peak':>10}  outcome")
+    print(f"{'case':16} {'tree':9} {'seconds':>8} {'peak RSS above idle':>20}  outcome")
     for case in CASES:
         rows = {}
         for label, tree in trees:
             row = rows[label] = run_case(tree, case, conversation_id, env)
-            print(f"{case:16} {label:9} {row['seconds']:>8} {row['rss_above_idle_mb']:>12} MB {row['heap_peak_mb']:>7} MB"
-                  f"  {row['outcome']}")
+            print(f"{case:16} {label:9} {row['seconds']:>8} {row['rss_above_idle_mb']:>17} MB  {row['outcome']}")
         if "baseline" in rows:
             this, base = rows["this"], rows["baseline"]
             # Figures below 0.1 count as 0.1 so the ratios stay finite.
             print(f"{'':16} {'ratio':9} baseline/this: time {base['seconds'] / max(this['seconds'], 0.001):.1f}x, "
-                  f"RSS {base['rss_above_idle_mb'] / max(this['rss_above_idle_mb'], 0.1):.1f}x, "
-                  f"heap {base['heap_peak_mb'] / max(this['heap_peak_mb'], 0.1):.1f}x")
+                  f"peak RSS {base['rss_above_idle_mb'] / max(this['rss_above_idle_mb'], 0.1):.1f}x")
 
 
 if __name__ == "__main__":

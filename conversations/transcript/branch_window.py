@@ -165,27 +165,28 @@ def branch_window_around(conversation: Conversation, *, cursor_id: UUID, limit: 
 def live_branch_batches(
     conversation: Conversation, *, roles: tuple[str, ...] | None = None, batch_size: int = 200
 ) -> Iterator[list[Message]]:
-    """The live branch root first, in lists of up to `batch_size`, without holding it in memory.
+    """The live branch root first, in lists of at most `batch_size`, never holding more in memory.
 
-    One query: the walk from the head (as a subquery) picks the rows, which
-    stream in seq order through `.iterator()` (a server-side cursor on
-    PostgreSQL, chunked fetches on SQLite). `roles`: only these roles (the
-    stored prompt, outside the tree, is never on the branch).
+    One walk from the head notes every `batch_size`-th message (the tips of
+    the segments); then each segment, the root's first, is read by a walk of
+    `batch_size` steps from its tip: a query per batch, each bounded, and no
+    cursor held open across them. Parent links never change, so the batches
+    join into the branch as it was when the export began. `roles`: only these
+    roles (the stored prompt, outside the tree, is never on the branch).
     """
     if conversation.head_id is None:
         return
-    walk = RawSQL(
-        _walk_sql("SELECT id FROM walk"),
-        [_prep(conversation.head_id), _prep(conversation.pk), conversation.last_seq, 0],
-    )
-    rows = Message.objects.filter(conversation=conversation, pk__in=walk).exclude(role=Role.SYSTEM)
-    if roles is not None:
-        rows = rows.filter(role__in=roles)
-    batch: list[Message] = []
-    for message in rows.order_by("seq").iterator(chunk_size=batch_size):
-        batch.append(message)
-        if len(batch) == batch_size:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _walk_sql("SELECT id FROM walk WHERE depth %% %s = 0 ORDER BY depth DESC"),
+            [_prep(conversation.head_id), _prep(conversation.pk), conversation.last_seq, 0, batch_size],
+        )
+        tips = [_uuid(value) for (value,) in cursor.fetchall()]
+    for tip in tips:
+        segment = RawSQL(_walk_sql("SELECT id FROM walk"), [_prep(tip), _prep(conversation.pk), batch_size - 1, 0])
+        rows = Message.objects.filter(conversation=conversation, pk__in=segment).exclude(role=Role.SYSTEM)
+        if roles is not None:
+            rows = rows.filter(role__in=roles)
+        batch = list(rows.order_by("seq"))
+        if batch:
             yield batch
-            batch = []
-    if batch:
-        yield batch
