@@ -5,13 +5,16 @@ message of the same conversation with a smaller seq, or none for a root),
 carries the provider binding it was produced under (empty for the stored
 prompt, which no provider produced), and may become the head. Nothing is
 ever rewritten: rewind moves the head, edit-and-resend and retry append a
-sibling.
+sibling. A fork appends a copy of a whole branch at once (`message_chain_copy`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Sequence
+from uuid import UUID, uuid4
+
+from django.db import connection
+from django.utils import timezone
 
 from conversations.models import Conversation, Message
 from conversations.provider.gateway import ProviderBinding
@@ -37,44 +40,6 @@ def message_append(
     appends two or three messages and saves the conversation once.
     `binding` is the provider tuple to stamp (None only for the stored prompt).
     """
-    message = _next_message(conversation, parent, role, binding, fields)
-    message.save(force_insert=True)
-    if make_head:
-        conversation.head = message
-    return message
-
-
-@dataclass(frozen=True)
-class ChainLink:
-    """One message of a chain `message_chain_append` writes: what `message_append` takes, per message."""
-
-    role: str
-    binding: ProviderBinding | None
-    fields: dict
-
-
-def message_chain_append(
-    *, conversation: Conversation, parent: Message | None, links: Iterable[ChainLink], batch_size: int = 500
-) -> list[Message]:
-    """Append a straight chain after `parent` and make its last message the head: `message_append`
-    for each link (each one the parent of the next), written in multi-row INSERTs of `batch_size`.
-
-    Same precondition as `message_append` (the conversation's row lock, and saving its
-    `APPENDED_FIELDS` before commit). A fork copies a whole branch this way.
-    """
-    chain: list[Message] = []
-    for link in links:
-        chain.append(_next_message(conversation, chain[-1] if chain else parent, link.role, link.binding, link.fields))
-    Message.objects.bulk_create(chain, batch_size=batch_size)
-    if chain:
-        conversation.head = chain[-1]
-    return chain
-
-
-def _next_message(
-    conversation: Conversation, parent: Message | None, role: str, binding: ProviderBinding | None, fields: dict
-) -> Message:
-    """The unsaved message after `parent` with the conversation's next seq and `binding` stamped."""
     if parent is not None and (parent.conversation_id != conversation.pk or parent.seq > conversation.last_seq):
         raise ValueError("a parent must be an earlier message of the same conversation")
     conversation.last_seq += 1
@@ -88,9 +53,83 @@ def _next_message(
         if binding is not None
         else {}
     )
-    return Message(conversation=conversation, parent=parent, seq=conversation.last_seq, role=role, **stamped, **fields)
+    message = Message.objects.create(
+        conversation=conversation, parent=parent, seq=conversation.last_seq, role=role, **stamped, **fields
+    )
+    if make_head:
+        conversation.head = message
+    return message
 
 
 def binding_of(message: Message) -> ProviderBinding:
     """The provider tuple recorded on a stored message (a fork copies it unchanged)."""
     return ProviderBinding(message.provider_id, message.provider_type, message.model, message.route_fingerprint)
+
+
+# The columns a copy takes from its original, unchanged (`metadata` gains the mark).
+COPIED_COLUMNS = (
+    "role", "kind", "content", "parts", "status", "error", "error_detail",
+    "provider_id", "provider_type", "model", "route_fingerprint",
+)
+
+
+def message_chain_copy(
+    *, conversation: Conversation, originals: Sequence[UUID], mark_key: str, batch_size: int = 500
+) -> list[UUID]:
+    """Append copies of `originals` (a chain of another conversation, root first) as a new chain
+    from no parent, and make the last copy the head; returns the copies' ids in the same order.
+
+    `message_append`'s rule, for many messages at once: each copy takes the
+    next seq and the copy before it as its parent; it keeps its original's
+    role, kind, content, parts, status, error and provider binding (history as
+    it was produced), and its metadata gains `mark_key`: the original's id.
+    The rows are copied inside the database (`INSERT … SELECT`, `batch_size`
+    a statement), so the text of a long branch never passes through Python.
+
+    Same precondition as `message_append`: the conversation's row lock, and
+    saving its `APPENDED_FIELDS` before that transaction commits. The database
+    triggers index the copies like any insert.
+    """
+    table = connection.ops.quote_name(Message._meta.db_table)
+    column = {f.name: connection.ops.quote_name(f.column) for f in Message._meta.concrete_fields}
+    postgres = connection.vendor == "postgresql"
+    uuid_cast, int_cast = ("::uuid", "::integer") if postgres else ("", "")
+    # The mark is added the way `{**metadata, key: id}` would: replaced if present, else appended.
+    marked = f"m.{column['metadata']} || jsonb_build_object(%s, v.mark)" if postgres else (
+        f"json_set(m.{column['metadata']}, %s, v.mark)"
+    )
+    mark_param = mark_key if postgres else f'$."{mark_key}"'
+    timestamp = Message._meta.get_field("created_at").get_db_prep_value(timezone.now(), connection)
+    pk = Message._meta.pk
+
+    def uuid_value(value: UUID) -> object:
+        return pk.get_db_prep_value(value, connection)
+
+    copies: list[UUID] = []
+    for start in range(0, len(originals), batch_size):
+        rows = []
+        for original in originals[start:start + batch_size]:
+            conversation.last_seq += 1
+            copy = uuid4()
+            rows.append((original, copy, copies[-1] if copies else None, conversation.last_seq, str(original)))
+            copies.append(copy)
+        values = ", ".join([f"(%s{uuid_cast}, %s{uuid_cast}, %s{uuid_cast}, %s{int_cast}, %s)"] * len(rows))
+        targets = ["id", "conversation", "parent", "seq", *COPIED_COLUMNS, "metadata", "created_at", "updated_at"]
+        sources = ["v.new_id", "%s", "v.parent_id", "v.seq", *(f"m.{column[name]}" for name in COPIED_COLUMNS),
+                   marked, "%s", "%s"]
+        sql = (
+            f"WITH v(original_id, new_id, parent_id, seq, mark) AS (VALUES {values}) "
+            f"INSERT INTO {table} ({', '.join(column[name] for name in targets)}) "
+            f"SELECT {', '.join(sources)} FROM v JOIN {table} m ON m.{column['id']} = v.original_id"
+        )
+        params = [
+            value
+            for original, copy, parent, seq, mark in rows
+            for value in (uuid_value(original), uuid_value(copy), uuid_value(parent) if parent else None, seq, mark)
+        ]
+        params += [uuid_value(conversation.pk), mark_param, timestamp, timestamp]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+    if copies:
+        conversation.head_id = copies[-1]
+    return copies

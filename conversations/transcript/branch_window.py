@@ -22,7 +22,8 @@ one on the branch is found. Walking from the head to an old cursor visits the
 messages between them inside the database (primary-key lookups, no rows
 returned); no index beyond the primary key is needed.
 
-`live_branch_batches` streams the whole branch root first for exports.
+`live_branch_batches` streams the whole branch root first for exports;
+`on_live_branch` and `branch_rows_to` serve a fork.
 """
 
 from __future__ import annotations
@@ -160,6 +161,19 @@ def branch_window_around(conversation: Conversation, *, cursor_id: UUID, limit: 
         has_more_before=len(before_ids) > before,
         has_more_after=len(after_ids) > after,
     )
+
+
+def on_live_branch(conversation: Conversation, message: Message) -> bool:
+    """Does the walk from the head reach `message` (a message of this conversation)? One statement."""
+    return _cursor_and_after_ids(conversation, message, 0) is not None
+
+
+def branch_rows_to(conversation: Conversation, tip_id: UUID, *fields: str) -> list[Message]:
+    """The branch from its root down to `tip_id`, root first, loading only `fields` (and the id):
+    one query, however long the branch."""
+    walk = RawSQL(_walk_sql("SELECT id FROM walk"), [_prep(tip_id), _prep(conversation.pk), conversation.last_seq, 0])
+    rows = Message.objects.filter(conversation=conversation, pk__in=walk).exclude(role=Role.SYSTEM)
+    return list(rows.only("id", "seq", *fields).order_by("seq"))
 
 
 def live_branch_batches(

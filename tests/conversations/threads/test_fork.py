@@ -332,3 +332,25 @@ def test_a_long_fork_writes_its_copies_in_batches_not_one_statement_each(client,
     assert [m.content for m in live_branch(destination)] == [f"turn {i}" for i in range(count)]
     assert tree_problems(destination.id, Message.objects.filter(conversation=destination)) == []
     assert len(queries) < count / 10, len(queries)
+
+
+def test_a_forks_copies_keep_every_column_of_their_originals_and_mark_their_source(client, bound):
+    source = conversation_create(persona="elion")
+    question, answer = bound(source, ("user", "Ünïcode ✓ and \"quotes\"\n"), ("assistant", "A reply with a tool"))
+    Message.objects.filter(pk=answer.pk).update(
+        parts=[{"type": "tool_call", "call_id": "c1", "name": "archive_search", "arguments": "{\"q\": \"é\"}"}],
+        status=MessageStatus.INTERRUPTED, error="stopped", error_detail="Stopped by the owner.",
+        metadata={"usage": {"input_tokens": 3}, "forked_from": "an older fork's mark", "notes": ["α", None, 1.5]},
+    )
+    source.refresh_from_db()
+    destination = Conversation.objects.get(pk=fork(client, source, answer).json()["id"])
+    originals = {m.id: m for m in Message.objects.filter(conversation=source)}
+    copies = list(Message.objects.filter(conversation=destination).order_by("seq"))
+    assert [c.seq for c in copies] == [1, 2] and copies[0].parent_id is None and copies[1].parent_id == copies[0].id
+    assert destination.head_id == copies[1].id and destination.last_seq == 2
+    for copy in copies:
+        original = originals[uuid.UUID(copy.metadata["forked_from"])]
+        for name in ("role", "kind", "content", "parts", "status", "error", "error_detail", "binding"):
+            assert getattr(copy, name) == getattr(original, name), name
+        assert copy.metadata == {**original.metadata, "forked_from": str(original.id)}
+        assert copy.lease_expires_at is None and copy.stop_requested_at is None
