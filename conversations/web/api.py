@@ -223,7 +223,7 @@ def streamed_response(request: Request, chunks: Generator[str | bytes, None, Non
             while (chunk := await pull(chunks, _END)) is not _END:
                 yield chunk
         finally:
-            await sync_to_async(chunks.close, thread_sensitive=True)()  # a client gone mid-way: the cursor closes
+            await sync_to_async(chunks.close, thread_sensitive=True)()  # a client gone mid-way: stop reading rows
 
     return StreamingHttpResponse(body(), content_type=content_type)
 
