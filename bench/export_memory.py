@@ -10,6 +10,9 @@ runs each case in a fresh process against the same database:
   client would. Prints the process's peak resident memory above its idle peak
   (VmHWM, after a warm-up request) and the seconds taken.
 - `fork`: `conversation_fork` of the head (the whole live branch), timed.
+- `messages_page`, `messages_around`: `GET …/messages/?limit=50` (and `&around=` a
+  user turn half way through), median of 15 requests. A baseline tree
+  without paging answers the whole branch: what a client got before.
 
 With `--baseline DIR` (a checkout of an earlier commit, e.g. `git archive d7966a1`)
 every case also runs in that tree, side by side, and the ratios are printed.
@@ -31,7 +34,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ("export_markdown", "export_json", "fork")
+CASES = ("messages_page", "messages_around", "export_markdown", "export_json", "fork")
+PAGE_REQUESTS = 15
 USER_TEXT = "How did the evening go, and what did you make of the letter? " * 3
 REPLY_TEXT = (
     "The evening went quietly. I read the letter twice; the second time the tone felt warmer than the first, "
@@ -107,7 +111,7 @@ def child(case: str, conversation_id: str) -> None:
     from django.db import connection
     from django.test import AsyncClient
 
-    from conversations.models import Conversation
+    from conversations.models import Conversation, Message
 
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]  # the test client's host name, as in the tests
     from conversations.threads.fork import conversation_fork
@@ -118,6 +122,27 @@ def child(case: str, conversation_id: str) -> None:
     connection.close()
     idle = _peak_kib()
     started = time.perf_counter()
+    if case.startswith("messages_"):
+        # A baseline tree ignores `limit` and `around`: it answers the whole branch, as clients got before paging.
+        middle = Message.objects.filter(conversation_id=conversation_id, role="user").order_by("seq")[
+            conversation.last_seq // 4
+        ]
+        query = "limit=50" if case == "messages_page" else f"limit=50&around={middle.id}"
+        timings, size = [], 0
+        for _ in range(PAGE_REQUESTS):
+            begun = time.perf_counter()
+            response = async_to_sync(AsyncClient().get)(f"/api/conversations/{conversation_id}/messages/?{query}")
+            timings.append(time.perf_counter() - begun)
+            size = len(response.content)
+            if response.status_code != 200:
+                raise SystemExit(f"messages answered {response.status_code}")
+        timings.sort()
+        outcome = f"200: {len(response.json()['results']):,} messages, {size:,} bytes; median of {PAGE_REQUESTS}"
+        print(json.dumps({
+            "outcome": outcome, "seconds": round(timings[len(timings) // 2], 4),
+            "rss_above_idle_mb": round((_peak_kib() - idle) / 1024, 1),
+        }))
+        return
     if case == "fork":
         destination, _ = conversation_fork(
             conversation_id=conversation.id, message_id=conversation.head_id, idempotency_key=f"bench-{time.time_ns()}"
