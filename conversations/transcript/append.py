@@ -66,11 +66,10 @@ def binding_of(message: Message) -> ProviderBinding:
     return ProviderBinding(message.provider_id, message.provider_type, message.model, message.route_fingerprint)
 
 
-# The columns a copy takes from its original, unchanged (`metadata` gains the mark).
-COPIED_COLUMNS = (
-    "role", "kind", "content", "parts", "status", "error", "error_detail",
-    "provider_id", "provider_type", "model", "route_fingerprint",
-)
+# A copy's own columns; every other column is its original's, unchanged (so a column
+# added to Message later is copied too), except the two a finished copy never has.
+SET_BY_COPY = ("id", "conversation", "parent", "seq", "metadata", "created_at", "updated_at")
+NOT_COPIED = ("lease_expires_at", "stop_requested_at")
 
 
 def message_chain_copy(
@@ -81,8 +80,9 @@ def message_chain_copy(
 
     `message_append`'s rule, for many messages at once: each copy takes the
     next seq and the copy before it as its parent; it keeps its original's
-    role, kind, content, parts, status, error and provider binding (history as
-    it was produced), and its metadata gains `mark_key`: the original's id.
+    role, kind, content, parts, status, error, provider binding and any other
+    column (history as it was produced; no lease, no stop request), and its
+    metadata gains `mark_key`: the original's id.
     The rows are copied inside the database (`INSERT … SELECT`, `batch_size`
     a statement), so the text of a long branch never passes through Python.
 
@@ -92,6 +92,7 @@ def message_chain_copy(
     """
     table = connection.ops.quote_name(Message._meta.db_table)
     column = {f.name: connection.ops.quote_name(f.column) for f in Message._meta.concrete_fields}
+    copied = [name for name in column if name not in SET_BY_COPY + NOT_COPIED]
     postgres = connection.vendor == "postgresql"
     uuid_cast, int_cast = ("::uuid", "::integer") if postgres else ("", "")
     # The mark is added the way `{**metadata, key: id}` would: replaced if present, else appended.
@@ -114,8 +115,8 @@ def message_chain_copy(
             rows.append((original, copy, copies[-1] if copies else None, conversation.last_seq, str(original)))
             copies.append(copy)
         values = ", ".join([f"(%s{uuid_cast}, %s{uuid_cast}, %s{uuid_cast}, %s{int_cast}, %s)"] * len(rows))
-        targets = ["id", "conversation", "parent", "seq", *COPIED_COLUMNS, "metadata", "created_at", "updated_at"]
-        sources = ["v.new_id", "%s", "v.parent_id", "v.seq", *(f"m.{column[name]}" for name in COPIED_COLUMNS),
+        targets = ["id", "conversation", "parent", "seq", *copied, "metadata", "created_at", "updated_at"]
+        sources = ["v.new_id", "%s", "v.parent_id", "v.seq", *(f"m.{column[name]}" for name in copied),
                    marked, "%s", "%s"]
         sql = (
             f"WITH v(original_id, new_id, parent_id, seq, mark) AS (VALUES {values}) "

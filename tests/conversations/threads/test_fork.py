@@ -12,6 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils.timezone import now
 
 from continuity.models import ThreadHandoff
 from conversations.attachments import store
@@ -339,7 +340,7 @@ def test_a_forks_copies_keep_every_column_of_their_originals_and_mark_their_sour
     question, answer = bound(source, ("user", "Ünïcode ✓ and \"quotes\"\n"), ("assistant", "A reply with a tool"))
     Message.objects.filter(pk=answer.pk).update(
         parts=[{"type": "tool_call", "call_id": "c1", "name": "archive_search", "arguments": "{\"q\": \"é\"}"}],
-        status=MessageStatus.INTERRUPTED, error="stopped", error_detail="Stopped by the owner.",
+        status=MessageStatus.INTERRUPTED, error="stopped", error_detail="Stopped by the owner.", stop_requested_at=now(),
         metadata={"usage": {"input_tokens": 3}, "forked_from": "an older fork's mark", "notes": ["α", None, 1.5]},
     )
     source.refresh_from_db()
