@@ -265,20 +265,24 @@ def manifests_for(messages: Iterable[Message]) -> dict[UUID, list[Attachment]]:
     return manifests
 
 
-def manifests_on_branch(conversation_id: UUID, branch: Iterable[Message]) -> dict[UUID, list[Attachment]]:
-    """`manifests_for` the messages of one conversation's branch, asked of the conversation (one join), so
-    the query stays small however long the branch: a thread holds far fewer attachments than turns."""
-    on_branch = {m.id for m in branch}
+def manifests_in_conversation(conversation_id: UUID) -> dict[UUID, list[Attachment]]:
+    """Every manifest of one conversation's messages, as `manifests_for` gives them, in one
+    query whose size does not grow with the thread (a fork reads a whole branch's)."""
     manifests: dict[UUID, list[Attachment]] = {}
-    entries = (
-        MessageAttachment.objects.filter(message__conversation_id=conversation_id)
-        .select_related("attachment")
-        .order_by("message_id", "position")
-    )
+    entries = MessageAttachment.objects.filter(message__conversation_id=conversation_id).select_related(
+        "attachment"
+    ).order_by("message_id", "position")
     for entry in entries:
-        if entry.message_id in on_branch:
-            manifests.setdefault(entry.message_id, []).append(entry.attachment)
+        manifests.setdefault(entry.message_id, []).append(entry.attachment)
     return manifests
+
+
+def manifests_on_branch(conversation_id: UUID, branch: Iterable[Message]) -> dict[UUID, list[Attachment]]:
+    """`manifests_for` the messages of one conversation's branch, asked of the conversation
+    (`manifests_in_conversation`), so the query stays small however long the branch."""
+    on_branch = {m.id for m in branch}
+    return {message_id: manifest for message_id, manifest in manifests_in_conversation(conversation_id).items()
+            if message_id in on_branch}
 
 
 def manifest_ids(message: Message) -> list[UUID]:

@@ -30,7 +30,7 @@ from continuity.branching import idempotency_key_clean
 from continuity.models import ThreadHandoff
 from conversations.access import access_conversation
 from conversations.attachments import store
-from conversations.attachments.services import AttachmentUnavailable, manifests_for
+from conversations.attachments.services import AttachmentUnavailable, manifests_in_conversation
 from conversations.models import (
     Attachment,
     Conversation,
@@ -38,19 +38,22 @@ from conversations.models import (
     IdempotentAction,
     Message,
     MessageAttachment,
+    Role,
 )
 from conversations.provider.binding import provider_binding_gate
 from conversations.threads.services import TITLE_MAX, conversation_create
-from conversations.transcript.append import APPENDED_FIELDS, binding_of, message_append
+from conversations.transcript.append import APPENDED_FIELDS, message_chain_copy
+from conversations.transcript.branch_window import branch_rows_to, on_live_branch
 from conversations.transcript.guard import reply_finished_guard
 from conversations.transcript.leases import streams_interrupt_expired
-from conversations.transcript.search_index import message_search_index_sync
-from conversations.transcript.tree import tree_messages, walk_to_root
+from conversations.transcript.search_index import message_search_index_sync, message_search_texts_copy
 from elion.errors import Conflict, InvalidInput, NotFound
 from memories.snapshots import memory_set_lock
 
 FORK_ACTION = "fork"
 FORKED_FROM_KEY = "forked_from"
+# What the provider-binding gate reads of each copied row.
+BINDING_COLUMNS = ("provider_id", "provider_type", "model", "route_fingerprint")
 
 
 def _recorded_fork(source: Conversation, key: str, message_id: UUID) -> Conversation | None:
@@ -98,28 +101,32 @@ def conversation_fork(
             if existing is None:
                 raise
             return existing, False
-    # The copies are searchable at once, and no later send tokenises them under its lock.
+    # Copies of originals not yet indexed: searchable at once, and no later send tokenises them under its lock.
     message_search_index_sync()
     return destination, True
 
 
 def _fork_create(source: Conversation, target_id: UUID) -> Conversation:
     streams_interrupt_expired(source)
-    tree = tree_messages(source)
-    branch = walk_to_root(tree, source.head_id)
-    positions = {message.id: index for index, message in enumerate(branch)}
-    if target_id not in positions:
-        if target_id in tree:
-            raise Conflict(
-                "That message is not on the live branch; rewind to it first or fork from a live message.",
-                code="fork_target_not_live",
-            )
+    target = Message.objects.filter(conversation=source, pk=target_id).exclude(role=Role.SYSTEM).first()
+    if target is None:
         raise NotFound("No message with that id in this conversation.", code="message_not_found")
-    copied = branch[: positions[target_id] + 1]
-    reply_finished_guard(copied[-1])
+    if not on_live_branch(source, target):
+        raise Conflict(
+            "That message is not on the live branch; rewind to it first or fork from a live message.",
+            code="fork_target_not_live",
+        )
+    reply_finished_guard(target)
+    # The branch from the root to the target, without its text: the copies are made inside the database.
+    copied = branch_rows_to(source, target.id, "role", "kind", *BINDING_COLUMNS)
     # Seed 004: the complete provider tuple is validated before publication.
     provider_binding_gate(copied)  # seed 004: the full tuple, before fork publication
-    manifests = manifests_for(copied)
+    copied_ids = {message.id for message in copied}
+    manifests = {
+        message_id: attachments
+        for message_id, attachments in manifests_in_conversation(source.id).items()
+        if message_id in copied_ids
+    }
     blobs = _verified_blobs(source.id, manifests)
 
     destination = conversation_create(
@@ -128,29 +135,16 @@ def _fork_create(source: Conversation, target_id: UUID) -> Conversation:
     destination_store = store.conversation_store(destination.id)
     for sha256, data in blobs.items():
         store.write_bytes(destination_store, data, sha256)
-    copies: dict[UUID, Message] = {}
-    entries: list[MessageAttachment] = []
-    for original in copied:
-        copy = message_append(
-            conversation=destination,
-            parent=copies[original.parent_id] if original.parent_id else None,
-            role=original.role,
-            binding=binding_of(original),  # a fork copies history as it was produced
-            make_head=original is copied[-1],
-            kind=original.kind,
-            content=original.content,
-            parts=original.parts,
-            status=original.status,
-            error=original.error,
-            error_detail=original.error_detail,
-            metadata={**original.metadata, FORKED_FROM_KEY: str(original.id)},
-        )
-        copies[original.id] = copy
-        entries.extend(
-            MessageAttachment(message=copy, position=position, attachment=attachment)
-            for position, attachment in enumerate(manifests.get(original.id, []))
-        )
-    MessageAttachment.objects.bulk_create(entries)
+    originals = [message.id for message in copied]
+    copies = message_chain_copy(conversation=destination, originals=originals, mark_key=FORKED_FROM_KEY)
+    entries = [
+        MessageAttachment(message_id=copy, position=position, attachment=attachment)
+        for original, copy in zip(originals, copies, strict=True)
+        for position, attachment in enumerate(manifests.get(original, []))
+    ]
+    MessageAttachment.objects.bulk_create(entries, batch_size=500)
+    # The copies are searchable as soon as they are visible, without tokenising them again.
+    message_search_texts_copy(zip(copies, originals, strict=True))
     _copy_thread_handoff(source, destination)
     destination.save(update_fields=APPENDED_FIELDS)
     return destination

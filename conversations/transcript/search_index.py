@@ -71,6 +71,30 @@ def _search_texts_write(rows: list[tuple[int, str]]) -> None:
         )
 
 
+def message_search_texts_copy(pairs: Iterable[tuple[UUID, UUID]], *, batch_size: int = INDEX_BATCH) -> None:
+    """Give each copied message's pending index row its original's tokens: `pairs` is
+    (copy id, original id), and a copy has its original's content, so the tokens are the same.
+
+    The text moves inside the database (one `UPDATE … FROM (VALUES …)` per batch),
+    so a fork of a long thread neither reads nor tokenises it again. An original
+    not yet indexed leaves its copy pending for `message_search_index_sync`.
+    """
+    table = connection.ops.quote_name(ENTRY_TABLE)
+    cast = "::uuid" if connection.vendor == "postgresql" else ""
+    field = MessageSearchEntry._meta.get_field("message").target_field
+    pairs = list(pairs)
+    for start in range(0, len(pairs), batch_size):
+        batch = pairs[start:start + batch_size]
+        values = ", ".join(["(%s, %s)"] * len(batch))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH v(copy_id, original_id) AS (VALUES {values}) "
+                f"UPDATE {table} AS t SET search_text = o.search_text FROM v JOIN {table} o ON o.message_id = v.original_id{cast} "
+                f"WHERE t.message_id = v.copy_id{cast} AND t.search_text IS NULL AND o.search_text IS NOT NULL",
+                [field.get_db_prep_value(value, connection) for pair in batch for value in pair],
+            )
+
+
 def message_matching_ids(terms: list[str], *, sources: QuerySet[Conversation], limit: int) -> list[int]:
     """Index-row ids (newest first) of messages in `sources` holding every term.
 

@@ -6,11 +6,12 @@ Views translate requests into service calls and results into responses.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Generator, Iterable
 from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils.decorators import method_decorator
@@ -46,6 +47,7 @@ from conversations.transcript.deletion import access_deletion, conversation_dele
 from conversations.transcript.leases import stale_streams_read_as_interrupted
 from conversations.transcript.tree import live_branch
 from conversations.web import export as conversation_export
+from conversations.web import message_pages
 from conversations.web import schema as docs
 from conversations.web import serializers as s
 from elion import access
@@ -190,12 +192,40 @@ class ConversationExportView(APIView):
         conversation = access_conversation(conversation_id)
         fmt = request.query_params.get("format", "markdown")
         if fmt == "json":
-            return Response(conversation_export.export_json(conversation))
+            return streamed_response(request, conversation_export.export_json_chunks(conversation), "application/json")
         if fmt != "markdown":
             raise InvalidInput("format must be markdown or json.", code="unknown_export_format")
-        response = HttpResponse(conversation_export.export_markdown(conversation), content_type="text/markdown; charset=utf-8")
+        response = streamed_response(
+            request, conversation_export.export_markdown_chunks(conversation), "text/markdown; charset=utf-8"
+        )
         response["Content-Disposition"] = f'attachment; filename="conversation-{conversation.id}.md"'
         return response
+
+
+_END = object()
+
+
+def streamed_response(request: Request, chunks: Generator[str | bytes, None, None], content_type: str) -> StreamingHttpResponse:
+    """Stream `chunks` (a sync generator that reads the database) as the body.
+
+    Under ASGI (Daphne) Django would collect a sync iterator into a list before
+    sending a byte, so there the body is an async iterator that pulls one chunk
+    at a time on the request's own thread (`thread_sensitive`, the thread and
+    database connection the view ran on); a WSGI request (the test client)
+    streams the generator itself.
+    """
+    if not isinstance(request._request, ASGIRequest):
+        return StreamingHttpResponse(chunks, content_type=content_type)
+    pull = sync_to_async(next, thread_sensitive=True)
+
+    async def body() -> AsyncIterator[str | bytes]:
+        try:
+            while (chunk := await pull(chunks, _END)) is not _END:
+                yield chunk
+        finally:
+            await sync_to_async(chunks.close, thread_sensitive=True)()  # a client gone mid-way: stop reading rows
+
+    return StreamingHttpResponse(body(), content_type=content_type)
 
 
 class MessageListView(APIView):
@@ -203,11 +233,23 @@ class MessageListView(APIView):
 
     @extend_schema(responses=docs.MessageListSerializer)
     def get(self, request: Request, conversation_id: str) -> Response:
+        page = message_pages.page_request(request.query_params)  # 400s before the 404: no row is read for bad input
         conversation = access_conversation(conversation_id)
-        branch = [m for m in live_branch(conversation) if m.role != Role.SYSTEM]
-        stale_streams_read_as_interrupted(branch)  # reads don't write: the sweep stores it
-        manifests = manifests_for(branch)
-        return Response({"results": [s.message_repr(m, manifests.get(m.id, [])) for m in branch]})
+        if page is None:
+            branch = [m for m in live_branch(conversation) if m.role != Role.SYSTEM]
+            return Response({"results": messages_repr(branch)})
+        window = message_pages.message_window(conversation, page)
+        return Response({
+            "results": messages_repr(window.messages),
+            "has_more_before": window.has_more_before,
+            "has_more_after": window.has_more_after,
+        })
+
+
+def messages_repr(messages: list[Message]) -> list[dict]:
+    stale_streams_read_as_interrupted(messages)  # reads don't write: the sweep stores it
+    manifests = manifests_for(messages)
+    return [s.message_repr(m, manifests.get(m.id, [])) for m in messages]
 
 
 # --- Sending: async, because the reply streams ------------------------------

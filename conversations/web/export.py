@@ -1,43 +1,99 @@
-"""Conversation exports: Markdown with speaker labels, and JSON.
+"""Conversation exports: Markdown with speaker labels, and JSON, streamed.
 
 Exports carry the live branch, including Branch / Fresh Chat handoff bubbles
 (they are history), but never the stored static prompt.
+
+Both are produced piece by piece from `live_branch_batches` (a batch of rows
+and its attachment manifests at a time), so memory stays bounded whatever the
+thread length; the bytes are the same as when the whole export was built in
+memory first. One function renders one message (`markdown_message`,
+`json_message`): a new per-message field goes there.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator, Iterable, Iterator
+
+from rest_framework.renderers import JSONRenderer
+
 from continuity.labels import speaker_label
 from conversations.assistant_settings import assistant_settings_get
 from conversations.attachments.services import manifests_for
-from conversations.models import Conversation, Message, Role
-from conversations.transcript.tree import live_branch
+from conversations.models import Attachment, Conversation, Message, Role
+from conversations.transcript.branch_window import live_branch_batches
+from conversations.transcript.citations import sources_numbered
 from conversations.web.serializers import conversation_repr, message_repr
 
+EXPORT_BATCH = 200
+SPOKEN_ROLES = (Role.USER, Role.ASSISTANT)
+# The API's own JSON rendering (compact, UTF-8, U+2028/U+2029 escaped): the
+# streamed export is byte for byte what rendering the whole object gave.
+_render_json = JSONRenderer().render
 
-def _visible_turns(conversation: Conversation) -> list[Message]:
-    return [m for m in live_branch(conversation) if m.role in (Role.USER, Role.ASSISTANT)]
+
+def markdown_message(message: Message, label: str, attachments: list[Attachment]) -> str:
+    """One turn: a blank line, the speaker label, the text, one line per attachment, then its numbered sources.
+
+    Reasoning and tool parts are never in the Markdown export (they are not speech); the JSON export keeps them.
+    """
+    lines = ["", label, message.content]
+    lines += [f"[Attachment: {attachment.name} ({attachment.mime})]" for attachment in attachments]
+    sources = sources_numbered(message.metadata)
+    if sources:
+        lines += ["", "Sources:"]
+        lines += [f"{source['number']}. {source['title']} <{_autolink(source['url'])}>" for source in sources]
+    return "\n".join(lines) + "\n"
 
 
-def export_markdown(conversation: Conversation) -> str:
+def _autolink(url: str) -> str:
+    """A safe link as a Markdown autolink holds it (no spaces or angle brackets inside)."""
+    return url.replace(" ", "%20").replace("<", "%3C").replace(">", "%3E")
+
+
+def _rstripped(pieces: Iterable[str]) -> Iterator[str]:
+    """`"".join(pieces).rstrip()`, streamed: trailing whitespace is held back until more text follows."""
+    held = ""
+    for piece in pieces:
+        text = piece.rstrip()
+        if text:
+            yield held + text
+            held = piece[len(text):]
+        else:
+            held += piece
+
+
+def export_markdown_chunks(conversation: Conversation) -> Generator[str, None, None]:
+    """The Markdown export: a title line, then each spoken turn of the live branch, ending in one newline."""
     settings_row = assistant_settings_get()
-    lines = [f"# {conversation.display_title}", ""]
-    turns = _visible_turns(conversation)
-    manifests = manifests_for(turns)
-    for message in turns:
-        label = speaker_label(
-            message.role, conversation.persona,
-            owner_name=settings_row.owner_name, display_name=settings_row.display_name,
+    labels = {
+        role: speaker_label(
+            role, conversation.persona, owner_name=settings_row.owner_name, display_name=settings_row.display_name
         )
-        lines += [label, message.content]
-        lines += [f"[Attachment: {attachment.name} ({attachment.mime})]" for attachment in manifests.get(message.id, [])]
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def export_json(conversation: Conversation) -> dict:
-    branch = live_branch(conversation)
-    manifests = manifests_for(branch)
-    return {
-        "conversation": conversation_repr(conversation),
-        "messages": [message_repr(m, manifests.get(m.id, [])) for m in branch],
+        for role in SPOKEN_ROLES
     }
+
+    def pieces() -> Iterator[str]:
+        yield f"# {conversation.display_title}\n"
+        for batch in live_branch_batches(conversation, roles=SPOKEN_ROLES, batch_size=EXPORT_BATCH):
+            manifests = manifests_for(batch)
+            yield "".join(markdown_message(m, labels[m.role], manifests.get(m.id, [])) for m in batch)
+
+    yield from _rstripped(pieces())
+    yield "\n"
+
+
+def json_message(message: Message, attachments: list[Attachment]) -> bytes:
+    """One message of the JSON export: its API representation and its stored parts (tool calls and
+    results, reasoning items), which the API leaves out and a faithful copy keeps."""
+    return _render_json({**message_repr(message, attachments), "parts": message.parts or []})
+
+
+def export_json_chunks(conversation: Conversation) -> Generator[bytes, None, None]:
+    """The JSON export `{"conversation": {…}, "messages": [every live-branch message]}`, streamed."""
+    yield b'{"conversation":' + _render_json(conversation_repr(conversation)) + b',"messages":['
+    separator = b""
+    for batch in live_branch_batches(conversation, batch_size=EXPORT_BATCH):
+        manifests = manifests_for(batch)
+        yield separator + b",".join(json_message(m, manifests.get(m.id, [])) for m in batch)
+        separator = b","
+    yield b"]}"

@@ -9,6 +9,8 @@ from __future__ import annotations
 from django.http import HttpRequest
 from rest_framework import serializers
 
+from conversations.web.message_pages import PAGE_LIMIT_MAX
+
 
 class ErrorSerializer(serializers.Serializer):
     error = serializers.CharField()
@@ -145,13 +147,44 @@ def add_streaming_endpoints(result: dict, generator: object, request: HttpReques
         },
         "required": ["content"],
     }
+    # The messages list is routed through the async `SendView`, so drf-spectacular never
+    # sees `MessageSerializer`: its component is written here.
+    components.setdefault("Message", {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "format": "uuid"},
+            "parent_id": {"type": "string", "format": "uuid", "nullable": True},
+            "role": {"type": "string"},
+            "kind": {"type": "string"},
+            "content": {"type": "string"},
+            "status": {"type": "string", "enum": ["complete", "streaming", "interrupted", "failed"]},
+            "attachments": {"type": "array", "items": {"type": "object"}},
+            "metadata": {"type": "object"},
+            "created_at": {"type": "string", "format": "date-time"},
+        },
+        "required": ["id", "parent_id", "role", "kind", "content", "status", "attachments", "metadata", "created_at"],
+    })
+    components.setdefault("MessagePage", {
+        "type": "object",
+        "properties": {
+            "results": {"type": "array", "items": {"$ref": "#/components/schemas/Message"}},
+            "has_more_before": {"type": "boolean", "description": "Only with limit"},
+            "has_more_after": {"type": "boolean", "description": "Only with limit"},
+        },
+        "required": ["results"],
+    })
     paths = result.setdefault("paths", {})
     paths["/api/conversations/{conversation_id}/messages/"] = {
         "get": {
             "operationId": "conversations_messages_list",
-            "parameters": [conversation_param],
-            "responses": {"200": {"description": "The live branch", **_json({"type": "object"})},
-                          "404": {"description": "Unknown conversation", **_json(_ERROR)}},
+            "parameters": [conversation_param, *_page_params()],
+            "responses": {
+                "200": {"description": "The live branch (without limit), or a window of it oldest to newest "
+                        "with has_more_before / has_more_after (with limit)",
+                        **_json({"$ref": "#/components/schemas/MessagePage"})},
+                "400": {"description": "invalid_limit, invalid_cursor", **_json(_ERROR)},
+                "404": {"description": "Unknown conversation, or a cursor not on its live branch", **_json(_ERROR)},
+            },
         },
         "post": {
             "operationId": "conversations_messages_send",
@@ -169,6 +202,21 @@ def add_streaming_endpoints(result: dict, generator: object, request: HttpReques
     }
     _add_watch_and_stop(paths, conversation_param, message_param)
     return result
+
+
+def _page_params() -> list[dict]:
+    """`limit` with `before` or `around` (`conversations.web.message_pages`)."""
+    cursor = {"type": "string", "format": "uuid"}
+    return [
+        {"name": "limit", "in": "query", "required": False,
+         "schema": {"type": "integer", "minimum": 1, "maximum": PAGE_LIMIT_MAX},
+         "description": "Page size; without it (and without a cursor) the whole live branch. Required with a cursor."},
+        {"name": "before", "in": "query", "required": False, "schema": cursor,
+         "description": "The limit live-branch messages just before this message (not with around)."},
+        {"name": "around", "in": "query", "required": False, "schema": cursor,
+         "description": "A window centred on this message: it, (limit - 1) // 2 after, the rest before; "
+         "clamped at the root and the head (not with before)."},
+    ]
 
 
 def _add_watch_and_stop(paths: dict, conversation_param: dict, message_param: dict) -> None:

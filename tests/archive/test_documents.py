@@ -88,7 +88,7 @@ def test_our_json_export_is_ingested_without_handoff_bubbles(client, upload, mak
     (bubble,) = make_turns(conversation, ("assistant", "### Continued from “Old”\n\nAUMA said:\nquoted words"))
     Message.objects.filter(pk=bubble.pk).update(kind=MessageKind.HANDOFF_ARTIFACT)
     make_turns(conversation, ("user", "A real question"), ("assistant", "A real answer"))
-    exported = client.get(f"/api/conversations/{conversation.id}/export/?format=json").content
+    exported = client.get(f"/api/conversations/{conversation.id}/export/?format=json").getvalue()
     response = post_document(client, file=upload("export.json", exported, "application/json"), collection="conversations")
     assert response.status_code == 201, response.content
     document = ArchiveDocument.objects.get(pk=response.json()["id"])

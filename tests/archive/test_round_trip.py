@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 def export_markdown(client, conversation) -> bytes:
     response = client.get(f"/api/conversations/{conversation.id}/export/?format=markdown")
     assert response.status_code == 200
-    return response.content
+    return response.getvalue()
 
 
 def archive_upload(client, upload, name: str, data: bytes) -> ArchiveDocument:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from pathlib import Path
@@ -156,9 +157,9 @@ def test_handoff_artifact_never_feeds_a_later_handoff(source, make_turns, thread
 
 def test_bubble_stays_in_exports(source):
     destination_id = branch(Client(), source.id).json()["id"]
-    exported = Client().get(f"/api/conversations/{destination_id}/export/?format=json").json()
+    exported = json.loads(Client().get(f"/api/conversations/{destination_id}/export/?format=json").getvalue())
     assert [m["kind"] for m in exported["messages"]] == ["handoff_artifact"]
-    markdown = Client().get(f"/api/conversations/{destination_id}/export/?format=markdown").content.decode()
+    markdown = Client().get(f"/api/conversations/{destination_id}/export/?format=markdown").getvalue().decode()
     assert "turn 9" in markdown
 
 

@@ -391,7 +391,7 @@ async def test_websocket_send_carries_attachments_like_sse(scripted_provider):
         {"type": "input_text", "text": "[Attached file “notes.md” (text/markdown)]\n" + MARKDOWN.decode()}
     ]
     export = await client.get(f"/api/conversations/{conversation_id}/export/?format=markdown")
-    assert "[Attachment: notes.md (text/markdown)]" in export.content.decode()
+    assert "[Attachment: notes.md (text/markdown)]" in (await read_streaming(export)).decode()
 
 
 async def test_a_messages_manifest_is_immutable(scripted_provider):

@@ -6,6 +6,8 @@ against the scripted provider, which sends the annotations as the Responses API 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.test import Client
 
@@ -91,3 +93,22 @@ def test_a_reply_without_citations_has_none(scripted_provider):
     assert body["assistant_message"]["citations"] == []
     assert "data-sources" not in Client().get(f"/c/{conversation.pk}/").content.decode()
     assert "citations" not in Message.objects.get(pk=body["assistant_message"]["id"]).metadata
+
+
+def export(conversation, fmt: str) -> str:
+    response = Client().get(f"/api/conversations/{conversation.pk}/export/", {"format": fmt})
+    assert response.status_code == 200
+    return b"".join(response.streaming_content).decode()
+
+
+def test_citations_are_kept_in_the_markdown_and_json_exports(scripted_provider):
+    scripted_provider.script(ScriptedReply(text=TEXT, citations=[DANCE, VOTE], reasoning=["Sorting the sources."]))
+    conversation = thread()
+    send(conversation, "How do bees decide?")
+    markdown = export(conversation, "markdown")
+    assert "Sources:\n1. The waggle dance <https://example.org/bees/dance>\n2. Swarm decisions <http://example.net/swarm?x=1>" in markdown
+    assert "Sorting the sources." not in markdown  # reasoning is never in the Markdown export
+    (reply,) = [m for m in json.loads(export(conversation, "json"))["messages"] if m["role"] == "assistant"]
+    assert reply["citations"] == [DANCE, VOTE]
+    assert [p["type"] for p in reply["parts"]] == ["reasoning"]  # the JSON export keeps the reasoning items
+    assert reply["parts"][0]["summary"] == ["Sorting the sources."] and reply["parts"][0]["encrypted_content"]

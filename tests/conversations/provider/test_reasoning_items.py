@@ -198,7 +198,8 @@ def test_reasoning_never_enters_handoffs_recall_search_or_the_markdown_export(sc
     assert not Message.objects.filter(content__icontains="zephyrine").exists()
     # Past Conversation Search, and the Markdown export.
     assert client.get("/api/search/", {"q": "zephyrine"}).json()["results"] == []
-    markdown = client.get(f"/api/conversations/{source.pk}/export/", {"format": "markdown"}).content.decode()
+    exported = client.get(f"/api/conversations/{source.pk}/export/", {"format": "markdown"})
+    markdown = b"".join(exported.streaming_content).decode()
     assert "Plain words." in markdown and "Zephyrine" not in markdown
     # Keyword recall in a new thread (after its birth period) finds nothing of it.
     fresh = client.post("/api/conversations/", {"persona": "elion"}, content_type="application/json").json()

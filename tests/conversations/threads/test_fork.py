@@ -11,16 +11,28 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils.timezone import now
 
 from continuity.models import ThreadHandoff
 from conversations.attachments import store
 from conversations.attachments.services import attachment_upload, manifests_for
-from conversations.models import Conversation, ConversationOrigin, IdempotentAction, Message, MessageStatus, Role
+from conversations.models import (
+    Conversation,
+    ConversationOrigin,
+    IdempotentAction,
+    Message,
+    MessageSearchEntry,
+    MessageStatus,
+    Role,
+)
 from conversations.provider.binding import binding_fields, configured_provider
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from conversations.threads.services import conversation_create, conversation_rewind
+from conversations.transcript.search_index import message_search_index_sync
 from conversations.transcript.tree import live_branch, tree_problems
+from elion.fulltext import search_text_for
 from memories.models import ConversationMemorySnapshot, Memory
 from tests.support.attachment_files import png_bytes
 from tests.support.factories import request_for
@@ -289,3 +301,57 @@ def test_delete_forever_removes_the_conversations_blobs_and_a_fork_still_verifie
     assert not store.conversation_store(source.id).exists()
     assert store.read_verified(store.conversation_store(destination.id), image.sha256, image.size) == png_bytes()
     request_for(destination)  # every blob the fork lists still verifies
+
+
+def test_a_forks_copies_are_searchable_at_once_with_their_originals_tokens(client, bound):
+    source = conversation_create(persona="elion")
+    question, _ = bound(source, ("user", "Lanterns by the river"), ("assistant", "The lanterns drifted"))
+    message_search_index_sync()  # as after each reply
+    # Tokens as an earlier tokeniser wrote them: the copy carries these, it is not tokenised again.
+    MessageSearchEntry.objects.filter(message=question).update(search_text="lanterns river earlier")
+    bound(source, ("user", "Later words, not indexed yet"), ("assistant", "Nor these"))
+    source.refresh_from_db()
+    destination = Conversation.objects.get(pk=fork(client, source, source.head_id).json()["id"])
+    entries = {e.message.metadata["forked_from"]: e for e in
+               MessageSearchEntry.objects.filter(conversation=destination).select_related("message")}
+    assert len(entries) == 4
+    assert entries[str(question.id)].search_text == "lanterns river earlier"
+    assert all(e.search_text == search_text_for(e.message.content) for key, e in entries.items() if key != str(question.id))
+    assert not MessageSearchEntry.objects.filter(search_text__isnull=True).exists()
+
+
+def test_a_long_fork_writes_its_copies_in_batches_not_one_statement_each(client, bound):
+    source = conversation_create(persona="elion")
+    count = 1_200
+    bound(source, *[("user" if i % 2 == 0 else "assistant", f"turn {i}") for i in range(count)])
+    message_search_index_sync()
+    source.refresh_from_db()
+    with CaptureQueriesContext(connection) as queries:
+        response = fork(client, source, source.head_id)
+    assert response.status_code == 201
+    destination = Conversation.objects.get(pk=response.json()["id"])
+    assert [m.content for m in live_branch(destination)] == [f"turn {i}" for i in range(count)]
+    assert tree_problems(destination.id, Message.objects.filter(conversation=destination)) == []
+    assert len(queries) < count / 10, len(queries)
+
+
+def test_a_forks_copies_keep_every_column_of_their_originals_and_mark_their_source(client, bound):
+    source = conversation_create(persona="elion")
+    question, answer = bound(source, ("user", "Ünïcode ✓ and \"quotes\"\n"), ("assistant", "A reply with a tool"))
+    Message.objects.filter(pk=answer.pk).update(
+        parts=[{"type": "tool_call", "call_id": "c1", "name": "archive_search", "arguments": "{\"q\": \"é\"}"}],
+        status=MessageStatus.INTERRUPTED, error="stopped", error_detail="Stopped by the owner.", stop_requested_at=now(),
+        metadata={"usage": {"input_tokens": 3}, "forked_from": "an older fork's mark", "notes": ["α", None, 1.5]},
+    )
+    source.refresh_from_db()
+    destination = Conversation.objects.get(pk=fork(client, source, answer).json()["id"])
+    originals = {m.id: m for m in Message.objects.filter(conversation=source)}
+    copies = list(Message.objects.filter(conversation=destination).order_by("seq"))
+    assert [c.seq for c in copies] == [1, 2] and copies[0].parent_id is None and copies[1].parent_id == copies[0].id
+    assert destination.head_id == copies[1].id and destination.last_seq == 2
+    for copy in copies:
+        original = originals[uuid.UUID(copy.metadata["forked_from"])]
+        for name in ("role", "kind", "content", "parts", "status", "error", "error_detail", "binding"):
+            assert getattr(copy, name) == getattr(original, name), name
+        assert copy.metadata == {**original.metadata, "forked_from": str(original.id)}
+        assert copy.lease_expires_at is None and copy.stop_requested_at is None

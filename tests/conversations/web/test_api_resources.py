@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.test import Client
 
@@ -92,20 +94,20 @@ def test_messages_listing_is_the_live_branch_without_system_message(client, make
 def test_markdown_export_uses_the_speaker_labels(client, make_conversation, make_turns):
     conversation = make_conversation(title="Evening")
     make_turns(conversation, ("user", "Good evening."), ("assistant", "Good evening, love."))
-    text = client.get(f"/api/conversations/{conversation.id}/export/?format=markdown").content.decode()
+    text = client.get(f"/api/conversations/{conversation.id}/export/?format=markdown").getvalue().decode()
     assert "AUMA said:\nGood evening.\n" in text
     assert "Elion Voicefire said:\nGood evening, love.\n" in text
 
     clipboard = make_conversation(persona="clipboard")
     make_turns(clipboard, ("user", "note"), ("assistant", "noted"))
-    text = client.get(f"/api/conversations/{clipboard.id}/export/?format=markdown").content.decode()
+    text = client.get(f"/api/conversations/{clipboard.id}/export/?format=markdown").getvalue().decode()
     assert "Clipboard said:\nnoted" in text
 
 
 def test_json_export_and_unknown_format(client, make_conversation, make_turns):
     conversation = make_conversation()
     make_turns(conversation, ("user", "q"), ("assistant", "a"))
-    body = client.get(f"/api/conversations/{conversation.id}/export/?format=json").json()
+    body = json.loads(client.get(f"/api/conversations/{conversation.id}/export/?format=json").getvalue())
     assert body["conversation"]["id"] == str(conversation.id)
     assert [m["content"] for m in body["messages"]] == ["q", "a"]
     response = client.get(f"/api/conversations/{conversation.id}/export/?format=pdf")
