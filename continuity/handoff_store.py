@@ -141,13 +141,14 @@ def prior_thread_select(*, persona: str) -> PriorThreadCapture | None:
     return None
 
 
-def new_chat_handoff_capture(*, persona: str, origin: str) -> PriorThreadCapture | None:
+def new_chat_handoff_capture(*, persona: str, origin: str, private: bool = False) -> PriorThreadCapture | None:
     """Automatic New Chat continuity, capture step (database reads only).
 
     Elion New Chats only: Clipboard never uses automatic prior-thread
-    selection, and Branch / Fresh Chat carries its own explicit handoff.
+    selection, Branch / Fresh Chat carries its own explicit handoff, and a
+    private chat is born outside automatic continuity (it receives none).
     """
-    if persona != Persona.ELION or origin != ConversationOrigin.NEW_CHAT:
+    if persona != Persona.ELION or origin != ConversationOrigin.NEW_CHAT or private:
         return None
     return prior_thread_select(persona=persona)
 

@@ -39,6 +39,7 @@ class ConversationSerializer(serializers.Serializer):
     folder_id = serializers.IntegerField(allow_null=True)
     trashed = serializers.BooleanField()
     shielded = serializers.BooleanField()
+    private = serializers.BooleanField()
     origin = serializers.CharField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
