@@ -16,8 +16,10 @@ class ErrorSerializer(serializers.Serializer):
 
 
 class HandoffSerializer(serializers.Serializer):
-    source_conversation_id = serializers.UUIDField()
+    source_conversation_id = serializers.UUIDField(allow_null=True)
     source_message_ids = serializers.ListField(child=serializers.UUIDField())
+    # Only for an archived conversation continued in a new chat (then source_conversation_id is null).
+    source_document_id = serializers.IntegerField(required=False)
 
 
 class SnapshotTimingSerializer(serializers.Serializer):
