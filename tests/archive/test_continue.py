@@ -11,16 +11,19 @@ scripted provider where a request is involved.
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
+from django.db import connection
 from django.test import Client
 
+from archive.continuation import archive_document_continue
 from archive.models import ArchiveDocument
 from archive.services import archive_document_add_text, archive_document_delete
 from continuity.handoff_policy import build_handoff
 from continuity.handoff_store import archive_source_messages, handoff_block_for, handoff_limits, speaker_names
 from conversations.assistant_settings import assistant_settings_get
-from conversations.models import Conversation, Message, MessageKind, Role
+from conversations.models import Conversation, IdempotentAction, Message, MessageKind, Role
 from tests.support.factories import api_call
 from tests.support.scripted_provider import ScriptedReply
 
@@ -91,6 +94,33 @@ def test_the_same_idempotency_key_answers_the_same_conversation(client):
     other_document = archived_conversation(4, title="Other letters", turns=[("AUMA", "a"), ("Elion Voicefire", "b")])
     assert continue_document(client, other_document.pk, key="retry-me")["id"] != first["id"]
     assert Conversation.objects.count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_continuations_with_one_key_make_one_conversation():
+    document = archived_conversation(4)
+    results, errors = [], []
+    start = threading.Barrier(3)
+
+    def run():
+        try:
+            start.wait()
+            results.append(archive_document_continue(document_id=document.pk, idempotency_key="k"))
+        except Exception as exc:  # noqa: BLE001 - surfaced by the assert below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not errors, errors
+    assert len({conversation.id for conversation, _ in results}) == 1
+    assert sorted(created for _, created in results) == [False, False, True]
+    assert Conversation.objects.count() == 1
+    assert IdempotentAction.objects.filter(action=f"archive_continue:{document.pk}").count() == 1
 
 
 def test_continue_needs_an_idempotency_key(client):

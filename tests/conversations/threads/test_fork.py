@@ -21,7 +21,8 @@ from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from conversations.threads.services import conversation_create, conversation_rewind
 from conversations.transcript.tree import live_branch, tree_problems
-from memories.models import ConversationMemorySnapshot, Memory
+from memories.models import ConversationMemorySnapshot, Memory, SnapshotMembership
+from memories.services import memory_add
 from tests.support.attachment_files import png_bytes
 from tests.support.factories import request_for
 
@@ -289,3 +290,16 @@ def test_delete_forever_removes_the_conversations_blobs_and_a_fork_still_verifie
     assert not store.conversation_store(source.id).exists()
     assert store.read_verified(store.conversation_store(destination.id), image.sha256, image.size) == png_bytes()
     request_for(destination)  # every blob the fork lists still verifies
+
+
+def test_a_fork_of_a_private_chat_is_a_private_chat_with_the_same_memory_choice(client, bound):
+    memory_add(text="AUMA keeps bees on the roof.")
+    for use_memories in (False, True):
+        source = conversation_create(persona="elion", private=True, use_memories=use_memories)
+        _, answer = bound(source, ("user", "a private question"), ("assistant", "a private answer"))
+        response = fork(client, source, answer, key=f"private-{use_memories}")
+        assert response.status_code == 201 and response.json()["private"] is True
+        assert SnapshotMembership.objects.filter(conversation_id=response.json()["id"]).exists() is use_memories
+    ordinary = conversation_create(persona="elion")
+    _, answer = bound(ordinary, ("user", "q"), ("assistant", "a"))
+    assert fork(client, ordinary, answer, key="ordinary").json()["private"] is False
