@@ -14,7 +14,8 @@ The bubble is a handoff artifact, so it never feeds a later handoff, keyword
 recall or search (none of them reads handoff artifacts).
 
 Retry-safe: an `Idempotency-Key` names the action. The same key for the same
-document always answers the first conversation. The key is remembered in
+document always answers the first conversation (409 `idempotency_key_reused`
+when it asks for another persona). The key is remembered in
 `IdempotentAction` under the action `archive_continue:<document id>`; the
 row's `source` is the new conversation itself, since an archive document is
 not a conversation. Every continuation takes `memory_set_lock()` first (it
@@ -96,6 +97,11 @@ def archive_document_continue(
         document = access_document(document_id)
         existing = _recorded_continuation(document, key)
         if existing is not None:
+            if existing.persona != persona:
+                raise Conflict(
+                    "This Idempotency-Key was already used to continue this document with another persona.",
+                    code="idempotency_key_reused",
+                )
             return existing, False
         destination = _continuation_create(document, persona=str(persona))
         IdempotentAction.objects.create(

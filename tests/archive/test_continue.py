@@ -159,6 +159,14 @@ def test_clipboard_persona_labels_the_assistant_as_clipboard(client):
     assert "Clipboard said:\n" in Message.objects.get(conversation_id=body["id"]).content
 
 
+def test_a_key_reused_with_another_persona_is_refused(client):
+    document = archived_conversation(2)
+    continue_document(client, document.pk, key="k", body={"persona": "clipboard"})
+    refused = continue_document(client, document.pk, key="k", body={"persona": "elion"}, status=409)
+    assert refused["error"] == "idempotency_key_reused"
+    assert Conversation.objects.count() == 1
+
+
 def test_a_turn_above_the_per_message_limit_becomes_a_whole_message_marker(client, settings):
     settings.HANDOFF_PER_MESSAGE_CHARACTER_LIMIT = 100
     document = archived_conversation(turns=[("AUMA", "short question"), ("Elion Voicefire", "long answer " * 20)])
