@@ -346,34 +346,44 @@ def _archive_turn_text(pieces: list[ArchiveChunk], document_text: str) -> str:
     return joined
 
 
-def archive_source_messages(document: ArchiveDocument, *, turns: Iterable[int] | None = None) -> list[SourceMessage]:
-    """The document's speaker turns (all, or only `turns`) as the policy's plain source messages.
+def _archive_turns(documents: dict[int, ArchiveDocument], turns: dict[int, set[int]] | None) -> dict[int, list[SourceMessage]]:
+    """Per document, its speaker turns (all, or only `turns[document id]`) as plain source messages.
 
-    One message per turn number, in order, with the role its chunks were
-    stored with (a speaker the archive could not place has none, so the
-    policy never carries it); the time is the turn's own when the export
-    gave one, else the document's. Ids are `<document id>:<turn>`.
+    One query for the chunks of every document, and one more only for the
+    rare documents whose carried turns were stored as several chunks.
     """
-    chunks = ArchiveChunk.objects.filter(document=document, turn__isnull=False).order_by("position")
+    chunks = ArchiveChunk.objects.filter(document_id__in=list(documents), turn__isnull=False)
     if turns is not None:
-        chunks = chunks.filter(turn__in=list(turns))
-    grouped: dict[int, list[ArchiveChunk]] = {}
-    for chunk in chunks.only("turn", "role", "text", "spoken_at", "position"):
-        grouped.setdefault(chunk.turn, []).append(chunk)
-    document_text = ""
-    if any(len(pieces) > 1 for pieces in grouped.values()):
-        document_text = ArchiveDocument.objects.filter(pk=document.pk).values_list("text", flat=True).first() or ""
-    messages = []
-    for turn, pieces in grouped.items():
-        messages.append(
+        chunks = chunks.filter(turn__in=sorted(set().union(*turns.values())))
+    grouped: dict[int, dict[int, list[ArchiveChunk]]] = {document_id: {} for document_id in documents}
+    for chunk in chunks.order_by("document_id", "position").only("document_id", "turn", "role", "text", "spoken_at"):
+        if turns is None or chunk.turn in turns[chunk.document_id]:
+            grouped[chunk.document_id].setdefault(chunk.turn, []).append(chunk)
+    split = [document_id for document_id, by_turn in grouped.items() if any(len(p) > 1 for p in by_turn.values())]
+    texts = dict(ArchiveDocument.objects.filter(pk__in=split).values_list("pk", "text")) if split else {}
+    return {
+        document_id: [
             SourceMessage(
-                id=f"{document.pk}:{turn}",
+                id=f"{document_id}:{turn}",
                 role=pieces[0].role,
-                content=_archive_turn_text(pieces, document_text),
-                created_at=pieces[0].spoken_at or document.created_at,
+                content=_archive_turn_text(pieces, texts.get(document_id, "")),
+                created_at=pieces[0].spoken_at or documents[document_id].created_at,
             )
-        )
-    return messages
+            for turn, pieces in by_turn.items()
+        ]
+        for document_id, by_turn in grouped.items()
+    }
+
+
+def archive_source_messages(document: ArchiveDocument) -> list[SourceMessage]:
+    """The document's speaker turns as the policy's plain source messages, in order.
+
+    One message per turn number, with the role its chunks were stored with (a
+    speaker the archive could not place has none, so the policy never carries
+    it); the time is the turn's own when the export gave one, else the
+    document's. Ids are `<document id>:<turn>`.
+    """
+    return _archive_turns({document.pk: document}, None)[document.pk]
 
 
 def archive_turn_numbers(handoff: Handoff) -> list[int]:
@@ -381,12 +391,10 @@ def archive_turn_numbers(handoff: Handoff) -> list[int]:
     return [int(message_id.rsplit(":", 1)[1]) for message_id in handoff.source_message_ids]
 
 
-def archive_document_handoff(
-    document: ArchiveDocument, *, persona: str, settings_row: AssistantSettings, turns: Iterable[int] | None = None
-) -> Handoff:
+def archive_document_handoff(document: ArchiveDocument, *, persona: str, settings_row: AssistantSettings) -> Handoff:
     """The final-eight handoff of an archived conversation under the current limits and labels."""
     return build_handoff(
-        archive_source_messages(document, turns=turns), limits=handoff_limits(), names=speaker_names(persona, settings_row)
+        archive_source_messages(document), limits=handoff_limits(), names=speaker_names(persona, settings_row)
     )
 
 
@@ -416,13 +424,23 @@ def archive_handoff_blocks_for(
             "conversation_id", "content"
         )
     )
+    carried = {
+        conversation_id: (metadata.get("source_document_id"), {t for t in metadata.get("source_turns") or [] if isinstance(t, int)})
+        for conversation_id, _, metadata in bubbles
+    }
+    wanted: dict[int, set[int]] = {document_id: set() for document_id in documents}
+    for document_id, turns in carried.values():
+        if document_id in wanted:
+            wanted[document_id] |= turns
+    sources = _archive_turns(documents, wanted) if documents else {}
+    limits = handoff_limits()
     blocks: dict[UUID, str] = {}
-    for conversation_id, persona, metadata in bubbles:
-        document = documents.get(metadata.get("source_document_id"))
-        turns = [turn for turn in metadata.get("source_turns") or [] if isinstance(turn, int)]
-        if document is None or not turns:
-            continue
-        handoff = archive_document_handoff(document, persona=persona, settings_row=settings_row, turns=turns)
+    for conversation_id, persona, _ in bubbles:
+        document_id, turns = carried[conversation_id]
+        if document_id not in sources:
+            continue  # removed from the archive: nothing to carry
+        messages = [m for m in sources[document_id] if int(m.id.rsplit(":", 1)[1]) in turns]
+        handoff = build_handoff(messages, limits=limits, names=speaker_names(persona, settings_row))
         if handoff.is_empty:
             continue
         boundary = boundary_id_in(stored_prompts.get(conversation_id, ""))

@@ -16,12 +16,19 @@ import threading
 import pytest
 from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from archive.continuation import archive_document_continue
 from archive.models import ArchiveDocument
 from archive.services import archive_document_add_text, archive_document_delete
 from continuity.handoff_policy import build_handoff
-from continuity.handoff_store import archive_source_messages, handoff_block_for, handoff_limits, speaker_names
+from continuity.handoff_store import (
+    archive_handoff_blocks_for,
+    archive_source_messages,
+    handoff_block_for,
+    handoff_limits,
+    speaker_names,
+)
 from conversations.assistant_settings import assistant_settings_get
 from conversations.models import Conversation, IdempotentAction, Message, MessageKind, Role
 from tests.support.factories import api_call
@@ -233,3 +240,27 @@ def test_the_bubble_never_feeds_later_handoffs_recall_or_search(client, scripted
     # Past Conversation Search reads no handoff bubble.
     results = api_call(client, "get", "/api/search/?q=dusk&include_shielded=true&include_private=true")["results"]
     assert results == []
+
+
+def test_rebuilding_many_continued_chats_takes_a_fixed_number_of_queries(client):
+    long_turn = "word " * 1_000  # stored as two chunks: the document text is read too
+    def continued(count: int) -> list:
+        ids = []
+        for n in range(count):
+            document = archived_conversation(turns=[("AUMA", f"question {count} {n}"), ("Elion Voicefire", long_turn + str(n))],
+                                             title=f"Letters {count} {n}")
+            ids.append(continue_document(client, document.pk, key=f"k-{count}-{n}")["id"])
+        return ids
+
+    def queries(ids) -> tuple[int, dict]:
+        with CaptureQueriesContext(connection) as captured:
+            blocks = archive_handoff_blocks_for(ids, settings_row=assistant_settings_get())
+        return len(captured.captured_queries), blocks
+
+    one, one_blocks = queries(continued(1))
+    many, many_blocks = queries(continued(4))
+    assert one == many
+    assert len(one_blocks) == 1 and len(many_blocks) == 4
+    # Each block carries its own long turn whole, rebuilt from its two chunks.
+    carried = sorted(n for block in many_blocks.values() for n in range(4) if json.dumps(long_turn + str(n)) in block)
+    assert carried == [0, 1, 2, 3]
