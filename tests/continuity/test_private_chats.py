@@ -176,6 +176,22 @@ def test_model_search_tool_never_finds_a_private_chat(client, thread, scripted_p
     assert PROOF not in found
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_branch_of_a_private_chat_shows_its_words_but_never_injects_them(client, scripted_provider):
+    chat = private_chat_with_words(client, scripted_provider)
+    response = client.post(f"/api/conversations/{chat['id']}/branch/", HTTP_IDEMPOTENCY_KEY="b")
+    assert response.status_code == 201
+    branch = response.json()
+    assert PROOF in Message.objects.get(conversation_id=branch["id"]).content  # deliberate: the bubble shows them
+    send(client, branch["id"], "Shall we go on?")
+    assert PROOF not in json.dumps(scripted_provider.requests[-1].body, ensure_ascii=False)
+    # Kept and released, the source feeds the branch's prompt like any source.
+    api_call(client, "post", f"/api/conversations/{chat['id']}/keep/")
+    api_call(client, "post", f"/api/conversations/{chat['id']}/release-shield/")
+    send(client, branch["id"], "And now?")
+    assert PROOF in system_prompt(scripted_provider.requests[-1])
+
+
 @pytest.mark.django_db
 def test_past_conversation_search_finds_private_chats_only_when_included(client, thread):
     chat = thread(("user", P_USER), ("assistant", P_ASSISTANT), private=True)
