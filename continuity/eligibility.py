@@ -5,6 +5,9 @@ Visibility states (seed, "Hidden Folders and Continuity Quarantine" and
 
 * `trashed`: in the trash. Quarantined.
 * `hidden`: in a hidden folder. Quarantined.
+* `private`: a private chat (issue 22, "Private chats"): born outside
+  automatic continuity and kept out of it until the owner keeps it ("Keep
+  this chat" makes it an ordinary conversation that is shielded). Visible.
 * `shielded`: left quarantine (restored, folder unhidden, moved out of a
   hidden folder) and not yet released. Visible, but kept out of automatic
   continuity until the owner releases the shield.
@@ -15,7 +18,10 @@ capture, handoff injection into a stored prompt, keyword recall, and the
 model's past-conversation search tool. A conversation feeds automatic
 continuity only in the `normal` state, and only into a thread of its own
 persona. The owner's Past Conversation Search (deliberate) reads normal
-conversations, and shielded ones only when asked for that one search.
+conversations, and shielded or private ones only when asked for that one
+search. Whether a conversation is private is decided by `private_chats_excluded`
+and nowhere else; a private chat is never archived (nothing copies a
+conversation into the archive by itself).
 
 Model-written derived records never feed automatic continuity, whatever the
 conversation's state: a compacted summary (`continuity.compaction`) lives in
@@ -27,8 +33,8 @@ conversation's requests, labelled as a summary.
 Deliberate access is not decided here: opening a conversation, reading it,
 and an explicit Branch / Fresh Chat work whatever this module says.
 
-The state lives in two columns and a folder flag (`Conversation.trashed`,
-`Conversation.shielded`, `Folder.hidden`); the transitions that change them
+The state lives in three columns and a folder flag (`Conversation.trashed`,
+`Conversation.private`, `Conversation.shielded`, `Folder.hidden`); the transitions that change them
 are `conversations.visibility.transitions`.
 """
 
@@ -47,11 +53,19 @@ class VisibilityState(StrEnum):
     NORMAL = "normal"
     HIDDEN = "hidden"
     TRASHED = "trashed"
+    PRIVATE = "private"
     SHIELDED = "shielded"
 
 
 def _not_quarantined() -> Q:
     return Q(trashed=False) & ~Q(folder__hidden=True)
+
+
+def private_chats_excluded() -> Q:
+    """The private-chat rule: a private chat never feeds automatic continuity
+    (New Chat handoff selection and injection, keyword recall, the model's
+    search tool) and is left out of the owner's search unless asked for."""
+    return Q(private=False)
 
 
 def outside_quarantine() -> QuerySet[Conversation]:
@@ -65,6 +79,8 @@ def visibility_state(conversation: Conversation) -> VisibilityState:
         return VisibilityState.TRASHED
     if conversation.folder_id is not None and conversation.folder.hidden:
         return VisibilityState.HIDDEN
+    if conversation.private:
+        return VisibilityState.PRIVATE
     if conversation.shielded:
         return VisibilityState.SHIELDED
     return VisibilityState.NORMAL
@@ -79,7 +95,7 @@ def in_quarantine(conversation: Conversation) -> bool:
 
 def continuity_source_filter(*, persona: str) -> Q:
     """The eligibility rule as a query condition (for querysets over Conversation)."""
-    return Q(persona=persona, shielded=False) & _not_quarantined()
+    return Q(persona=persona, shielded=False) & private_chats_excluded() & _not_quarantined()
 
 
 def continuity_sources(*, persona: str) -> QuerySet[Conversation]:
@@ -116,14 +132,19 @@ def model_search_sources(*, persona: str, current_conversation_id: UUID | str | 
 # --- Deliberate search ------------------------------------------------------------
 
 
-def deliberate_search_filter(*, include_shielded: bool) -> Q:
+def deliberate_search_filter(*, include_shielded: bool, include_private: bool = False) -> Q:
     """The owner's Past Conversation Search: never hidden or trashed; shielded
-    only when the owner asks for it in that search (which changes nothing else)."""
+    and private ones only when the owner asks for them in that search (which
+    changes nothing else)."""
     condition = _not_quarantined()
     if not include_shielded:
         condition &= Q(shielded=False)
+    if not include_private:
+        condition &= private_chats_excluded()
     return condition
 
 
-def deliberate_search_sources(*, include_shielded: bool) -> QuerySet[Conversation]:
-    return Conversation.objects.filter(deliberate_search_filter(include_shielded=include_shielded))
+def deliberate_search_sources(*, include_shielded: bool, include_private: bool = False) -> QuerySet[Conversation]:
+    return Conversation.objects.filter(
+        deliberate_search_filter(include_shielded=include_shielded, include_private=include_private)
+    )

@@ -1,5 +1,10 @@
 """The database side of Layer 3: capture, store and re-render verbatim handoffs.
 
+Two kinds of source: a conversation (New Chat continuity, Branch / Fresh Chat;
+a `ThreadHandoff` row) and an archived conversation continued in a new chat
+(issue 21; the bubble's `source_document_id` and `source_turns` metadata, no
+row). Both go through the same policy and render into the same slot.
+
 The policy itself is `continuity.handoff_policy` (pure). This module reads
 rows into its plain inputs, decides *which* source may feed a thread (through
 `continuity.eligibility`, the one place that rule lives), stores the result in
@@ -20,6 +25,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db.models import Max, Q, QuerySet
 
+from archive.models import ArchiveChunk, ArchiveDocument
 from continuity.eligibility import continuity_source_ids, continuity_sources
 from continuity.handoff_policy import (
     DEFAULT_PER_MESSAGE_CHARACTER_LIMIT,
@@ -38,7 +44,15 @@ from continuity.handoff_policy import (
 )
 from continuity.models import ThreadHandoff
 from conversations.assistant_settings import assistant_settings_read
-from conversations.models import AssistantSettings, Conversation, ConversationOrigin, Message, Persona, Role
+from conversations.models import (
+    AssistantSettings,
+    Conversation,
+    ConversationOrigin,
+    Message,
+    MessageKind,
+    Persona,
+    Role,
+)
 from conversations.transcript.tree import live_branch
 
 RETIRED_COLUMNS = ("summary", "recent_raw")
@@ -47,6 +61,8 @@ RETIRED_COLUMNS = ("summary", "recent_raw")
 CANDIDATE_LIMIT = 25
 # Keeps every `IN (...)` list far below SQLite's bound-parameter ceiling.
 CHUNK = 500
+# Where a long archived turn's first piece occurs more than once, the occurrences tried.
+ARCHIVE_TURN_SEARCH_ATTEMPTS = 20
 
 
 # --- Inputs -----------------------------------------------------------------
@@ -141,13 +157,14 @@ def prior_thread_select(*, persona: str) -> PriorThreadCapture | None:
     return None
 
 
-def new_chat_handoff_capture(*, persona: str, origin: str) -> PriorThreadCapture | None:
+def new_chat_handoff_capture(*, persona: str, origin: str, private: bool = False) -> PriorThreadCapture | None:
     """Automatic New Chat continuity, capture step (database reads only).
 
     Elion New Chats only: Clipboard never uses automatic prior-thread
-    selection, and Branch / Fresh Chat carries its own explicit handoff.
+    selection, Branch / Fresh Chat carries its own explicit handoff, and a
+    private chat is born outside automatic continuity (it receives none).
     """
-    if persona != Persona.ELION or origin != ConversationOrigin.NEW_CHAT:
+    if persona != Persona.ELION or origin != ConversationOrigin.NEW_CHAT or private:
         return None
     return prior_thread_select(persona=persona)
 
@@ -286,7 +303,151 @@ def handoff_blocks_for(conversation_ids: Iterable[UUID] | QuerySet, *, settings_
 
 def handoff_block_for(conversation: Conversation) -> str:
     """The continuity slot for one conversation ("" when it has none)."""
-    return handoff_blocks_for([conversation.pk], settings_row=assistant_settings_read()).get(conversation.pk, "")
+    ids = [conversation.pk]
+    settings_row = assistant_settings_read()
+    blocks = {**archive_handoff_blocks_for(ids, settings_row=settings_row), **handoff_blocks_for(ids, settings_row=settings_row)}
+    return blocks.get(conversation.pk, "")
+
+
+# --- An archived conversation continued in a new chat ---------------------------
+
+
+def _without_whitespace(text: str) -> str:
+    return "".join(text.split())
+
+
+def _archive_turn_text(pieces: list[ArchiveChunk], document_text: str) -> str:
+    """A turn's exact text from its stored chunks.
+
+    A turn above the chunk maximum was stored as several chunks cut at
+    whitespace (or, with none, hard); its text is the stretch of the document
+    from its first piece to the end of its last, so the boundaries come back
+    as they were. A stretch is taken only when it differs from the pieces by
+    whitespace alone; otherwise (text stored with other newlines) the pieces
+    are joined by a blank line.
+    """
+    joined = "\n\n".join(piece.text for piece in pieces)
+    if len(pieces) == 1:
+        return joined
+    bare = "".join(_without_whitespace(piece.text) for piece in pieces)
+    start = document_text.find(pieces[0].text)
+    for _attempt in range(ARCHIVE_TURN_SEARCH_ATTEMPTS):
+        if start < 0:
+            break
+        end = start
+        for piece in pieces:
+            found = document_text.find(piece.text, end)
+            end = found + len(piece.text) if found >= 0 else -1
+            if end < 0:
+                return joined
+        if _without_whitespace(document_text[start:end]) == bare:
+            return document_text[start:end]
+        start = document_text.find(pieces[0].text, start + 1)
+    return joined
+
+
+def _archive_turns(documents: dict[int, ArchiveDocument], turns: dict[int, set[int]] | None) -> dict[int, list[SourceMessage]]:
+    """Per document, its speaker turns (all, or only `turns[document id]`) as plain source messages.
+
+    One query for the chunks of every document, and one more only for the
+    rare documents whose carried turns were stored as several chunks.
+    """
+    chunks = ArchiveChunk.objects.filter(document_id__in=list(documents), turn__isnull=False)
+    if turns is not None:
+        chunks = chunks.filter(turn__in=sorted(set().union(*turns.values())))
+    grouped: dict[int, dict[int, list[ArchiveChunk]]] = {document_id: {} for document_id in documents}
+    for chunk in chunks.order_by("document_id", "position").only("document_id", "turn", "role", "text", "spoken_at"):
+        if turns is None or chunk.turn in turns[chunk.document_id]:
+            grouped[chunk.document_id].setdefault(chunk.turn, []).append(chunk)
+    split = [document_id for document_id, by_turn in grouped.items() if any(len(p) > 1 for p in by_turn.values())]
+    texts = dict(ArchiveDocument.objects.filter(pk__in=split).values_list("pk", "text")) if split else {}
+    return {
+        document_id: [
+            SourceMessage(
+                id=f"{document_id}:{turn}",
+                role=pieces[0].role,
+                content=_archive_turn_text(pieces, texts.get(document_id, "")),
+                created_at=pieces[0].spoken_at or documents[document_id].created_at,
+            )
+            for turn, pieces in by_turn.items()
+        ]
+        for document_id, by_turn in grouped.items()
+    }
+
+
+def archive_source_messages(document: ArchiveDocument) -> list[SourceMessage]:
+    """The document's speaker turns as the policy's plain source messages, in order.
+
+    One message per turn number, with the role its chunks were stored with (a
+    speaker the archive could not place has none, so the policy never carries
+    it); the time is the turn's own when the export gave one, else the
+    document's. Ids are `<document id>:<turn>`.
+    """
+    return _archive_turns({document.pk: document}, None)[document.pk]
+
+
+def archive_turn_numbers(handoff: Handoff) -> list[int]:
+    """The turn numbers a handoff built from `archive_source_messages` carries."""
+    return [int(message_id.rsplit(":", 1)[1]) for message_id in handoff.source_message_ids]
+
+
+def archive_document_handoff(document: ArchiveDocument, *, persona: str, settings_row: AssistantSettings) -> Handoff:
+    """The final-eight handoff of an archived conversation under the current limits and labels."""
+    return build_handoff(
+        archive_source_messages(document), limits=handoff_limits(), names=speaker_names(persona, settings_row)
+    )
+
+
+def archive_handoff_blocks_for(
+    conversation_ids: Iterable[UUID] | QuerySet, *, settings_row: AssistantSettings
+) -> dict[UUID, str]:
+    """The continuity slot of each conversation continued from an archive document.
+
+    Rebuilt from the turns its bubble recorded, under the current limits (as
+    `handoff_blocks_for` rebuilds a row); nothing when the document was
+    removed from the archive. The owner asked for this history by continuing
+    the document, so it enters only this conversation's prompt. The stored
+    prompt's boundary id is kept while the content does not contain it.
+    """
+    bubbles = list(
+        Message.objects.filter(
+            conversation_id__in=conversation_ids, kind=MessageKind.HANDOFF_ARTIFACT, metadata__has_key="source_document_id"
+        ).values_list("conversation_id", "conversation__persona", "metadata")
+    )
+    if not bubbles:
+        return {}
+    documents = ArchiveDocument.objects.defer("text").in_bulk(
+        {metadata.get("source_document_id") for _, _, metadata in bubbles if isinstance(metadata.get("source_document_id"), int)}
+    )
+    stored_prompts = dict(
+        Message.objects.filter(conversation_id__in=[row[0] for row in bubbles], role=Role.SYSTEM).values_list(
+            "conversation_id", "content"
+        )
+    )
+    carried = {
+        conversation_id: (metadata.get("source_document_id"), {t for t in metadata.get("source_turns") or [] if isinstance(t, int)})
+        for conversation_id, _, metadata in bubbles
+    }
+    wanted: dict[int, set[int]] = {document_id: set() for document_id in documents}
+    for document_id, turns in carried.values():
+        if document_id in wanted:
+            wanted[document_id] |= turns
+    sources = _archive_turns(documents, wanted) if documents else {}
+    limits = handoff_limits()
+    blocks: dict[UUID, str] = {}
+    for conversation_id, persona, _ in bubbles:
+        document_id, turns = carried[conversation_id]
+        if document_id not in sources:
+            continue  # removed from the archive: nothing to carry
+        messages = [m for m in sources[document_id] if int(m.id.rsplit(":", 1)[1]) in turns]
+        handoff = build_handoff(messages, limits=limits, names=speaker_names(persona, settings_row))
+        if handoff.is_empty:
+            continue
+        boundary = boundary_id_in(stored_prompts.get(conversation_id, ""))
+        if boundary is None or any(boundary in turn.message.content for turn in handoff.turns):
+            boundary = new_boundary_id()
+        blocks[conversation_id] = handoff.model_block(boundary)
+    return blocks
 
 
 def handoff_destinations(source_ids: Iterable[UUID]) -> list[UUID]:

@@ -20,7 +20,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from continuity.handoff_store import handoff_blocks_for
+from continuity.handoff_store import archive_handoff_blocks_for, handoff_blocks_for
 from continuity.policies import policy_markers
 from continuity.static_prompt import (
     PromptCharacter,
@@ -96,8 +96,12 @@ def saved_characters() -> tuple[PromptCharacter, ...]:
 
 
 def continuity_blocks(conversation_ids: Iterable[UUID] | QuerySet, settings_row: AssistantSettings) -> dict[UUID, str]:
-    """Rendered verbatim handoffs per conversation, rebuilt under the current limits."""
-    return handoff_blocks_for(conversation_ids, settings_row=settings_row)
+    """Rendered verbatim handoffs per conversation, rebuilt under the current limits: from a source
+    conversation (a handoff row) or from an archived conversation continued in a new chat."""
+    return {
+        **archive_handoff_blocks_for(conversation_ids, settings_row=settings_row),
+        **handoff_blocks_for(conversation_ids, settings_row=settings_row),
+    }
 
 
 def prompt_inputs_many(

@@ -16,7 +16,9 @@ def conversation_handoff_provenance(conversation: Conversation) -> dict | None:
     """`{"source_conversation_id", "source_message_ids"}` of the thread's handoff.
 
     From its handoff row (New Chat continuity and Branch / Fresh Chat), else
-    from a historical branch bubble marked by `mark_historical_branch_artifacts`.
+    from a historical branch bubble marked by `mark_historical_branch_artifacts`,
+    else, for an archived conversation continued in a new chat, with
+    `"source_document_id"` added (and no source conversation).
     A retired summary-only row is not a handoff and answers None.
     """
     row = (
@@ -42,6 +44,9 @@ def conversation_handoff_provenance(conversation: Conversation) -> dict | None:
             "source_conversation_id": metadata["source_conversation_id"],
             "source_message_ids": list(metadata.get("source_message_ids") or []),
         }
+    if metadata and metadata.get("source_document_id") is not None:
+        # An archived conversation continued in a new chat: its source is an archive document.
+        return {"source_conversation_id": None, "source_message_ids": [], "source_document_id": metadata["source_document_id"]}
     return None
 
 

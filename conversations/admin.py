@@ -69,10 +69,10 @@ class ConversationAdmin(admin.ModelAdmin):
     """Trash, restore, release and folder moves are visibility transitions: they
     run through `conversations.visibility.transitions` (actions, and `save_model` for the folder)."""
 
-    list_display = ("display_title", "persona", "folder", "trashed", "shielded", "origin", "updated_at")
-    list_filter = ("persona", "trashed", "shielded", "origin", "folder")
+    list_display = ("display_title", "persona", "folder", "trashed", "shielded", "private", "origin", "updated_at")
+    list_filter = ("persona", "trashed", "shielded", "private", "origin", "folder")
     search_fields = ("title",)
-    readonly_fields = ("head", "last_seq", "origin", "trashed", "shielded")
+    readonly_fields = ("head", "last_seq", "origin", "trashed", "shielded", "private")
     inlines = [MessageInline]
     actions = ["trash_selected", "restore_selected", "release_shield_selected"]
 

@@ -106,6 +106,9 @@ class Conversation(models.Model):
     folder = models.ForeignKey(Folder, null=True, blank=True, on_delete=models.SET_NULL, related_name="conversations")
     trashed = models.BooleanField(default=False)
     shielded = models.BooleanField(default=False)
+    # A private chat (issue 22): born outside automatic continuity; never feeds it
+    # (`continuity.eligibility`) and is deleted forever after a period of inactivity.
+    private = models.BooleanField(default=False)
     origin = models.CharField(max_length=20, choices=ConversationOrigin.choices, default=ConversationOrigin.NEW_CHAT)
     head = models.ForeignKey(
         "Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False

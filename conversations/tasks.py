@@ -6,7 +6,7 @@ import logging
 
 from conversations.attachments.gc import attachment_garbage_collect
 from conversations.attachments.verification import blobs_rehash_all
-from conversations.transcript.deletion import deletions_finish
+from conversations.transcript.deletion import deletions_finish, private_chats_expire
 from conversations.transcript.leases import streams_interrupt_expired
 
 logger = logging.getLogger(__name__)
@@ -37,3 +37,9 @@ def rehash_attachment_blobs() -> dict[str, int]:
 def finish_pending_deletions() -> int:
     """Scheduled every minute (and run at start): permanent deletions a crash interrupted are finished."""
     return deletions_finish()
+
+
+def expire_private_chats() -> int:
+    """Scheduled hourly (migration 0012): private chats inactive for `ELION_PRIVATE_CHAT_DAYS` are
+    deleted forever through the permanent-deletion steps, each with its receipt."""
+    return len(private_chats_expire())

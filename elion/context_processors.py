@@ -33,6 +33,7 @@ def elion(request: HttpRequest) -> dict:
         "elion_is_owner": is_owner,
         "assistant": SimpleLazyObject(assistant_settings_get),
         "personas": Persona.choices,
+        "private_chat_days": settings.ELION_PRIVATE_CHAT_DAYS,
         "sidebar": SimpleLazyObject(sidebar_groups) if is_owner else [],
         "sidebar_counts": SimpleLazyObject(sidebar_counts) if is_owner else {},
     }

@@ -260,6 +260,9 @@ ELION_MAX_MESSAGE_CHARACTERS = env.integer("ELION_MAX_MESSAGE_CHARACTERS", 100_0
 ELION_STREAM_LEASE_SECONDS = env.integer("ELION_STREAM_LEASE_SECONDS", 30, minimum=1)
 ELION_FLUSH_INTERVAL_SECONDS = 0.25
 ELION_FLUSH_CHARACTERS = 2_000
+# A private chat is deleted forever (the permanent-deletion steps, with a
+# receipt) after this many days without activity (django-q2, hourly).
+ELION_PRIVATE_CHAT_DAYS = env.integer("ELION_PRIVATE_CHAT_DAYS", 30, minimum=1)
 
 # --- Attachments --------------------------------------------------------------
 # Content-addressed blobs live under ELION_ATTACHMENT_ROOT (uploads/, one store

@@ -69,16 +69,20 @@ def _memberships_write(conversation_ids: list[UUID], memory_ids: list[int]) -> N
 
 
 @transaction.atomic
-def snapshot_capture(conversation: Conversation) -> ConversationMemorySnapshot:
+def snapshot_capture(conversation: Conversation, *, with_memories: bool = True) -> ConversationMemorySnapshot:
     """Capture the current eligible set for a conversation being created.
 
     Called inside the transaction that creates the conversation (New Chat,
     Branch / Fresh Chat, fork), before any prompt exists, so later memory
     changes cannot alter the captured membership and a deleted memory cannot
-    slip in (deletes hold the same lock).
+    slip in (deletes hold the same lock). `with_memories=False` (a private
+    chat started without "Use memories") captures an empty snapshot: a
+    record with no membership, so the thread's prompt holds no memory until
+    the owner refreshes it.
     """
     memory_set_lock()
-    _memberships_write([conversation.pk], eligible_memory_ids())
+    if with_memories:
+        _memberships_write([conversation.pk], eligible_memory_ids())
     return ConversationMemorySnapshot.objects.create(
         conversation=conversation, captured_at=timezone.now(), provenance=SnapshotProvenance.CAPTURED
     )

@@ -15,10 +15,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from archive import library, services
+from archive.continuation import archive_document_continue
 from archive.models import ArchiveDocument
 from archive.search import archive_search
 from archive.web import schema as docs
-from conversations.web.schema import ErrorSerializer
+from conversations.web.schema import ConversationSerializer, ErrorSerializer
+from conversations.web.serializers import conversation_repr
 from elion.errors import InvalidInput
 
 QUERY_MAX_CHARACTERS = 500
@@ -101,6 +103,30 @@ class ArchiveDocumentDetailView(APIView):
     def delete(self, request: Request, document_id: str) -> Response:
         services.archive_document_delete(document_id=document_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ArchiveDocumentContinueView(APIView):
+    @extend_schema(
+        description="Continue an archived conversation in a new chat (its final eight turns in a handoff "
+        "bubble). Retry-safe: the same `Idempotency-Key` for the same document answers the first conversation "
+        "(200). Optional JSON `{persona}` (default `elion`).",
+        request=None,
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=True)],
+        responses={201: ConversationSerializer, 200: ConversationSerializer, 400: ErrorSerializer,
+                   404: ErrorSerializer, 409: ErrorSerializer},
+    )
+    def post(self, request: Request, document_id: str) -> Response:
+        data = request.data if request.data else {}
+        if not isinstance(data, Mapping):
+            raise InvalidInput("The body must be a JSON object.", code="malformed_request")
+        conversation, created = archive_document_continue(
+            document_id=document_id,
+            idempotency_key=request.headers.get("Idempotency-Key"),
+            persona=data.get("persona") or "elion",
+        )
+        return Response(
+            conversation_repr(conversation), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
 
 
 class ChatGPTImportView(APIView):

@@ -68,8 +68,12 @@ def archive_page(request: HttpRequest) -> HttpResponse:
 
 def document_page(request: HttpRequest, document_id: int) -> HttpResponse:
     document = services.access_document(document_id)
-    chunks = document.chunks.order_by("position")
-    return render(request, "archive/document.html", {"document": document, "chunks": chunks})
+    chunks = list(document.chunks.order_by("position"))
+    # "Continue in a new chat" is offered for a conversation: some turn the archive placed as speech.
+    continuable = any(chunk.turn is not None and chunk.role in ("user", "assistant") for chunk in chunks)
+    return render(
+        request, "archive/document.html", {"document": document, "chunks": chunks, "continuable": continuable}
+    )
 
 
 @require_POST

@@ -18,6 +18,9 @@ is validated before fork publication.
 - The destination is created through `conversation_create` (its own memory
   snapshot, origin `fork`) and, like Branch / Fresh Chat, an
   `Idempotency-Key` makes the action retry-safe.
+- A fork of a private chat is a private chat: it holds the same words, so it
+  stays outside automatic continuity too; its snapshot holds memories only
+  if the source's did ("Use memories").
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from conversations.transcript.guard import reply_finished_guard
 from conversations.transcript.leases import streams_interrupt_expired
 from conversations.transcript.search_index import message_search_index_sync, message_search_texts_copy
 from elion.errors import Conflict, InvalidInput, NotFound
+from memories.models import SnapshotMembership
 from memories.snapshots import memory_set_lock
 
 FORK_ACTION = "fork"
@@ -130,7 +134,8 @@ def _fork_create(source: Conversation, target_id: UUID) -> Conversation:
     blobs = _verified_blobs(source.id, manifests)
 
     destination = conversation_create(
-        persona=source.persona, title=_fork_title(source), folder_id=source.folder_id, origin=ConversationOrigin.FORK
+        persona=source.persona, title=_fork_title(source), folder_id=source.folder_id, origin=ConversationOrigin.FORK,
+        private=source.private, use_memories=_snapshot_has_memories(source),
     )
     destination_store = store.conversation_store(destination.id)
     for sha256, data in blobs.items():
@@ -162,6 +167,10 @@ def _verified_blobs(conversation_id: UUID, manifests: dict[UUID, list[Attachment
             except store.BlobProblem as exc:
                 raise AttachmentUnavailable(attachment, exc.reason, "fork") from exc
     return blobs
+
+
+def _snapshot_has_memories(conversation: Conversation) -> bool:
+    return SnapshotMembership.objects.filter(conversation=conversation).exists()
 
 
 def _fork_title(source: Conversation) -> str:

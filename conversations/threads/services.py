@@ -30,11 +30,23 @@ def _clean_title(title: str | None) -> str:
     return title
 
 
+def private_chat_memories(*, private: bool, use_memories: bool) -> bool:
+    """Does a new conversation's snapshot hold the current memories? Always for an
+    ordinary conversation; for a private chat only when the owner ticked "Use memories"."""
+    return use_memories or not private
+
+
 @transaction.atomic
 def conversation_create(
     *, persona: str = Persona.ELION, title: str | None = None, folder_id: int | None = None,
-    origin: str = ConversationOrigin.NEW_CHAT,
+    origin: str = ConversationOrigin.NEW_CHAT, private: bool = False, use_memories: bool = False,
 ) -> Conversation:
+    """A new conversation with its handoff (New Chat) and its memory snapshot.
+
+    A private chat (`private`) receives no New Chat handoff and captures an
+    empty snapshot unless `use_memories`; it never feeds continuity itself
+    (`continuity.eligibility.private_chats_excluded`).
+    """
     if persona not in Persona.values:
         raise InvalidInput(f"persona must be one of {', '.join(Persona.values)}.", code="unknown_persona")
     # Seed, automatic New Chat continuity: capture the prior thread's handoff
@@ -44,14 +56,15 @@ def conversation_create(
     # transition (which takes the same lock) either committed before the
     # capture or waits until this conversation and its handoff row exist.
     memory_set_lock()
-    handoff_capture = new_chat_handoff_capture(persona=persona, origin=origin)
+    handoff_capture = new_chat_handoff_capture(persona=persona, origin=origin, private=private)
     conversation = Conversation.objects.create(
-        persona=persona, title=_clean_title(title), folder=access_folder(folder_id), origin=origin
+        persona=persona, title=_clean_title(title), folder=access_folder(folder_id), origin=origin,
+        private=bool(private),
     )
     new_chat_handoff_store(handoff_capture, destination=conversation)
     # Seed: the memory snapshot is captured at creation, in the same
     # transaction, before any static prompt can be built from it.
-    snapshot_capture(conversation)
+    snapshot_capture(conversation, with_memories=private_chat_memories(private=private, use_memories=use_memories))
     return conversation
 
 

@@ -29,8 +29,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from uuid import UUID
 
+from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from continuity.models import Compaction, PromptReconciliationFailure, ThreadHandoff
@@ -142,6 +143,11 @@ def conversation_deletion_intent(*, conversation_id: UUID | str) -> Conversation
             "Only a conversation in the trash can be deleted forever; move it to the trash first.",
             code="conversation_not_in_trash",
         )
+    return _deletion_intent_locked(conversation)
+
+
+def _deletion_intent_locked(conversation: Conversation) -> ConversationDeletion:
+    """Stamp the locked conversation and record the intent. Precondition: in a transaction holding its row lock."""
     transcript_write_guard(conversation, action="delete", allow_trashed=True)
     generation = uuid.uuid4()
     # Conditional: a concurrent intent that already stamped it wins; this one finds nothing.
@@ -164,6 +170,48 @@ def conversation_delete_forever(*, conversation_id: UUID | str) -> ConversationD
         logger.exception("deletion #%s stopped part-way; finish_pending_deletions will complete it", deletion.pk)
     deletion.refresh_from_db()
     return deletion
+
+
+# --- Private chats past their inactivity period -----------------------------------------------
+
+
+def private_chat_expiry_cutoff(*, now: datetime | None = None) -> datetime:
+    """A private chat with no activity (its `updated_at`) since this moment has expired."""
+    return (now or timezone.now()) - timedelta(days=settings.ELION_PRIVATE_CHAT_DAYS)
+
+
+def expired_private_chats(*, now: datetime | None = None) -> QuerySet[Conversation]:
+    return Conversation.objects.filter(private=True, updated_at__lt=private_chat_expiry_cutoff(now=now))
+
+
+@transaction.atomic
+def private_chat_deletion_intent(*, conversation_id: UUID, now: datetime | None = None) -> ConversationDeletion | None:
+    """Record the intent to delete an expired private chat forever; None when it no longer qualifies
+    (kept, written to since it was listed, or already being deleted)."""
+    conversation = expired_private_chats(now=now).select_for_update().filter(pk=conversation_id).first()
+    if conversation is None:
+        return None
+    try:
+        return _deletion_intent_locked(conversation)
+    except (Conflict, NotFound):
+        return None  # a reply is streaming in it (activity), or a concurrent intent stamped it first
+
+
+def private_chats_expire(*, now: datetime | None = None) -> list[ConversationDeletion]:
+    """Delete forever every private chat inactive for `ELION_PRIVATE_CHAT_DAYS`, through the
+    permanent-deletion steps; returns their deletions (receipts once complete)."""
+    deletions = []
+    for conversation_id in list(expired_private_chats(now=now).values_list("pk", flat=True)):
+        deletion = private_chat_deletion_intent(conversation_id=conversation_id, now=now)
+        if deletion is None:
+            continue
+        try:
+            deletion_run(deletion.pk)
+        except Exception:  # noqa: BLE001 - the intent is committed; finish_pending_deletions completes it
+            logger.exception("deletion #%s of an expired private chat stopped part-way", deletion.pk)
+        deletion.refresh_from_db()
+        deletions.append(deletion)
+    return deletions
 
 
 # --- Running the steps ----------------------------------------------------------------------

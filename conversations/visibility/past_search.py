@@ -9,8 +9,9 @@ that source's own visibility, and a bubble can never carry a hidden
 conversation's words into results.
 
 Which conversations: never hidden or trashed; Continuity-Shielded ones only
-when `include_shielded` is asked for that one search. The option is read
-here and nowhere else: it releases no shield and changes no eligibility
+when `include_shielded` is asked for that one search, private chats only when
+`include_private` is. The options are read here and nowhere else: they
+release no shield, keep no private chat and change no eligibility
 (`continuity.eligibility.deliberate_search_sources`).
 
 Results are grouped by conversation: the conversation with the best match
@@ -43,6 +44,7 @@ class SearchHit:
     role: str
     excerpt: str
     shielded: bool
+    private: bool
     created_at: datetime
 
     def as_dict(self) -> dict:
@@ -53,19 +55,21 @@ class SearchHit:
             "role": self.role,
             "excerpt": self.excerpt,
             "shielded": self.shielded,
+            "private": self.private,
             "created_at": self.created_at.isoformat(),
         }
 
 
 def past_conversation_search(
-    query: str, *, include_shielded: bool = False, limit: int = RESULT_LIMIT, per_conversation: int = PER_CONVERSATION
+    query: str, *, include_shielded: bool = False, include_private: bool = False, limit: int = RESULT_LIMIT,
+    per_conversation: int = PER_CONVERSATION,
 ) -> list[SearchHit]:
     """Messages holding every word of `query`, grouped by conversation, best first."""
     terms = query_terms(query)
     if not terms or limit <= 0:
         return []
     message_search_index_sync()
-    sources = deliberate_search_sources(include_shielded=include_shielded)
+    sources = deliberate_search_sources(include_shielded=include_shielded, include_private=include_private)
     ids = message_matching_ids(terms, sources=sources, limit=CANDIDATE_LIMIT)
     entries = list(
         MessageSearchEntry.objects.filter(pk__in=ids).values_list(
@@ -99,6 +103,7 @@ def past_conversation_search(
             role=messages[message_id].role,
             excerpt=excerpt(messages[message_id].content, terms),
             shielded=conversations[conversation_id].shielded,
+            private=conversations[conversation_id].private,
             created_at=messages[message_id].created_at,
         )
         for conversation_id, message_id in chosen

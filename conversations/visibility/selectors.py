@@ -59,6 +59,10 @@ class ChatVisibility:
         return self.state == VisibilityState.HIDDEN
 
     @property
+    def private(self) -> bool:
+        return self.state == VisibilityState.PRIVATE
+
+    @property
     def shielded(self) -> bool:
         return self.state == VisibilityState.SHIELDED
 

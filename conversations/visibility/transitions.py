@@ -1,5 +1,5 @@
 """Visibility transitions: hide/unhide a folder, move a conversation, trash, restore,
-release a Continuity Shield (seed, "Hidden Folders and Continuity Quarantine",
+keep a private chat, release a Continuity Shield (seed, "Hidden Folders and Continuity Quarantine",
 "Continuity Shield"). Pages, the API and the admin all call these.
 
 Rules:
@@ -9,6 +9,9 @@ Rules:
 * A conversation that leaves quarantine (its folder is unhidden or deleted,
   it is moved out of a hidden folder, it is restored) becomes
   Continuity-Shielded. Only `conversation_shield_release` clears a shield.
+* Keeping a private chat ("Keep this chat") makes it an ordinary
+  conversation that is Continuity-Shielded, as any conversation leaving
+  quarantine; the release is then the owner's own step.
 * Every transition, the release included, rebuilds the stored prompt of
   every thread that carries a handoff from an affected conversation, in the
   same transaction, so when the call returns no stored prompt holds
@@ -151,5 +154,23 @@ def conversation_shield_release(*, conversation_id: UUID | str) -> Conversation:
         )
     conversation.shielded = False
     conversation.save(update_fields=["shielded"])
+    affected_prompts_refresh([conversation.pk])
+    return conversation
+
+
+@transaction.atomic
+def conversation_keep(*, conversation_id: UUID | str) -> Conversation:
+    """"Keep this chat": a private chat becomes an ordinary, Continuity-Shielded conversation.
+
+    It is no longer private (so no longer expires) and, shielded, still
+    feeds nothing automatically until the owner releases the shield. A
+    conversation that is not private is left as it is, so a retried keep
+    answers the same conversation.
+    """
+    memory_set_lock()
+    conversation = access_conversation(conversation_id, lock=True)
+    if conversation.private:
+        conversation.private, conversation.shielded = False, True
+        conversation.save(update_fields=["private", "shielded"])
     affected_prompts_refresh([conversation.pk])
     return conversation

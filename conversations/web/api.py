@@ -151,7 +151,8 @@ class ConversationListView(APIView):
     def post(self, request: Request) -> Response:
         data = validated(s.ConversationCreateSerializer, request.data)
         conversation = conversation_create(
-            persona=data.get("persona") or "elion", title=data.get("title"), folder_id=data.get("folder_id")
+            persona=data.get("persona") or "elion", title=data.get("title"), folder_id=data.get("folder_id"),
+            private=data["private"], use_memories=data["use_memories"],
         )
         return Response(s.conversation_repr(conversation), status=status.HTTP_201_CREATED)
 

@@ -32,6 +32,7 @@ class SearchHitSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=["user", "assistant"])
     excerpt = serializers.CharField()
     shielded = serializers.BooleanField()
+    private = serializers.BooleanField()
     created_at = serializers.DateTimeField()
 
 
@@ -72,6 +73,12 @@ class ConversationRestoreView(APIView):
         return Response(conversation_repr(visibility.conversation_restore(conversation_id=conversation_id)))
 
 
+class ConversationKeepView(APIView):
+    @extend_schema(request=None, responses=_CONVERSATION_RESPONSES)
+    def post(self, request: Request, conversation_id: str) -> Response:
+        return Response(conversation_repr(visibility.conversation_keep(conversation_id=conversation_id)))
+
+
 class ConversationReleaseShieldView(APIView):
     @extend_schema(request=None, responses=_CONVERSATION_RESPONSES)
     def post(self, request: Request, conversation_id: str) -> Response:
@@ -83,11 +90,13 @@ class PastConversationSearchView(APIView):
         parameters=[
             OpenApiParameter("q", str, required=True),
             OpenApiParameter("include_shielded", bool, required=False, default=False),
+            OpenApiParameter("include_private", bool, required=False, default=False),
         ],
         responses={200: SearchResultsSerializer, 400: docs.ErrorSerializer},
     )
     def get(self, request: Request) -> Response:
         query = search_query(request.query_params.get("q"))
         include_shielded = flag(request.query_params.get("include_shielded"), "include_shielded")
-        hits = past_conversation_search(query, include_shielded=include_shielded)
+        include_private = flag(request.query_params.get("include_private"), "include_private")
+        hits = past_conversation_search(query, include_shielded=include_shielded, include_private=include_private)
         return Response({"results": [hit.as_dict() for hit in hits]})

@@ -18,8 +18,10 @@ class ErrorSerializer(serializers.Serializer):
 
 
 class HandoffSerializer(serializers.Serializer):
-    source_conversation_id = serializers.UUIDField()
+    source_conversation_id = serializers.UUIDField(allow_null=True)
     source_message_ids = serializers.ListField(child=serializers.UUIDField())
+    # Only for an archived conversation continued in a new chat (then source_conversation_id is null).
+    source_document_id = serializers.IntegerField(required=False)
 
 
 class SnapshotTimingSerializer(serializers.Serializer):
@@ -41,6 +43,7 @@ class ConversationSerializer(serializers.Serializer):
     folder_id = serializers.IntegerField(allow_null=True)
     trashed = serializers.BooleanField()
     shielded = serializers.BooleanField()
+    private = serializers.BooleanField()
     origin = serializers.CharField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()

@@ -35,6 +35,7 @@ def conversation_repr(conversation: Conversation) -> dict:
         "folder_id": conversation.folder_id,
         "trashed": conversation.trashed,
         "shielded": conversation.shielded,
+        "private": conversation.private,
         "origin": conversation.origin,
         "created_at": conversation.created_at.isoformat(),
         "updated_at": conversation.updated_at.isoformat(),
@@ -106,6 +107,9 @@ class ConversationCreateSerializer(serializers.Serializer):
     persona = serializers.CharField(required=False, default="elion")
     title = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=300)
     folder_id = serializers.IntegerField(required=False, allow_null=True)
+    private = serializers.BooleanField(required=False, default=False)
+    # Private chats only: the snapshot holds the current memories instead of none.
+    use_memories = serializers.BooleanField(required=False, default=False)
 
 
 class ConversationPatchSerializer(serializers.Serializer):

@@ -20,5 +20,6 @@ urlpatterns = [
         views.conversation_release_shield_page,
         name="conversation-release-shield",
     ),
+    path("c/<str:conversation_id>/keep/", views.conversation_keep_page, name="conversation-keep"),
     path("c/<str:conversation_id>/move/", views.conversation_move_page, name="conversation-move"),
 ]

@@ -61,8 +61,12 @@ def logout_page(request: HttpRequest) -> HttpResponse:
 @require_POST
 def new_chat(request: HttpRequest) -> HttpResponse:
     persona = request.POST.get("persona", "elion")
+    # "Private chat" is the form's second submit button; "Use memories" its checkbox.
+    private = request.POST.get("private") == "on"
     try:
-        conversation = conversation_create(persona=persona)
+        conversation = conversation_create(
+            persona=persona, private=private, use_memories=private and request.POST.get("use_memories") == "on"
+        )
     except ServiceError as exc:
         return HttpResponse(exc.detail, status=exc.status)
     return redirect("chat", conversation_id=conversation.id)

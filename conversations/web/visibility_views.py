@@ -90,6 +90,21 @@ def conversation_release_shield_page(request: HttpRequest, conversation_id: str)
 
 
 @require_POST
+def conversation_keep_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    try:
+        conversation = visibility.conversation_keep(conversation_id=conversation_id)
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+        return _back(request, f"/c/{conversation_id}/")
+    messages.success(
+        request,
+        f"{_title(conversation)} is kept: it is an ordinary conversation now, Continuity-Shielded until you "
+        "release the shield.",
+    )
+    return _back(request, f"/c/{conversation.id}/")
+
+
+@require_POST
 def conversation_move_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
     folder_id = request.POST.get("folder_id") or None
     try:
@@ -159,16 +174,19 @@ def _insert_target(request: HttpRequest) -> Conversation | None:
 def search_page(request: HttpRequest) -> HttpResponse:
     raw_query = request.GET.get("q", "")
     error, groups, status = "", [], 200
-    include_shielded = False
+    include_shielded = include_private = False
     try:
         include_shielded = flag(request.GET.get("include_shielded"), "include_shielded")
+        include_private = flag(request.GET.get("include_private"), "include_private")
         if raw_query.strip():
-            hits = past_conversation_search(search_query(raw_query), include_shielded=include_shielded)
+            hits = past_conversation_search(
+                search_query(raw_query), include_shielded=include_shielded, include_private=include_private
+            )
             for hit in hits:
                 if not groups or groups[-1]["conversation_id"] != hit.conversation_id:
                     groups.append(
                         {"conversation_id": hit.conversation_id, "title": hit.conversation_title,
-                         "shielded": hit.shielded, "hits": []}
+                         "shielded": hit.shielded, "private": hit.private, "hits": []}
                     )
                 groups[-1]["hits"].append(hit)
     except ServiceError as exc:
@@ -179,6 +197,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
         {
             "query": raw_query,
             "include_shielded": include_shielded,
+            "include_private": include_private,
             "groups": groups,
             "searched": bool(raw_query.strip()) and not error,
             "error": error,

@@ -1,4 +1,6 @@
-// Branch / Fresh Chat button (templates/chat/_branch_button.html); a module runs once however often it is included.
+// Branch / Fresh Chat button (templates/chat/_branch_button.html) and "Continue in a new chat" on an
+// archive document (templates/archive/document.html, `data-branch-endpoint`); a module runs once however
+// often it is included.
 if (!window.__elionBranchButton) {
   window.__elionBranchButton = true;
   const storageKey = (sourceId) => `elion.branch.pending.${sourceId}`;
@@ -31,10 +33,11 @@ if (!window.__elionBranchButton) {
     if (!button || button.disabled) return;
     const sourceId = button.dataset.branchSource;
     button.disabled = true;
-    say(button, "Creating the branch…");
+    say(button, button.dataset.branchWorking || "Creating the branch…");
     let response;
     try {
-      response = await fetch(`/api/conversations/${sourceId}/branch/`, {
+      const endpoint = button.dataset.branchEndpoint || `/api/conversations/${sourceId}/branch/`;
+      response = await fetch(endpoint, {
         method: "POST",
         credentials: "same-origin",
         headers: { Accept: "application/json", "Idempotency-Key": pendingKey(sourceId), "X-CSRFToken": csrfToken() },

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conversations.models import Conversation, Folder
+from tests.support.factories import turns_append
 
 pytestmark = pytest.mark.django_db
 
@@ -144,3 +145,22 @@ def test_home_never_lands_in_a_hidden_or_trashed_conversation(client, seeded):
     trashed = seeded("Trashed")
     Conversation.objects.filter(pk=trashed.pk).update(trashed=True)
     assert hidden and client.get("/").url == f"/c/{visible.id}/"
+
+
+def test_private_chat_starts_keeps_and_is_searched_only_when_asked_without_javascript(client, seeded):
+    response = client.post("/c/new/", {"persona": "elion", "private": "on"})
+    chat = Conversation.objects.get()
+    assert response.status_code == 302 and response.url == f"/c/{chat.id}/" and chat.private
+    seeded("Ordinary", ("user", "a heron by the weir"), ("assistant", "noted"))
+    chat_page = client.get(f"/c/{chat.id}/").content.decode()
+    assert "data-private-badge" in chat_page and 'data-visibility-banner="private"' in chat_page
+
+    turns_append(chat, ("user", "the heron in private"), ("assistant", "kept quiet"))
+    default = client.get("/search/", {"q": "heron"}).content.decode()
+    assert "the heron in private" not in default and "a heron by the weir" in default
+    included = client.get("/search/", {"q": "heron", "include_private": "true"}).content.decode()
+    assert "the heron in private" in included and "data-private-tag" in included
+
+    kept = client.post(f"/c/{chat.id}/keep/")
+    assert kept.status_code == 302 and kept.url == f"/c/{chat.id}/"
+    assert (reload(chat).private, reload(chat).shielded) == (False, True)

@@ -33,7 +33,8 @@ from conversations.threads.services import conversation_create, conversation_rew
 from conversations.transcript.search_index import message_search_index_sync
 from conversations.transcript.tree import live_branch, tree_problems
 from elion.fulltext import search_text_for
-from memories.models import ConversationMemorySnapshot, Memory
+from memories.models import ConversationMemorySnapshot, Memory, SnapshotMembership
+from memories.services import memory_add
 from tests.support.attachment_files import png_bytes
 from tests.support.factories import request_for
 
@@ -355,3 +356,16 @@ def test_a_forks_copies_keep_every_column_of_their_originals_and_mark_their_sour
             assert getattr(copy, name) == getattr(original, name), name
         assert copy.metadata == {**original.metadata, "forked_from": str(original.id)}
         assert copy.lease_expires_at is None and copy.stop_requested_at is None
+
+
+def test_a_fork_of_a_private_chat_is_a_private_chat_with_the_same_memory_choice(client, bound):
+    memory_add(text="AUMA keeps bees on the roof.")
+    for use_memories in (False, True):
+        source = conversation_create(persona="elion", private=True, use_memories=use_memories)
+        _, answer = bound(source, ("user", "a private question"), ("assistant", "a private answer"))
+        response = fork(client, source, answer, key=f"private-{use_memories}")
+        assert response.status_code == 201 and response.json()["private"] is True
+        assert SnapshotMembership.objects.filter(conversation_id=response.json()["id"]).exists() is use_memories
+    ordinary = conversation_create(persona="elion")
+    _, answer = bound(ordinary, ("user", "q"), ("assistant", "a"))
+    assert fork(client, ordinary, answer, key="ordinary").json()["private"] is False

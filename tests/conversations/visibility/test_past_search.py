@@ -45,7 +45,7 @@ def test_results_shape_and_grouping_by_conversation(client, thread):
                      title="Lantern talk")
     other = thread(("user", "I lost the lantern"), ("assistant", "It will turn up."), title="Lost things")
     results = search(client, "lantern")
-    assert set(results[0]) == {"conversation_id", "conversation_title", "message_id", "role", "excerpt", "shielded",
+    assert set(results[0]) == {"conversation_id", "conversation_title", "message_id", "role", "excerpt", "shielded", "private",
                                "created_at"}
     # Grouped: the conversation with the best match first, its hits together, best first.
     assert [(r["conversation_title"], r["excerpt"]) for r in results] == [

@@ -72,7 +72,7 @@ def test_folders_crud_and_delete_keeps_conversations(client):
 def test_conversation_representation_has_the_contract_fields(client):
     body = client.post("/api/conversations/", {"persona": "clipboard", "title": "Notes"}, content_type="application/json").json()
     assert set(body) == {
-        "id", "title", "persona", "folder_id", "trashed", "shielded", "origin", "created_at", "updated_at",
+        "id", "title", "persona", "folder_id", "trashed", "shielded", "private", "origin", "created_at", "updated_at",
         "handoff", "memory_snapshot", "provider",
     }
     assert body["persona"] == "clipboard" and body["title"] == "Notes" and body["origin"] == "new_chat"
