@@ -1,11 +1,13 @@
 """Conversation exports: Markdown with speaker labels, and JSON.
 
 Exports carry the live branch, including Branch / Fresh Chat handoff bubbles
-(they are history), but never the stored static prompt.
+(they are history), but never the stored static prompt. The JSON export
+also lists the artifacts born in the conversation, each with its versions.
 """
 
 from __future__ import annotations
 
+from artifacts.services import artifacts_export
 from continuity.labels import speaker_label
 from conversations.assistant_settings import assistant_settings_get
 from conversations.attachments.services import manifests_for
@@ -40,4 +42,5 @@ def export_json(conversation: Conversation) -> dict:
     return {
         "conversation": conversation_repr(conversation),
         "messages": [message_repr(m, manifests.get(m.id, [])) for m in branch],
+        "artifacts": artifacts_export(conversation.id),
     }
