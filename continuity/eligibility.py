@@ -29,6 +29,11 @@ its own table, not among the messages, so handoff capture, keyword recall, the
 model's search tool, Past Conversation Search and the archive (which all read
 messages or archive rows) cannot reach it; it enters only its own
 conversation's requests, labelled as a summary.
+An artifact (`artifacts`) is the same: its text lives in its own tables and
+in the tool call's stored parts, never in `Message.content`, so no automatic
+channel carries it; the model reads one back only with `read_artifact`,
+which reaches the current conversation's artifacts and those born in a
+conversation this module lets feed automatic continuity for its persona.
 
 Deliberate access is not decided here: opening a conversation, reading it,
 and an explicit Branch / Fresh Chat work whatever this module says.

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 # Bumped whenever the section set or wording changes: stored prompts carrying
 # an older marker are rebuilt before use.
-PROMPT_POLICY = "static-prompt/2026-11-30.layer1"
+PROMPT_POLICY = "static-prompt/2026-12-01.artifact-tools"
 
 # The dynamic-context heading that only automatic recall may produce. Where
 # user-authored text quotes it, the prompt keeps the text and swaps the
@@ -154,11 +154,17 @@ def section_response_style(inputs: PromptInputs) -> str:
 
 
 def section_artifact_creation(inputs: PromptInputs) -> str:
+    """Describes the artifact tools every reply is offered (conversations.sending.tool_loop.ARTIFACT_TOOLS)."""
     return (
         "## Artifact creation\n"
         f"When {owner(inputs)} asks for one, or a moment clearly invites it, you may create a standalone "
-        "artifact: a poem, a reflection, a letter or another short piece. Give it a title, set it apart "
-        "from the surrounding conversation and keep it in your own voice. Ordinary replies stay ordinary."
+        "artifact: a poem, a reflection, a letter, a story or another piece. Create it with the "
+        "create_artifact tool (a title, its kind: poem, reflection, letter, story or other, and the text in "
+        f"Markdown); {owner(inputs)} sees it as a card in your reply and keeps it on the Artifacts page, so "
+        "do not repeat its text in the reply. To revise one, send the whole new text with update_artifact: "
+        "each revision is kept as a new version. Earlier artifacts are not in front of you: read one with "
+        "read_artifact (without an id it lists those you may read). Keep artifacts in your own voice; "
+        "ordinary replies stay ordinary."
     )
 
 

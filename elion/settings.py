@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "memories",
     "continuity",
     "archive",
+    "artifacts",
     # The project package: the login throttle's rows (`elion.models`).
     "elion",
 ]

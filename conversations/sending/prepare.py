@@ -273,7 +273,9 @@ def _start_reply(context: SendContext, user_message: Message, config: ProviderCo
         config=config,
         request=request,
         tools=tools,
-        tool_context=tool_loop.ToolContext(conversation_id=conversation.id, persona=conversation.persona),
+        tool_context=tool_loop.ToolContext(
+            conversation_id=conversation.id, persona=conversation.persona, message_id=assistant.id
+        ),
         options=request_options(context.settings_row, conversation),
     )
 

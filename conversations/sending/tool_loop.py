@@ -9,6 +9,11 @@ Tools (neutral definitions, as `provider_gateway.stream_reply` takes them):
 * `search_archive`: only offered when Archive access is on; results cite the
   document title, collection and chunk.
 * `list_library` / `read_library_file`: the Library, read a page at a time.
+* `create_artifact` / `update_artifact` / `read_artifact`: standalone pieces
+  (poems, reflections, letters, stories) kept as artifacts with versions
+  (`artifacts.services`); an update adds a version. `read_artifact` is the
+  only way the model reaches an earlier artifact: nothing puts one into a
+  request by itself.
 * Web search: the Responses API's built-in tool, only when enabled in
   Settings and the selector is `responses`.
 
@@ -30,14 +35,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from uuid import UUID
 
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from archive.library import access_library_file, library_file_repr, library_files, library_page
 from archive.models import ArchiveCollection
 from archive.search import archive_search
+from artifacts import services as artifacts
+from artifacts.models import ArtifactKind
 from continuity.eligibility import model_search_sources
 from conversations.models import Message
 from conversations.provider.gateway import ToolCallRequested
@@ -50,6 +58,7 @@ RESULT_MAX_CHARACTERS = 16_000
 PAST_SEARCH_LIMIT = 8
 PAST_SEARCH_CANDIDATES = 50
 ARCHIVE_SEARCH_LIMIT = 8
+ARTIFACT_LIST_LIMIT = 50
 WEB_SEARCH_TOOL = {"type": "web_search"}
 
 SEARCH_PAST_CONVERSATIONS = {
@@ -100,11 +109,56 @@ READ_LIBRARY_FILE = {
         "required": ["file_id"],
     },
 }
+CREATE_ARTIFACT = {
+    "name": "create_artifact",
+    "description": (
+        "Create a standalone artifact (a poem, reflection, letter, story or other piece) the owner keeps "
+        "apart from the conversation. Returns its artifact_id; the reply shows it as a card."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string"},
+            "kind": {"type": "string", "enum": list(ArtifactKind.values)},
+            "content": {"type": "string", "description": "The artifact's text, in Markdown."},
+        },
+        "required": ["title", "kind", "content"],
+    },
+}
+UPDATE_ARTIFACT = {
+    "name": "update_artifact",
+    "description": "Write a new version of an artifact. Earlier versions are kept; send the whole new text.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "artifact_id": {"type": "integer"},
+            "content": {"type": "string", "description": "The complete new text, in Markdown."},
+        },
+        "required": ["artifact_id", "content"],
+    },
+}
+READ_ARTIFACT = {
+    "name": "read_artifact",
+    "description": (
+        "Read an earlier artifact's text (its latest version, or the version asked for). Without "
+        "artifact_id, list the artifacts you may read, newest first, optionally filtered by words in "
+        "their title or text."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "artifact_id": {"type": "integer"},
+            "version": {"type": "integer", "minimum": 1},
+            "query": {"type": "string", "description": "Without artifact_id: words every listed artifact holds."},
+        },
+    },
+}
+ARTIFACT_TOOLS = [CREATE_ARTIFACT, UPDATE_ARTIFACT, READ_ARTIFACT]
 
 
 def available_tools(*, archive_access: bool, web_search: bool, api_selector: str) -> list[dict]:
     """The tools offered for one reply, decided from the settings at send time."""
-    tools = [SEARCH_PAST_CONVERSATIONS, LIST_LIBRARY, READ_LIBRARY_FILE]
+    tools = [SEARCH_PAST_CONVERSATIONS, LIST_LIBRARY, READ_LIBRARY_FILE, *ARTIFACT_TOOLS]
     if archive_access:
         tools.insert(1, SEARCH_ARCHIVE)
     if web_search and api_selector == "responses":
@@ -119,6 +173,9 @@ def available_tools(*, archive_access: bool, web_search: bool, api_selector: str
 class ToolContext:
     conversation_id: UUID
     persona: str
+    # The reply the tools run for, and (set by `run_tool` for each call) the call: an artifact's provenance.
+    message_id: UUID | None = None
+    call_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -225,11 +282,84 @@ def _read_library_file(args: dict, context: ToolContext) -> str:
     return json.dumps(page, ensure_ascii=False)
 
 
+def _provenance(context: ToolContext) -> artifacts.Provenance:
+    if context.message_id is None:
+        raise ToolInputError("artifacts can only be written inside a reply.")
+    return artifacts.Provenance(
+        conversation_id=context.conversation_id, message_id=context.message_id, tool_call_id=context.call_id
+    )
+
+
+def _readable_artifacts(context: ToolContext) -> QuerySet:
+    return artifacts.model_readable_artifacts(persona=context.persona, conversation_id=context.conversation_id)
+
+
+def _create_artifact(args: dict, context: ToolContext) -> str:
+    try:
+        version = artifacts.artifact_create(
+            title=args.get("title"), kind=args.get("kind"), content=args.get("content"),
+            provenance=_provenance(context),
+        )
+    except ServiceError as exc:
+        raise ToolInputError(exc.detail) from exc
+    artifact = version.artifact
+    return json.dumps(
+        {"artifact_id": artifact.pk, "title": artifact.title, "kind": artifact.kind, "version": version.number},
+        ensure_ascii=False,
+    )
+
+
+def _update_artifact(args: dict, context: ToolContext) -> str:
+    artifact_id = _int_arg(args, "artifact_id", -1, 1)
+    try:
+        version = artifacts.artifact_update(
+            artifact_id=artifact_id, content=args.get("content"), provenance=_provenance(context),
+            within=_readable_artifacts(context),
+        )
+    except ServiceError as exc:
+        raise ToolInputError(exc.detail) from exc
+    return json.dumps(
+        {"artifact_id": artifact_id, "title": version.artifact.title, "version": version.number}, ensure_ascii=False
+    )
+
+
+def _read_artifact(args: dict, context: ToolContext) -> str:
+    if args.get("artifact_id") is None:
+        query = args.get("query", "")
+        try:
+            rows = artifacts.artifacts_list(query, within=_readable_artifacts(context))[:ARTIFACT_LIST_LIMIT]
+        except ServiceError as exc:
+            raise ToolInputError(exc.detail) from exc
+        listed = [
+            {"artifact_id": a.pk, "title": a.title, "kind": a.kind, "versions": a.version_count,
+             "updated": a.updated_at.date().isoformat()}
+            for a in rows
+        ]
+        return json.dumps({"artifacts": listed}, ensure_ascii=False)
+    artifact_id = _int_arg(args, "artifact_id", -1, 1)
+    number = _int_arg(args, "version", 0, 1) if "version" in args else None
+    try:
+        artifact = artifacts.access_artifact(artifact_id, within=_readable_artifacts(context))
+    except ServiceError as exc:
+        raise ToolInputError(exc.detail) from exc
+    version = artifacts.artifact_version(artifact, number)
+    if version is None:
+        raise ToolInputError(f"artifact {artifact_id} has versions 1 to {artifact.version_count}.")
+    return json.dumps(
+        {"artifact_id": artifact.pk, "title": artifact.title, "kind": artifact.kind, "version": version.number,
+         "versions": artifact.version_count, "content": version.content},
+        ensure_ascii=False,
+    )
+
+
 TOOL_FUNCTIONS: dict[str, Callable[[dict, ToolContext], str]] = {
     "search_past_conversations": _search_past_conversations,
     "search_archive": _search_archive,
     "list_library": _list_library,
     "read_library_file": _read_library_file,
+    "create_artifact": _create_artifact,
+    "update_artifact": _update_artifact,
+    "read_artifact": _read_artifact,
 }
 
 
@@ -244,7 +374,7 @@ def run_tool(call: ToolCallRequested, *, offered: list[dict], context: ToolConte
         args = json.loads(call.arguments_json or "{}")
         if not isinstance(args, dict):
             raise ToolInputError("arguments must be a JSON object.")
-        content = function(args, context)
+        content = function(args, replace(context, call_id=call.call_id))
     except json.JSONDecodeError:
         return ToolResult("Tool error: the arguments are not valid JSON.", True)
     except ToolInputError as exc:

@@ -34,6 +34,7 @@ from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
+from artifacts.models import Artifact, ArtifactVersion
 from continuity.models import Compaction, PromptReconciliationFailure, ThreadHandoff
 from conversations.access import access_conversation
 from conversations.attachments.store import conversation_store
@@ -90,6 +91,16 @@ def _step_idempotent_actions(conversation_id: UUID) -> dict[str, int]:
     return {"idempotent_actions": deleted}
 
 
+def _step_artifacts(conversation_id: UUID) -> dict[str, int]:
+    """Artifacts born here (with all their versions), and versions written here of artifacts born elsewhere."""
+    _, per_model = Artifact.objects.filter(conversation_id=conversation_id).delete()
+    versions, _ = ArtifactVersion.objects.filter(conversation_id=conversation_id).delete()
+    return {
+        "artifacts": per_model.get(Artifact._meta.label, 0),
+        "artifact_versions": per_model.get(ArtifactVersion._meta.label, 0) + versions,
+    }
+
+
 def _step_messages(conversation_id: UUID) -> dict[str, int]:
     Conversation.all_objects.filter(pk=conversation_id).update(head=None)
     # Manifest entries first: the raw delete below cascades nothing.
@@ -124,6 +135,7 @@ DELETION_STEPS: list[tuple[str, Callable[[UUID], dict[str, int]]]] = [
     ("memory_snapshot", _step_memory_snapshot),
     ("continuity_records", _step_continuity_records),
     ("idempotent_actions", _step_idempotent_actions),
+    ("artifacts", _step_artifacts),
     ("messages", _step_messages),
     ("attachment_blobs", _step_attachment_blobs),
     ("conversation", _step_conversation),

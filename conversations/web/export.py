@@ -7,7 +7,8 @@ Both are produced piece by piece from `live_branch_batches` (a batch of rows
 and its attachment manifests at a time), so memory stays bounded whatever the
 thread length; the bytes are the same as when the whole export was built in
 memory first. One function renders one message (`markdown_message`,
-`json_message`): a new per-message field goes there.
+`json_message`): a new per-message field goes there. The JSON export also
+lists the artifacts born in the conversation, each with its versions.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Generator, Iterable, Iterator
 
 from rest_framework.renderers import JSONRenderer
 
+from artifacts.services import artifacts_export
 from continuity.labels import speaker_label
 from conversations.assistant_settings import assistant_settings_get
 from conversations.attachments.services import manifests_for
@@ -96,4 +98,4 @@ def export_json_chunks(conversation: Conversation) -> Generator[bytes, None, Non
         manifests = manifests_for(batch)
         yield separator + b",".join(json_message(m, manifests.get(m.id, [])) for m in batch)
         separator = b","
-    yield b"]}"
+    yield b'],"artifacts":' + _render_json(artifacts_export(conversation.id)) + b"}"

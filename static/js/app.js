@@ -1,3 +1,5 @@
+import "./artifact_cards.js";
+
 // Every page: the sidebar drawer on narrow screens.
 const sidebar = document.getElementById("sidebar");
 const scrim = document.querySelector(".scrim");

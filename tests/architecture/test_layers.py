@@ -16,7 +16,7 @@ from pathlib import Path
 import grimp
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("elion", "conversations", "continuity", "memories", "archive")
+PACKAGES = ("elion", "conversations", "continuity", "memories", "archive", "artifacts")
 
 
 def _layers() -> list[list[str]]:

@@ -163,7 +163,10 @@ async def test_search_archive_is_offered_only_with_archive_access(scripted_provi
     conversation_id = await new_conversation(client)
     events = await send(client, conversation_id, "search the archive for pear")
     first, second = scripted_provider.requests
-    assert tool_names(first) == ["search_past_conversations", "list_library", "read_library_file"]
+    assert tool_names(first) == [
+        "search_past_conversations", "list_library", "read_library_file",
+        "create_artifact", "update_artifact", "read_artifact",
+    ]
     _, result = round_trip_of(second)
     assert result["content"].startswith("Tool error: there is no tool named 'search_archive'")
     assert "pear tree" not in json.dumps(second.body)

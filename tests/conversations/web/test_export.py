@@ -15,6 +15,7 @@ from asgiref.sync import async_to_sync
 from django.test import AsyncClient, Client
 from rest_framework.renderers import JSONRenderer
 
+from artifacts.services import artifacts_export
 from continuity.labels import speaker_label
 from conversations.assistant_settings import assistant_settings_get
 from conversations.attachments.services import manifests_for
@@ -58,6 +59,7 @@ def previous_json(conversation) -> bytes:
         "conversation": conversation_repr(conversation),
         # Since reasoning items are kept (README changelog), each message also carries its stored parts.
         "messages": [{**message_repr(m, manifests.get(m.id, [])), "parts": m.parts or []} for m in branch],
+        "artifacts": artifacts_export(conversation.id),  # since artifacts (README changelog)
     }
     return JSONRenderer().render(body)
 
