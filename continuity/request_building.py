@@ -23,7 +23,7 @@ from conversations.attachments.services import attachment_parts_verified, manife
 from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
 from conversations.transcript.tool_pairing import project_tool_parts
 from conversations.transcript.tree import is_projectable
-from conversations.transcript.tree_cache import conversation_rows, kept_branch
+from conversations.transcript.tree_cache import conversation_tree, kept_branch
 from elion.errors import NotFound
 
 
@@ -69,13 +69,7 @@ def send_context_load(conversation: Conversation, *, verified_parts: dict[UUID, 
 
     Precondition for a send: the caller holds the conversation's row lock.
     """
-    tree: dict[UUID, Message] = {}
-    prompt = None
-    for message in conversation_rows(conversation).values():
-        if message.role == Role.SYSTEM:
-            prompt = message
-        else:
-            tree[message.id] = message
+    tree, prompt = conversation_tree(conversation)
     return SendContext(
         conversation=conversation,
         tree=tree,

@@ -19,6 +19,7 @@ Branch / Fresh Chat starts a new conversation under the current provider
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 from django.conf import settings
@@ -81,17 +82,25 @@ def is_legacy_unbound(message: Message) -> bool:
 
 
 def recorded_bindings(messages: Iterable[Message]) -> tuple[set[ProviderBinding], int]:
-    """The distinct complete tuples recorded on `messages`, and how many rows have none."""
+    """The distinct complete tuples recorded on `messages`, and how many rows have none.
+
+    The rows are counted by what decides (role, kind and the four binding columns), and each
+    distinct combination is then judged once: a thread of thousands of rows holds a handful.
+    """
+    combinations = Counter(
+        (m.role, m.kind, m.provider_id, m.provider_type, m.model, m.route_fingerprint) for m in messages
+    )
     bindings: set[ProviderBinding] = set()
     unbound = 0
-    for message in messages:
-        if not is_bound_record(message):
+    for (role, kind, *binding), count in combinations.items():
+        example = Message(role=role, kind=kind, provider_id=binding[0], provider_type=binding[1],
+                          model=binding[2], route_fingerprint=binding[3])
+        if not is_bound_record(example):
             continue
-        if is_legacy_unbound(message):
-            unbound += 1
-        elif has_full_binding(message):
-            bindings.add(ProviderBinding(message.provider_id, message.provider_type, message.model,
-                                         message.route_fingerprint))
+        if is_legacy_unbound(example):
+            unbound += count
+        elif has_full_binding(example):
+            bindings.add(ProviderBinding(*binding))
     return bindings, unbound
 
 

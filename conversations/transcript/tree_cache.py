@@ -71,6 +71,22 @@ def conversation_rows(conversation: Conversation) -> dict[UUID, Message]:
     Precondition: the caller holds the conversation's row lock, as a send does,
     so no other send or rewind moves its rows meanwhile.
     """
+    rows, _ = _read(conversation)
+    return dict(rows)
+
+
+def conversation_tree(conversation: Conversation) -> tuple[dict[UUID, Message], Message | None]:
+    """`conversation_rows` split as a send uses them: the tree (every row but the stored prompt), and the
+    stored prompt (None before the first send stores it). Same precondition."""
+    rows, system_ids = _read(conversation)
+    tree = dict(rows)
+    prompts = [tree.pop(pk) for pk in system_ids if pk in tree]
+    return tree, prompts[0] if prompts else None
+
+
+def _read(conversation: Conversation) -> tuple[dict[UUID, Message], list[UUID]]:
+    """The rows (a dict the caller must not change) and the ids of the stored-prompt rows among them:
+    read whole, or the kept copy with what changed since merged in."""
     with _LOCK:
         kept = _KEPT.get(conversation.id)
         if kept is not None:
@@ -88,7 +104,8 @@ def conversation_rows(conversation: Conversation) -> dict[UUID, Message]:
     if kept is not None:
         newest = kept.newest_seen if newest is None else max(newest, kept.newest_seen)
     _keep(conversation.id, rows, newest)
-    return dict(rows)
+    # Every stored prompt is among the rows read (the kept path always reads them again).
+    return rows, [message.id for message in read if message.role == Role.SYSTEM]
 
 
 def _unchanged(kept: Message | None, read: Message) -> bool:
