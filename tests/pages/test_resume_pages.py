@@ -13,6 +13,7 @@ from playwright.sync_api import Page, expect
 
 from conversations.models import Message, MessageStatus, Role
 from tests.pages.test_chat_pages import COMPOSER, seed_conversation, send, wait_settled
+from tests.support.factories import wait_until
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = pytest.mark.browser
@@ -43,6 +44,8 @@ def test_a_reload_mid_stream_resumes_the_reply_live(live_app, page: Page, script
     page.goto(f"{live_app.url}/c/{conversation.id}/")
     send(page, "Slow one please")
     expect(live_body(page)).to_have_text("Patience ")
+    # The first delta is shown before its flush commits: reload once it is stored, so the page renders it.
+    wait_until(lambda: Message.objects.filter(conversation=conversation, role=Role.ASSISTANT, content="Patience ").exists())
     # As if the send came from another device: nothing to resend, only a reply to follow.
     page.evaluate("sessionStorage.clear()")
     frames = record_socket_frames(page)
