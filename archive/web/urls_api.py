@@ -5,6 +5,11 @@ from archive.web import api
 urlpatterns = [
     path("archive/documents/", api.ArchiveDocumentListView.as_view(), name="api-archive-documents"),
     path("archive/documents/<str:document_id>/", api.ArchiveDocumentDetailView.as_view(), name="api-archive-document"),
+    path(
+        "archive/documents/<str:document_id>/attachments/<str:sha256>/",
+        api.ArchiveDocumentAttachmentView.as_view(),
+        name="api-archive-document-attachment",
+    ),
     path("archive/import/chatgpt/", api.ChatGPTImportView.as_view(), name="api-archive-import-chatgpt"),
     path("archive/search/", api.ArchiveSearchView.as_view(), name="api-archive-search"),
     path("library/files/", api.LibraryFileListView.as_view(), name="api-library-files"),
