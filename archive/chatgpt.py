@@ -484,6 +484,8 @@ def read_conversation(raw: object, index: int, file: str = CONVERSATIONS_MEMBER)
 
 def _problem(raw: object, index: int, file: str, reason: str) -> ConversationProblem:
     title = raw.get("title") if isinstance(raw, dict) and isinstance(raw.get("title"), str) else ""
+    # The title of an unreadable conversation is unchecked text: no NUL, no lone surrogate in the answer.
+    title = "".join(ch for ch in title if ch != "\x00" and not 0xD800 <= ord(ch) <= 0xDFFF)
     return ConversationProblem(index=index, file=file, title=" ".join(title.split())[:250], reason=reason)
 
 
@@ -496,10 +498,11 @@ def _conversation_shaped(raw: object) -> bool:
 
 def parse_conversations(
     stream: io.BufferedReader, *, file: str = CONVERSATIONS_MEMBER, first_index: int = 0
-) -> list[ExportedConversation | ConversationProblem]:
-    """Every conversation of one file (a list of conversations, or one conversation object), read one at a
-    time; a conversation that cannot be read is a ConversationProblem. The whole file is read before this
-    returns, so a file that is damaged or not an export (MalformedExport) stores nothing."""
+) -> Iterator[ExportedConversation | ConversationProblem]:
+    """Every conversation of one file (a list of conversations, or one conversation object), read and
+    yielded one at a time; a conversation that cannot be read is a ConversationProblem. A file that is
+    damaged or not an export raises MalformedExport while it is read: callers read the whole file before
+    storing anything, so such a file stores nothing."""
     try:
         if not stream.peek(1):
             raise InvalidInput(f"{file} is empty.", code="empty_file")
@@ -510,20 +513,19 @@ def parse_conversations(
         if first[1] not in ("start_array", "start_map"):
             raise MalformedExport(f"{file} must hold a list of conversations.")
         prefix = "item" if first[1] == "start_array" else ""
-        results: list[ExportedConversation | ConversationProblem] = []
-        shaped = 0
+        shaped = items = 0
         for offset, raw in enumerate(ijson.items(itertools.chain([first], events), prefix)):
+            items += 1
             shaped += _conversation_shaped(raw)
-            if not shaped and (prefix == "" or offset + 1 >= NOT_AN_EXPORT_AFTER):
+            if not shaped and (prefix == "" or items >= NOT_AN_EXPORT_AFTER):
                 raise MalformedExport(f"{file} holds no ChatGPT conversations; is it a ChatGPT data export?")
             index = first_index + offset
             try:
-                results.append(read_conversation(raw, index, file))
+                yield read_conversation(raw, index, file)
             except UnreadableConversation as exc:
-                results.append(_problem(raw, index, file, exc.reason))
-        if results and not shaped:
+                yield _problem(raw, index, file, exc.reason)
+        if items and not shaped:
             raise MalformedExport(f"{file} holds no ChatGPT conversations; is it a ChatGPT data export?")
-        return results
     except ijson.JSONError as exc:
         raise MalformedExport(
             f"{file} is not valid JSON; upload the ChatGPT export zip or its conversations.json."

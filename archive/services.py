@@ -96,7 +96,7 @@ class ImportSummary:
             "skipped": self.skipped,
             "duplicates": self.duplicates,
             "document_ids": self.document_ids,
-            "problems": [problem.as_dict() for problem in self.problems],
+            "problems": [problem.as_dict() for problem in sorted(self.problems, key=lambda p: p.index)],
             "custom_instructions_suggestion": self.custom_instructions_suggestion,
         }
 
@@ -398,26 +398,27 @@ def archive_chatgpt_import(
             raise InvalidInput("Attach conversations.json or the ChatGPT export zip.", code="missing_file")
         if sum(upload.size or 0 for upload in uploads) > settings.ELION_ARCHIVE_IMPORT_MAX_BYTES:
             raise too_large("The export", settings.ELION_ARCHIVE_IMPORT_MAX_BYTES)
-        read: list[tuple[chatgpt.ExportFiles, chatgpt.ExportedConversation | ConversationProblem]] = []
+        summary = ImportSummary()
+        # Read every file whole first: the readable conversations are kept, the others counted at once.
+        read: list[tuple[chatgpt.ExportFiles, chatgpt.ExportedConversation]] = []
+        next_index = 0
         for upload in uploads:
             export = stack.enter_context(chatgpt.export_files(upload, _export_limits(), upload.name or ""))
             for name in export.json_names:
                 with export.open_json(name) as stream:
-                    items = chatgpt.parse_conversations(stream, file=name, first_index=len(read))
-                read += [(export, item) for item in items]
+                    for item in chatgpt.parse_conversations(stream, file=name, first_index=next_index):
+                        next_index = item.index + 1
+                        if isinstance(item, ConversationProblem):
+                            summary.problem(item, skipped=True)
+                        else:
+                            read.append((export, item))
         row = assistant_settings_get()
         owner, assistant = row.owner_name, " ".join(assistant_name.split())[:60] or row.display_name
-        summary = ImportSummary()
-        for export, item in read:
-            if isinstance(item, ConversationProblem):
-                summary.problem(item, skipped=True)
-            else:
-                chatgpt_conversation_import(
-                    item, export=export, summary=summary, collection=collection, owner=owner, assistant=assistant
-                )
-        summary.custom_instructions_suggestion = custom_instructions_suggestion(
-            [item for _, item in read if isinstance(item, chatgpt.ExportedConversation)]
-        )
+        for export, conversation in read:
+            chatgpt_conversation_import(
+                conversation, export=export, summary=summary, collection=collection, owner=owner, assistant=assistant
+            )
+        summary.custom_instructions_suggestion = custom_instructions_suggestion([c for _, c in read])
     return summary
 
 

@@ -10,6 +10,7 @@ import pytest
 from archive import chatgpt
 from archive.blobs import archive_store
 from archive.models import ArchiveAttachment, ArchiveChunk, ArchiveDocument
+from archive.services import PROBLEMS_LISTED
 from conversations.attachments import store
 from conversations.models import AssistantSettings
 from conversations.sending import tool_loop
@@ -111,14 +112,23 @@ def test_an_unreadable_conversation_is_skipped_and_named_the_rest_imported(clien
     items.insert(0, {"title": ["not", "text"], "mapping": {"x": "not a node"}, "current_node": "x"})
     items.append("not even an object")
     items.append({"title": "Nul\u0000 inside", "mapping": {}, "current_node": None})
-    body = post(client, upload("conversations.json", export.as_json(items))).json()
+    body = post(client, upload("conversations.json", json.dumps(items).encode())).json()
     assert body["conversations"] == 2 and body["skipped"] == 4
     assert [(p["index"], p["title"], p["reason"]) for p in body["problems"] if "image" not in p["reason"]] == [
         (0, "", "it refers to a message node that is missing"),
         (2, "Broken tide", "it has no message mapping"),
         (4, "", "it is not a JSON object"),
-        (5, "Nul\u0000 inside", "it holds a NUL character or an unpaired surrogate"),
+        (5, "Nul inside", "it holds a NUL character or an unpaired surrogate"),
     ]
+
+
+def test_problems_listed_are_bounded_while_skipped_counts_every_one(client, upload):
+    items = [export.morning(), *[{"title": f"junk {n}"} for n in range(PROBLEMS_LISTED + 500)]]
+    body = post(client, upload("conversations.json", json.dumps(items).encode())).json()
+    assert body["conversations"] == 1 and body["skipped"] == PROBLEMS_LISTED + 500
+    assert len(body["problems"]) == PROBLEMS_LISTED
+    assert body["problems"][0] == {"index": 1, "title": "junk 0", "reason": "it has no message mapping",
+                                   "file": "conversations.json"}
 
 
 def test_a_file_of_junk_items_is_refused_before_it_is_read_to_the_end(client, upload):

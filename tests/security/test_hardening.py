@@ -342,7 +342,7 @@ def test_bounded_memory_an_export_is_read_one_conversation_at_a_time():
     with chatgpt.export_files(source, limits) as files, pytest.raises(chatgpt.MalformedExport):
         (name,) = files.json_names
         with files.open_json(name) as stream:
-            chatgpt.parse_conversations(stream)
+            list(chatgpt.parse_conversations(stream))
     assert source.tell() < len(data) // 10
 
 
