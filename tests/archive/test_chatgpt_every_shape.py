@@ -331,3 +331,27 @@ def test_older_custom_instructions_are_read_from_their_hidden_message(client, up
         f"About me:\n{export.OLD_ABOUT_ME}\n\nHow to respond:\n{export.OLD_ABOUT_MODEL}"
     )
     assert body["problems"] == []
+
+
+def test_queries_per_imported_conversation_do_not_grow_with_the_export(client, upload):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def harbours(count, start):
+        items = []
+        for n in range(start, start + count):
+            item = export.harbour()
+            item["conversation_id"], item["title"] = f"c-{n}", f"Harbour {n}"
+            items.append(item)
+        return make_zip({"conversations.json": export.as_json(items), **export.images()})
+
+    post(client, upload("e.zip", harbours(1, 900)))  # the first request creates the settings row
+    queries = []
+    for count, start in ((2, 0), (4, 100), (8, 200)):
+        with CaptureQueriesContext(connection) as captured:
+            assert post(client, upload("e.zip", harbours(count, start))).json()["conversations"] == count
+        queries.append(len(captured))
+    per_conversation = (queries[1] - queries[0]) / 2
+    # Two look-ups by content hash, then one transaction (savepoint, document, chunks, images, release).
+    assert per_conversation == 7
+    assert queries[2] - queries[1] == 4 * per_conversation  # the same cost for each one
