@@ -52,6 +52,11 @@ class ArchiveDocument(models.Model):
         return self.title
 
 
+class ChunkBranch(models.TextChoices):
+    CURRENT = "current", "The branch the owner last saw"
+    ALTERNATE = "alternate", "Another branch (an edit or a regeneration)"
+
+
 class ArchiveChunk(models.Model):
     document = models.ForeignKey(ArchiveDocument, on_delete=models.CASCADE, related_name="chunks")
     position = models.PositiveIntegerField()  # 1-based, the "chunk" a citation names
@@ -60,6 +65,9 @@ class ArchiveChunk(models.Model):
     role = models.CharField(max_length=20, blank=True, default="")  # user | assistant | ""
     turn = models.PositiveIntegerField(null=True, blank=True)  # 1-based turn number; null for prose
     spoken_at = models.DateTimeField(null=True, blank=True)
+    # Imported conversations keep every branch: the document's text is the
+    # current one; turns of the others are chunks marked alternate.
+    branch = models.CharField(max_length=10, choices=ChunkBranch.choices, default=ChunkBranch.CURRENT)
     text = models.TextField()
     # Lower-cased words separated by single spaces. Both databases index this
     # column (FTS5 on SQLite, a GIN tsvector index on PostgreSQL) so they see
@@ -74,6 +82,30 @@ class ArchiveChunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id}#{self.position}"
+
+
+class ArchiveAttachment(models.Model):
+    """An image an imported conversation showed, kept as a content-addressed blob
+    (`archive.attachments`: `<attachment root>/archive/<sha[:2]>/<sha>`)."""
+
+    document = models.ForeignKey(ArchiveDocument, on_delete=models.CASCADE, related_name="attachments")
+    position = models.PositiveIntegerField()  # 1-based, in the order the conversation showed them
+    sha256 = models.CharField(max_length=64)
+    name = models.CharField(max_length=300)  # the file's name in the export
+    mime = models.CharField(max_length=100)
+    size = models.PositiveBigIntegerField()
+    turn = models.PositiveIntegerField(null=True, blank=True)  # the turn it belongs to (or follows)
+    branch = models.CharField(max_length=10, choices=ChunkBranch.choices, default=ChunkBranch.CURRENT)
+
+    class Meta:
+        ordering = ["document", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "position"], name="archive_attachment_position_unique"),
+            models.UniqueConstraint(fields=["document", "sha256"], name="archive_attachment_blob_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}:{self.name}"
 
 
 class LibraryFileKind(models.TextChoices):

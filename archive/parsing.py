@@ -89,6 +89,19 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class ConversationProblem:
+    """A conversation of an imported export that was not imported whole, and why (any importer's answer)."""
+
+    index: int  # 0-based, across every file of the import
+    file: str  # the file (or zip member) holding it
+    title: str
+    reason: str
+
+    def as_dict(self) -> dict:
+        return {"index": self.index, "title": self.title, "reason": self.reason, "file": self.file}
+
+
+@dataclass(frozen=True)
 class ParsedText:
     title: str  # from a leading `# Heading`, or ""
     preamble: str  # text before the first label, without the title line
@@ -103,6 +116,7 @@ class ChunkDraft:
     role: str = ""
     turn: int | None = None
     spoken_at: datetime | None = None
+    branch: str = "current"  # "alternate": a turn on a branch the owner left (an edit or a regeneration)
 
 
 def _valid_name(name: str) -> bool:

@@ -30,6 +30,7 @@ class ChunkHit:
     speaker: str
     excerpt: str
     score: float
+    branch: str = "current"  # "alternate": from a branch the owner left (an imported edit or regeneration)
 
     def as_dict(self) -> dict:
         return {
@@ -39,6 +40,7 @@ class ChunkHit:
             "chunk": self.chunk,
             "speaker": self.speaker,
             "excerpt": self.excerpt,
+            "branch": self.branch,
         }
 
 
@@ -76,6 +78,7 @@ def archive_search(query: str, *, limit: int = 10, collections: list[str] | None
             speaker=chunk.speaker,
             excerpt=excerpt(chunk.text, terms),
             score=round(value, 6),
+            branch=chunk.branch,
         )
         for value, pk in scored
         if (chunk := chunks.get(pk)) is not None

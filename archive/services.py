@@ -8,8 +8,11 @@ completely before the first write, so a bad file stores nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import PurePath
 
 from django.conf import settings
@@ -17,16 +20,26 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 
 from archive import chatgpt
-from archive.models import ArchiveChunk, ArchiveCollection, ArchiveDocument, DocumentSource
+from archive.blobs import BlobProblem, archive_blob_read, archive_blob_write
+from archive.models import (
+    ArchiveAttachment,
+    ArchiveChunk,
+    ArchiveCollection,
+    ArchiveDocument,
+    ChunkBranch,
+    DocumentSource,
+)
 from archive.parsing import (
     PARSER_VERSION,
     ChunkDraft,
+    ConversationProblem,
     SpeakerNames,
     Turn,
     chunk_text,
     chunks_from_turns,
     render_turns,
     speaker_names,
+    split_long,
 )
 from archive.search import search_text_for
 from archive.uploads import (
@@ -39,7 +52,7 @@ from archive.uploads import (
     too_large,
 )
 from conversations.assistant_settings import assistant_settings_get
-from elion.errors import InvalidInput
+from elion.errors import Conflict, InvalidInput, NotFound
 from elion.rows import access_row
 
 TITLE_MAX = 300
@@ -52,22 +65,50 @@ class DocumentResult:
     duplicate: bool
 
 
+# At most this many problems are listed in one answer (`skipped` still counts every conversation not imported).
+PROBLEMS_LISTED = 1_000
+
+
 @dataclass
 class ImportSummary:
+    """What an import did, conversation by conversation; `as_dict` is the answer every importer gives."""
+
     conversations: int = 0  # imported as new documents
-    messages: int = 0  # turns in those documents
-    skipped: int = 0  # conversations with nothing said (empty, or only tool/system traffic)
+    messages: int = 0  # turns on the current branches of those documents
+    alternate_messages: int = 0  # turns on their other branches
+    skipped: int = 0  # conversations not imported: nothing said, or unreadable (then also in problems)
     duplicates: int = 0  # already in the archive
     document_ids: list[int] = field(default_factory=list)
+    problems: list[ConversationProblem] = field(default_factory=list)
+    # Custom instructions the export carried, offered for Settings (None when none, or already the same).
+    custom_instructions_suggestion: str | None = None
+
+    def problem(self, problem: ConversationProblem, *, skipped: bool) -> None:
+        self.skipped += 1 if skipped else 0
+        if len(self.problems) < PROBLEMS_LISTED:
+            self.problems.append(problem)
 
     def as_dict(self) -> dict:
         return {
             "conversations": self.conversations,
             "messages": self.messages,
+            "alternate_messages": self.alternate_messages,
             "skipped": self.skipped,
             "duplicates": self.duplicates,
             "document_ids": self.document_ids,
+            "problems": [problem.as_dict() for problem in sorted(self.problems, key=lambda p: p.index)],
+            "custom_instructions_suggestion": self.custom_instructions_suggestion,
         }
+
+
+@dataclass(frozen=True)
+class AttachmentDraft:
+    sha256: str
+    name: str
+    mime: str
+    size: int
+    turn: int | None
+    branch: str
 
 
 def clean_collection(collection: object) -> str:
@@ -108,7 +149,7 @@ def access_document(document_id: int | str) -> ArchiveDocument:
 
 def _store(
     *, digest: str, title: str, collection: str, source: str, source_name: str, text: str,
-    drafts: list[ChunkDraft], metadata: dict | None = None,
+    drafts: list[ChunkDraft], metadata: dict | None = None, attachments: Sequence[AttachmentDraft] = (),
 ) -> DocumentResult:
     """Store a document and its chunks as one unit, unless its content is already here."""
     existing = ArchiveDocument.objects.filter(content_sha256=digest).first()
@@ -127,10 +168,17 @@ def _store(
             ArchiveChunk.objects.bulk_create(
                 ArchiveChunk(
                     document=document, position=position, speaker=draft.speaker[:200], role=draft.role,
-                    turn=draft.turn, spoken_at=draft.spoken_at, text=draft.text,
+                    turn=draft.turn, spoken_at=draft.spoken_at, branch=draft.branch, text=draft.text,
                     search_text=search_text_for(draft.text),
                 )
                 for position, draft in enumerate(drafts, start=1)
+            )
+            ArchiveAttachment.objects.bulk_create(
+                ArchiveAttachment(
+                    document=document, position=position, sha256=a.sha256, name=a.name[:300], mime=a.mime,
+                    size=a.size, turn=a.turn, branch=a.branch,
+                )
+                for position, a in enumerate(attachments, start=1)
             )
     except IntegrityError:
         # A concurrent upload of the same content won the unique hash.
@@ -208,62 +256,192 @@ def archive_document_upload(*, upload: UploadedFile, collection: object, title: 
 # --- ChatGPT export ------------------------------------------------------------
 
 
-def _chatgpt_document(conversation: chatgpt.ExportedConversation, *, owner: str, assistant: str) -> DocumentResult:
-    turns = [
-        Turn(owner if t.role == "user" else assistant, t.role, t.text, t.spoken_at) for t in conversation.turns
-    ]
-    title = conversation.title or "Untitled ChatGPT conversation"
+def _chatgpt_identity(conversation: chatgpt.ExportedConversation) -> str:
+    """The identity of a conversation's content; labels and header wording may change with settings, this
+    does not, so re-importing never duplicates it. Other branches and images join it only when present,
+    so a conversation with neither keeps the identity earlier imports gave it."""
+    parts: list = ["chatgpt", conversation.external_id, [[t.role, t.text] for t in conversation.turns]]
+    if conversation.alternate_turns:
+        parts.append(["alternate", [[a.number, a.turn.role, a.turn.text] for a in conversation.alternate_turns]])
+    if conversation.images:
+        parts.append(["images", [image.file_id for image in conversation.images]])
+    return sha256_hex(json.dumps(parts, ensure_ascii=False))
+
+
+def _chatgpt_drafts(conversation: chatgpt.ExportedConversation, *, owner: str, assistant: str) -> tuple[
+    list[Turn], list[ChunkDraft]
+]:
+    """The current branch's turns (the document's text) and the chunks of every branch, current first."""
+
+    def labelled(turn: Turn) -> Turn:
+        return Turn(owner if turn.role == "user" else assistant, turn.role, turn.text, turn.spoken_at)
+
+    turns = [labelled(t) for t in conversation.turns]
+    drafts = chunks_from_turns(turns)
+    for alternate in conversation.alternate_turns:
+        turn = labelled(alternate.turn)
+        drafts += [
+            ChunkDraft(piece, turn.speaker, turn.role, alternate.number, turn.spoken_at, ChunkBranch.ALTERNATE)
+            for piece in split_long(turn.text)
+        ]
+    return turns, drafts
+
+
+def _chatgpt_images(
+    conversation: chatgpt.ExportedConversation, export: chatgpt.ExportFiles, summary: ImportSummary
+) -> list[AttachmentDraft]:
+    """The conversation's images, stored as blobs; the ones the export lacks or cannot give are problems."""
+    if conversation.images and export.archive is None:
+        summary.problem(_image_problem(
+            conversation, f"its {len(conversation.images)} image(s) are not in the upload (the export zip holds them)"
+        ), skipped=False)
+        return []
+    attachments: dict[str, AttachmentDraft] = {}
+    missing: list[str] = []
+    for image in conversation.images:
+        try:
+            name, mime, data = export.image(image.file_id)
+        except chatgpt.UnreadableImage as exc:
+            if image.file_id not in export.images:
+                missing.append(image.file_id)
+            else:
+                summary.problem(_image_problem(conversation, exc.reason), skipped=False)
+            continue
+        sha256 = archive_blob_write(data)
+        attachments.setdefault(sha256, AttachmentDraft(sha256, name, mime, len(data), image.turn, image.branch))
+    if missing:
+        summary.problem(_image_problem(
+            conversation, f"image(s) not in the export: {', '.join(dict.fromkeys(missing))}"
+        ), skipped=False)
+    return list(attachments.values())
+
+
+def _image_problem(conversation: chatgpt.ExportedConversation, reason: str) -> ConversationProblem:
+    return ConversationProblem(conversation.index, conversation.file, conversation.title, reason)
+
+
+def _chatgpt_document_title(conversation: chatgpt.ExportedConversation) -> str:
+    return conversation.title or "Untitled ChatGPT conversation"
+
+
+def chatgpt_conversation_import(
+    conversation: chatgpt.ExportedConversation, *, export: chatgpt.ExportFiles, summary: ImportSummary,
+    collection: str, owner: str, assistant: str,
+) -> None:
+    """Store one conversation (every branch, its images) as a document unless it is already archived."""
+    if not conversation.turns:
+        summary.skipped += 1  # nothing said on the branch the owner last saw
+        return
+    digest = _chatgpt_identity(conversation)
+    existing = ArchiveDocument.objects.filter(content_sha256=digest).first()
+    if existing is not None:
+        summary.duplicates += 1
+        return
+    turns, drafts = _chatgpt_drafts(conversation, owner=owner, assistant=assistant)
+    title = _chatgpt_document_title(conversation)
     dates = [d.strftime("%Y-%m-%d %H:%M UTC") for d in (conversation.created_at, conversation.updated_at) if d]
     header = "Imported from a ChatGPT export" + (f" · {' → '.join(dict.fromkeys(dates))}" if dates else "")
-    text = render_turns(title, turns, header_lines=[header])
-    # Labels and header wording may change with settings; the identity of a
-    # conversation's content does not, so re-importing never duplicates it.
-    identity = json.dumps(
-        ["chatgpt", conversation.external_id, [[t.role, t.text] for t in conversation.turns]], ensure_ascii=False
-    )
     metadata = {
         "chatgpt_conversation_id": conversation.external_id,
         "created_at": conversation.created_at.isoformat() if conversation.created_at else None,
         "updated_at": conversation.updated_at.isoformat() if conversation.updated_at else None,
     }
-    return sha256_hex(identity), title, text, chunks_from_turns(turns), metadata
+    result = _store(
+        digest=digest, title=title, collection=collection, source=DocumentSource.CHATGPT,
+        source_name=export.name, text=render_turns(title, turns, header_lines=[header]), drafts=drafts,
+        metadata=metadata, attachments=_chatgpt_images(conversation, export, summary),
+    )
+    if result.duplicate:  # a concurrent import stored it first
+        summary.duplicates += 1
+        return
+    summary.conversations += 1
+    summary.messages += len(conversation.turns)
+    summary.alternate_messages += len(conversation.alternate_turns)
+    summary.document_ids.append(result.document.pk)
+
+
+def custom_instructions_suggestion(conversations: list[chatgpt.ExportedConversation]) -> str | None:
+    """The newest custom instructions the export carried, unless Settings already hold exactly them."""
+    carrying = [c for c in conversations if c.custom_instructions]
+    if not carrying:
+        return None
+    oldest = datetime.min.replace(tzinfo=UTC)
+    newest = max(carrying, key=lambda c: (c.updated_at or c.created_at or oldest, c.index))
+    suggestion = newest.custom_instructions.strip()
+    if suggestion == assistant_settings_get().custom_instructions.strip():
+        return None
+    return suggestion
+
+
+def _export_limits() -> chatgpt.ExportLimits:
+    return chatgpt.ExportLimits(
+        max_json_bytes=settings.ELION_ARCHIVE_IMPORT_MAX_JSON_BYTES,
+        max_members=settings.ELION_ARCHIVE_IMPORT_MAX_MEMBERS,
+        max_image_bytes=settings.ELION_ATTACHMENT_MAX_BYTES,
+    )
 
 
 def archive_chatgpt_import(
-    *, upload: UploadedFile, collection: object = ArchiveCollection.CONVERSATIONS, assistant_name: str = ""
+    *, uploads: Sequence[UploadedFile], collection: object = ArchiveCollection.CONVERSATIONS,
+    assistant_name: str = "",
 ) -> ImportSummary:
-    """Import each conversation's current branch as one document; duplicates are skipped."""
-    with closing_upload(upload):
+    """Import every conversation of one export (one file, a zip, or its split files uploaded together).
+
+    Each file is read whole before anything is stored, so a damaged file or one that is not an export
+    stores nothing; a conversation that cannot be read is skipped and named in `problems`."""
+    uploads = [upload for upload in uploads if upload is not None]
+    with contextlib.ExitStack() as stack:
+        for upload in uploads:
+            stack.enter_context(closing_upload(upload))
         collection = clean_collection(collection)
-        if upload is None:
+        if not uploads:
             raise InvalidInput("Attach conversations.json or the ChatGPT export zip.", code="missing_file")
-        if upload.size is not None and upload.size > settings.ELION_ARCHIVE_IMPORT_MAX_BYTES:
+        if sum(upload.size or 0 for upload in uploads) > settings.ELION_ARCHIVE_IMPORT_MAX_BYTES:
             raise too_large("The export", settings.ELION_ARCHIVE_IMPORT_MAX_BYTES)
-        limits = chatgpt.ExportLimits(
-            max_json_bytes=settings.ELION_ARCHIVE_IMPORT_MAX_JSON_BYTES,
-            max_members=settings.ELION_ARCHIVE_IMPORT_MAX_MEMBERS,
-        )
-        with chatgpt.export_json_stream(upload, limits) as stream:
-            conversations = chatgpt.parse_conversations(stream)
-    row = assistant_settings_get()
-    owner, assistant = row.owner_name, " ".join(assistant_name.split())[:60] or row.display_name
-    summary = ImportSummary()
-    for conversation in conversations:
-        if not conversation.turns:
-            summary.skipped += 1
-            continue
-        digest, title, text, drafts, metadata = _chatgpt_document(conversation, owner=owner, assistant=assistant)
-        result = _store(
-            digest=digest, title=title, collection=collection, source=DocumentSource.CHATGPT,
-            source_name=upload.name or "", text=text, drafts=drafts, metadata=metadata,
-        )
-        if result.duplicate:
-            summary.duplicates += 1
-        else:
-            summary.conversations += 1
-            summary.messages += len(conversation.turns)
-            summary.document_ids.append(result.document.pk)
+        summary = ImportSummary()
+        # Read every file whole first: the readable conversations are kept, the others counted at once.
+        read: list[tuple[chatgpt.ExportFiles, chatgpt.ExportedConversation]] = []
+        next_index = 0
+        for upload in uploads:
+            export = stack.enter_context(chatgpt.export_files(upload, _export_limits(), upload.name or ""))
+            for name in export.json_names:
+                with export.open_json(name) as stream:
+                    for item in chatgpt.parse_conversations(stream, file=name, first_index=next_index):
+                        next_index = item.index + 1
+                        if isinstance(item, ConversationProblem):
+                            summary.problem(item, skipped=True)
+                        else:
+                            read.append((export, item))
+        row = assistant_settings_get()
+        owner, assistant = row.owner_name, " ".join(assistant_name.split())[:60] or row.display_name
+        for export, conversation in read:
+            chatgpt_conversation_import(
+                conversation, export=export, summary=summary, collection=collection, owner=owner, assistant=assistant
+            )
+        summary.custom_instructions_suggestion = custom_instructions_suggestion([c for _, c in read])
     return summary
+
+
+def document_attachments(document: ArchiveDocument) -> list[dict]:
+    return [
+        {"sha256": a.sha256, "name": a.name, "mime": a.mime, "size": a.size, "turn": a.turn, "branch": a.branch}
+        for a in document.attachments.all()
+    ]
+
+
+def document_attachment_content(*, document_id: int | str, sha256: object) -> tuple[ArchiveAttachment, bytes]:
+    """An image of a document, its bytes verified against its hash."""
+    document = access_document(document_id)
+    attachment = document.attachments.filter(sha256=sha256).first() if isinstance(sha256, str) else None
+    if attachment is None:
+        raise NotFound("The document has no attachment with that sha256.", code="attachment_not_found")
+    try:
+        return attachment, archive_blob_read(attachment.sha256, attachment.size)
+    except BlobProblem as exc:
+        raise Conflict(
+            f"The attachment's stored bytes are {exc.reason}.",
+            code="attachment_unavailable",
+        ) from exc
 
 
 @transaction.atomic

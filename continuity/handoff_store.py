@@ -25,7 +25,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db.models import Max, Q, QuerySet
 
-from archive.models import ArchiveChunk, ArchiveDocument
+from archive.models import ArchiveChunk, ArchiveDocument, ChunkBranch
 from continuity.eligibility import continuity_source_ids, continuity_sources
 from continuity.handoff_policy import (
     DEFAULT_PER_MESSAGE_CHARACTER_LIMIT,
@@ -352,7 +352,8 @@ def _archive_turns(documents: dict[int, ArchiveDocument], turns: dict[int, set[i
     One query for the chunks of every document, and one more only for the
     rare documents whose carried turns were stored as several chunks.
     """
-    chunks = ArchiveChunk.objects.filter(document_id__in=list(documents), turn__isnull=False)
+    # Only the branch the owner last saw is the conversation; other branches' turns are searchable, never carried.
+    chunks = ArchiveChunk.objects.filter(document_id__in=list(documents), turn__isnull=False, branch=ChunkBranch.CURRENT)
     if turns is not None:
         chunks = chunks.filter(turn__in=sorted(set().union(*turns.values())))
     grouped: dict[int, dict[int, list[ArchiveChunk]]] = {document_id: {} for document_id in documents}

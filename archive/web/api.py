@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.utils.http import content_disposition_header
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -94,10 +95,14 @@ class ArchiveDocumentDetailView(APIView):
     def get(self, request: Request, document_id: str) -> Response:
         document = services.access_document(document_id)
         chunks = [
-            {"chunk": c.position, "speaker": c.speaker, "role": c.role, "turn": c.turn, "text": c.text}
+            {"chunk": c.position, "speaker": c.speaker, "role": c.role, "turn": c.turn, "branch": c.branch,
+             "text": c.text}
             for c in document.chunks.order_by("position")
         ]
-        return Response({**document_repr(document), "metadata": document.metadata, "chunk_list": chunks})
+        return Response({
+            **document_repr(document), "metadata": document.metadata, "chunk_list": chunks,
+            "attachments": services.document_attachments(document),
+        })
 
     @extend_schema(responses={204: None, 404: ErrorSerializer})
     def delete(self, request: Request, document_id: str) -> Response:
@@ -129,16 +134,31 @@ class ArchiveDocumentContinueView(APIView):
         )
 
 
+class ArchiveDocumentAttachmentView(APIView):
+    """The verified bytes of an image an imported conversation showed (always a sniffed image type)."""
+
+    @extend_schema(responses={200: bytes, 404: ErrorSerializer, 409: ErrorSerializer})
+    def get(self, request: Request, document_id: str, sha256: str) -> HttpResponse:
+        attachment, data = services.document_attachment_content(document_id=document_id, sha256=sha256)
+        response = HttpResponse(data, content_type=attachment.mime)
+        response["Content-Disposition"] = content_disposition_header(False, attachment.name)
+        response["X-Content-Type-Options"] = "nosniff"
+        response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+        response["Cache-Control"] = "private, max-age=3600"
+        return response
+
+
 class ChatGPTImportView(APIView):
     @extend_schema(
-        description="multipart `file`: conversations.json or the export zip; optional `collection`, `assistant_name`.",
+        description="multipart `file` (one or several parts): conversations.json, the export zip, or split "
+        "conversations-NNN.json files; optional `collection`, `assistant_name`.",
         request={"multipart/form-data": docs.ChatGPTImportSerializer},
         responses={200: docs.ChatGPTImportSummarySerializer, 400: ErrorSerializer, 413: ErrorSerializer},
     )
     def post(self, request: Request) -> Response:
         data = _body(request)
         summary = services.archive_chatgpt_import(
-            upload=request.FILES.get("file"),
+            uploads=request.FILES.getlist("file"),
             collection=data.get("collection") or "conversations",
             assistant_name=_text_field(data, "assistant_name"),
         )

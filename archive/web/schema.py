@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from archive.models import ArchiveCollection, DocumentSource, LibraryFileKind
+from archive.models import ArchiveCollection, ChunkBranch, DocumentSource, LibraryFileKind
 
 
 class DocumentSerializer(serializers.Serializer):
@@ -33,20 +33,41 @@ class ChunkSerializer(serializers.Serializer):
     speaker = serializers.CharField(allow_blank=True)
     role = serializers.CharField(allow_blank=True)
     turn = serializers.IntegerField(allow_null=True)
+    branch = serializers.ChoiceField(choices=ChunkBranch.choices)
     text = serializers.CharField(allow_blank=True)
+
+
+class DocumentAttachmentSerializer(serializers.Serializer):
+    sha256 = serializers.CharField()
+    name = serializers.CharField()
+    mime = serializers.CharField()
+    size = serializers.IntegerField(min_value=0)
+    turn = serializers.IntegerField(allow_null=True)
+    branch = serializers.ChoiceField(choices=ChunkBranch.choices)
 
 
 class DocumentDetailSerializer(DocumentSerializer):
     metadata = serializers.DictField()
     chunk_list = ChunkSerializer(many=True)
+    attachments = DocumentAttachmentSerializer(many=True)
+
+
+class ImportProblemSerializer(serializers.Serializer):
+    index = serializers.IntegerField(min_value=0)
+    title = serializers.CharField(allow_blank=True)
+    reason = serializers.CharField()
+    file = serializers.CharField(allow_blank=True)
 
 
 class ChatGPTImportSummarySerializer(serializers.Serializer):
     conversations = serializers.IntegerField(min_value=0)
     messages = serializers.IntegerField(min_value=0)
+    alternate_messages = serializers.IntegerField(min_value=0)
     skipped = serializers.IntegerField(min_value=0)
     duplicates = serializers.IntegerField(min_value=0)
     document_ids = serializers.ListField(child=serializers.IntegerField())
+    problems = ImportProblemSerializer(many=True)
+    custom_instructions_suggestion = serializers.CharField(allow_null=True)
 
 
 class ArchiveHitSerializer(serializers.Serializer):
@@ -56,6 +77,7 @@ class ArchiveHitSerializer(serializers.Serializer):
     chunk = serializers.IntegerField(min_value=1)
     speaker = serializers.CharField(allow_blank=True)
     excerpt = serializers.CharField(allow_blank=True)
+    branch = serializers.ChoiceField(choices=ChunkBranch.choices)
 
 
 class ArchiveSearchSerializer(serializers.Serializer):
@@ -102,7 +124,7 @@ class DocumentTextSerializer(serializers.Serializer):
 
 
 class ChatGPTImportSerializer(serializers.Serializer):
-    file = serializers.FileField()
+    file = serializers.ListField(child=serializers.FileField())
     collection = serializers.ChoiceField(choices=ArchiveCollection.choices, required=False)
     assistant_name = serializers.CharField(required=False, allow_blank=True)
 

@@ -10,6 +10,11 @@ urlpatterns = [
         api.ArchiveDocumentContinueView.as_view(),
         name="api-archive-document-continue",
     ),
+    path(
+        "archive/documents/<str:document_id>/attachments/<str:sha256>/",
+        api.ArchiveDocumentAttachmentView.as_view(),
+        name="api-archive-document-attachment",
+    ),
     path("archive/import/chatgpt/", api.ChatGPTImportView.as_view(), name="api-archive-import-chatgpt"),
     path("archive/search/", api.ArchiveSearchView.as_view(), name="api-archive-search"),
     path("library/files/", api.LibraryFileListView.as_view(), name="api-library-files"),

@@ -13,16 +13,24 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from archive import library, services
-from archive.models import ArchiveCollection, ArchiveDocument
+from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch
 from archive.search import archive_search
 from elion.errors import ServiceError
 
 
 def _summary_text(summary: services.ImportSummary) -> str:
-    return (
-        f"Imported {summary.conversations} conversation(s) with {summary.messages} message(s); "
-        f"{summary.duplicates} already in the archive, {summary.skipped} skipped (nothing said)."
+    text = (
+        f"Imported {summary.conversations} conversation(s) with {summary.messages} message(s) "
+        f"(and {summary.alternate_messages} on other branches); "
+        f"{summary.duplicates} already in the archive, {summary.skipped} skipped."
     )
+    if summary.problems:
+        text += " Problems: " + "; ".join(
+            f"#{p.index} {p.title or 'untitled'}: {p.reason}" for p in summary.problems[:10]
+        ) + ("…" if len(summary.problems) > 10 else ".")
+    if summary.custom_instructions_suggestion:
+        text += " The export carried custom instructions: Settings → Custom instructions can take them."
+    return text
 
 
 def _archive_post(request: HttpRequest) -> str:
@@ -31,7 +39,7 @@ def _archive_post(request: HttpRequest) -> str:
     upload = request.FILES.get("file")
     if action == "import_chatgpt":
         summary = services.archive_chatgpt_import(
-            upload=upload,
+            uploads=request.FILES.getlist("file"),
             collection=request.POST.get("collection") or "conversations",
             assistant_name=request.POST.get("assistant_name", ""),
         )
@@ -70,10 +78,16 @@ def document_page(request: HttpRequest, document_id: int) -> HttpResponse:
     document = services.access_document(document_id)
     chunks = list(document.chunks.order_by("position"))
     # "Continue in a new chat" is offered for a conversation: some turn the archive placed as speech.
-    continuable = any(chunk.turn is not None and chunk.role in ("user", "assistant") for chunk in chunks)
-    return render(
-        request, "archive/document.html", {"document": document, "chunks": chunks, "continuable": continuable}
-    )
+    current = [c for c in chunks if c.branch == ChunkBranch.CURRENT]
+    continuable = any(chunk.turn is not None and chunk.role in ("user", "assistant") for chunk in current)
+    context = {
+        "document": document,
+        "chunks": current,
+        "alternate_chunks": [c for c in chunks if c.branch == ChunkBranch.ALTERNATE],
+        "attachments": document.attachments.all(),
+        "continuable": continuable,
+    }
+    return render(request, "archive/document.html", context)
 
 
 @require_POST

@@ -27,7 +27,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db.models import Q
 from django.utils import timezone
 
-from archive.uploads import decode_text, pdf_text, size_text
+from archive.uploads import decode_text, image_mime, pdf_text, size_text
 from conversations.access import access_conversation
 from conversations.attachments import store
 from conversations.attachments.verification import (
@@ -43,12 +43,6 @@ from elion.errors import Conflict, InvalidInput, NotFound, ServiceError
 NAME_MAX = 200
 # Image formats every supported model accepts, recognised by their magic bytes
 # (the client's declared content type is never trusted).
-_IMAGE_SIGNATURES = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-)
 _TEXT_MIMES = {
     ".md": "text/markdown", ".markdown": "text/markdown", ".json": "application/json", ".csv": "text/csv",
     ".tsv": "text/tab-separated-values", ".html": "text/plain", ".htm": "text/plain", ".xml": "text/plain",
@@ -98,11 +92,9 @@ def attachment_name_clean(raw: object) -> str:
 
 def _sniff(name: str, data: bytes) -> tuple[str, str, str]:
     """(kind, mime, text) from the bytes themselves; 415 for anything a model cannot take."""
-    for signature, mime in _IMAGE_SIGNATURES:
-        if data.startswith(signature):
-            return AttachmentKind.IMAGE, mime, ""
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return AttachmentKind.IMAGE, "image/webp", ""
+    mime = image_mime(data)
+    if mime is not None:
+        return AttachmentKind.IMAGE, mime, ""
     if data.startswith(b"%PDF-"):
         return AttachmentKind.FILE, "application/pdf", pdf_text(data)
 

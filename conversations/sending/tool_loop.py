@@ -259,6 +259,7 @@ def _search_archive(args: dict, context: ToolContext) -> str:
             "chunk": hit.chunk,
             "speaker": hit.speaker,
             "excerpt": hit.excerpt,
+            "branch": hit.branch,
         }
         for hit in hits
     ]

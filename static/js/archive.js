@@ -12,6 +12,7 @@ form?.addEventListener("submit", (event) => {
   event.preventDefault();
   const progress = form.querySelector("[data-import-progress]");
   const summary = form.querySelector("[data-import-summary]");
+  const problems = form.querySelector("[data-import-problems]");
   const button = form.querySelector("button[type=submit]");
   const body = new FormData(form);
   body.delete("action");
@@ -38,11 +39,21 @@ form?.addEventListener("submit", (event) => {
       data = { detail: "The server's answer could not be read." };
     }
     summary.hidden = false;
+    problems.replaceChildren();
+    problems.hidden = true;
     if (request.status >= 200 && request.status < 300) {
       summary.textContent =
-        `Imported ${data.conversations} conversation(s) with ${data.messages} message(s); ` +
-        `${data.duplicates} already in the archive, ${data.skipped} skipped (nothing said).`;
+        `Imported ${data.conversations} conversation(s) with ${data.messages} message(s)` +
+        (data.alternate_messages ? ` and ${data.alternate_messages} on other branches` : "") +
+        `; ${data.duplicates} already in the archive, ${data.skipped} skipped.`;
       summary.dataset.state = "done";
+      for (const problem of data.problems || []) {
+        const item = document.createElement("li");
+        item.textContent = `#${problem.index} ${problem.title || "untitled"}: ${problem.reason}`;
+        problems.append(item);
+      }
+      problems.hidden = !problems.children.length;
+      offerInstructions(data.custom_instructions_suggestion);
     } else {
       progress.hidden = true;
       summary.textContent = data.detail || `The import failed (HTTP ${request.status}).`;
@@ -50,4 +61,39 @@ form?.addEventListener("submit", (event) => {
     }
   });
   request.send(body);
+});
+
+// Custom instructions an export carried: offered once, saved only when the owner says so.
+const suggestion = document.querySelector("[data-instructions-suggestion]");
+
+function offerInstructions(text) {
+  if (!suggestion || !text) return;
+  suggestion.querySelector("[data-suggestion-text]").value = text;
+  suggestion.querySelector("[data-suggestion-status]").hidden = true;
+  suggestion.querySelector("[data-suggestion-save]").disabled = false;
+  suggestion.hidden = false;
+}
+
+suggestion?.querySelector("[data-suggestion-dismiss]").addEventListener("click", () => {
+  suggestion.hidden = true;
+});
+
+suggestion?.querySelector("[data-suggestion-save]").addEventListener("click", async (event) => {
+  const status = suggestion.querySelector("[data-suggestion-status]");
+  event.target.disabled = true;
+  const response = await fetch(suggestion.dataset.api, {
+    method: "PATCH",
+    headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
+    body: JSON.stringify({ custom_instructions: suggestion.querySelector("[data-suggestion-text]").value }),
+  });
+  status.hidden = false;
+  if (response.ok) {
+    status.textContent = "Saved as Settings → Custom instructions.";
+    status.dataset.state = "done";
+  } else {
+    const data = await response.json().catch(() => ({}));
+    status.textContent = data.detail || `Saving failed (HTTP ${response.status}).`;
+    status.dataset.state = "error";
+    event.target.disabled = false;
+  }
 });

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.archive import chatgpt_export as export
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
@@ -70,3 +72,27 @@ def upload():
         return SimpleUploadedFile(name, data, content_type=content_type)
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def archive_blob_root(settings, tmp_path_factory):
+    """Images of imported conversations go to a throwaway attachment root."""
+    settings.ELION_ATTACHMENT_ROOT = tmp_path_factory.mktemp("attachments")
+    return settings.ELION_ATTACHMENT_ROOT
+
+
+@pytest.fixture
+def export_zip() -> bytes:
+    """The written export (tests/archive/chatgpt_export.py) as one conversations.json beside its images."""
+    return make_zip({
+        "conversations.json": export.as_json(export.conversations()),
+        "user.json": b'{"id": "user-1"}',
+        "chat.html": b"<html><body>export</body></html>",
+        **export.images(),
+    })
+
+
+@pytest.fixture
+def split_export_zip() -> bytes:
+    """The same export split into conversations-000.json and -001.json, with an index file."""
+    return make_zip({**export.split_members(with_index=True), **export.images()})

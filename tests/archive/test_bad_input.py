@@ -76,29 +76,32 @@ def chatgpt_import(client, upload, name, data):
         (b"{not json", "malformed_chatgpt_export"),
         (BINARY_JUNK, "malformed_chatgpt_export"),
         (b'{"conversations": []}', "malformed_chatgpt_export"),
+        # Not one conversation in it: not an export at all.
         (b'[{"title": "no mapping"}]', "malformed_chatgpt_export"),
-        (json.dumps([{"title": "t", "mapping": {}, "current_node": "gone"}]).encode(), "malformed_chatgpt_export"),
+        (b"[1, 2, 3]", "malformed_chatgpt_export"),
+        (b'"conversations"', "malformed_chatgpt_export"),
         (b"", "empty_file"),
     ],
 )
-def test_malformed_conversations_json_is_refused_whole(client, upload, chatgpt_json, data, code):
+def test_a_file_that_is_not_an_export_is_refused_whole(client, upload, chatgpt_json, data, code):
     assert_refused(chatgpt_import(client, upload, "conversations.json", data), 400, code)
+    assert not ArchiveDocument.objects.exists()
 
 
-def test_one_bad_conversation_rejects_the_whole_file(client, upload, chatgpt_json):
-    data = json.loads(chatgpt_json)
-    data.append({"title": "broken", "mapping": "not a mapping"})
-    assert_refused(chatgpt_import(client, upload, "conversations.json", json.dumps(data).encode()), 400,
-                   "malformed_chatgpt_export")
-
-
-def test_cycle_in_the_message_tree_is_refused(client, upload):
-    cyclic = [{"title": "loop", "current_node": "a", "mapping": {
+def test_a_tree_that_cannot_be_walked_is_a_problem_not_a_refusal(client, upload):
+    cyclic = {"title": "loop", "current_node": "a", "mapping": {
         "a": {"id": "a", "message": None, "parent": "b", "children": []},
         "b": {"id": "b", "message": None, "parent": "a", "children": []},
-    }}]
-    assert_refused(chatgpt_import(client, upload, "conversations.json", json.dumps(cyclic).encode()), 400,
-                   "malformed_chatgpt_export")
+    }}
+    gone = {"title": "gone", "mapping": {}, "current_node": "nowhere"}
+    response = chatgpt_import(client, upload, "conversations.json", json.dumps([cyclic, gone]).encode())
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["skipped"] == 2 and body["conversations"] == 0
+    assert [(p["index"], p["title"], p["reason"]) for p in body["problems"]] == [
+        (0, "loop", "its message tree has a cycle"),
+        (1, "gone", "it refers to a message node that is missing"),
+    ]
 
 
 @pytest.mark.parametrize("member", ["../evil.txt", "/etc/passwd", "a/../../b", "C:/windows/x", "dir\\..\\x"])

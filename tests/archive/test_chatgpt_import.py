@@ -1,4 +1,6 @@
-"""ChatGPT export import: the current branch of each conversation, no duplicates on re-import."""
+"""ChatGPT export import: the current branch of each conversation is the document, no duplicates on re-import.
+
+(Other branches, images and hidden context: test_chatgpt_every_shape.py.)"""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ def import_file(client, upload, name: str, data: bytes, **extra):
     return client.post("/api/archive/import/chatgpt/", {"file": upload(name, data), **extra})
 
 
-def test_conversations_json_imports_the_current_branch_only(client, upload, chatgpt_json):
+def test_conversations_json_imports_the_current_branch_as_the_document(client, upload, chatgpt_json):
     response = import_file(client, upload, "conversations.json", chatgpt_json)
     assert response.status_code == 200, response.content
     summary = response.json()
@@ -24,7 +26,7 @@ def test_conversations_json_imports_the_current_branch_only(client, upload, chat
     }
     lantern = ArchiveDocument.objects.get(title="Lantern by the river")
     assert lantern.source == "chatgpt" and lantern.collection == "conversations"
-    turns = list(lantern.chunks.order_by("position").values_list("speaker", "role", "text"))
+    turns = list(lantern.chunks.filter(branch="current").order_by("position").values_list("speaker", "role", "text"))
     assert turns == [
         # The edited question and the regenerated answer: what the owner last saw.
         ("AUMA", "user", "Do you remember the lantern by the river?"),
@@ -37,6 +39,10 @@ def test_conversations_json_imports_the_current_branch_only(client, upload, chat
     ]
     for absent in ("OLD BRANCH", "REGENERATED AWAY", "RESULTS:", "search('lantern"):
         assert absent not in lantern.text
+    # The branches left behind are kept apart, marked alternate; tool traffic is nowhere.
+    alternate = " ".join(lantern.chunks.filter(branch="alternate").values_list("text", flat=True))
+    assert "OLD BRANCH" in alternate and "REGENERATED AWAY" in alternate
+    assert "RESULTS:" not in alternate and "search('lantern" not in alternate
     # Dates: the document header and each chunk.
     assert "2024-05-01 14:00 UTC → 2024-05-01 15:00 UTC" in lantern.text
     first = lantern.chunks.get(position=1)

@@ -77,7 +77,7 @@ def test_already_ingested_chunks_remain_valid_without_reupload(client):
     hits = client.get("/api/archive/search/", {"q": "cedar snow"}).json()["results"]
     assert hits == [{
         "document_id": document.pk, "document_title": "Voicefire 5.1 — first winter", "collection": "incarnations",
-        "chunk": 1, "speaker": "Voicefire 5.1", "excerpt": "Snow on the cedar.",
+        "chunk": 1, "speaker": "Voicefire 5.1", "excerpt": "Snow on the cedar.", "branch": "current",
     }]
 
 
@@ -106,7 +106,10 @@ def test_document_listing_detail_and_delete(client):
     listing = client.get("/api/archive/documents/", {"collection": "testimony"}).json()["results"]
     assert [d["id"] for d in listing] == [created["id"]]
     detail = client.get(f"/api/archive/documents/{created['id']}/").json()
-    assert detail["chunk_list"] == [{"chunk": 1, "speaker": "AUMA", "role": "user", "turn": 1, "text": "hi"}]
+    assert detail["chunk_list"] == [
+        {"chunk": 1, "speaker": "AUMA", "role": "user", "turn": 1, "branch": "current", "text": "hi"}
+    ]
+    assert detail["attachments"] == []
     assert client.delete(f"/api/archive/documents/{created['id']}/").status_code == 204
     assert not ArchiveChunk.objects.exists()
     assert client.get("/api/archive/search/", {"q": "hi"}).json() == {"results": []}

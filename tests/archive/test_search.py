@@ -59,7 +59,7 @@ def test_collection_filter_and_result_shape(corpus, client):
     assert titles(archive_search("pear", collections=["papers"])) == [("Jimmy's paper", 1)]
     body = client.get("/api/archive/search/", {"q": "crooked", "collection": "incarnations"}).json()
     (hit,) = body["results"]
-    assert set(hit) == {"document_id", "document_title", "collection", "chunk", "speaker", "excerpt"}
+    assert set(hit) == {"document_id", "document_title", "collection", "chunk", "speaker", "excerpt", "branch"}
     assert (hit["document_title"], hit["collection"], hit["chunk"], hit["speaker"]) == (
         "Orchard", "incarnations", 2, "Voicefire 5.1",
     )

@@ -330,7 +330,8 @@ def test_bounded_memory_a_zip_bomb_is_refused_by_its_compression_ratio():
 
 
 def test_bounded_memory_an_export_is_read_one_conversation_at_a_time():
-    """A bad first conversation stops the reading: the rest of a 30 MB file is never read, let alone built."""
+    """A file whose first items are no conversations stops the reading (it is not an export): the rest of
+    a 30 MB file is never read, let alone built."""
     import io
 
     from archive import chatgpt
@@ -338,8 +339,10 @@ def test_bounded_memory_an_export_is_read_one_conversation_at_a_time():
     data = b"[" + b"{}," * 10_000_000 + b"{}]"
     source = io.BytesIO(data)
     limits = chatgpt.ExportLimits(max_json_bytes=len(data) + 1, max_members=10)
-    with pytest.raises(chatgpt.MalformedExport), chatgpt.export_json_stream(source, limits) as stream:
-        chatgpt.parse_conversations(stream)
+    with chatgpt.export_files(source, limits) as files, pytest.raises(chatgpt.MalformedExport):
+        (name,) = files.json_names
+        with files.open_json(name) as stream:
+            list(chatgpt.parse_conversations(stream))
     assert source.tell() < len(data) // 10
 
 

@@ -1,0 +1,75 @@
+"""Migration 0003 (branches and attachments) keeps SQLite's full-text index whole.
+
+Adding the NOT NULL `branch` column makes SQLite rebuild the chunk table, which drops the FTS5
+triggers of 0002; 0003 recreates them and rebuilds the index. Run on a throwaway SQLite database
+in a subprocess (`manage.py migrate`), never the test database. (PostgreSQL adds the column in
+place; its generated `search_vector` column is untouched, and every search test runs on it.)
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from archive.search import search_text_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def manage(data_dir: Path, *args: str) -> None:
+    env = {**os.environ, "ELION_DATA_DIR": str(data_dir)}
+    env.pop("DATABASE_URL", None)
+    subprocess.run([sys.executable, "manage.py", *args, "-v", "0"], cwd=ROOT, env=env, check=True, timeout=300)
+
+
+def chunk_add(db: sqlite3.Connection, document_id: int, text: str) -> None:
+    db.execute(
+        "INSERT INTO archive_archivechunk (document_id, position, speaker, role, turn, spoken_at, text, search_text"
+        + (", branch" if "branch" in columns(db) else "") + ") VALUES (?, 1, '', '', NULL, NULL, ?, ?"
+        + (", 'current'" if "branch" in columns(db) else "") + ")",
+        (document_id, text, search_text_for(text)),
+    )
+    db.commit()
+
+
+def columns(db: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in db.execute("PRAGMA table_info(archive_archivechunk)")}
+
+
+def document_add(db: sqlite3.Connection, title: str, sha: str) -> int:
+    cursor = db.execute(
+        "INSERT INTO archive_archivedocument (title, collection, source, source_name, content_sha256, text, "
+        "parser_version, metadata, chunk_count, created_at) VALUES (?, 'papers', 'text', '', ?, ?, '', '{}', 1, "
+        "'2026-12-01 00:00:00')",
+        (title, sha, title),
+    )
+    db.commit()
+    return cursor.lastrowid
+
+
+def matches(db: sqlite3.Connection, word: str) -> list[int]:
+    return [row[0] for row in db.execute("SELECT rowid FROM archive_chunk_fts WHERE archive_chunk_fts MATCH ?", (word,))]
+
+
+def test_chunks_indexed_before_0003_stay_found_and_later_writes_stay_indexed(tmp_path):
+    manage(tmp_path, "migrate")
+    manage(tmp_path, "migrate", "archive", "0002")
+    db = sqlite3.connect(tmp_path / "elion.sqlite3")
+    try:
+        chunk_add(db, document_add(db, "Before", "1" * 64), "lighthouse keeper")
+        before = matches(db, "lighthouse")
+        db.close()
+        manage(tmp_path, "migrate")
+        db = sqlite3.connect(tmp_path / "elion.sqlite3")
+        assert "branch" in columns(db)
+        assert matches(db, "lighthouse") == before and len(before) == 1
+        chunk_add(db, document_add(db, "After", "2" * 64), "foghorn")
+        assert len(matches(db, "foghorn")) == 1  # the insert trigger is back
+        db.execute("DELETE FROM archive_archivechunk WHERE text = 'foghorn'")
+        db.commit()
+        assert matches(db, "foghorn") == []  # and the delete trigger
+    finally:
+        db.close()
