@@ -1,9 +1,10 @@
 """Restoring a backup into an empty database and data dir.
 
-Nothing is written until the whole backup checks out: the manifest against
-its digest, every member against the manifest (sha256 and size), the
-manifest's schema against this database's migrations, and the database and
-data dir found empty. Then every blob is placed (its bytes hashed again as
+Nothing is written until the whole backup checks out: first the backup itself
+(the manifest against its digest, every member against the manifest: sha256
+and size, every blob's name against its sha256), then the target (the
+manifest's schema against this database's migrations, the database and the
+data dir empty). Then every blob is placed (its bytes hashed again as
 they are copied: a blob whose bytes are not its name is refused), and every
 row is inserted in one transaction, models in dependency order, primary keys
 kept, raw (no `auto_now`, no signal), after which PostgreSQL's sequences are
@@ -57,9 +58,9 @@ def backup_restore(path: Path) -> RestoreReport:
         raise BackupRefused(f"{path} is not a readable backup zip ({exc}).") from exc
     with archive:
         manifest = _verified_manifest(archive)
+        _verify_members(archive, manifest)
         _refuse_unless_schema_fits(manifest)
         _refuse_unless_empty()
-        _verify_members(archive, manifest)
         placed: list[Path] = []
         try:
             report = RestoreReport(damaged_blobs=list(manifest["damaged_blobs"]))

@@ -11,6 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from django.db import transaction
 from django.test import Client
 
 SEARCH_WORDS = ("lighthouse", "harbour", "marigold", "ferry", "notes")
@@ -76,7 +77,8 @@ def instance_answers() -> dict:
         for path in (f"/api/search/?q={word}", f"/api/search/?q={word}&include_shielded=true", f"/api/archive/search/?q={word}"):
             api[path] = _get(client, path)
     answers["api"] = api
-    static_prompts_rebuild_all()
+    with transaction.atomic():
+        static_prompts_rebuild_all()
     answers["rebuilt_prompts"] = stored_prompts()
     return json.loads(json.dumps(answers))
 
