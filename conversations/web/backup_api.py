@@ -50,7 +50,11 @@ def backup_filename() -> str:
 class BackupView(APIView):
     @extend_schema(
         operation_id="backup_retrieve",
-        responses={200: OpenApiResponse(OpenApiTypes.BINARY, description="The backup zip (README, Backup and restore).")},
+        responses={
+            (200, "application/zip"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="The backup zip (README, Backup and restore)."
+            )
+        },
     )
     def get(self, request: Request) -> StreamingHttpResponse:
         chunks = backup_chunks()

@@ -159,3 +159,18 @@ def test_conversation_rows_are_counted_in_the_manifest(tmp_path):
     counts = {e["model"]: e["count"] for e in manifest["models"]}
     assert counts["conversations.conversation"] == Conversation.all_objects.count() == 1
     assert counts["conversations.message"] == Message.objects.count()
+
+
+def test_a_blob_already_damaged_on_disk_is_kept_listed_and_never_counted_as_tampering(scripted_provider, client, tmp_path):
+    ids = build_rich_instance(client, scripted_provider)
+    sha256, blob = next(store.blobs_in(store.conversation_store(ids["main"])))
+    blob.chmod(0o600)
+    blob.write_bytes(blob.read_bytes() + b"rot")
+    path = backup_file(tmp_path)
+    manifest = json.loads(members_of(path)["manifest.json"])
+    name = f"blobs/conversations/{ids['main']}/{sha256}"
+    assert manifest["damaged_blobs"] == [name]
+    assert manifest["members"][name]["sha256"] != sha256
+    # The backup itself checks out (only the target, which holds rows, is refused).
+    with pytest.raises(BackupRefused, match="The database is not empty"):
+        backup_restore(path)
