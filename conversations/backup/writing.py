@@ -4,8 +4,9 @@ A `zipfile.ZipFile` writes into `_Drain`, a write-through buffer that is
 emptied (its bytes yielded) after every batch of rows and every blob chunk.
 Rows are read with `.iterator()` in batches of `ROW_BATCH`; blobs are copied
 in chunks of `BLOB_CHUNK`. So memory holds at most one batch of rows (their
-model instances and their JSON), or one blob chunk, plus deflate's window:
-never the whole backup, whatever its size.
+model instances and their JSON), or one blob chunk, plus deflate's window and
+one small record per member (its manifest entry and the zip's central
+directory entry): never the rows or the blobs of the whole backup.
 
 Every read runs in one transaction (on PostgreSQL REPEATABLE READ, READ ONLY;
 on SQLite one read transaction under WAL), so the rows are one consistent
