@@ -174,3 +174,22 @@ def test_a_blob_already_damaged_on_disk_is_kept_listed_and_never_counted_as_tamp
     # The backup itself checks out (only the target, which holds rows, is refused).
     with pytest.raises(BackupRefused, match="The database is not empty"):
         backup_restore(path)
+
+
+def test_fresh_instance_restores_everything_but_a_blob_damaged_before_the_backup(
+    scripted_provider, client, tmp_path, fresh_instance
+):
+    ids = build_rich_instance(client, scripted_provider)
+    sha256, blob = next(store.blobs_in(store.conversation_store(ids["main"])))
+    blob.chmod(0o600)
+    blob.write_bytes(b"rot")
+    path = backup_file(tmp_path)
+    result = fresh_instance.restore(path)
+    assert result.returncode == 0, result.stderr
+    name = f"blobs/conversations/{ids['main']}/{sha256}"
+    assert f"not restored (damaged before the backup was made): {name}" in result.stdout
+    restored = fresh_instance.data_dir / "attachments" / "conversations" / ids["main"]
+    placed = {p.name for p in restored.rglob("*") if p.is_file()}
+    assert sha256 not in placed and placed == {
+        s for s, _ in store.blobs_in(store.conversation_store(ids["main"]))
+    } - {sha256}

@@ -47,3 +47,21 @@ def test_restored_instance_answers_every_request_and_rebuilds_every_prompt_byte_
     assert any(r["shielded"] for r in original["api"]["/api/search/?q=lighthouse&include_shielded=true"]["results"])
     assert original["api"]["/api/archive/search/?q=lighthouse"]["results"]
     assert '"summary": "retired summary"' in original["rows"]["continuity.threadhandoff"]
+
+
+def test_restored_instance_hands_out_ids_after_the_restored_ones(scripted_provider, fresh_instance, client, tmp_path):
+    build_rich_instance(client, scripted_provider)
+    path = tmp_path / "backup.zip"
+    path.write_bytes(backup_bytes(client))
+    assert fresh_instance.restore(path).returncode == 0
+    # PostgreSQL's sequences were moved past the explicit ids: new rows get fresh ones (SQLite does this by itself).
+    created = fresh_instance.manage("shell", "-c", (
+        "from django.db.models import Max; "
+        "from conversations.models import Folder, Character; from memories.models import Memory; "
+        "from archive.models import LibraryFile; "
+        "rows = [(M, M.objects.aggregate(m=Max('pk'))['m'], M.objects.create(**kw).pk) for M, kw in ["
+        "(Folder, {'name': 'New'}), (Character, {'name': 'New'}), (Memory, {'text': 'New', 'position': 99}), "
+        "(LibraryFile, {'name': 'n', 'kind': 'text', 'sha256': '0' * 64, 'size': 1, 'text': 'n'})]]; "
+        "print(all(new > old for _, old, new in rows), [(M.__name__, old, new) for M, old, new in rows])"
+    ))
+    assert created.stdout.strip().splitlines()[-1].startswith("True ["), created.stdout
