@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 from uuid import UUID
 
 from django.conf import settings
@@ -101,6 +102,34 @@ def write_bytes(store: Path, data: bytes, sha256: str) -> str:
             # fstat of the descriptor that wrote the bytes (chmod and rename are done),
             # never a stat of the path, which another writer could have replaced since.
             return file_identity(os.fstat(out.fileno()))
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_checked_stream(store: Path, source: BinaryIO, sha256: str, chunk_bytes: int = 1 << 16) -> int:
+    """Copy `source` in chunks into blob `sha256` of `store`, published only if the bytes hash to `sha256`.
+
+    Memory stays at one chunk whatever the blob's size (a restore places blobs
+    this way). Answers the size written; BlobProblem("tampered") and nothing
+    published when the bytes are not that blob.
+    """
+    target = blob_path(store, sha256)
+    digest = hashlib.sha256()
+    size = 0
+    fd, tmp_name = tempfile.mkstemp(dir=_tmp_dir(), prefix="restore-")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            while chunk := source.read(chunk_bytes):
+                digest.update(chunk)
+                size += len(chunk)
+                out.write(chunk)
+            if digest.hexdigest() != sha256:
+                raise BlobProblem("tampered")
+            out.flush()
+            os.fsync(out.fileno())
+            _publish(tmp, target)
+        return size
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -2,7 +2,7 @@ from django.urls import path
 
 from continuity.web.api import ContinuityCleanupView, ConversationBranchView
 from continuity.web.compaction_views import ConversationCompactionView
-from conversations.web import api, attachments_api, characters_api, usage_api
+from conversations.web import api, attachments_api, backup_api, characters_api, usage_api
 
 urlpatterns = [
     path("health/", api.HealthView.as_view(), name="api-health"),
@@ -10,6 +10,7 @@ urlpatterns = [
     path("auth/login/", api.LoginView.as_view(), name="api-login"),
     path("settings/", api.SettingsView.as_view(), name="api-settings"),
     path("usage/", usage_api.UsageView.as_view(), name="api-usage"),
+    path("backup/", backup_api.BackupView.as_view(), name="api-backup"),
     path("folders/", api.FolderListView.as_view(), name="api-folders"),
     path("folders/<int:folder_id>/", api.FolderDetailView.as_view(), name="api-folder"),
     path("characters/", characters_api.CharacterListView.as_view(), name="api-characters"),
