@@ -8,18 +8,23 @@
 import { apiJson, csrfToken, estimateTokens, newClientId, pendingSends, readSse, sleep } from "./chat/net.js";
 import {
   appendBubble,
+  atNewest,
   bubbles,
   findBubble,
   followingBubbles,
   list,
+  loadNewest,
   makeLiveBubble,
   makeUserBubble,
   nearBottom,
+  placeWindow,
   refreshBubble,
   renderDiagnostics,
   scrollToBottom,
   showNotice,
   updateEstimate,
+  watchWindowTop,
+  windowBecomesNewest,
 } from "./chat/thread.js";
 import {
   appendAttachmentNames,
@@ -511,6 +516,7 @@ function sendContent(content, { parentId, superseded = [], pinnedCharacterId = n
 }
 
 function retryReply(bubble) {
+  windowBecomesNewest();
   const superseded = followingBubbles(bubble);
   for (const el of superseded) el.hidden = true;
   return runTurn(new Turn("retry", { message_id: bubble.dataset.messageId }, { superseded }));
@@ -556,6 +562,7 @@ function startEdit(bubble) {
     const content = area.value;
     if (!content.trim() || busy) return;
     close();
+    windowBecomesNewest();
     // Edit-and-resend: a sibling of this turn, sent from the same parent.
     sendContent(content, { parentId: bubble.dataset.parentId || null, superseded: followingBubbles(bubble) });
   });
@@ -678,10 +685,22 @@ function init() {
   titleButton.dataset.title = titleInput.value;
   initAttachments({ onError: showNotice });
 
-  composer.addEventListener("submit", (event) => {
+  composer.addEventListener("submit", async (event) => {
     event.preventDefault();
     const content = input.value;
     if (busy) return;
+    // Sending from an older window: bring the newest in first, so the new turn appears in place.
+    if (!atNewest() && (content.trim() || !uploading())) {
+      setBusy(true);
+      try {
+        await loadNewest();
+      } catch (error) {
+        showNotice(error.message);
+        return;
+      } finally {
+        setBusy(false);
+      }
+    }
     if (uploading()) {
       showNotice("Wait for the attachments to finish uploading.");
       return;
@@ -749,7 +768,9 @@ function init() {
   if (initial) renderDiagnostics(initial);
   watchProviderUsage();
   updateEstimate();
-  scrollToBottom();
+  // A link to a message not in this window goes to a window around it.
+  if (!placeWindow()) return;
+  watchWindowTop();
 
   // Open the socket early so the first send does not wait for the handshake.
   connectSocket().then((ws) => {
