@@ -283,14 +283,13 @@ def compaction_in_force(conversation: Conversation) -> Compaction | None:
     return None
 
 
-def compaction_context(conversation: Conversation, newest: list[Message]) -> dict:
-    """The chat page's compaction state: the summary in force (if any), its size,
+def compaction_context(conversation: Conversation, newest: list[Message], compaction: Compaction | None) -> dict:
+    """The chat page's compaction state: the summary in force (`compaction_in_force`), its size,
     and whether Compact is offered (long threads ending in a finished reply).
 
     `newest`: the newest visible live-branch messages (`newest_messages`); a
     thread counts as long when COMPACT_MIN_TURNS of them are history.
     """
-    compaction = compaction_in_force(conversation)
     head = newest[-1] if newest else None
     can_compact = (
         not conversation.trashed

@@ -128,7 +128,7 @@ def chat_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
             # Seed 004: history this provider may not replay; Branch / Fresh Chat continues it.
             "binding_problem": page_selectors.binding_problem_for(conversation),
             # Compact / Undo and the labelled "Compacted summary" marker at its boundary.
-            **page_selectors.compaction_context(conversation, newest),
+            **page_selectors.compaction_context(conversation, newest, context["compaction"]),
             # A Past Conversation Search result the owner chose to use (`?quote=<message id>&q=…`).
             "composer_prefill": quoted_excerpt(message_id=request.GET["quote"], query=request.GET.get("q", ""))
             if request.GET.get("quote")
