@@ -578,7 +578,11 @@ function startEdit(bubble) {
 async function rewindTo(bubble) {
   try {
     await apiJson("POST", `${API}/rewind/`, { message_id: bubble.dataset.messageId });
-    location.reload();
+    // The newest window now ends at this reply (reloading an `?around=` or `#message-`
+    // address could name a message the rewind took off the live branch).
+    const newest = new URL(`/c/${conversationId}/`, location.origin);
+    if (newest.href === location.href) location.reload();
+    else location.assign(newest);
   } catch (error) {
     showNotice(error.message);
   }

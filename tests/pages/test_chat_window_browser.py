@@ -125,3 +125,16 @@ def test_sending_from_an_older_window_brings_the_newest_in_first(live_app, page:
     assert ids[-4:-2] == [str(m.id) for m in messages[-2:]]
     expect(page.get_by_role("link", name="Jump to latest")).to_be_hidden()
     expect(page.locator(f"#message-{messages[0].id}")).to_have_count(0)
+
+
+def test_rewinding_from_an_older_window_opens_the_newest_window_ending_there(live_app, page: Page):
+    conversation, messages = long_thread()
+    target, looked_at = messages[101], messages[121]
+    page.goto(f"{live_app.url}/c/{conversation.id}/?around={looked_at.id}#message-{looked_at.id}")
+    bubble = page.locator(f"#message-{target.id}")
+    bubble.scroll_into_view_if_needed()
+    bubble.hover()
+    bubble.get_by_role("button", name="Rewind to here").click()
+    page.wait_for_url(f"{live_app.url}/c/{conversation.id}/")
+    expect(page.locator(".message").last).to_have_attribute("data-message-id", str(target.id))
+    expect(page.locator(f"#message-{looked_at.id}")).to_have_count(0)
