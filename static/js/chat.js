@@ -392,7 +392,8 @@ function connectSocket() {
 
 // A reply started elsewhere: while this page is idle it becomes this page's turn.
 function followFrame(ws, type, data) {
-  if (type === "user_message" && !activeTurn) {
+  // An older window shows no reply at the end of the thread ("Jump to latest" does).
+  if (type === "user_message" && !activeTurn && atNewest()) {
     // A placeholder keeps the order (question, then reply) until the server's rendering arrives.
     const userBubble = makeUserBubble("");
     userBubble.dataset.messageId = data.id;
@@ -807,6 +808,9 @@ function resume() {
   // A reply still streaming (sent from another tab, or before a reload): follow
   // it live from the text the page was rendered with.
   const streaming = bubbles().find((b) => b.dataset.status === "streaming");
+  if (!streaming && root.dataset.streaming === "true" && !atNewest()) {
+    showNotice("A reply is still being written at the end of this conversation: Jump to latest to follow it.");
+  }
   if (streaming) {
     const afterSeq = Number.parseInt(streaming.dataset.streamSeq, 10) || 0;
     runTurn(new Turn("watch", { message_id: streaming.dataset.messageId, after_seq: afterSeq }));
