@@ -104,13 +104,30 @@ def recorded_bindings(messages: Iterable[Message]) -> tuple[set[ProviderBinding]
     return bindings, unbound
 
 
+def recorded_bindings_counted(groups: Iterable[tuple[Message, int]]) -> tuple[set[ProviderBinding], int]:
+    """`recorded_bindings` over rows grouped by their binding columns: each (row, how many such rows)."""
+    bindings: set[ProviderBinding] = set()
+    unbound = 0
+    for message, count in groups:
+        found, missing = recorded_bindings([message])
+        bindings |= found
+        unbound += missing * count
+    return bindings, unbound
+
+
 def binding_problem(messages: Iterable[Message], config: ProviderConfig | None = None) -> Conflict | None:
     """Why these rows may not be replayed to the configured provider, or None.
 
     A pure function of the loaded rows and the configuration.
     """
+    return binding_problem_of(*recorded_bindings(messages), config)
+
+
+def binding_problem_of(
+    bindings: set[ProviderBinding], unbound: int, config: ProviderConfig | None = None
+) -> Conflict | None:
+    """`binding_problem` from the distinct recorded tuples and the count of rows with none."""
     config = config or configured_provider()
-    bindings, unbound = recorded_bindings(messages)
     if unbound:
         return Conflict(
             f"This conversation has {unbound} message(s) from before provider bindings were recorded, so it is "

@@ -23,7 +23,9 @@ messages between them inside the database (primary-key lookups, no rows
 returned); no index beyond the primary key is needed.
 
 `live_branch_batches` streams the whole branch root first for exports;
-`on_live_branch` and `branch_rows_to` serve a fork.
+`on_live_branch` and `branch_rows_to` serve a fork. `branch_window_start`
+(the first messages) and `branch_token_estimate` (one aggregate over the
+whole walk, summed inside the database) serve the windowed chat page.
 """
 
 from __future__ import annotations
@@ -161,6 +163,42 @@ def branch_window_around(conversation: Conversation, *, cursor_id: UUID, limit: 
         has_more_before=len(before_ids) > before,
         has_more_after=len(after_ids) > after,
     )
+
+
+def _root_id(conversation: Conversation) -> UUID | None:
+    """The live branch's root (the walk's last step); one statement, only that row returned."""
+    if conversation.head_id is None:
+        return None
+    sql = _walk_sql("SELECT id FROM walk ORDER BY depth DESC LIMIT 1")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_prep(conversation.head_id), _prep(conversation.pk), conversation.last_seq, 0])
+        row = cursor.fetchone()
+    return _uuid(row[0]) if row else None
+
+
+def branch_window_start(conversation: Conversation, *, limit: int) -> BranchWindow:
+    """The first `limit` live-branch messages (the root and those after it). Precondition: `limit` ≥ 1."""
+    root_id = _root_id(conversation)
+    if root_id is None:
+        return BranchWindow([], has_more_before=False, has_more_after=False)
+    return branch_window_around(conversation, cursor_id=root_id, limit=limit)
+
+
+def branch_token_estimate(conversation: Conversation, roles: tuple[str, ...]) -> int:
+    """ceil(len(content) / 4) summed over the live branch's messages of these roles
+    (`estimate_tokens` per message), computed inside the database: one statement, one row back."""
+    if conversation.head_id is None or not roles:
+        return 0
+    table = connection.ops.quote_name(MESSAGE_TABLE)
+    marks = ", ".join(["%s"] * len(roles))
+    sql = _walk_sql(
+        f"SELECT COALESCE(SUM((LENGTH(m.content) + 3) / 4), 0) FROM walk JOIN {table} m ON m.id = walk.id"
+        f" WHERE m.role IN ({marks})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_prep(conversation.head_id), _prep(conversation.pk), conversation.last_seq, 0, *roles])
+        (total,) = cursor.fetchone()
+    return int(total)
 
 
 def on_live_branch(conversation: Conversation, message: Message) -> bool:

@@ -3,14 +3,23 @@
 Selectors only: nothing here writes. The chat page and the message fragment
 endpoint build their bubbles through `bubbles_for` so a bubble rendered on
 page load and one swapped in after a stream look exactly the same.
+
+The chat page is a window of the live branch (`chat_window`, PAGE_WINDOW
+messages; earlier ones load as the owner scrolls up). Nothing the page shows
+reads the whole branch: the header estimate is one aggregate inside the
+database, the binding check a grouped read of the binding columns, and the
+diagnostics, usage and Compact offer come from the newest messages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from uuid import UUID
 
-from continuity.compaction import COMPACT_MIN_TURNS, applicable_compaction, summary_system_text
+from django.db.models import Count
+
+from continuity.compaction import COMPACT_MIN_TURNS, summary_system_text
 from continuity.eligibility import outside_quarantine
 from continuity.labels import assistant_name
 from continuity.models import Compaction
@@ -26,16 +35,27 @@ from conversations.models import (
     MessageStatus,
     Role,
 )
-from conversations.provider.binding import binding_problem
+from conversations.provider.binding import binding_problem_of, recorded_bindings_counted
+from conversations.transcript.branch_window import (
+    BranchWindow,
+    branch_token_estimate,
+    branch_window_around,
+    branch_window_newest,
+    branch_window_start,
+    on_live_branch,
+)
 from conversations.transcript.citations import sources_numbered
 from conversations.transcript.tool_pairing import reasoning_summary_text
-from conversations.transcript.tree import is_projectable, live_branch
+from conversations.transcript.tree import is_projectable
 from conversations.usage import latest_reported_usage
 from conversations.web.rendering import render_markdown
-from elion.errors import ServiceError
+from elion.errors import InvalidInput, ServiceError
 
 SIDEBAR_LIMIT = 300
 VISIBLE_ROLES = (Role.USER, Role.ASSISTANT)
+# How many live-branch messages the chat page renders at once (and each "earlier" load adds).
+PAGE_WINDOW = 50
+BINDING_COLUMNS = ("role", "kind", "provider_id", "provider_type", "model", "route_fingerprint")
 
 
 @dataclass
@@ -157,10 +177,11 @@ def bubbles_for(conversation: Conversation, messages: list[Message], settings_ro
     """Bubbles for `messages` (a slice of one branch, in order)."""
     owner = settings_row.owner_name
     assistant = assistant_label(conversation, settings_row)
-    by_id = {m.id: m for m in messages}
-    missing = {m.parent_id for m in messages if m.parent_id and m.parent_id not in by_id}
-    if missing:
-        by_id.update({m.id: m for m in Message.objects.filter(pk__in=missing)})
+    # Every parent's role and status in one statement, whether or not it is in `messages`:
+    # a window's first turn has its parent outside it, and the page's statement count
+    # stays the same for a short thread and a long one.
+    parent_ids = {m.parent_id for m in messages if m.parent_id}
+    by_id = {m.id: m for m in Message.objects.filter(pk__in=parent_ids).only("id", "role", "status")} if parent_ids else {}
     manifests = manifests_for(m for m in messages if m.role == Role.USER)
     return [
         _bubble(
@@ -171,15 +192,48 @@ def bubbles_for(conversation: Conversation, messages: list[Message], settings_ro
     ]
 
 
-def visible_branch(conversation: Conversation) -> list[Message]:
-    """The live branch as the page shows it: user and assistant turns only."""
-    return [m for m in live_branch(conversation) if m.role in VISIBLE_ROLES]
+def visible_messages(window: BranchWindow) -> list[Message]:
+    """The window's messages as the page shows them: user and assistant turns only."""
+    return [m for m in window.messages if m.role in VISIBLE_ROLES]
+
+
+def _message_id(raw: str, name: str) -> UUID:
+    try:
+        return UUID(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"{name} must be the id of a message.", code="invalid_cursor") from exc
+
+
+def chat_window(conversation: Conversation, params: Mapping[str, str]) -> BranchWindow:
+    """The live-branch window the chat page renders for its query string.
+
+    `?around=<message id>`: PAGE_WINDOW messages around that message (400 for a
+    malformed id, 404 for one not on this conversation's live branch);
+    `?start=1`: the first PAGE_WINDOW ("Jump to start"); otherwise the newest.
+    """
+    around = params.get("around")
+    if around:
+        return branch_window_around(conversation, cursor_id=_message_id(around, "around"), limit=PAGE_WINDOW)
+    if params.get("start"):
+        return branch_window_start(conversation, limit=PAGE_WINDOW)
+    return branch_window_newest(conversation, limit=PAGE_WINDOW)
+
+
+def newest_messages(conversation: Conversation, window: BranchWindow) -> list[Message]:
+    """The newest PAGE_WINDOW visible live-branch messages: the window itself when it is the newest."""
+    newest = window if not window.has_more_after else branch_window_newest(conversation, limit=PAGE_WINDOW)
+    return visible_messages(newest)
 
 
 def thread_token_estimate(messages: list[Message]) -> int:
     """Visible token estimate: ceil(len/4) summed over visible user/assistant
     messages. The stored static prompt is never part of it."""
     return sum(estimate_tokens(m.content) for m in messages if m.role in VISIBLE_ROLES)
+
+
+def branch_estimate(conversation: Conversation) -> int:
+    """`thread_token_estimate` of the whole live branch, summed inside the database (one statement)."""
+    return branch_token_estimate(conversation, VISIBLE_ROLES)
 
 
 def latest_diagnostics(messages: list[Message]) -> dict | None:
@@ -200,26 +254,50 @@ def latest_provider_usage(messages: list[Message]) -> dict | None:
 
 
 def binding_problem_for(conversation: Conversation) -> ServiceError | None:
-    """The provider-binding refusal a send here would meet (a `Conflict`), or None."""
-    rows = Message.objects.filter(conversation=conversation).exclude(role=Role.SYSTEM).only(
-        "role", "kind", "provider_id", "provider_type", "model", "route_fingerprint"
+    """The provider-binding refusal a send here would meet (a `Conflict`), or None.
+
+    One grouped read: the distinct binding tuples of the conversation's rows, each with its row count.
+    """
+    groups = (
+        Message.objects.filter(conversation=conversation)
+        .exclude(role=Role.SYSTEM)
+        .values(*BINDING_COLUMNS)
+        .annotate(rows=Count("pk"))
+        .order_by()
     )
-    return binding_problem(rows)
+    counted = [(Message(**{name: group[name] for name in BINDING_COLUMNS}), group["rows"]) for group in groups]
+    return binding_problem_of(*recorded_bindings_counted(counted))
 
 
-def compaction_context(conversation: Conversation, branch: list[Message]) -> dict:
-    """The chat page's compaction state: the summary in force (if any), its size,
-    and whether Compact is offered (long threads ending in a finished reply)."""
-    found = applicable_compaction(list(Compaction.objects.filter(conversation=conversation)), branch)
-    compaction = found[0] if found else None
-    head = branch[-1] if branch else None
+def compaction_in_force(conversation: Conversation) -> Compaction | None:
+    """The newest compaction whose boundary is on the live branch (as `applicable_compaction`).
+
+    A statement per compaction tried, newest first: bounded by the conversation's
+    compactions, never by its length.
+    """
+    for compaction in Compaction.objects.filter(conversation=conversation).select_related("through_message").order_by(
+        "-pk"
+    ):
+        if on_live_branch(conversation, compaction.through_message):
+            return compaction
+    return None
+
+
+def compaction_context(conversation: Conversation, newest: list[Message], compaction: Compaction | None) -> dict:
+    """The chat page's compaction state: the summary in force (`compaction_in_force`), its size,
+    and whether Compact is offered (long threads ending in a finished reply).
+
+    `newest`: the newest visible live-branch messages (`newest_messages`); a
+    thread counts as long when COMPACT_MIN_TURNS of them are history.
+    """
+    head = newest[-1] if newest else None
     can_compact = (
         not conversation.trashed
         and head is not None
         and head.role == Role.ASSISTANT
         and head.status != MessageStatus.STREAMING
         and (compaction is None or compaction.through_message_id != head.id)
-        and sum(1 for m in branch if is_projectable(m)) >= COMPACT_MIN_TURNS
+        and sum(1 for m in newest if is_projectable(m)) >= COMPACT_MIN_TURNS
     )
     return {
         "compaction": compaction,

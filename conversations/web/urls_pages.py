@@ -11,6 +11,7 @@ urlpatterns = [
     path("c/<str:conversation_id>/compact/", compaction_views.compact_page, name="conversation-compact"),
     path("c/<str:conversation_id>/compact/undo/", compaction_views.compaction_undo_page, name="conversation-compact-undo"),
     path("c/<str:conversation_id>/", views.chat_page, name="chat"),
+    path("c/<str:conversation_id>/window/", views.chat_window_fragment, name="chat-window"),
     path(
         "c/<str:conversation_id>/messages/<str:message_id>/fragment/",
         views.message_fragment,

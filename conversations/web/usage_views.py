@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from conversations import usage
 from conversations.access import access_conversation
+from conversations.transcript.branch_window import branch_window_newest
 from conversations.web import page_selectors
 
 
@@ -32,9 +33,11 @@ def usage_page(request: HttpRequest) -> HttpResponse:
 @require_GET
 def provider_usage_fragment(request: HttpRequest, conversation_id: str) -> HttpResponse:
     conversation = access_conversation(conversation_id)
-    branch = page_selectors.visible_branch(conversation)
+    newest = page_selectors.visible_messages(
+        branch_window_newest(conversation, limit=page_selectors.PAGE_WINDOW)
+    )
     response = render(
-        request, "chat/_provider_usage.html", {"provider_usage": page_selectors.latest_provider_usage(branch)}
+        request, "chat/_provider_usage.html", {"provider_usage": page_selectors.latest_provider_usage(newest)}
     )
     response["Cache-Control"] = "no-store"
     return response

@@ -12,13 +12,22 @@ from continuity.eligibility import outside_quarantine
 from conversations.access import access_conversation, message_in_conversation
 from conversations.assistant_settings import assistant_settings_get
 from conversations.characters import characters_list
-from conversations.models import Persona, Personality, ReasoningEffort, Verbosity
+from conversations.models import (
+    AssistantSettings,
+    Conversation,
+    MessageStatus,
+    Persona,
+    Personality,
+    ReasoningEffort,
+    Verbosity,
+)
 from conversations.settings_service import assistant_settings_update
 from conversations.threads.services import conversation_create
+from conversations.transcript.branch_window import BranchWindow
 from conversations.transcript.leases import stale_streams_read_as_interrupted
 from conversations.visibility.past_search import quoted_excerpt
 from conversations.visibility.selectors import chat_visibility
-from conversations.web import page_selectors
+from conversations.web import message_pages, page_selectors
 from elion import access
 from elion.errors import ServiceError
 from elion.login_throttle import login_failed, login_retry_after, login_succeeded
@@ -72,40 +81,75 @@ def new_chat(request: HttpRequest) -> HttpResponse:
     return redirect("chat", conversation_id=conversation.id)
 
 
+def _window_context(conversation: Conversation, window: BranchWindow, settings_row: AssistantSettings) -> dict:
+    """What `chat/_window.html` needs: the window's bubbles, its edges, the compaction marker's
+    place and the estimate of the live-branch messages not rendered."""
+    shown = page_selectors.visible_messages(window)
+    # A reply left `streaming` by a dead process shows as interrupted, with Retry.
+    stale_streams_read_as_interrupted(shown)
+    bubbles = page_selectors.bubbles_for(conversation, shown, settings_row)
+    token_estimate = page_selectors.branch_estimate(conversation)
+    return {
+        "bubbles": bubbles,
+        "window": window,
+        "token_estimate": token_estimate,
+        "tokens_outside": token_estimate - sum(bubble.tokens for bubble in bubbles),
+        "compaction": page_selectors.compaction_in_force(conversation),
+    }
+
+
 def chat_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
     conversation = access_conversation(conversation_id)
     settings_row = assistant_settings_get()
-    branch = page_selectors.visible_branch(conversation)
-    # A reply left `streaming` by a dead process shows as interrupted, with Retry.
-    stale_streams_read_as_interrupted(branch)
-    bubbles = page_selectors.bubbles_for(conversation, branch, settings_row)
+    window = page_selectors.chat_window(conversation, request.GET)
+    context = _window_context(conversation, window, settings_row)
+    newest = page_selectors.newest_messages(conversation, window)
+    if window.has_more_after:
+        stale_streams_read_as_interrupted(newest)
     return render(
         request,
         "chat/chat.html",
         {
+            **context,
             "conversation": conversation,
             "settings_row": settings_row,
-            "bubbles": bubbles,
             "assistant_label": page_selectors.assistant_label(conversation, settings_row),
             "persona_label": Persona(conversation.persona).label,
-            "token_estimate": page_selectors.thread_token_estimate(branch),
-            "diagnostics": page_selectors.latest_diagnostics(branch),
+            # Where chat.js scrolls on load: the message asked for, or the top for "Jump to start".
+            "anchor_id": request.GET.get("around", ""),
+            "at_start": bool(request.GET.get("start")) and not request.GET.get("around"),
+            "diagnostics": page_selectors.latest_diagnostics(newest),
             # Request size details: the provider's own figures, beside the app's estimates.
-            "provider_usage": page_selectors.latest_provider_usage(branch),
-            "streaming": any(bubble.is_streaming for bubble in bubbles),
+            "provider_usage": page_selectors.latest_provider_usage(newest),
+            "streaming": any(message.status == MessageStatus.STREAMING for message in newest),
             # Character Studio characters the owner may pin for one message.
             "characters": characters_list(),
             "visibility": chat_visibility(conversation),
             # Seed 004: history this provider may not replay; Branch / Fresh Chat continues it.
             "binding_problem": page_selectors.binding_problem_for(conversation),
             # Compact / Undo and the labelled "Compacted summary" marker at its boundary.
-            **page_selectors.compaction_context(conversation, branch),
+            **page_selectors.compaction_context(conversation, newest, context["compaction"]),
             # A Past Conversation Search result the owner chose to use (`?quote=<message id>&q=…`).
             "composer_prefill": quoted_excerpt(message_id=request.GET["quote"], query=request.GET.get("q", ""))
             if request.GET.get("quote")
             else "",
         },
     )
+
+
+@require_GET
+def chat_window_fragment(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """Rendered bubbles of a live-branch window, for chat.js: `?before=<id>&limit=N` (earlier
+    messages, as the owner scrolls up) or no cursor (the newest PAGE_WINDOW, "Jump to latest").
+    The window's edges and the estimate outside it ride on the wrapper's data attributes."""
+    conversation = access_conversation(conversation_id)
+    page = message_pages.page_request(request.GET)
+    if page is None:
+        page = message_pages.PageRequest(limit=page_selectors.PAGE_WINDOW)
+    window = message_pages.message_window(conversation, page)
+    response = render(request, "chat/_window.html", _window_context(conversation, window, assistant_settings_get()))
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @require_GET

@@ -8,18 +8,23 @@
 import { apiJson, csrfToken, estimateTokens, newClientId, pendingSends, readSse, sleep } from "./chat/net.js";
 import {
   appendBubble,
+  atNewest,
   bubbles,
   findBubble,
   followingBubbles,
   list,
+  loadNewest,
   makeLiveBubble,
   makeUserBubble,
   nearBottom,
+  placeWindow,
   refreshBubble,
   renderDiagnostics,
   scrollToBottom,
   showNotice,
   updateEstimate,
+  watchWindowTop,
+  windowBecomesNewest,
 } from "./chat/thread.js";
 import {
   appendAttachmentNames,
@@ -387,7 +392,8 @@ function connectSocket() {
 
 // A reply started elsewhere: while this page is idle it becomes this page's turn.
 function followFrame(ws, type, data) {
-  if (type === "user_message" && !activeTurn) {
+  // An older window shows no reply at the end of the thread ("Jump to latest" does).
+  if (type === "user_message" && !activeTurn && atNewest()) {
     // A placeholder keeps the order (question, then reply) until the server's rendering arrives.
     const userBubble = makeUserBubble("");
     userBubble.dataset.messageId = data.id;
@@ -511,6 +517,7 @@ function sendContent(content, { parentId, superseded = [], pinnedCharacterId = n
 }
 
 function retryReply(bubble) {
+  windowBecomesNewest();
   const superseded = followingBubbles(bubble);
   for (const el of superseded) el.hidden = true;
   return runTurn(new Turn("retry", { message_id: bubble.dataset.messageId }, { superseded }));
@@ -556,6 +563,7 @@ function startEdit(bubble) {
     const content = area.value;
     if (!content.trim() || busy) return;
     close();
+    windowBecomesNewest();
     // Edit-and-resend: a sibling of this turn, sent from the same parent.
     sendContent(content, { parentId: bubble.dataset.parentId || null, superseded: followingBubbles(bubble) });
   });
@@ -571,7 +579,11 @@ function startEdit(bubble) {
 async function rewindTo(bubble) {
   try {
     await apiJson("POST", `${API}/rewind/`, { message_id: bubble.dataset.messageId });
-    location.reload();
+    // The newest window now ends at this reply (reloading an `?around=` or `#message-`
+    // address could name a message the rewind took off the live branch).
+    const newest = new URL(`/c/${conversationId}/`, location.origin);
+    if (newest.href === location.href) location.reload();
+    else location.assign(newest);
   } catch (error) {
     showNotice(error.message);
   }
@@ -678,10 +690,22 @@ function init() {
   titleButton.dataset.title = titleInput.value;
   initAttachments({ onError: showNotice });
 
-  composer.addEventListener("submit", (event) => {
+  composer.addEventListener("submit", async (event) => {
     event.preventDefault();
     const content = input.value;
     if (busy) return;
+    // Sending from an older window: bring the newest in first, so the new turn appears in place.
+    if (!atNewest() && (content.trim() || !uploading())) {
+      setBusy(true);
+      try {
+        await loadNewest();
+      } catch (error) {
+        showNotice(error.message);
+        return;
+      } finally {
+        setBusy(false);
+      }
+    }
     if (uploading()) {
       showNotice("Wait for the attachments to finish uploading.");
       return;
@@ -749,7 +773,9 @@ function init() {
   if (initial) renderDiagnostics(initial);
   watchProviderUsage();
   updateEstimate();
-  scrollToBottom();
+  // A link to a message not in this window goes to a window around it.
+  if (!placeWindow()) return;
+  watchWindowTop();
 
   // Open the socket early so the first send does not wait for the handshake.
   connectSocket().then((ws) => {
@@ -782,6 +808,9 @@ function resume() {
   // A reply still streaming (sent from another tab, or before a reload): follow
   // it live from the text the page was rendered with.
   const streaming = bubbles().find((b) => b.dataset.status === "streaming");
+  if (!streaming && root.dataset.streaming === "true" && !atNewest()) {
+    showNotice("A reply is still being written at the end of this conversation: Jump to latest to follow it.");
+  }
   if (streaming) {
     const afterSeq = Number.parseInt(streaming.dataset.streamSeq, 10) || 0;
     runTurn(new Turn("watch", { message_id: streaming.dataset.messageId, after_seq: afterSeq }));

@@ -60,10 +60,13 @@ export function followingBubbles(bubble) {
   return all.slice(all.indexOf(bubble));
 }
 
+// The page renders a window of the live branch; the server says how many
+// estimated tokens lie in the live-branch messages outside it.
+const tokensOutside = () => Number.parseInt(root.dataset.tokensOutside, 10) || 0;
+const bubbleTokens = (els) => els.reduce((sum, b) => sum + (Number.parseInt(b.dataset.tokens, 10) || 0), 0);
+
 export function updateEstimate() {
-  const total = bubbles()
-    .filter((b) => !b.hidden)
-    .reduce((sum, b) => sum + (Number.parseInt(b.dataset.tokens, 10) || 0), 0);
+  const total = tokensOutside() + bubbleTokens(bubbles().filter((b) => !b.hidden));
   estimateValue.textContent = formatCompact(total);
   estimateValue.dataset.value = String(total);
   estimateButton.title = `About ${total.toLocaleString()} tokens in the visible messages (app estimate) — click for request size details`;
@@ -95,4 +98,113 @@ export function renderDiagnostics(diagnostics) {
   }
   panel.querySelector("[data-diagnostics-grid]").hidden = false;
   panel.querySelector("[data-diagnostics-empty]").hidden = true;
+}
+
+// --- the window ------------------------------------------------------------------
+// Earlier messages load above as the owner scrolls up (or presses "Load earlier
+// messages"); "Jump to latest" (and a send from an older window) brings the newest in.
+
+const earlier = root?.querySelector("[data-window-earlier]");
+const later = root?.querySelector("[data-window-later]");
+const WINDOW_LIMIT = 50;
+let loadingEarlier = null;
+
+export const atNewest = () => root.dataset.hasMoreAfter !== "true";
+
+async function fetchWindow(query) {
+  const response = await fetch(`/c/${conversationId}/window/${query}`, { credentials: "same-origin", cache: "no-store" });
+  if (!response.ok) throw new Error(`Could not load the messages (HTTP ${response.status}).`);
+  const holder = document.createElement("template");
+  holder.innerHTML = (await response.text()).trim();
+  return holder.content.querySelector("[data-window]");
+}
+
+function setEdges({ before, after }) {
+  if (before !== undefined) {
+    root.dataset.hasMoreBefore = String(before);
+    earlier.hidden = !before;
+  }
+  if (after !== undefined) {
+    root.dataset.hasMoreAfter = String(after);
+    later.hidden = !after;
+  }
+}
+
+// The transcript after this point is what the page shows as the newest (an edit or a
+// retry from an older window makes its turn the end of the live branch).
+export function windowBecomesNewest() {
+  setEdges({ after: false });
+}
+
+export function loadEarlier() {
+  if (loadingEarlier || root.dataset.hasMoreBefore !== "true") return loadingEarlier;
+  const first = list.querySelector(".message[data-message-id]");
+  if (!first) return null;
+  loadingEarlier = (async () => {
+    try {
+      const fragment = await fetchWindow(`?before=${encodeURIComponent(first.dataset.messageId)}&limit=${WINDOW_LIMIT}`);
+      const added = [...fragment.querySelectorAll(":scope > .message")];
+      // Hold the position: the first bubble stays where it is on screen.
+      const offset = first.getBoundingClientRect().top;
+      first.before(...fragment.childNodes);
+      list.scrollTop += first.getBoundingClientRect().top - offset;
+      root.dataset.tokensOutside = String(Math.max(0, tokensOutside() - bubbleTokens(added)));
+      setEdges({ before: fragment.dataset.hasMoreBefore === "true" });
+      updateEstimate();
+    } catch (error) {
+      showNotice(error.message);
+    } finally {
+      loadingEarlier = null;
+    }
+  })();
+  return loadingEarlier;
+}
+
+// Replace the window with the newest messages (before a send from an older window).
+export async function loadNewest() {
+  const fragment = await fetchWindow("");
+  for (const el of list.querySelectorAll(".message, [data-compaction-marker]")) el.remove();
+  list.append(...fragment.childNodes);
+  root.dataset.tokensOutside = fragment.dataset.tokensOutside || "0";
+  setEdges({ before: fragment.dataset.hasMoreBefore === "true", after: false });
+  threadStart.hidden = bubbles().length > 0;
+  updateEstimate();
+  scrollToBottom();
+  const url = new URL(location.href);
+  url.search = "";
+  url.hash = "";
+  history.replaceState(null, "", url);
+}
+
+// On load: show the message the address names (a window around it is fetched when
+// it is not on the page), the top for "Jump to start", else the newest.
+export function placeWindow() {
+  const named = /^#message-([0-9a-f-]{36})$/i.exec(location.hash)?.[1];
+  if (named && !findBubble(named)) {
+    location.replace(`/c/${conversationId}/?around=${encodeURIComponent(named)}#message-${named}`);
+    return false;
+  }
+  const target = findBubble(named || root.dataset.anchorId);
+  if (target) target.scrollIntoView({ block: "center" });
+  else if (root.dataset.atStart === "true") list.scrollTop = 0;
+  else scrollToBottom();
+  return true;
+}
+
+export function watchWindowTop() {
+  earlier?.querySelector("[data-load-earlier]").addEventListener("click", () => loadEarlier());
+  const sentinel = earlier?.querySelector("[data-window-sentinel]");
+  if (!sentinel || !("IntersectionObserver" in window)) return;
+  const observer = new IntersectionObserver(
+    (entries) => {
+      if (entries.some((entry) => entry.isIntersecting)) loadEarlier()?.then(() => {
+        // Still in view (a short window): keep filling upwards.
+        const box = sentinel.getBoundingClientRect();
+        const view = list.getBoundingClientRect();
+        if (!earlier.hidden && box.bottom >= view.top && box.top <= view.bottom) loadEarlier();
+      });
+    },
+    { root: list, rootMargin: "400px 0px 0px 0px" },
+  );
+  observer.observe(sentinel);
 }

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from continuity.request_assembly import estimate_tokens
 from conversations.models import Message, Role
 from conversations.threads.services import conversation_rewind
-from conversations.transcript.branch_window import live_branch_batches
+from conversations.transcript.branch_window import branch_token_estimate, branch_window_start, live_branch_batches
 from conversations.transcript.tree import live_branch
 from tests.support.factories import thread, turns_append
 
@@ -43,3 +44,33 @@ def test_batches_keep_only_the_roles_asked_for():
 
 def test_an_empty_conversation_has_no_batches():
     assert list(live_branch_batches(thread())) == []
+
+
+def test_the_start_window_is_the_first_messages_of_the_live_branch():
+    conversation = branched(12)
+    branch = live_branch(conversation)
+    window = branch_window_start(conversation, limit=5)
+    assert [m.id for m in window.messages] == [m.id for m in branch[:5]]
+    assert (window.has_more_before, window.has_more_after) == (False, True)
+    whole = branch_window_start(conversation, limit=len(branch))
+    assert [m.id for m in whole.messages] == [m.id for m in branch]
+    assert whole.has_more_after is False
+
+
+def test_the_branch_estimate_sums_ceil_quarter_lengths_of_the_live_user_and_assistant_turns():
+    conversation = branched(12)
+    turns_append(conversation, ("tool", "t" * 40), ("user", "é" * 9), ("assistant", ""))
+    conversation.refresh_from_db()
+    branch = live_branch(conversation)
+    expected = sum(estimate_tokens(m.content) for m in branch if m.role in (Role.USER, Role.ASSISTANT))
+    assert expected > 0
+    assert branch_token_estimate(conversation, (Role.USER, Role.ASSISTANT)) == expected
+    # The rewound-away turns and the stored prompt are not on the branch.
+    everything = Message.objects.filter(conversation=conversation, role__in=(Role.USER, Role.ASSISTANT))
+    assert sum(estimate_tokens(m.content) for m in everything) > expected
+
+
+def test_an_empty_conversation_has_no_start_window_and_no_estimate():
+    conversation = thread()
+    assert branch_window_start(conversation, limit=5).messages == []
+    assert branch_token_estimate(conversation, (Role.USER,)) == 0
