@@ -546,9 +546,9 @@ def _install_hooks() -> None:
 
     original_stream = provider_gateway.stream_reply
 
-    async def stream_reply(config, messages, tools=None):
+    async def stream_reply(config, messages, *args, **kwargs):  # whatever else the gateway takes, passed on
         _mark("stream_call")
-        async for event in original_stream(config, messages, tools):
+        async for event in original_stream(config, messages, *args, **kwargs):
             if isinstance(event, provider_gateway.TextDelta):
                 _mark("provider_first_delta")
             yield event
