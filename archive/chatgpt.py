@@ -75,6 +75,12 @@ class UnreadableImage(Exception):
         self.reason = reason
 
 
+# What a damaged zip member raises while it is opened or read: a bad header or CRC (BadZipFile), cut or
+# corrupt deflate data (zlib.error, EOFError), an unknown compression method (NotImplementedError), a
+# stream that ends early (OSError), or bytes that are no UTF-8 (UnicodeDecodeError, a ValueError).
+DAMAGED_ZIP = (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError)
+
+
 @dataclass(frozen=True)
 class ExportLimits:
     max_json_bytes: int
@@ -212,7 +218,7 @@ class ExportFiles:
         member = next(m for m in self.members if m.filename == name)
         try:
             inner = self.archive.open(member)
-        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError) as exc:
+        except DAMAGED_ZIP as exc:
             raise MalformedExport("The zip file is damaged and cannot be read.", code="bad_zip") from exc
         with inner:
             yield io.BufferedReader(_Limited(inner, self.limits.max_json_bytes, label))
@@ -230,7 +236,7 @@ class ExportFiles:
                 data = _Limited(inner, self.limits.max_image_bytes, name).read()
         except ServiceError as exc:  # encrypted, too large, an implausible ratio
             raise UnreadableImage(f"image {name}: {exc.detail}") from exc
-        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError) as exc:
+        except DAMAGED_ZIP as exc:
             raise UnreadableImage(f"image {name} is damaged in the zip") from exc
         mime = image_mime(data)
         if mime is None:
@@ -530,6 +536,6 @@ def parse_conversations(
         raise MalformedExport(
             f"{file} is not valid JSON; upload the ChatGPT export zip or its conversations.json."
         ) from exc
-    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, UnicodeDecodeError) as exc:
+    except DAMAGED_ZIP as exc:
         # A damaged member surfaces while it streams: zlib errors, CRC mismatches (BadZipFile), a cut stream.
         raise MalformedExport("The zip file is damaged and cannot be read.", code="bad_zip") from exc

@@ -371,3 +371,33 @@ def test_continuing_an_imported_conversation_carries_only_its_current_branch(cli
     assert "High water is at 19:40" in bubble and "The harbour is close; we walk at dusk." in bubble
     for alternate in ("FIRSTREPLY", "ALTERNATE"):
         assert alternate not in bubble
+
+
+def member_method_set(data: bytes, name: str, method: int) -> bytes:
+    """The zip with `name`'s compression method replaced in its local and central headers."""
+    data = bytearray(data)
+    for signature, offset, name_at in ((b"PK\x03\x04", 8, 30), (b"PK\x01\x02", 10, 46)):
+        at = data.find(signature)
+        while data[at + name_at : at + name_at + len(name)] != name.encode():
+            at = data.find(signature, at + 1)
+        data[at + offset : at + offset + 2] = method.to_bytes(2, "little")
+    return bytes(data)
+
+
+def test_a_conversations_member_in_an_unknown_compression_is_a_400_not_a_500(client, upload):
+    zipped = make_zip({"conversations.json": export.as_json(export.conversations())})
+    response = post(client, upload("export.zip", member_method_set(zipped, "conversations.json", 99)))
+    assert response.status_code == 400 and response.json()["error"] == "bad_zip"
+    assert not ArchiveDocument.objects.exists()
+
+
+def test_an_image_damaged_inside_the_zip_is_a_problem_and_the_rest_is_imported(client, upload):
+    pier = f"{export.PIER_ID}-pier.jpeg"
+    members = {"conversations.json": export.as_json(export.conversations()), **export.images()}
+    zipped = member_method_set(make_zip(members), pier, 99)  # the pier image cannot be decompressed
+    body = post(client, upload("export.zip", zipped)).json()
+    (damaged,) = [p for p in body["problems"] if "damaged in the zip" in p["reason"]]
+    assert pier in damaged["reason"] and damaged["title"] == "Harbour at dusk"
+    harbour = ArchiveDocument.objects.get(title="Harbour at dusk")
+    names = {a["name"] for a in client.get(f"/api/archive/documents/{harbour.pk}/").json()["attachments"]}
+    assert pier not in names and f"{export.DUSK_ID}-7c1e9b.webp" in names
