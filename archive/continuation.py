@@ -29,21 +29,14 @@ from django.db import transaction
 
 from archive.models import ArchiveDocument
 from archive.services import access_document
-from continuity.branching import idempotency_key_clean
+from continuity.branching import handoff_destination_create, idempotency_key_clean
 from continuity.handoff_store import archive_document_handoff, archive_turn_numbers
 from conversations.assistant_settings import assistant_settings_read
 from conversations.models import (
     Conversation,
-    ConversationOrigin,
     IdempotentAction,
-    MessageKind,
-    MessageStatus,
     Persona,
-    Role,
 )
-from conversations.provider.binding import configured_provider
-from conversations.threads.services import conversation_create
-from conversations.transcript.append import APPENDED_FIELDS, message_append
 from elion.errors import Conflict, InvalidInput
 from memories.snapshots import memory_set_lock
 
@@ -67,20 +60,11 @@ def _continuation_create(document: ArchiveDocument, *, persona: str) -> Conversa
         raise Conflict(
             "This archive document has no conversation turns to continue.", code="archive_document_not_a_conversation"
         )
-    destination = conversation_create(persona=persona, origin=ConversationOrigin.BRANCH)
-    message_append(
-        conversation=destination,
-        parent=None,
-        role=Role.ASSISTANT,
-        binding=configured_provider().binding(),
-        make_head=True,
-        kind=MessageKind.HANDOFF_ARTIFACT,
-        status=MessageStatus.COMPLETE,
-        content=handoff.visible(document.title),
+    return handoff_destination_create(
+        persona=persona,
+        bubble=handoff.visible(document.title),
         metadata={"source_document_id": document.pk, "source_turns": archive_turn_numbers(handoff)},
     )
-    destination.save(update_fields=APPENDED_FIELDS)
-    return destination
 
 
 def archive_document_continue(

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import sys
 import tempfile
 import time
@@ -38,6 +37,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import setup_django, synthetic_vocabulary, zipf_weights  # noqa: E402
+from bench.send_overhead import in_process_bench_close  # noqa: E402
 
 VOCABULARY = 6_000
 TURNS_PER_DOCUMENT = 50
@@ -149,14 +149,7 @@ def main() -> None:
         print(f"search ({args.queries} queries, limit 10, at most {CANDIDATE_LIMIT:,} candidates ranked):")
         measure(args.queries, words, args.seed)
     finally:
-        from django.db import connections
-
-        connections.close_all()
-        if drop and server_url:
-            from bench.send_overhead import pg_drop_database
-
-            pg_drop_database(server_url, drop)
-        shutil.rmtree(data_dir, ignore_errors=True)
+        in_process_bench_close(server_url, drop, data_dir)
 
 
 if __name__ == "__main__":

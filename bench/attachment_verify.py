@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import statistics
 import sys
 import tempfile
@@ -46,6 +45,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import setup_django  # noqa: E402
+from bench.send_overhead import in_process_bench_close  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 WAYS = ("old", "new", "new_cold_cache", "new_first_check")
@@ -195,14 +195,7 @@ def main() -> None:
         print(f"a send after the first: {new_median * 1000:.2f} ms instead of {old_median * 1000:.2f} ms "
               f"({old_median / new_median:.0f}x less)")
     finally:
-        from django.db import connections
-
-        connections.close_all()
-        if server_url and drop:
-            from bench.send_overhead import pg_drop_database
-
-            pg_drop_database(server_url, drop)
-        shutil.rmtree(data_dir, ignore_errors=True)
+        in_process_bench_close(server_url, drop, data_dir)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import statistics
 import sys
 import tempfile
@@ -34,6 +33,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import setup_django  # noqa: E402
+from bench.send_overhead import in_process_bench_close  # noqa: E402
 
 OTHER_MEMORIES = 12
 
@@ -159,14 +159,7 @@ def main() -> None:
         print(f"target: statements do not grow -> {'met' if large_queries <= small_queries else 'NOT met'}; "
               f"{args.large:,} threads under 2 s -> {'met' if large_time < 2 else 'NOT met'}")
     finally:
-        from django.db import connections
-
-        connections.close_all()
-        if server_url and drop:
-            from bench.send_overhead import pg_drop_database
-
-            pg_drop_database(server_url, drop)
-        shutil.rmtree(data_dir, ignore_errors=True)
+        in_process_bench_close(server_url, drop, data_dir)
 
 
 if __name__ == "__main__":

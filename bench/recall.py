@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import statistics
 import sys
 import tempfile
@@ -47,6 +46,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import setup_django, synthetic_vocabulary, zipf_weights  # noqa: E402
+from bench.send_overhead import in_process_bench_close  # noqa: E402
 
 VOCABULARY = 8_000
 FILLER = ["the", "and", "we", "you", "that", "with", "was", "for", "about", "it"]
@@ -366,15 +366,7 @@ def main() -> None:
         check_tokens_match_the_app()
         measure(args.queries, words, args.seed, naive_every=max(1, args.naive_every))
     finally:
-        from django.db import connections
-
-        connections.close_all()
-        if drop and server_url:
-            from bench.send_overhead import pg_drop_database
-
-            pg_drop_database(server_url, drop)
-        if keep is None:
-            shutil.rmtree(data_dir, ignore_errors=True)
+        in_process_bench_close(server_url, drop, data_dir if keep is None else None)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import statistics
 import sys
 import tempfile
@@ -36,6 +35,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import setup_django  # noqa: E402
+from bench.send_overhead import in_process_bench_close  # noqa: E402
 
 MEMORIES = 40
 OLD_MARKERS = {"prompt_policy": "static-prompt/2025-01-01", "recall_policy": "recall/2025-01-01"}
@@ -176,14 +176,7 @@ def main() -> None:
                 f"{max(result['statements'])})"
             )
     finally:
-        from django.db import connections
-
-        connections.close_all()
-        if server_url and drop:
-            from bench.send_overhead import pg_drop_database
-
-            pg_drop_database(server_url, drop)
-        shutil.rmtree(data_dir, ignore_errors=True)
+        in_process_bench_close(server_url, drop, data_dir)
 
 
 if __name__ == "__main__":

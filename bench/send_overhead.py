@@ -187,6 +187,17 @@ def pg_drop_database(url: str, name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def in_process_bench_close(server_url: str | None, drop: str | None, data_dir: Path | None = None) -> None:
+    """The end of an in-process bench: close Django's connections, drop its PostgreSQL database, remove its data dir."""
+    from django.db import connections
+
+    connections.close_all()
+    if server_url and drop:
+        pg_drop_database(server_url, drop)
+    if data_dir is not None:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
 def app_env(data_dir: Path, database_url: str | None, provider_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _CLEARED_ENV}
     env.update(

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import statistics
 import sys
 import tempfile
@@ -37,6 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import setup_django  # noqa: E402
+from bench.send_overhead import in_process_bench_close  # noqa: E402
 
 BATCH = 5_000
 DIAGNOSTICS = {"history_tokens": 1234, "static_prompt_tokens": 900, "handoff_tokens": 0, "dynamic_context_tokens": 40,
@@ -214,14 +214,7 @@ def main() -> None:
         print(f"growth {large:,}/{small:,} replies: app x{results[large]['app'] / results[small]['app']:.1f}, "
               f"db x{results[large]['db'] / results[small]['db']:.1f}")
     finally:
-        from django.db import connections
-
-        connections.close_all()
-        if server_url and drop:
-            from bench.send_overhead import pg_drop_database
-
-            pg_drop_database(server_url, drop)
-        shutil.rmtree(data_dir, ignore_errors=True)
+        in_process_bench_close(server_url, drop, data_dir)
 
 
 if __name__ == "__main__":

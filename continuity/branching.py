@@ -65,22 +65,34 @@ def _branch_create(source: Conversation) -> Conversation:
         raise Conflict(
             "This conversation has no finished messages to carry into a branch yet.", code="branch_source_empty"
         )
-    destination = conversation_create(persona=source.persona, origin=ConversationOrigin.BRANCH)
+    destination = handoff_destination_create(
+        persona=source.persona,
+        bubble=handoff.visible(source.title),
+        metadata={"source_conversation_id": str(source.id), "source_message_ids": handoff.source_message_ids},
+    )
+    handoff_row_create(destination=destination, source=source, handoff=handoff)
+    return destination
+
+
+def handoff_destination_create(*, persona: str, bubble: str, metadata: dict) -> Conversation:
+    """A Branch / Fresh Chat–style conversation whose one message is the visible handoff bubble `bubble`.
+
+    The destination continues under the current provider (seed 004: every durable
+    message carries the binding; Branch is how drifted history continues).
+    """
+    destination = conversation_create(persona=persona, origin=ConversationOrigin.BRANCH)
     message_append(
         conversation=destination,
         parent=None,
         role=Role.ASSISTANT,
-        # The destination continues under the current provider (seed 004: every
-        # durable message carries the binding; Branch is how drifted history continues).
         binding=configured_provider().binding(),
         make_head=True,
         kind=MessageKind.HANDOFF_ARTIFACT,
         status=MessageStatus.COMPLETE,
-        content=handoff.visible(source.title),
-        metadata={"source_conversation_id": str(source.id), "source_message_ids": handoff.source_message_ids},
+        content=bubble,
+        metadata=metadata,
     )
     destination.save(update_fields=APPENDED_FIELDS)
-    handoff_row_create(destination=destination, source=source, handoff=handoff)
     return destination
 
 

@@ -214,28 +214,27 @@ class Turn {
     box.querySelector("[data-reasoning-summary]").append(document.createTextNode(text));
   }
 
-  showWaiting(seconds) {
+  // The one status chip in the live reply's header (tool use, waiting for the provider).
+  statusChip() {
     const meta = findBubble(this.assistantId)?.querySelector(".message-meta");
-    if (!meta) return;
+    if (!meta) return null;
     let chip = meta.querySelector(".tool-chip");
     if (!chip) {
       chip = document.createElement("span");
       chip.className = "badge badge-info tool-chip";
       meta.append(chip);
     }
-    chip.textContent = `Waiting for the provider (${Math.ceil(Number(seconds) || 0)} s)…`;
+    return chip;
+  }
+
+  showWaiting(seconds) {
+    const chip = this.statusChip();
+    if (chip) chip.textContent = `Waiting for the provider (${Math.ceil(Number(seconds) || 0)} s)…`;
   }
 
   showTool({ name, status }) {
-    const meta = findBubble(this.assistantId)?.querySelector(".message-meta");
-    if (!meta) return;
-    let chip = meta.querySelector(".tool-chip");
-    if (!chip) {
-      chip = document.createElement("span");
-      chip.className = "badge badge-info tool-chip";
-      meta.append(chip);
-    }
-    chip.textContent = status === "done" || status === "complete" ? `Used ${name}` : `Using ${name}…`;
+    const chip = this.statusChip();
+    if (chip) chip.textContent = status === "done" || status === "complete" ? `Used ${name}` : `Using ${name}…`;
   }
 
   showError(detail) {

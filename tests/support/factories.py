@@ -62,6 +62,16 @@ def thread(*pairs: tuple[str, str], persona: str = "elion", title: str = "", bin
     return conversation
 
 
+def sent_and_answered(conversation, content: str) -> dict:
+    """One send through the JSON API (`?stream=false`), answered 200: the user turn and the finished reply."""
+    response = Client().post(
+        f"/api/conversations/{conversation.pk}/messages/?stream=false", {"content": content},
+        content_type="application/json",
+    )
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
 def api_call(client: Client, method: str, path: str, body: dict | None = None, status: int = 200) -> dict:
     """One JSON API request; asserts the status and returns the decoded body (or {})."""
     call = getattr(client, method.lower())

@@ -13,6 +13,7 @@ from django.test import Client
 
 from conversations.models import Message
 from conversations.transcript.citations import citations_clean
+from tests.support.factories import sent_and_answered as send
 from tests.support.factories import thread
 from tests.support.scripted_provider import ScriptedReply
 
@@ -21,15 +22,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TEXT = "Bees dance to share directions. Hives vote on new homes."
 DANCE = {"url": "https://example.org/bees/dance", "title": "The waggle dance", "start": 0, "end": 31}
 VOTE = {"url": "http://example.net/swarm?x=1", "title": "Swarm decisions", "start": 32, "end": 56}
-
-
-def send(conversation, content: str) -> dict:
-    response = Client().post(
-        f"/api/conversations/{conversation.pk}/messages/?stream=false", {"content": content},
-        content_type="application/json",
-    )
-    assert response.status_code == 200, response.content
-    return response.json()
 
 
 def test_citations_are_kept_on_the_message_with_offsets_into_the_reply(scripted_provider):

@@ -10,19 +10,11 @@ from django.test import Client
 
 from conversations.assistant_settings import assistant_settings_get
 from conversations.provider.gateway import conversation_cache_key
+from tests.support.factories import sent_and_answered as send
 from tests.support.factories import thread
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def send(conversation, content: str) -> dict:
-    response = Client().post(
-        f"/api/conversations/{conversation.pk}/messages/?stream=false", {"content": content},
-        content_type="application/json",
-    )
-    assert response.status_code == 200, response.content
-    return response.json()
 
 
 def test_private_by_default_every_responses_request_sends_store_false_and_asks_for_encrypted_reasoning(

@@ -4,22 +4,13 @@ reasoning tokens, on both API selectors, summed over a reply's tool rounds. Real
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from conversations.models import Message
+from tests.support.factories import sent_and_answered as send
 from tests.support.factories import thread
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def send(conversation, content: str) -> dict:
-    response = Client().post(
-        f"/api/conversations/{conversation.pk}/messages/?stream=false", {"content": content},
-        content_type="application/json",
-    )
-    assert response.status_code == 200, response.content
-    return response.json()
 
 
 @pytest.mark.parametrize("selector", ["responses", "chat.completions"])

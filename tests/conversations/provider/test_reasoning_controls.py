@@ -11,19 +11,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from conversations.settings_service import assistant_settings_update
+from tests.support.factories import sent_and_answered as send
 from tests.support.factories import thread
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def send(conversation, content: str) -> dict:
-    response = Client().post(
-        f"/api/conversations/{conversation.pk}/messages/?stream=false", {"content": content},
-        content_type="application/json",
-    )
-    assert response.status_code == 200, response.content
-    return response.json()
 
 
 def test_reasoning_controls_default_to_medium_effort_medium_verbosity_and_summaries(scripted_provider):

@@ -15,6 +15,7 @@ from django.test import AsyncClient, Client
 
 from conversations.models import Message
 from tests.conftest import parse_sse, read_streaming
+from tests.support.factories import sent_and_answered as send
 from tests.support.factories import thread
 from tests.support.scripted_provider import ScriptedReply
 
@@ -34,15 +35,6 @@ def streamed_send(conversation, content: str) -> list[tuple[str, dict]]:
         return await read_streaming(response)
 
     return parse_sse(async_to_sync(run)())
-
-
-def send(conversation, content: str) -> dict:
-    response = Client().post(
-        f"/api/conversations/{conversation.pk}/messages/?stream=false", {"content": content},
-        content_type="application/json",
-    )
-    assert response.status_code == 200, response.content
-    return response.json()
 
 
 def kinds(items: list[dict]) -> list[str]:
