@@ -18,6 +18,7 @@ wherever they are shown they are labelled "Compacted summary".
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -63,13 +64,14 @@ def summary_system_text(summary: str) -> str:
     )
 
 
-def applicable_compaction(compactions: list[Compaction], branch: list[Message]) -> tuple[Compaction, int] | None:
-    """The newest compaction whose boundary lies on `branch`, with the boundary's index; else None.
+def applicable_compaction(
+    compactions: list[Compaction], positions: Mapping[UUID, int]
+) -> tuple[Compaction, int] | None:
+    """The newest compaction whose boundary lies on a branch, with the boundary's index; else None.
 
-    `branch` is root-first. A boundary off the branch (rewound or edited away)
-    does not apply.
+    `positions`: the branch's message ids → their index, root first. A
+    boundary off the branch (rewound or edited away) does not apply.
     """
-    positions = {message.id: index for index, message in enumerate(branch)}
     for compaction in sorted(compactions, key=lambda c: -c.pk):
         index = positions.get(compaction.through_message_id)
         if index is not None:
@@ -103,12 +105,25 @@ class CompactionProjection:
 
 def compaction_projection(conversation: Conversation, branch: list[Message]) -> CompactionProjection:
     """What a reply request carries of `branch`: all of it, or a summary plus the turns after its boundary."""
+    found = compaction_on_branch(conversation, {message.id: index for index, message in enumerate(branch)})
+    return CompactionProjection(found.summary_text, branch[found.first_index:], found.compaction)
+
+
+@dataclass(frozen=True)
+class CompactionOnBranch:
+    summary_text: str  # the labelled system text, "" when no compaction applies
+    first_index: int  # the branch index of the first turn the request carries verbatim
+    compaction: Compaction | None = None
+
+
+def compaction_on_branch(conversation: Conversation, positions: Mapping[UUID, int]) -> CompactionOnBranch:
+    """`compaction_projection` for a branch given by its positions (id → index): where its verbatim part starts."""
     compactions = list(Compaction.objects.filter(conversation=conversation).only("id", "through_message_id", "summary"))
-    found = applicable_compaction(compactions, branch) if compactions else None
+    found = applicable_compaction(compactions, positions) if compactions else None
     if found is None:
-        return CompactionProjection("", branch)
+        return CompactionOnBranch("", 0)
     compaction, index = found
-    return CompactionProjection(summary_system_text(compaction.summary), branch[index + 1:], compaction)
+    return CompactionOnBranch(summary_system_text(compaction.summary), index + 1, compaction)
 
 
 # --- Services ---------------------------------------------------------------------------

@@ -62,20 +62,34 @@ def _sources(*, persona: str, exclude: Iterable[UUID]) -> QuerySet:
 
 
 def _newest_matches(
-    terms: Sequence[str], *, source_sql: str, source_params: Sequence, limit: int, before: int | None = None
+    terms: Sequence[str], *, source_sql: str, source_params: Sequence, excluded: Sequence[UUID], limit: int,
+    before: int | None = None,
 ) -> list[tuple[int, str]]:
     """SQLite: (id, search_text) of the newest eligible index rows holding ANY
     of `terms` (below id `before` when given), at most `limit`. FTS5 walks its
-    doclists newest first and stops at the limit, however rare the terms."""
+    doclists newest first and stops at the limit, however rare the terms, and
+    skips the `excluded` conversations' rows itself (the index holds each
+    row's conversation: migration 0013), so the current thread, however long,
+    costs nothing here; the EXISTS probe decides the rest."""
     older = "AND f.rowid < %s " if before is not None else ""
     sql = (
         f"SELECT c.id, c.search_text FROM {FTS_TABLE} f JOIN {ENTRY_TABLE} c ON c.id = f.rowid "
         f"WHERE {FTS_TABLE} MATCH %s {older}AND EXISTS ({source_sql}) ORDER BY f.rowid DESC LIMIT %s"
     )
-    params = [" OR ".join(f'"{term}"' for term in terms), *([before] if before is not None else [])]
+    params = [_fts_match_any(terms, excluded=excluded), *([before] if before is not None else [])]
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, *source_params, limit])
         return cursor.fetchall()
+
+
+def _fts_match_any(terms: Sequence[str], *, excluded: Sequence[UUID]) -> str:
+    """The FTS5 query for rows holding any of `terms` in their text and not of an `excluded` conversation.
+
+    SQLite stores a UUID as its 32 hex digits, which the index holds as one token."""
+    match = "search_text : (" + " OR ".join(f'"{term}"' for term in terms) + ")"
+    if excluded:
+        match += " NOT conversation_id : (" + " OR ".join(f'"{pk.hex}"' for pk in excluded) + ")"
+    return match
 
 
 def _walk_newest_postgres(
@@ -144,6 +158,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     search meets), not `IN (every eligible conversation)`, which would cost
     far more than the search itself (bench/recall.py).
     """
+    exclude = list(exclude)
     source = (
         _sources(persona=persona, exclude=exclude).filter(pk=RawSQL("c.conversation_id", ())).order_by().values("pk")
     )
@@ -154,6 +169,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
         # otherwise turn it into a hash join that reads every conversation.
         source_sql += " OFFSET 0"
     query = {"source_sql": source_sql, "source_params": source_params}
+    excluded = sorted(UUID(str(pk)) for pk in exclude)
     per_term = candidates_per_term(len(terms))
     probe_size = per_term * len(terms)
     if postgres:
@@ -163,7 +179,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
         since = max(top - PROBE_ROWS + 1, 0)
         probe = _walk_newest_postgres(terms, limit=probe_size, since=since, before=None, **query)
     else:
-        probe = _newest_matches(terms, limit=probe_size, **query)
+        probe = _newest_matches(terms, limit=probe_size, excluded=excluded, **query)
     found: dict[int, str] = {}
     counts = dict.fromkeys(terms, 0)
     for pk, search_text in probe:
@@ -187,7 +203,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
         found.update(_older_matches_postgres(short, counts, span=span, before=oldest, query=query))
         return found
     for term, missing in short.items():
-        older = _newest_matches([term], limit=missing, before=oldest, **query)
+        older = _newest_matches([term], limit=missing, before=oldest, excluded=excluded, **query)
         found.update((pk, search_text or "") for pk, search_text in older)
     return found
 

@@ -13,6 +13,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Protocol
 
 from continuity.keyword_recall import contains_recall_section
 from conversations.provider.gateway import REASONING_ROLE
@@ -111,10 +112,29 @@ def trim_history(turns: list[HistoryTurn], budget_tokens: int) -> tuple[list[His
     return kept, dropped
 
 
+class TrimmableHistory(Protocol):
+    """History turns that can be trimmed to a budget without listing every one (`continuity.kept_history`)."""
+
+    def trimmed(self, budget_tokens: int) -> tuple[list[HistoryTurn], int, int]:
+        """`trim_history` of every turn: the kept turns, how many were dropped, and the kept turns' tokens."""
+        ...
+
+
+@dataclass(frozen=True)
+class ListedHistory:
+    """History turns as a plain list (`TrimmableHistory`)."""
+
+    turns: list[HistoryTurn]
+
+    def trimmed(self, budget_tokens: int) -> tuple[list[HistoryTurn], int, int]:
+        kept, dropped = trim_history(self.turns, budget_tokens)
+        return kept, dropped, sum(turn_tokens(turn) for turn in kept)
+
+
 def assemble_request(
     *,
     static_prompt: str,
-    history: list[HistoryTurn],
+    history: list[HistoryTurn] | TrimmableHistory,
     dynamic_context: str = "",
     handoff_text: str = "",
     tool_definitions_text: str = "",
@@ -137,8 +157,10 @@ def assemble_request(
     tool_tokens = estimate_tokens(tool_definitions_text)
     summary_tokens = estimate_tokens(compacted_summary)
     history_budget = max(input_budget_tokens - static_tokens - dynamic_tokens - tool_tokens - summary_tokens, 0)
-    kept, trimmed = trim_history(history, history_budget)
-    history_tokens = sum(turn_tokens(turn) for turn in kept) + summary_tokens
+    if isinstance(history, list):
+        history = ListedHistory(history)
+    kept, trimmed, kept_tokens = history.trimmed(history_budget)
+    history_tokens = kept_tokens + summary_tokens
 
     messages: list[dict] = []
     if static_prompt:

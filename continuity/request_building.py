@@ -9,21 +9,21 @@ The pure assembly is `continuity.request_assembly`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from uuid import UUID
 
 from django.conf import settings
 
-from continuity.compaction import compaction_projection
+from continuity.compaction import compaction_on_branch
 from continuity.dynamic_context import dynamic_context_build
-from continuity.request_assembly import AssembledRequest, HistoryTurn, assemble_request, tool_definitions_text
+from continuity.kept_history import branch_history
+from continuity.request_assembly import AssembledRequest, assemble_request, tool_definitions_text
 from continuity.static_prompt import prior_thread_section_in
 from conversations.assistant_settings import assistant_settings_get
-from conversations.attachments.services import attachment_parts_verified, manifests_on_branch
+from conversations.attachments.services import attachment_parts_verified, manifests_in_conversation
 from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
-from conversations.transcript.tool_pairing import project_tool_parts
-from conversations.transcript.tree import is_projectable
-from conversations.transcript.tree_cache import conversation_tree, kept_branch
+from conversations.transcript.tree_cache import BranchRead, conversation_read, kept_branch_read
 from elion.errors import NotFound
 
 
@@ -43,6 +43,9 @@ class SendContext:
     tree: dict[UUID, Message]
     prompt: Message | None
     settings_row: AssistantSettings
+    # The tree's rows counted by `Message.binding_columns` (for the binding gate), and its streaming rows.
+    binding_counts: Mapping[tuple[str, str, str, str, str, str], int]
+    streaming: list[Message]
     # Attachment request parts this send verified before it took the lock, by attachment id.
     verified_parts: dict[UUID, dict] = field(default_factory=dict)
 
@@ -52,9 +55,9 @@ class SendContext:
         except (KeyError, ValueError, TypeError) as exc:
             raise NotFound("No message with that id in this conversation.", code="message_not_found") from exc
 
-    def branch_to(self, message_id: UUID | None) -> list[Message]:
-        """Root → `message_id`, oldest first (the live branch when it is the head)."""
-        return kept_branch(self.conversation.id, self.tree, message_id)
+    def branch_to(self, message_id: UUID | None) -> BranchRead:
+        """Root → `message_id`, oldest first (the live branch when it is the head), as the tree cache reads it."""
+        return kept_branch_read(self.conversation.id, self.tree, message_id)
 
     def latest_reply_to(self, user_message: Message) -> Message | None:
         replies = [
@@ -69,56 +72,41 @@ def send_context_load(conversation: Conversation, *, verified_parts: dict[UUID, 
 
     Precondition for a send: the caller holds the conversation's row lock.
     """
-    tree, prompt = conversation_tree(conversation)
+    read = conversation_read(conversation)
     return SendContext(
         conversation=conversation,
-        tree=tree,
-        prompt=prompt,
+        tree=read.tree,
+        prompt=read.prompt,
         settings_row=assistant_settings_get(),
+        binding_counts=read.binding_counts,
+        streaming=read.streaming,
         verified_parts=verified_parts or {},
     )
 
 
-_HISTORY_TURN = "_elion_history_turn"
-
-
-def history_turn_of(message: Message) -> HistoryTurn:
-    """The message as a history turn, its attachments aside: built once per row instance.
-
-    Row instances from the tree cache (`conversations.transcript.tree_cache`) serve
-    send after send, and a row that changes comes back as a new instance, so the
-    turn kept on an instance is always the turn of what it holds.
-    """
-    turn = message.__dict__.get(_HISTORY_TURN)
-    if turn is None:
-        turn = HistoryTurn(message.role, message.content, tuple(project_tool_parts(message.parts)))
-        message.__dict__[_HISTORY_TURN] = turn
-    return turn
-
-
-def reply_request_build(context: SendContext, *, branch: list[Message], tools: list[dict]) -> AssembledRequest:
+def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list[dict]) -> AssembledRequest:
     """The model input for the reply to the last user turn of `branch` (root first).
 
     Reads the context's rows and stored prompt; verifies every attachment
     blob the branch references (also those a compaction now stands in for).
+    The history turns are those kept from this conversation's last send plus
+    the ones since (`continuity.kept_history`): nothing here passes over the
+    whole branch.
     """
     conversation = context.conversation
     attachment_parts = branch_attachment_parts(conversation, branch, verified=context.verified_parts)
     # A compaction whose boundary lies on this branch stands in for the turns it covers.
-    compacted = compaction_projection(conversation, branch)
-    history = [
-        replace(history_turn_of(m), attachments=attachment_parts[m.id]) if m.id in attachment_parts
-        else history_turn_of(m)
-        for m in compacted.branch_after
-        if is_projectable(m, has_attachments=m.id in attachment_parts)
-    ]
+    compacted = compaction_on_branch(conversation, branch.positions)
+    history = branch_history(
+        conversation.id, branch, attachment_parts=attachment_parts, start_index=compacted.first_index
+    )
     static_prompt = context.prompt.content if context.prompt else ""
     # Layer 2, fresh for this send and never stored: pinned character + keyword recall.
     dynamic = dynamic_context_build(
         conversation,
-        branch=branch,
+        branch=branch.messages,
         static_prompt=static_prompt,
-        history=[turn.content for turn in history],
+        history=history.texts,
         settings_row=context.settings_row,
     )
     return assemble_request(
@@ -134,7 +122,7 @@ def reply_request_build(context: SendContext, *, branch: list[Message], tools: l
 
 
 def branch_attachment_parts(
-    conversation: Conversation, branch: list[Message], *, verified: dict[UUID, dict]
+    conversation: Conversation, branch: BranchRead, *, verified: dict[UUID, dict]
 ) -> dict[UUID, tuple[dict, ...]]:
     """Every manifest on the branch, each blob verified during this send, as request parts.
 
@@ -143,5 +131,9 @@ def branch_attachment_parts(
     naming it), which rolls the caller's transaction back. `verified`: the
     parts this send verified before its lock; the rest are verified now.
     """
-    manifests = manifests_on_branch(conversation.id, (m for m in branch if m.role == Role.USER))
+    manifests = {
+        message_id: manifest
+        for message_id, manifest in manifests_in_conversation(conversation.id).items()
+        if (index := branch.positions.get(message_id)) is not None and branch.messages[index].role == Role.USER
+    }
     return attachment_parts_verified(conversation.id, manifests, verified=verified)

@@ -197,6 +197,15 @@ class Message(models.Model):
         ]
         indexes = [
             models.Index(fields=["status", "lease_expires_at"], name="message_status_lease"),
+            # The tree cache's read of what changed (conversations.transcript.tree_cache).
+            models.Index(fields=["conversation", "updated_at"], name="message_conversation_changed"),
+            models.Index(
+                fields=["conversation"], condition=Q(status="streaming"), name="message_conversation_streaming"
+            ),
+            # Keyword recall's read of where this thread's handoffs came from.
+            models.Index(
+                fields=["conversation"], condition=Q(kind="handoff_artifact"), name="message_conversation_handoff"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -205,6 +214,12 @@ class Message(models.Model):
     @property
     def binding(self) -> tuple[str, str, str, str]:
         return (self.provider_id, self.provider_type, self.model, self.route_fingerprint)
+
+    @property
+    def binding_columns(self) -> tuple[str, str, str, str, str, str]:
+        """What decides whether the row may be replayed to a provider (`conversations.provider.binding`):
+        its role and kind, and its four binding columns."""
+        return (self.role, self.kind, self.provider_id, self.provider_type, self.model, self.route_fingerprint)
 
 
 class IdempotentAction(models.Model):

@@ -77,13 +77,14 @@ def matching_ids(
         )
         match = " & ".join(terms)
     else:
-        # Quoted FTS5 strings: each term is one token, implicitly ANDed.
+        # Quoted FTS5 strings: each term is one token, implicitly ANDed, in the
+        # text column only (the message index also indexes each row's conversation).
         sql = (
             f"SELECT f.rowid FROM {fts_table} f JOIN {table} c ON c.id = f.rowid {join} "
             f"WHERE {fts_table} MATCH %s {where} "
             "ORDER BY f.rowid DESC LIMIT %s"
         )
-        match = " ".join(f'"{term}"' for term in terms)
+        match = "search_text : (" + " ".join(f'"{term}"' for term in terms) + ")"
     with connection.cursor() as cursor:
         cursor.execute(sql, [match, *params, limit])
         return [row[0] for row in cursor.fetchall()]

@@ -20,7 +20,7 @@ Branch / Fresh Chat starts a new conversation under the current provider
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from django.conf import settings
 
@@ -87,9 +87,14 @@ def recorded_bindings(messages: Iterable[Message]) -> tuple[set[ProviderBinding]
     The rows are counted by what decides (role, kind and the four binding columns), and each
     distinct combination is then judged once: a thread of thousands of rows holds a handful.
     """
-    combinations = Counter(
-        (m.role, m.kind, m.provider_id, m.provider_type, m.model, m.route_fingerprint) for m in messages
-    )
+    return recorded_bindings_of_counts(Counter(m.binding_columns for m in messages))
+
+
+def recorded_bindings_of_counts(
+    combinations: Mapping[tuple[str, str, str, str, str, str], int],
+) -> tuple[set[ProviderBinding], int]:
+    """`recorded_bindings` of rows already counted by their `Message.binding_columns` (the tree cache keeps
+    those counts for a send: `conversations.transcript.tree_cache.TreeRead`)."""
     bindings: set[ProviderBinding] = set()
     unbound = 0
     for (role, kind, *binding), count in combinations.items():
@@ -165,6 +170,15 @@ def provider_binding_gate(messages: Iterable[Message]) -> ProviderConfig:
     """
     config = configured_provider()
     problem = binding_problem(messages, config)
+    if problem is not None:
+        raise problem
+    return config
+
+
+def provider_binding_gate_counted(combinations: Mapping[tuple[str, str, str, str, str, str], int]) -> ProviderConfig:
+    """`provider_binding_gate` of rows already counted by their `Message.binding_columns`."""
+    config = configured_provider()
+    problem = binding_problem_of(*recorded_bindings_of_counts(combinations), config)
     if problem is not None:
         raise problem
     return config

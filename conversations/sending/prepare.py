@@ -41,7 +41,7 @@ from conversations.attachments.services import (
 )
 from conversations.characters import access_character
 from conversations.models import AssistantSettings, Conversation, Message, MessageKind, MessageStatus, Role
-from conversations.provider.binding import provider_binding_gate
+from conversations.provider.binding import provider_binding_gate_counted
 from conversations.provider.gateway import ProviderConfig, RequestOptions, conversation_cache_key
 from conversations.sending import tool_loop
 from conversations.sending.commands import FROM_HEAD, ParentChoice, SendCommand
@@ -116,7 +116,7 @@ def _send_commit(command: SendCommand, *, pinned: dict, preverified: Preverified
     conversation = access_conversation(command.conversation_id, lock=True)
     context = send_context_load(conversation, verified_parts=preverified.parts)
     # Seed 004: the full binding tuple is validated before any replay or provider I/O.
-    config = provider_binding_gate(context.tree.values())
+    config = provider_binding_gate_counted(context.binding_counts)
 
     if command.client_message_id is not None:
         if command.client_message_id in context.tree:
@@ -124,7 +124,7 @@ def _send_commit(command: SendCommand, *, pinned: dict, preverified: Preverified
         if Message.objects.filter(pk=command.client_message_id).exists():
             raise Conflict("client_message_id is already used by another message.", code="client_message_id_conflict")
 
-    transcript_write_guard(conversation, action="send", loaded=context.tree.values())
+    transcript_write_guard(conversation, action="send", loaded=context.streaming)
     parent = _resolve_parent(context, command.parent_id)
     # The first send stores the static prompt before the turn it answers.
     _prompt_ready(context)
@@ -188,7 +188,7 @@ def _prepare_for_repeated_turn(
             diagnostics=reply.metadata.get("diagnostics"),
         )
     # The turn was stored but its reply failed or never started: answer it now.
-    transcript_write_guard(conversation, action="send", loaded=context.tree.values())
+    transcript_write_guard(conversation, action="send", loaded=context.streaming)
     _prompt_ready(context)
     return _start_reply(context, existing, config)
 
@@ -222,11 +222,11 @@ def retry_prepare(*, conversation_id: UUID, message_id: UUID | str) -> PreparedR
 def _retry_commit(conversation_id: UUID, message_id: UUID | str, *, preverified: PreverifiedAttachments) -> PreparedReply:
     conversation = access_conversation(conversation_id, lock=True)
     context = send_context_load(conversation, verified_parts=preverified.parts)
-    config = provider_binding_gate(context.tree.values())
+    config = provider_binding_gate_counted(context.binding_counts)
     target = context.get(message_id)
     if target.role != Role.ASSISTANT or target.kind != MessageKind.ORDINARY or target.parent_id is None:
         raise InvalidInput("Only an assistant reply can be retried.", code="not_retryable")
-    transcript_write_guard(conversation, action="retry", loaded=context.tree.values())
+    transcript_write_guard(conversation, action="retry", loaded=context.streaming)
     _prompt_ready(context)
     return _start_reply(context, context.tree[target.parent_id], config)
 

@@ -34,8 +34,9 @@ def transcript_write_guard(
     Precondition: the caller holds the conversation's row lock inside a
     transaction, so no reply can start between this check and the write.
     `loaded`: the conversation's messages when the caller already read them
-    under that lock (a send): the check then costs no query unless a stream
-    died, and the dead rows are marked `interrupted` in memory too.
+    under that lock (a send), or at least every streaming one of them (the
+    tree cache's `TreeRead.streaming`): the check then costs no query unless
+    a stream died, and the dead rows are marked `interrupted` in memory too.
     """
     if conversation.trashed and not allow_trashed:
         raise Conflict(f"This conversation is in the trash; restore it to {action}.", code="conversation_trashed")

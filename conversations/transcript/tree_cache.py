@@ -41,8 +41,10 @@ whole). Imports models only.
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -59,6 +61,20 @@ RECHECK_WINDOW = timedelta(seconds=60)
 class _Kept:
     rows: dict[UUID, Message]  # never mutated once kept: a changed row replaces the whole dict
     newest_seen: datetime
+    columns: Counter[BindingColumns]  # `Message.binding_columns` of every row but the stored prompt, counted
+
+
+BindingColumns = tuple[str, str, str, str, str, str]  # `Message.binding_columns`
+
+
+@dataclass(frozen=True)
+class TreeRead:
+    """One conversation's rows as a send uses them (`conversation_read`)."""
+
+    tree: dict[UUID, Message]  # every row but the stored prompt, by id: the caller's own dict
+    prompt: Message | None  # the stored prompt (None before the first send stores it)
+    binding_counts: Mapping[BindingColumns, int]  # `Message.binding_columns` of the tree's rows, counted; read-only
+    streaming: list[Message]  # the tree's rows that are streaming
 
 
 _KEPT: OrderedDict[UUID, _Kept] = OrderedDict()
@@ -78,15 +94,31 @@ def conversation_rows(conversation: Conversation) -> dict[UUID, Message]:
 def conversation_tree(conversation: Conversation) -> tuple[dict[UUID, Message], Message | None]:
     """`conversation_rows` split as a send uses them: the tree (every row but the stored prompt), and the
     stored prompt (None before the first send stores it). Same precondition."""
-    rows, system_ids = _read(conversation)
+    read = conversation_read(conversation)
+    return read.tree, read.prompt
+
+
+def conversation_read(conversation: Conversation) -> TreeRead:
+    """`conversation_tree`, with the counts and streaming rows a send checks (nothing here passes over
+    every row once the conversation is kept). Same precondition."""
+    rows, read = _read(conversation)
     tree = dict(rows)
-    prompts = [tree.pop(pk) for pk in system_ids if pk in tree]
-    return tree, prompts[0] if prompts else None
+    prompts = [tree.pop(message.id) for message in read.prompts if message.id in tree]
+    streaming = [tree[message.id] for message in read.streaming if message.id in tree]
+    return TreeRead(tree, prompts[0] if prompts else None, read.counts, streaming)
 
 
-def _read(conversation: Conversation) -> tuple[dict[UUID, Message], list[UUID]]:
-    """The rows (a dict the caller must not change) and the ids of the stored-prompt rows among them:
-    read whole, or the kept copy with what changed since merged in."""
+@dataclass(frozen=True)
+class _Read:
+    prompts: list[Message]  # every stored-prompt row (always among the rows read)
+    streaming: list[Message]  # every streaming row (likewise)
+    counts: Counter[BindingColumns]
+
+
+def _read(conversation: Conversation) -> tuple[dict[UUID, Message], _Read]:
+    """The rows (a dict the caller must not change), and among them the stored prompt and the streaming
+    rows, with the rows' `Message.binding_columns` counted (the stored prompt's aside): read whole, or the kept
+    copy with what changed since merged in."""
     with _LOCK:
         kept = _KEPT.get(conversation.id)
         if kept is not None:
@@ -95,17 +127,49 @@ def _read(conversation: Conversation) -> tuple[dict[UUID, Message], list[UUID]]:
     if kept is None:
         read = list(rows_of)
         rows = {message.id: message for message in read}
+        counts = Counter(message.binding_columns for message in read if message.role != Role.SYSTEM)
+        with _LOCK:
+            _branch_forget_changed(conversation.id, rows)  # new instances, every one
     else:
         recent = kept.newest_seen - RECHECK_WINDOW
-        read = list(rows_of.filter(Q(updated_at__gte=recent) | Q(status=MessageStatus.STREAMING) | Q(role=Role.SYSTEM)))
+        # Each alternative names the conversation, so each is one index's range
+        # (migration 0013): the read costs what changed, not the thread's length.
+        mine = Q(conversation_id=conversation.id)
+        read = list(
+            Message.objects.filter(
+                (mine & Q(updated_at__gte=recent)) | (mine & Q(status=MessageStatus.STREAMING)) | (mine & Q(role=Role.SYSTEM))
+            )
+        )
         changed = {message.id: message for message in read if not _unchanged(kept.rows.get(message.id), message)}
         rows = {**kept.rows, **changed} if changed else kept.rows
+        counts = _recounted(kept, changed)
+        if changed:
+            with _LOCK:
+                _branch_forget_changed(conversation.id, changed)
     newest = max((message.updated_at for message in read), default=None)
     if kept is not None:
         newest = kept.newest_seen if newest is None else max(newest, kept.newest_seen)
-    _keep(conversation.id, rows, newest)
-    # Every stored prompt is among the rows read (the kept path always reads them again).
-    return rows, [message.id for message in read if message.role == Role.SYSTEM]
+    _keep(conversation.id, rows, newest, counts)
+    # Every stored prompt and streaming row is among the rows read (the kept path always reads them again).
+    return rows, _Read(
+        prompts=[message for message in read if message.role == Role.SYSTEM],
+        streaming=[message for message in read if message.status == MessageStatus.STREAMING],
+        counts=counts,
+    )
+
+
+def _recounted(kept: _Kept, changed: dict[UUID, Message]) -> Counter[BindingColumns]:
+    """The kept rows' counts with the changed rows' old columns taken out and their new ones put in."""
+    if not changed:
+        return kept.columns
+    counts = Counter(kept.columns)
+    for pk, message in changed.items():
+        before = kept.rows.get(pk)
+        if before is not None and before.role != Role.SYSTEM:
+            counts[before.binding_columns] -= 1
+        if message.role != Role.SYSTEM:
+            counts[message.binding_columns] += 1
+    return +counts  # without the columns no row has any more
 
 
 def _unchanged(kept: Message | None, read: Message) -> bool:
@@ -122,15 +186,42 @@ def _unchanged(kept: Message | None, read: Message) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class BranchRead:
+    """A branch as `kept_branch_read` found it: root first, with what lets a caller build on its last read.
+
+    `read_number` numbers this process's branch reads (of every conversation);
+    `unchanged` is how many leading messages are the very instances (same
+    rows, unchanged) that read `follows` returned first (0: no such read). A caller that
+    keeps something derived from each read (`continuity.kept_history`) reuses
+    what it derived from those leading messages and derives only the rest.
+    """
+
+    messages: list[Message]
+    positions: Mapping[UUID, int]  # id → index in `messages`; read-only
+    read_number: int
+    follows: int
+    unchanged: int
+
+
 def kept_branch(conversation_id: UUID, rows: dict[UUID, Message], tip_id: UUID | None) -> list[Message]:
-    """`walk_to_root(rows, tip_id)`, walking only what this process has not walked before in the conversation.
+    """`walk_to_root(rows, tip_id)`, walking only what this process has not walked before (`kept_branch_read`)."""
+    return kept_branch_read(conversation_id, rows, tip_id).messages
+
+
+def kept_branch_read(conversation_id: UUID, rows: dict[UUID, Message], tip_id: UUID | None) -> BranchRead:
+    """Root → `tip_id` over `rows` (a `conversation_rows` / `conversation_tree` answer), walking only what
+    this process has not walked before in the conversation.
 
     The last branch walked here is kept; a new tip's walk stops at the first
-    message on it, and the rest is taken from it as long as every row of that
-    part is still the instance `rows` holds (a changed row is a new instance).
+    message on it and takes the rest from it. That part is still the very
+    rows `rows` holds: `_read` forgets the kept branch whenever a row on it
+    changes (a changed row is a new instance), and the two ends are checked
+    here too, so a `rows` from anywhere else is walked afresh.
     """
     with _LOCK:
         last = _BRANCHES.get(conversation_id)
+    read_number = next(_READ_NUMBERS)
     walked: list[Message] = []
     seen: set[UUID] = set()
     current = tip_id
@@ -146,34 +237,46 @@ def kept_branch(conversation_id: UUID, rows: dict[UUID, Message], tip_id: UUID |
         current = message.parent_id
     walked.reverse()
     if current is None:
-        branch, positions = walked, {}
+        branch, positions, meets = walked, {}, 0
     else:
         meets = position[current] + 1
         prefix = last.branch[:meets]
-        if not all(rows.get(message.id) is message for message in prefix):
+        if rows.get(prefix[0].id) is not prefix[0] or rows.get(prefix[-1].id) is not prefix[-1]:
             with _LOCK:
-                _BRANCHES.pop(conversation_id, None)
-            return kept_branch(conversation_id, rows, tip_id)
+                if _BRANCHES.get(conversation_id) is last:
+                    _BRANCHES[conversation_id] = _Branch([], {}, last.read_number)
+            return kept_branch_read(conversation_id, rows, tip_id)
         branch = prefix + walked
         # Continuing from the last tip (the usual send) keeps every position; otherwise they are counted again.
         positions = dict(last.positions) if meets == len(last.branch) else {m.id: i for i, m in enumerate(prefix)}
     positions.update((message.id, index) for index, message in enumerate(walked, start=len(branch) - len(walked)))
     if conversation_id in _KEPT:
         with _LOCK:
-            _BRANCHES[conversation_id] = _Branch(branch, positions)
-    return branch
+            _BRANCHES[conversation_id] = _Branch(branch, positions, read_number)
+    return BranchRead(branch, positions, read_number, last.read_number if last is not None else 0, meets)
 
 
 @dataclass(frozen=True)
 class _Branch:
     branch: list[Message]
     positions: dict[UUID, int]
+    read_number: int
 
 
 _BRANCHES: dict[UUID, _Branch] = {}
+_READ_NUMBERS = itertools.count(1)
 
 
-def _keep(conversation_id: UUID, rows: dict[UUID, Message], newest: datetime | None) -> None:
+def _branch_forget_changed(conversation_id: UUID, changed: Iterable[UUID]) -> None:
+    """A changed row on the kept branch ends it: the next read walks afresh (and counts on)."""
+    last = _BRANCHES.get(conversation_id)
+    if last is not None and last.branch and any(pk in last.positions for pk in changed):
+        _BRANCHES[conversation_id] = _Branch([], {}, last.read_number)
+
+
+def _keep(
+    conversation_id: UUID, rows: dict[UUID, Message], newest: datetime | None, counts: Counter[BindingColumns]
+) -> None:
     limit = settings.ELION_TREE_CACHE_ROWS
     if newest is None or len(rows) < settings.ELION_TREE_CACHE_MIN_ROWS or len(rows) > limit:
         with _LOCK:
@@ -181,7 +284,7 @@ def _keep(conversation_id: UUID, rows: dict[UUID, Message], newest: datetime | N
             _BRANCHES.pop(conversation_id, None)
         return
     with _LOCK:
-        _KEPT[conversation_id] = _Kept(rows, newest)
+        _KEPT[conversation_id] = _Kept(rows, newest, counts)
         _KEPT.move_to_end(conversation_id)
         total = sum(len(kept.rows) for kept in _KEPT.values())
         while total > limit and len(_KEPT) > 1:

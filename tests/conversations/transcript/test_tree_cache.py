@@ -2,7 +2,9 @@
 conversations (`conversations.transcript.tree_cache`) and asks the database only what changed, and a
 finished message is projected into a history turn once. The request built from the kept rows must be
 exactly the request the earlier code built from freshly read rows: the property test below builds both
-over random trees, budgets, tool pairs, reasoning, compactions and statuses.
+over random trees, budgets, tool pairs, reasoning, compactions, statuses and attachments (turns with
+files, and turns of files only), and since the history is kept between sends (`continuity.kept_history`),
+over the same conversation send after send.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import datetime
 import json
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -24,6 +27,12 @@ from continuity.request_assembly import HistoryTurn, assemble_request, tool_defi
 from continuity.request_building import reply_request_build, send_context_load
 from continuity.static_prompt import prior_thread_section_in
 from conversations.assistant_settings import assistant_settings_get
+from conversations.attachments.services import (
+    attachment_parts_verified,
+    attachment_upload,
+    attachments_commit,
+    manifests_for,
+)
 from conversations.models import Message, MessageStatus, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
@@ -147,10 +156,12 @@ def reference_request(conversation, budget: int) -> list[dict] | str:
     prompt = next((m for m in rows if m.role == Role.SYSTEM), None)
     branch = live_branch(conversation)
     compacted = compaction_projection(conversation, branch)
+    manifests = manifests_for([m for m in branch if m.role == Role.USER])
+    parts = attachment_parts_verified(conversation.id, manifests)
     history = [
-        HistoryTurn(m.role, m.content, tuple(project_tool_parts(m.parts)))
+        HistoryTurn(m.role, m.content, tuple(project_tool_parts(m.parts)), parts.get(m.id, ()))
         for m in compacted.branch_after
-        if is_projectable(m)
+        if is_projectable(m, has_attachments=m.id in parts)
     ]
     static_prompt = prompt.content if prompt else ""
     dynamic = dynamic_context_build(conversation, branch=branch, static_prompt=static_prompt,
@@ -179,6 +190,7 @@ STEP = st.one_of(
     st.tuples(st.just("compact"), st.integers(0, 10_000)),
     st.tuples(st.just("undo_compaction")),
     st.tuples(st.just("age")),
+    st.tuples(st.just("attached"), st.integers(0, 10_000), st.booleans(), st.integers(1, 2)),
 )
 
 
@@ -211,6 +223,23 @@ def apply_step(conversation, step) -> None:
         Compaction.objects.filter(conversation=conversation).delete()
     elif kind == "age":
         age_every_row(conversation)
+    elif kind == "attached":
+        # A user turn with files (text or only files), from the head or, sometimes, after an older reply.
+        _, at, with_text, files = step
+        parent = conversation.head if rows and at % 3 else pick(at)
+        if parent is not None and parent.role == Role.USER:
+            return
+        uploads = [
+            attachment_upload(
+                upload=SimpleUploadedFile(f"note-{at}-{n}.txt", f"Notes {at} {n} on the orchard. ".encode() * 8),
+                conversation_id=conversation.id,
+            )
+            for n in range(files)
+        ]
+        user = message_append(conversation=conversation, parent=parent, role=Role.USER, binding=None, make_head=True,
+                              content=f"See the notes {at}" if with_text else "")
+        attachments_commit(message=user, attachment_ids=tuple(upload.id for upload in uploads))
+        conversation.save(update_fields=APPENDED_FIELDS)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
