@@ -97,6 +97,7 @@ def recall_section(
     carried: Sequence[str],
     owner_name: str,
     display_name: str,
+    carried_lineage: object = None,
 ) -> tuple[str, kr.RecallDecision, int]:
     """The recall section for `text` (the current message), its decision, and its excerpt count.
 
@@ -130,7 +131,7 @@ def recall_section(
     decision = kr.recall_decision(text, keywords=keywords, topics=topics)
     if not decision.run:
         return "", decision, 0
-    context = kr.ContextText(carried, reuse_key=conversation.pk)
+    context = kr.ContextText(carried, reuse_key=conversation.pk, lineage=carried_lineage)
     if named and set(decision.terms) <= set(named):
         hits, complete = named_hits, True  # the same search was just made; ranking keeps only the decided terms
     else:
@@ -153,11 +154,13 @@ def dynamic_context_build(
     static_prompt: str,
     history: Sequence[str],
     settings_row: AssistantSettings,
+    history_lineage: object = None,
 ) -> DynamicContext:
     """The dynamic context for the reply to the last user turn of `branch`.
 
     `history` is the thread's projectable history text (the current message last);
-    `settings_row` is the AssistantSettings row the send read.
+    `settings_row` is the AssistantSettings row the send read; `history_lineage`
+    the history's lineage when it has one (`continuity.kept_history.BranchHistory.lineage`).
     """
     user_message = next((m for m in reversed(branch) if m.role == Role.USER), None)
     birth = in_birth_period(branch)
@@ -169,6 +172,7 @@ def dynamic_context_build(
         carried=[static_prompt, *history],
         owner_name=settings_row.owner_name,
         display_name=settings_row.display_name,
+        carried_lineage=history_lineage,
     )
     text = "\n\n".join(part for part in (pinned, recall) if part)
     return DynamicContext(

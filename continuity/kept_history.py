@@ -58,6 +58,7 @@ class _Projected:
     """The turns projected from a branch's first `covered` messages."""
 
     read_number: int
+    lineage: object  # the same object while each projection extends the last one (its lists only grow)
     covered: int
     with_attachments: frozenset[UUID]  # the messages among them that had attachments when projected
     indices: list[int]  # each turn's index on the branch
@@ -82,6 +83,11 @@ class BranchHistory:
 
     def __len__(self) -> int:
         return len(self.projected.turns) - self.first
+
+    @property
+    def lineage(self) -> tuple[object, int]:
+        """The same while each send's `texts` begin with the last one's: they only grow at the end."""
+        return (self.projected.lineage, self.first)
 
     @property
     def texts(self) -> list[str]:
@@ -143,7 +149,7 @@ def branch_history(
         or kept.covered > read.unchanged
         or not _same_attachments(kept, attached_ids, read)
     ):
-        kept = _Projected(0, 0, frozenset(), [], [], [], [], [0])
+        kept = _Projected(0, object(), 0, frozenset(), [], [], [], [], [0])
     projected = _extend(kept, read, attached_ids)
     with _LOCK:
         _KEPT[conversation_id] = projected
@@ -195,7 +201,8 @@ def _extend(kept: _Projected, read: BranchRead, attached_ids: frozenset[UUID]) -
     totals = kept.totals + list(accumulate((turn.tokens for turn in turns[keep:]), initial=kept.totals[-1]))[1:]
     added = (pk for pk in attached_ids if kept.covered <= read.positions.get(pk, -1))
     return _Projected(
-        read.read_number, len(read.messages), kept.with_attachments.union(added), indices, messages, turns, texts, totals
+        read.read_number, kept.lineage, len(read.messages), kept.with_attachments.union(added), indices, messages,
+        turns, texts, totals,
     )
 
 

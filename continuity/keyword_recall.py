@@ -297,10 +297,13 @@ class ContextText:
     newest turns. `texts[0]` is the stored prompt, the rest the history.
     """
 
-    def __init__(self, texts: Iterable[str], n: int = OVERLAP_NGRAM, *, reuse_key: object = None) -> None:
+    def __init__(
+        self, texts: Iterable[str], n: int = OVERLAP_NGRAM, *, reuse_key: object = None, lineage: object = None
+    ) -> None:
         self.n = n
         self._texts = list(texts)
         self._reuse_key = reuse_key
+        self._lineage = lineage
         self._grams: set[tuple[str, ...]] | None = None
         self._prefix: _CarriedPrefix | None = None
         self._parts: list[str] = []
@@ -309,7 +312,7 @@ class ContextText:
         if self._grams is None:
             texts = self._texts
             if self._reuse_key is not None:
-                self._prefix = _carried_prefix(self._reuse_key, texts[1:], self.n)
+                self._prefix = _carried_prefix(self._reuse_key, texts[1:], self.n, lineage=self._lineage)
                 if self._prefix is not None:
                     texts = texts[:1] + texts[1 + len(self._prefix.texts):]
             self._grams, self._parts = _grams_and_parts(texts, self.n)
@@ -352,6 +355,9 @@ class _CarriedPrefix:
     texts: list[str]  # the very strings indexed (the next history must begin with them, by identity)
     grams: frozenset[tuple[str, ...]]
     parts: list[str]
+    # Histories of one lineage only ever grow at the end (`continuity.kept_history.BranchHistory.lineage`):
+    # a history of the same lineage begins with `texts` without comparing them.
+    lineage: object = None
 
 
 # The newest turns are indexed on each send (an edit, retry or rewind usually changes only them);
@@ -363,14 +369,15 @@ _PREFIXES: OrderedDict[object, _CarriedPrefix] = OrderedDict()
 _PREFIXES_LOCK = threading.Lock()
 
 
-def _carried_prefix(key: object, history: list[str], n: int) -> _CarriedPrefix | None:
+def _carried_prefix(key: object, history: list[str], n: int, *, lineage: object = None) -> _CarriedPrefix | None:
     """An index of `history`'s older part, for `key`'s next send too: the kept one while `history` still
     begins with its very texts (extended when the history has grown well past it), else a new one; None
-    for a short history."""
+    for a short history. `lineage`: the history's, when it has one (then the same lineage is enough)."""
     with _PREFIXES_LOCK:
         kept = _PREFIXES.get(key)
-    if kept is not None and len(kept.texts) <= len(history) and all(
-        a is b for a, b in zip(kept.texts, history, strict=False)
+    if kept is not None and len(kept.texts) <= len(history) and (
+        (lineage is not None and kept.lineage == lineage)
+        or all(a is b for a, b in zip(kept.texts, history, strict=False))
     ):
         if len(history) - len(kept.texts) <= 2 * PREFIX_TAIL_TEXTS:
             with _PREFIXES_LOCK:
@@ -378,13 +385,13 @@ def _carried_prefix(key: object, history: list[str], n: int) -> _CarriedPrefix |
             return kept
         more = history[len(kept.texts) : len(history) - PREFIX_TAIL_TEXTS]
         grams, parts = _grams_and_parts(more, n)
-        prefix = _CarriedPrefix(kept.texts + more, kept.grams | grams, kept.parts + parts)
+        prefix = _CarriedPrefix(kept.texts + more, kept.grams | grams, kept.parts + parts, lineage)
     else:
         older = history[: len(history) - PREFIX_TAIL_TEXTS]
         if len(older) < PREFIX_MIN_TEXTS:
             return None
         grams, parts = _grams_and_parts(older, n)
-        prefix = _CarriedPrefix(list(older), frozenset(grams), parts)
+        prefix = _CarriedPrefix(list(older), frozenset(grams), parts, lineage)
     with _PREFIXES_LOCK:
         _PREFIXES[key] = prefix
         _PREFIXES.move_to_end(key)

@@ -108,6 +108,7 @@ def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list
         static_prompt=static_prompt,
         history=history.texts,
         settings_row=context.settings_row,
+        history_lineage=history.lineage,
     )
     return assemble_request(
         static_prompt=static_prompt,
