@@ -278,3 +278,13 @@ async def test_a_switch_while_a_send_streams_is_409_and_a_send_after_a_switch_co
     assert user["siblings"]["count"] == 1
     contents = await sync_to_async(lambda: [x.content for x in live_branch(Conversation.objects.get(pk=conversation.pk))])()
     assert contents[:4] == ["u1", "a1", "u2", "a2"] and contents[4] == "after the switch"
+
+
+@pytest.mark.django_db
+def test_the_trash_allows_a_switch_as_it_allows_a_rewind():
+    client = Client()
+    conversation, m = versioned_thread()
+    Conversation.objects.filter(pk=conversation.pk).update(trashed=True)
+    switch(client, conversation, m["a2"])
+    conversation.refresh_from_db()
+    assert conversation.head_id == m["a2"].id and conversation.trashed
