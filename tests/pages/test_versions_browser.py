@@ -27,7 +27,7 @@ def shown_texts(page: Page) -> list[str]:
 
 
 def versions(bubble):
-    return bubble.get_by_role("navigation", name="Versions of this message")
+    return bubble.get_by_role("group", name="Versions of this message")
 
 
 def assert_tap_target(locator, minimum: float = 44) -> None:
@@ -43,7 +43,7 @@ def test_after_retry_the_reply_shows_its_versions_and_switching_shows_each(
     conversation, (question, first) = seed_conversation(("user", "Name a colour"), ("assistant", "Blue."))
     scripted_server.script(ScriptedReply(text="Green."))
     page.goto(f"{live_app.url}/c/{conversation.id}/")
-    expect(page.get_by_role("navigation", name="Versions of this message")).to_have_count(0)
+    expect(page.get_by_role("group", name="Versions of this message")).to_have_count(0)
     message_action(page.locator(f"#message-{first.id}"), "Retry")
     wait_settled(page)
     reply = page.locator(".message-assistant:visible").last

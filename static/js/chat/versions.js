@@ -85,6 +85,9 @@ function openMenu(holder, { focus = "first" } = {}) {
   menu.hidden = false;
   toggle.setAttribute("aria-expanded", "true");
   holder.classList.add("is-open");
+  // Near the bottom of the transcript the menu opens upwards, so it is never cut off.
+  holder.classList.remove("opens-up");
+  if (menu.getBoundingClientRect().bottom > list.getBoundingClientRect().bottom) holder.classList.add("opens-up");
   const items = menuItems(menu);
   (focus === "last" ? items.at(-1) : items[0])?.focus();
 }
