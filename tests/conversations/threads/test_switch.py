@@ -8,6 +8,7 @@ import threading
 import uuid
 
 import pytest
+import yaml
 from asgiref.sync import sync_to_async
 from django.db import connection
 from django.test import AsyncClient, Client
@@ -186,6 +187,9 @@ def test_switch_refuses_bad_input_in_the_json_error_shape():
         assert set(answer) == {"error", "detail"}, body
     assert api_call(client, "POST", f"/api/conversations/{uuid.uuid4()}/switch/", {"message_id": str(m["a2"].id)},
                     status=404)["error"] == "conversation_not_found"
+    # The stored prompt stands outside the tree: no version to show.
+    prompt = Message.objects.create(conversation=conversation, seq=99, role=Role.SYSTEM, content="stored prompt")
+    assert api_call(client, "POST", path, {"message_id": str(prompt.id)}, status=400)["error"] == "invalid_switch_target"
     conversation.refresh_from_db()
     assert conversation.head_id == m["r2a"].id
 
@@ -232,8 +236,6 @@ def test_the_messages_api_statement_count_does_not_grow_with_thread_length():
 @pytest.mark.django_db
 def test_the_api_schema_lists_switch_and_siblings():
     client = Client()
-    import yaml  # noqa: PLC0415 - only this test reads the schema
-
     schema = yaml.safe_load(client.get("/api/schema/").content)
     assert "post" in schema["paths"]["/api/conversations/{conversation_id}/switch/"]
     assert "siblings" in schema["components"]["schemas"]["Message"]["properties"]
