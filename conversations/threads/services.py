@@ -1,4 +1,4 @@
-"""Writes on whole conversations and folders: create, rename, move, rewind; folders.
+"""Writes on whole conversations and folders: create, rename, move, rewind, switch versions; folders.
 
 Creating a conversation captures the prior thread's handoff and the memory
 snapshot in one transaction; a move or a hide is a visibility transition
@@ -16,6 +16,8 @@ from continuity.handoff_store import new_chat_handoff_capture, new_chat_handoff_
 from conversations.access import access_conversation, access_folder, message_in_conversation
 from conversations.models import Conversation, ConversationOrigin, Folder, MessageStatus, Persona, Role
 from conversations.transcript.guard import transcript_write_guard
+from conversations.transcript.siblings import switch_head
+from conversations.transcript.tree_cache import conversation_tree
 from conversations.visibility.transitions import conversation_move_locked, folder_hidden_set, folder_remove
 from elion.errors import InvalidInput, NotFound
 from memories.snapshots import memory_set_lock, snapshot_capture
@@ -96,6 +98,29 @@ def conversation_rewind(*, conversation_id: UUID, message_id: UUID | str) -> Con
         raise InvalidInput("Rewind to one of the assistant's finished replies.", code="invalid_rewind_target")
     conversation.head = target
     conversation.save(update_fields=["head", "updated_at"])
+    return conversation
+
+
+@transaction.atomic
+def conversation_switch(*, conversation_id: UUID, message_id: UUID | str) -> Conversation:
+    """Show another version: move the head to the newest end under `message_id` (`siblings.switch_head`).
+
+    Like rewind, only the head moves; nothing is deleted or rewritten, so every
+    other version stays reachable the same way. 409 `reply_in_progress` while a
+    reply streams (the head is the streaming reply's until it settles); 404 for
+    a message of another conversation; 400 `invalid_switch_target` for a user
+    turn with no stored reply under it.
+    """
+    conversation = access_conversation(conversation_id, lock=True)
+    transcript_write_guard(conversation, action="switch versions", allow_trashed=True)
+    target = message_in_conversation(conversation, message_id)
+    tree, _prompt = conversation_tree(conversation)
+    head = switch_head(tree, target.id) if target.role != Role.SYSTEM else None
+    if head is None:
+        raise InvalidInput("That message has no reply to show; pick another version.", code="invalid_switch_target")
+    if conversation.head_id != head.id:
+        conversation.head = head
+        conversation.save(update_fields=["head", "updated_at"])
     return conversation
 
 

@@ -28,7 +28,7 @@ from continuity.health import reconciliation_status
 from conversations.access import access_conversation
 from conversations.assistant_settings import assistant_settings_get
 from conversations.attachments.services import manifests_for
-from conversations.models import Conversation, Folder, Message, Role
+from conversations.models import Conversation, Folder, Message
 from conversations.sending.commands import send_command_from_payload
 from conversations.sending.events import reply_events
 from conversations.sending.prepare import PreparedReply, retry_prepare, send_prepare
@@ -38,6 +38,7 @@ from conversations.settings_service import assistant_settings_update
 from conversations.threads.services import (
     conversation_create,
     conversation_rewind,
+    conversation_switch,
     conversation_update,
     folder_create,
     folder_delete,
@@ -45,7 +46,8 @@ from conversations.threads.services import (
 )
 from conversations.transcript.deletion import access_deletion, conversation_delete_forever, deletion_receipt
 from conversations.transcript.leases import stale_streams_read_as_interrupted
-from conversations.transcript.tree import live_branch
+from conversations.transcript.siblings import Siblings, children_in, siblings_for, siblings_of
+from conversations.transcript.tree import tree_messages, walk_to_root
 from conversations.web import export as conversation_export
 from conversations.web import message_pages
 from conversations.web import schema as docs
@@ -187,6 +189,19 @@ class ConversationRewindView(APIView):
         return Response(s.conversation_repr(conversation))
 
 
+class ConversationSwitchView(APIView):
+    @extend_schema(
+        request=s.SwitchSerializer,
+        responses={200: docs.ConversationSerializer, 400: docs.ErrorSerializer, 404: docs.ErrorSerializer,
+                   409: docs.ErrorSerializer},
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        """Show another version: the head moves to the newest end under `message_id`; nothing is deleted."""
+        data = validated(s.SwitchSerializer, request.data)
+        conversation = conversation_switch(conversation_id=conversation_id, message_id=data["message_id"])
+        return Response(s.conversation_repr(conversation))
+
+
 class ConversationExportView(APIView):
     @extend_schema(responses={(200, 'text/markdown'): str, (200, 'application/json'): dict, 400: docs.ErrorSerializer})
     def get(self, request: Request, conversation_id: str) -> Response:
@@ -237,20 +252,23 @@ class MessageListView(APIView):
         page = message_pages.page_request(request.query_params)  # 400s before the 404: no row is read for bad input
         conversation = access_conversation(conversation_id)
         if page is None:
-            branch = [m for m in live_branch(conversation) if m.role != Role.SYSTEM]
-            return Response({"results": messages_repr(branch)})
+            # The whole tree is read for the branch anyway: the versions come from the same rows.
+            tree = tree_messages(conversation)
+            branch = walk_to_root(tree, conversation.head_id)
+            children = children_in(tree.values())
+            return Response({"results": messages_repr(branch, {m.id: siblings_of(children, m) for m in branch})})
         window = message_pages.message_window(conversation, page)
         return Response({
-            "results": messages_repr(window.messages),
+            "results": messages_repr(window.messages, siblings_for(conversation.id, window.messages)),
             "has_more_before": window.has_more_before,
             "has_more_after": window.has_more_after,
         })
 
 
-def messages_repr(messages: list[Message]) -> list[dict]:
+def messages_repr(messages: list[Message], siblings: dict[UUID, Siblings]) -> list[dict]:
     stale_streams_read_as_interrupted(messages)  # reads don't write: the sweep stores it
     manifests = manifests_for(messages)
-    return [s.message_repr(m, manifests.get(m.id, [])) for m in messages]
+    return [s.message_repr(m, manifests.get(m.id, []), siblings[m.id]) for m in messages]
 
 
 # --- Sending: async, because the reply streams ------------------------------

@@ -24,6 +24,7 @@ from conversations.attachments.services import manifests_for
 from conversations.models import Attachment, Conversation, Message, Role
 from conversations.transcript.branch_window import live_branch_batches
 from conversations.transcript.citations import sources_numbered
+from conversations.transcript.siblings import Siblings, siblings_for
 from conversations.web.serializers import conversation_repr, message_repr
 
 EXPORT_BATCH = 200
@@ -84,10 +85,10 @@ def export_markdown_chunks(conversation: Conversation) -> Generator[str, None, N
     yield "\n"
 
 
-def json_message(message: Message, attachments: list[Attachment]) -> bytes:
+def json_message(message: Message, attachments: list[Attachment], siblings: Siblings) -> bytes:
     """One message of the JSON export: its API representation and its stored parts (tool calls and
     results, reasoning items), which the API leaves out and a faithful copy keeps."""
-    return _render_json({**message_repr(message, attachments), "parts": message.parts or []})
+    return _render_json({**message_repr(message, attachments, siblings), "parts": message.parts or []})
 
 
 def export_json_chunks(conversation: Conversation) -> Generator[bytes, None, None]:
@@ -95,7 +96,7 @@ def export_json_chunks(conversation: Conversation) -> Generator[bytes, None, Non
     yield b'{"conversation":' + _render_json(conversation_repr(conversation)) + b',"messages":['
     separator = b""
     for batch in live_branch_batches(conversation, batch_size=EXPORT_BATCH):
-        manifests = manifests_for(batch)
-        yield separator + b",".join(json_message(m, manifests.get(m.id, [])) for m in batch)
+        manifests, siblings = manifests_for(batch), siblings_for(conversation.id, batch)
+        yield separator + b",".join(json_message(m, manifests.get(m.id, []), siblings[m.id]) for m in batch)
         separator = b","
     yield b'],"artifacts":' + _render_json(artifacts_export(conversation.id)) + b"}"

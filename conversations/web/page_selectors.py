@@ -45,6 +45,7 @@ from conversations.transcript.branch_window import (
     on_live_branch,
 )
 from conversations.transcript.citations import sources_numbered
+from conversations.transcript.siblings import Siblings, children_read, siblings_of
 from conversations.transcript.tool_pairing import reasoning_summary_text
 from conversations.transcript.tree import is_projectable
 from conversations.usage import latest_reported_usage
@@ -116,6 +117,23 @@ class Bubble:
     retryable: bool
     # The message's attachment manifest, in order (conversations.attachments.services).
     attachments: tuple = ()
+    # Its versions (the parent's children), for "‹ i / n ›"; None: shown alone.
+    siblings: Siblings | None = None
+    # The head after a rewind: turns below it stay reachable ("Later turns", a switch to it).
+    later_turns: bool = False
+
+    @property
+    def versions_shown(self) -> bool:
+        return self.siblings is not None and self.siblings.count > 1
+
+    @property
+    def previous_version_id(self) -> UUID | None:
+        return self.siblings.ids[self.siblings.index - 2] if self.versions_shown and self.siblings.index > 1 else None
+
+    @property
+    def next_version_id(self) -> UUID | None:
+        shown = self.versions_shown and self.siblings.index < self.siblings.count
+        return self.siblings.ids[self.siblings.index] if shown else None
 
     @property
     def is_handoff(self) -> bool:
@@ -152,7 +170,10 @@ class Bubble:
         ]
 
 
-def _bubble(message: Message, parent: Message | None, owner: str, assistant: str, attachments: Sequence[Attachment] = ()) -> Bubble:
+def _bubble(
+    message: Message, parent: Message | None, owner: str, assistant: str, attachments: Sequence[Attachment] = (),
+    siblings: Siblings | None = None, later_turns: bool = False,
+) -> Bubble:
     is_assistant = message.role == Role.ASSISTANT
     settled = message.status != MessageStatus.STREAMING
     # Edit-and-resend sends from this turn's parent, which the send pipeline
@@ -170,6 +191,8 @@ def _bubble(message: Message, parent: Message | None, owner: str, assistant: str
         editable=editable,
         retryable=is_assistant and settled and message.kind == MessageKind.ORDINARY and message.parent_id is not None,
         attachments=tuple(attachments),
+        siblings=siblings,
+        later_turns=later_turns,
     )
 
 
@@ -183,10 +206,16 @@ def bubbles_for(conversation: Conversation, messages: list[Message], settings_ro
     parent_ids = {m.parent_id for m in messages if m.parent_id}
     by_id = {m.id: m for m in Message.objects.filter(pk__in=parent_ids).only("id", "role", "status")} if parent_ids else {}
     manifests = manifests_for(m for m in messages if m.role == Role.USER)
+    # The versions of every bubble, and whether the head has turns below it (a rewind), in one statement.
+    head_shown = any(m.id == conversation.head_id for m in messages)
+    children = children_read(
+        conversation.id, {m.parent_id for m in messages} | ({conversation.head_id} if head_shown else set())
+    )
     return [
         _bubble(
             message, by_id.get(message.parent_id) if message.parent_id else None, owner, assistant,
-            manifests.get(message.id, ()),
+            manifests.get(message.id, ()), siblings_of(children, message),
+            later_turns=message.id == conversation.head_id and bool(children.get(message.id)),
         )
         for message in messages
     ]

@@ -63,6 +63,12 @@ class CitationSerializer(serializers.Serializer):
     end = serializers.IntegerField()
 
 
+class SiblingsSerializer(serializers.Serializer):
+    index = serializers.IntegerField(min_value=1)
+    count = serializers.IntegerField(min_value=1)
+    ids = serializers.ListField(child=serializers.UUIDField())
+
+
 class MessageSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     parent_id = serializers.UUIDField(allow_null=True)
@@ -74,6 +80,7 @@ class MessageSerializer(serializers.Serializer):
     citations = CitationSerializer(many=True)
     metadata = serializers.DictField()
     created_at = serializers.DateTimeField()
+    siblings = SiblingsSerializer()
 
 
 class MessageListSerializer(serializers.Serializer):
@@ -164,8 +171,20 @@ def add_streaming_endpoints(result: dict, generator: object, request: HttpReques
             "attachments": {"type": "array", "items": {"type": "object"}},
             "metadata": {"type": "object"},
             "created_at": {"type": "string", "format": "date-time"},
+            "siblings": {
+                "type": "object",
+                "description": "The message's place among its parent's children (the roots, for a first turn), "
+                "oldest first: index is 1-based",
+                "properties": {
+                    "index": {"type": "integer", "minimum": 1},
+                    "count": {"type": "integer", "minimum": 1},
+                    "ids": {"type": "array", "items": {"type": "string", "format": "uuid"}},
+                },
+                "required": ["index", "count", "ids"],
+            },
         },
-        "required": ["id", "parent_id", "role", "kind", "content", "status", "attachments", "metadata", "created_at"],
+        "required": ["id", "parent_id", "role", "kind", "content", "status", "attachments", "metadata", "created_at",
+                     "siblings"],
     })
     components.setdefault("MessagePage", {
         "type": "object",

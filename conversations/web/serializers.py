@@ -9,6 +9,7 @@ from conversations.attachments.services import attachment_repr, manifests_for
 from conversations.models import AssistantSettings, Conversation, Folder, Message
 from conversations.provider.binding import recorded_binding
 from conversations.transcript.citations import message_citations
+from conversations.transcript.siblings import Siblings, siblings_for
 
 
 def conversation_provider(conversation: Conversation) -> dict | None:
@@ -45,10 +46,13 @@ def conversation_repr(conversation: Conversation) -> dict:
     }
 
 
-def message_repr(message: Message, attachments: list | None = None) -> dict:
-    """`attachments`: the message's manifest when the caller loaded it for many messages at once."""
+def message_repr(message: Message, attachments: list | None = None, siblings: Siblings | None = None) -> dict:
+    """`attachments` and `siblings`: the message's manifest and versions when the caller loaded them
+    for many messages at once (otherwise a statement each)."""
     if attachments is None:
         attachments = manifests_for([message]).get(message.id, [])
+    if siblings is None:
+        siblings = siblings_for(message.conversation_id, [message])[message.id]
     metadata = dict(message.metadata or {})
     if message.error:
         metadata["error"] = {"error": message.error, "detail": message.error_detail}
@@ -63,6 +67,7 @@ def message_repr(message: Message, attachments: list | None = None) -> dict:
         "citations": message_citations(message.metadata),
         "metadata": metadata,
         "created_at": message.created_at.isoformat(),
+        "siblings": siblings.as_dict(),
     }
 
 
@@ -118,4 +123,8 @@ class ConversationPatchSerializer(serializers.Serializer):
 
 
 class RewindSerializer(serializers.Serializer):
+    message_id = serializers.UUIDField()
+
+
+class SwitchSerializer(serializers.Serializer):
     message_id = serializers.UUIDField()

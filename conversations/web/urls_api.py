@@ -19,6 +19,7 @@ urlpatterns = [
     path("deletions/<str:deletion_id>/", api.DeletionReceiptView.as_view(), name="api-deletion"),
     path("conversations/<str:conversation_id>/", api.ConversationDetailView.as_view(), name="api-conversation"),
     path("conversations/<str:conversation_id>/rewind/", api.ConversationRewindView.as_view(), name="api-rewind"),
+    path("conversations/<str:conversation_id>/switch/", api.ConversationSwitchView.as_view(), name="api-switch"),
     path("conversations/<str:conversation_id>/branch/", ConversationBranchView.as_view(), name="api-branch"),
     path("conversations/<str:conversation_id>/fork/", attachments_api.ConversationForkView.as_view(), name="api-fork"),
     path("attachments/", attachments_api.AttachmentUploadView.as_view(), name="api-attachments"),

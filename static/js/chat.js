@@ -35,6 +35,7 @@ import {
   uploading,
 } from "./chat/attachments.js";
 import { watchProviderUsage } from "./chat/usage.js";
+import { initMessageMenus, rewindConfirmed } from "./chat/versions.js";
 
 const root = document.querySelector("[data-chat]");
 
@@ -576,6 +577,7 @@ function startEdit(bubble) {
 }
 
 async function rewindTo(bubble) {
+  if (!(await rewindConfirmed())) return;
   try {
     await apiJson("POST", `${API}/rewind/`, { message_id: bubble.dataset.messageId });
     // The newest window now ends at this reply (reloading an `?around=` or `#message-`
@@ -688,6 +690,7 @@ function autosize() {
 function init() {
   titleButton.dataset.title = titleInput.value;
   initAttachments({ onError: showNotice });
+  initMessageMenus();
 
   composer.addEventListener("submit", async (event) => {
     event.preventDefault();

@@ -7,7 +7,7 @@ from playwright.sync_api import Page, expect
 
 from conversations.models import Conversation, ConversationOrigin
 from conversations.threads.services import conversation_create
-from tests.pages.test_chat_pages import COMPOSER, seed_conversation, send, wait_settled
+from tests.pages.test_chat_pages import COMPOSER, message_action, seed_conversation, send, wait_settled
 from tests.support.attachment_files import png_bytes
 
 pytestmark = pytest.mark.browser
@@ -42,7 +42,7 @@ def test_attached_files_are_sent_and_shown_on_the_message(live_app, page: Page, 
     expect(page.locator(".message-user img.attachment-thumb")).to_have_count(1)
 
     # Fork from the reply: the new conversation shows the same attachment from its own store.
-    page.locator(".message-assistant").last.locator("[data-action=fork]").click()
+    message_action(page.locator(".message-assistant").last, "Fork from here")
     expect(page.locator("[data-notice]")).to_be_hidden()
     page.wait_for_url(lambda url: str(conversation.id) not in url)
     fork = Conversation.objects.get(origin=ConversationOrigin.FORK)

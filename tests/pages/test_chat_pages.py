@@ -70,6 +70,19 @@ def send(page: Page, text: str) -> None:
     page.press(COMPOSER, "Enter")
 
 
+def message_action(bubble, name: str) -> None:
+    """Choose `name` from a bubble's "⋯" actions menu."""
+    bubble.hover()
+    bubble.get_by_role("button", name="Message actions").click()
+    bubble.get_by_role("menuitem", name=name).click()
+
+
+def rewind_confirmed(page: Page, bubble) -> None:
+    """Rewind to `bubble` through its menu and confirm in the dialog."""
+    message_action(bubble, "Rewind to here")
+    page.get_by_role("dialog").get_by_role("button", name="Rewind").click()
+
+
 def wait_settled(page: Page) -> None:
     expect(page.locator(".message.status-streaming")).to_have_count(0)
     expect(page.locator(COMPOSER)).to_be_enabled()
@@ -195,8 +208,7 @@ def test_edit_and_resend_makes_a_new_branch(live_app, page: Page, scripted_serve
     page.goto(f"{live_app.url}/c/{conversation.id}/")
 
     second = page.locator(f"[data-message-id='{q2.id}']")
-    second.hover()
-    second.get_by_role("button", name="Edit").click()
+    message_action(second, "Edit")
     editor = second.locator(".edit-form textarea")
     expect(editor).to_have_value("Second question")
     editor.fill("Second question, rephrased")
@@ -220,8 +232,7 @@ def test_edit_and_resend_makes_a_new_branch(live_app, page: Page, scripted_serve
 
     # Editing the very first message starts a new root (parent_id null).
     first = page.locator(f"[data-message-id='{q1.id}']")
-    first.hover()
-    first.get_by_role("button", name="Edit").click()
+    message_action(first, "Edit")
     first.locator(".edit-form textarea").fill("Start over")
     first.locator(".edit-form textarea").press("Enter")
     wait_settled(page)
@@ -238,8 +249,7 @@ def test_rewind_moves_the_head_and_the_next_send_continues_from_there(live_app, 
     scripted_server.script(ScriptedReply(text="Cocoa is a bean too."))
     page.goto(f"{live_app.url}/c/{conversation.id}/")
     target = page.locator(f"[data-message-id='{a1.id}']")
-    target.hover()
-    target.get_by_role("button", name="Rewind to here").click()
+    rewind_confirmed(page, target)
 
     expect(page.get_by_text("Coffee is a bean.")).to_have_count(0)
     expect(page.locator(".message")).to_have_count(2)

@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 
 from conversations.transcript.tree import live_branch
 from conversations.web.page_selectors import PAGE_WINDOW, thread_token_estimate
-from tests.pages.test_chat_pages import seed_conversation, send, wait_settled
+from tests.pages.test_chat_pages import rewind_confirmed, seed_conversation, send, wait_settled
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = pytest.mark.browser
@@ -133,8 +133,7 @@ def test_rewinding_from_an_older_window_opens_the_newest_window_ending_there(liv
     page.goto(f"{live_app.url}/c/{conversation.id}/?around={looked_at.id}#message-{looked_at.id}")
     bubble = page.locator(f"#message-{target.id}")
     bubble.scroll_into_view_if_needed()
-    bubble.hover()
-    bubble.get_by_role("button", name="Rewind to here").click()
+    rewind_confirmed(page, bubble)
     page.wait_for_url(f"{live_app.url}/c/{conversation.id}/")
     expect(page.locator(".message").last).to_have_attribute("data-message-id", str(target.id))
     expect(page.locator(f"#message-{looked_at.id}")).to_have_count(0)

@@ -160,20 +160,31 @@ export function loadEarlier() {
   return loadingEarlier;
 }
 
-// Replace the window with the newest messages (before a send from an older window).
-export async function loadNewest() {
-  const fragment = await fetchWindow("");
+// Replace the window's bubbles with a fetched one (its edges and the estimate outside it too).
+function replaceWindow(fragment) {
   for (const el of list.querySelectorAll(".message, [data-compaction-marker]")) el.remove();
   list.append(...fragment.childNodes);
   root.dataset.tokensOutside = fragment.dataset.tokensOutside || "0";
-  setEdges({ before: fragment.dataset.hasMoreBefore === "true", after: false });
+  setEdges({ before: fragment.dataset.hasMoreBefore === "true", after: fragment.dataset.hasMoreAfter === "true" });
   threadStart.hidden = bubbles().length > 0;
   updateEstimate();
-  scrollToBottom();
+  // The address may name a message this window no longer holds.
   const url = new URL(location.href);
   url.search = "";
   url.hash = "";
   history.replaceState(null, "", url);
+}
+
+// Replace the window with the newest messages (before a send from an older window).
+export async function loadNewest() {
+  replaceWindow(await fetchWindow(""));
+  scrollToBottom();
+}
+
+// Replace the window with one around a live-branch message (after a version switch); answers its bubble.
+export async function loadWindowAround(messageId) {
+  replaceWindow(await fetchWindow(`?around=${encodeURIComponent(messageId)}&limit=${WINDOW_LIMIT}`));
+  return findBubble(messageId);
 }
 
 // On load: show the message the address names (a window around it is fetched when
