@@ -68,7 +68,8 @@ def test_archive_and_library_open_from_the_navigation(live_app, page: Page, size
     page.set_viewport_size(SIZES[size])
     page.goto(f"{live_app.url}/c/{conversation.id}/")
     for name, path in (("Archive", "/archive/"), ("Library", "/library/"), ("Memories", "/memories/"),
-                       ("Characters", "/characters/"), ("Settings", "/settings/")):
+                       ("Characters", "/characters/"), ("Artifacts", "/artifacts/"), ("Usage", "/settings/usage/"),
+                       ("Settings", "/settings/")):
         navigation_open(page, size)
         page.locator(".sidebar-foot").get_by_role("link", name=name, exact=True).click()
         page.wait_for_url(f"{live_app.url}{path}")
