@@ -167,7 +167,9 @@ def test_the_manifest_names_existing_icons_of_their_stated_sizes(client, keyed):
     html = client.get("/settings/").content.decode()
     assert '<link rel="manifest" href="/static/manifest.webmanifest">' in html
     assert '<meta name="theme-color" content="#5b4bd6">' in html
-    manifest = json.loads((STATIC / "manifest.webmanifest").read_text())
+    served = client.get("/static/manifest.webmanifest")
+    assert served.status_code == 200 and served["Content-Type"] == "application/manifest+json"
+    manifest = json.loads(b"".join(served.streaming_content) if served.streaming else served.content)
     assert manifest["display"] == "standalone" and manifest["theme_color"] == "#5b4bd6"
     assert manifest["start_url"] == "/"
     sizes = set()
