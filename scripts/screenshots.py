@@ -208,6 +208,7 @@ def shots_take(base_url: str, demo: Demo) -> list[Path]:
         ("archive", "/archive/"),
         ("search", f"/search/?q=lighthouse&from={demo.lighthouse}"),
         ("memories", "/memories/"),
+        ("not-found", "/no-such-page/"),
     )
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
