@@ -202,6 +202,8 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG or TESTING
+# The web app manifest (static/manifest.webmanifest) under its registered media type.
+WHITENOISE_MIMETYPES = {".webmanifest": "application/manifest+json"}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["elion.access.OwnerAuthentication"],

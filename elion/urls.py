@@ -1,5 +1,7 @@
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
 handler404 = "elion.api_errors.page_not_found"
@@ -7,6 +9,8 @@ handler500 = "elion.api_errors.server_error"
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Browsers ask for /favicon.ico whatever the page links; the app icon answers.
+    path("favicon.ico", RedirectView.as_view(url=static("icons/elion-32.png"), permanent=True)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Before conversations: `conversations/<id>/refresh-memory/` lives in memories.
     path("api/", include("memories.web.urls_api")),

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from uuid import UUID
 
 from django.db.models import Count
+from django.utils import timezone
 
 from continuity.compaction import COMPACT_MIN_TURNS, summary_system_text
 from continuity.eligibility import outside_quarantine
@@ -35,7 +37,8 @@ from conversations.models import (
     MessageStatus,
     Role,
 )
-from conversations.provider.binding import binding_problem_of, recorded_bindings_counted
+from conversations.provider.binding import binding_problem_of, configured_provider, recorded_bindings_counted
+from conversations.provider.gateway import ProviderBinding
 from conversations.transcript.branch_window import (
     BranchWindow,
     branch_token_estimate,
@@ -50,7 +53,7 @@ from conversations.transcript.tool_pairing import reasoning_summary_text
 from conversations.transcript.tree import is_projectable
 from conversations.usage import latest_reported_usage
 from conversations.web.rendering import render_markdown
-from elion.errors import InvalidInput, ServiceError
+from elion.errors import InvalidInput
 
 SIDEBAR_LIMIT = 300
 VISIBLE_ROLES = (Role.USER, Role.ASSISTANT)
@@ -70,24 +73,38 @@ class SidebarGroup:
         return bool(self.folder and self.folder.hidden)
 
 
-def sidebar_groups(limit: int = SIDEBAR_LIMIT) -> list[SidebarGroup]:
-    """Conversations not in the trash and not in a hidden folder, grouped by folder,
-    most recent first.
+def activity_group_name(day: date, today: date) -> str:
+    """The sidebar heading for a conversation last active on `day`: Today, Yesterday, Previous 7 days,
+    then the month ("November", with the year when it is not this year's)."""
+    if day >= today:
+        return "Today"
+    if day == today - timedelta(days=1):
+        return "Yesterday"
+    if day >= today - timedelta(days=7):
+        return "Previous 7 days"
+    return day.strftime("%B") if day.year == today.year else day.strftime("%B %Y")
 
-    Unfiled conversations come first; folders follow in order of their most
-    recent conversation, then empty folders by name. Hidden folders have
-    their own page (`visibility_views.hidden_folders_page`).
+
+def sidebar_groups(limit: int = SIDEBAR_LIMIT) -> list[SidebarGroup]:
+    """Conversations not in the trash and not in a hidden folder, most recent first: the unfiled ones
+    under date headings (`activity_group_name` of their last activity, in the server's time zone),
+    then one group per folder.
+
+    Folders follow in order of their most recent conversation, then empty folders by name. Hidden
+    folders have their own page (`visibility_views.hidden_folders_page`).
     """
     rows = (
         outside_quarantine()
         .select_related("folder")
         .order_by("-updated_at")[:limit]
     )
-    unfiled = SidebarGroup(name="Chats", folder=None)
+    today = timezone.localdate()
+    by_date: dict[str, SidebarGroup] = {}
     folders: dict[int, SidebarGroup] = {}
     for conversation in rows:
         if conversation.folder is None:
-            unfiled.conversations.append(conversation)
+            name = activity_group_name(timezone.localdate(conversation.updated_at), today)
+            by_date.setdefault(name, SidebarGroup(name=name, folder=None)).conversations.append(conversation)
             continue
         group = folders.get(conversation.folder_id)
         if group is None:
@@ -97,8 +114,7 @@ def sidebar_groups(limit: int = SIDEBAR_LIMIT) -> list[SidebarGroup]:
         group.conversations.append(conversation)
     for folder in Folder.objects.filter(hidden=False).exclude(pk__in=list(folders)):
         folders[folder.pk] = SidebarGroup(name=folder.name, folder=folder)
-    groups = [unfiled] if unfiled.conversations else []
-    return groups + list(folders.values())
+    return list(by_date.values()) + list(folders.values())
 
 
 def assistant_label(conversation: Conversation, settings_row: AssistantSettings) -> str:
@@ -282,8 +298,24 @@ def latest_provider_usage(messages: list[Message]) -> dict | None:
     return {"message": found[0], "figures": found[1]} if found else None
 
 
-def binding_problem_for(conversation: Conversation) -> ServiceError | None:
-    """The provider-binding refusal a send here would meet (a `Conflict`), or None.
+@dataclass(frozen=True)
+class ProviderChange:
+    """Why this chat cannot continue here, in plain words: who it was held with, who would continue it."""
+
+    code: str  # the refusal's code: provider_mismatch, provider_binding_mixed, provider_binding_missing
+    held_with: str
+    continue_with: str
+
+
+def provider_name(binding: ProviderBinding) -> str:
+    """A provider as the owner knows it: "the offline demo provider", or "<model> (<provider id>)"."""
+    if binding.provider_type == "offline-demo":
+        return "the offline demo provider"
+    return f"{binding.model} ({binding.provider_id})"
+
+
+def provider_change_for(conversation: Conversation) -> ProviderChange | None:
+    """The provider-binding refusal a send here would meet (seed 004, fail closed), told in plain words, or None.
 
     One grouped read: the distinct binding tuples of the conversation's rows, each with its row count.
     """
@@ -295,7 +327,22 @@ def binding_problem_for(conversation: Conversation) -> ServiceError | None:
         .order_by()
     )
     counted = [(Message(**{name: group[name] for name in BINDING_COLUMNS}), group["rows"]) for group in groups]
-    return binding_problem_of(*recorded_bindings_counted(counted))
+    bindings, unbound = recorded_bindings_counted(counted)
+    config = configured_provider()
+    problem = binding_problem_of(bindings, unbound, config)
+    if problem is None:
+        return None
+    current = provider_name(config.binding())
+    if problem.code == "provider_binding_missing":
+        held_with = "a provider that was not recorded"
+    elif len(bindings) > 1:
+        held_with = "more than one provider"
+    else:
+        (recorded,) = bindings
+        held_with = provider_name(recorded)
+        if held_with == current:
+            held_with += " at another address"
+    return ProviderChange(code=problem.code, held_with=held_with, continue_with=current)
 
 
 def compaction_in_force(conversation: Conversation) -> Compaction | None:

@@ -126,7 +126,7 @@ def chat_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
             "characters": characters_list(),
             "visibility": chat_visibility(conversation),
             # Seed 004: history this provider may not replay; Branch / Fresh Chat continues it.
-            "binding_problem": page_selectors.binding_problem_for(conversation),
+            "provider_change": page_selectors.provider_change_for(conversation),
             # Compact / Undo and the labelled "Compacted summary" marker at its boundary.
             **page_selectors.compaction_context(conversation, newest, context["compaction"]),
             # A Past Conversation Search result the owner chose to use (`?quote=<message id>&q=…`).

@@ -1,4 +1,6 @@
 import "./artifact_cards.js";
+import "./banners.js";
+import "./sidebar_filter.js";
 
 // Every page: the sidebar drawer on narrow screens.
 const sidebar = document.getElementById("sidebar");

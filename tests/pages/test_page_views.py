@@ -185,7 +185,7 @@ def test_sidebar_groups_by_folder_most_recent_first_without_trash_or_hidden_fold
 
     groups = sidebar_groups()
     assert [(g.name, g.hidden, [c.title for c in g.conversations]) for g in groups] == [
-        ("Chats", False, ["new unfiled", "old unfiled"]),
+        ("Today", False, ["new unfiled", "old unfiled"]),
         ("Work", False, ["work chat"]),
         ("Empty", False, []),
     ]

@@ -126,7 +126,8 @@ def test_chat_page_offers_branch_when_the_binding_drifted(scripted_provider, mak
     settings.ELION_MODEL = "another-model"
     html = Client().get(f"/c/{conversation.id}/").content.decode()
     assert 'data-binding-problem="provider_mismatch"' in html
-    assert "provider &#x27;openai&#x27;" in html or "provider 'openai'" in html
+    assert "This chat was held with gpt-5.5 (openai)." in html
+    assert "Continue it with another-model (openai):" in html
     assert "data-branch-button" in html and "Branch / Fresh Chat" in html
 
 
