@@ -63,7 +63,7 @@ def _heading(paragraph: str) -> str | None:
     found = _HEADING.match(paragraph)
     if found is None:
         return None
-    return next(group for group in found.groups() if group).strip() or None
+    return next(group for group in found.groups() if group).strip().rstrip(":").strip() or None
 
 
 def _cut(text: str, limit: int = MEMORY_TEXT_MAX) -> list[str]:

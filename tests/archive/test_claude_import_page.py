@@ -16,6 +16,8 @@ from tests.archive.conftest import make_zip
 
 pytestmark = pytest.mark.django_db
 
+IMPORT_API = "/api/archive/import/claude/"
+
 
 def suggestion_card(page: str) -> str:
     match = re.search(r'<div class="[^"]*"\s*(hidden)?\s*data-memory-suggestions>(.*?)</div>', page, re.S)
@@ -56,3 +58,12 @@ def test_a_refused_file_is_an_error_on_the_page(client, upload):
     response = client.post("/archive/", {"action": "import_claude", "file": upload("conversations.json", b"[1]")})
     assert response.status_code == 400
     assert "holds no Claude.ai conversations" in response.content.decode()
+
+
+def test_the_document_page_shows_an_attached_files_text_as_the_file_not_as_speech(client, upload):
+    client.post(IMPORT_API, {"file": upload("claude.zip", make_zip(export.members()))})
+    lantern = ArchiveDocument.objects.get(title="Lantern by the sea")
+    page = client.get(f"/archive/{lantern.pk}/").content.decode()
+    assert "Chunk 2 · Attachment: lantern-notes.txt</p>" in page  # right after the turn it came with
+    assert "Attachment: lantern-notes.txt said" not in page
+    assert "AUMA said" in page and html.escape(export.NOTES) in page
