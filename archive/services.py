@@ -546,7 +546,9 @@ def claude_memory_suggestions(data: bytes) -> list[dict]:
     """What `memories.json` offers the memory import, less what the memories already hold word for word;
     claude.UnreadableMemories saying why it cannot be read."""
     try:
-        value = json_load_checked(data)
+        value = json_load_checked(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise claude.UnreadableMemories(f"{claude.MEMORIES_MEMBER} is not UTF-8 text") from exc
     except InvalidInput as exc:
         raise claude.UnreadableMemories(f"{claude.MEMORIES_MEMBER}: {exc.detail}") from exc
     if not importing.claude_memories_shaped(value):
@@ -621,9 +623,11 @@ def archive_claude_import(
                 conversation, source_name=source_name, summary=summary, collection=collection, owner=owner,
                 assistant=assistant,
             )
+        offered: dict[str, dict] = {}
         for data in memories:
             try:
-                summary.memory_suggestions += claude_memory_suggestions(data)
+                offered |= {s["text"]: s for s in claude_memory_suggestions(data) if s["text"] not in offered}
             except claude.UnreadableMemories as exc:
                 summary.memories_problem = exc.reason
+        summary.memory_suggestions = list(offered.values())
     return summary

@@ -338,3 +338,21 @@ def test_an_export_without_memories_offers_none(client, upload):
     assert body["memory_suggestions"] == [] and body["conversations"] == 2
     body = post(client, upload, "conversations.json", export.as_json([export.letters()])).json()
     assert body["memory_suggestions"] == [] and body["duplicates"] == 1
+
+
+def test_a_memories_json_with_a_byte_order_mark_or_not_utf8(client, upload):
+    members = {**export.members(), "memories.json": b"\xef\xbb\xbf" + export.as_json(export.memories())}
+    assert post(client, upload, data=make_zip(members)).json()["memory_suggestions"] == export.SUGGESTIONS
+    members["memories.json"] = b"\xff\xfe not utf-8"
+    body = post(client, upload, data=make_zip(members)).json()
+    assert body["memory_suggestions"] == []
+    assert [p["reason"] for p in body["problems"] if p["index"] is None] == ["memories.json is not UTF-8 text"]
+
+
+def test_two_exports_uploaded_together_offer_each_memory_once(client, upload):
+    first = upload("a.zip", make_zip(export.members()))
+    second = upload("b.zip", make_zip({"conversations.json": export.as_json([export.letters()]),
+                                       "memories.json": export.as_json(export.memories())}))
+    body = client.post(IMPORT, {"file": [first, second]}).json()
+    assert body["memory_suggestions"] == export.SUGGESTIONS
+    assert counts(body) == {"conversations": 2, "messages": 7, "skipped": 3, "duplicates": 1}
