@@ -312,6 +312,8 @@ def parse_conversations(
         raise MalformedClaudeExport(
             f"{file} is not valid JSON; upload the Claude.ai export zip or its conversations.json."
         ) from exc
+    except UnicodeDecodeError as exc:  # before DAMAGED_ZIP, which holds every ValueError
+        raise MalformedClaudeExport(f"{file} is not UTF-8 JSON; nothing was imported.") from exc
     except DAMAGED_ZIP as exc:
         # A damaged member surfaces while it streams: zlib errors, CRC mismatches (BadZipFile), a cut stream.
         raise MalformedClaudeExport("The zip file is damaged and cannot be read.", code="bad_zip") from exc

@@ -356,3 +356,20 @@ def test_two_exports_uploaded_together_offer_each_memory_once(client, upload):
     body = client.post(IMPORT, {"file": [first, second]}).json()
     assert body["memory_suggestions"] == export.SUGGESTIONS
     assert counts(body) == {"conversations": 2, "messages": 7, "skipped": 3, "duplicates": 1}
+
+
+def test_lone_surrogates_never_reach_the_database(client, upload):
+    escaped = export.letters()
+    escaped["chat_messages"][0]["text"] = "PLACEHOLDER"
+    data = export.as_json([escaped]).replace(b'"PLACEHOLDER"', b'"moon \\ud800 tide"')
+    response = post(client, upload, "conversations.json", data)
+    assert response.status_code == 200, response.content
+    # The C parser replaces it (stored), the pure-Python one keeps it (then the conversation is a problem).
+    stored = "".join(ArchiveChunk.objects.values_list("text", flat=True))
+    reasons = [p["reason"] for p in response.json()["problems"]]
+    assert stored or reasons == ["it holds a NUL character or an unpaired surrogate"]
+    assert not any(0xD800 <= ord(ch) <= 0xDFFF for ch in stored)
+    raw = export.as_json([escaped]).replace(b'"PLACEHOLDER"', b'"moon \xed\xa0\x80 tide"')
+    refused = post(client, upload, "conversations.json", raw)
+    assert refused.status_code == 400 and refused.json()["error"] == "malformed_claude_export"
+    assert "not UTF-8" in refused.json()["detail"]
