@@ -167,9 +167,10 @@ def _moment(value: object) -> datetime | None:
         return None
     try:
         moment = datetime.fromisoformat(value)
-    except ValueError:
+        # In UTC, as the databases keep it: year 1 at +14:00 (or 9999 at -14:00) does not exist there.
+        return moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
         return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _flat(value: object, limit: int) -> str:

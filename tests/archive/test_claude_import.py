@@ -229,6 +229,20 @@ def test_a_chatgpt_export_sent_here_is_refused_with_a_hint(client, upload):
     assert "use the ChatGPT import" in response.json()["detail"]
 
 
+@pytest.mark.parametrize("moment", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "2024-13-01T00:00:00Z",
+                                    "2024-06-01T20:00:00", "x" * 10_000, 1717250000])
+def test_times_that_cannot_be_stored_are_left_out_not_a_5xx(client, upload, moment):
+    odd = export.letters()
+    odd["created_at"] = odd["updated_at"] = odd["chat_messages"][0]["created_at"] = moment
+    response = post(client, upload, "conversations.json", export.as_json([odd]))
+    assert response.status_code == 200 and response.json()["conversations"] == 1, response.content
+    first = ArchiveDocument.objects.get().chunks.get(turn=1)
+    if moment == "2024-06-01T20:00:00":  # no offset: read as UTC
+        assert first.spoken_at.isoformat() == "2024-06-01T20:00:00+00:00"
+    else:
+        assert first.spoken_at is None
+
+
 def test_a_huge_turn_is_stored_in_bounded_chunks(client, upload):
     huge = export.letters()
     huge["chat_messages"][1]["text"] = "wave " * 50_000
