@@ -27,6 +27,7 @@ class DocumentSource(models.TextChoices):
     MARKDOWN = "markdown", "Markdown"
     CONVERSATION_EXPORT = "conversation_export", "Elion conversation export"
     CHATGPT = "chatgpt", "ChatGPT export"
+    CLAUDE = "claude", "Claude.ai export"
 
 
 class ArchiveDocument(models.Model):

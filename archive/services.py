@@ -1,4 +1,4 @@
-"""Writes on the archive: documents from uploads, pasted text, our exports and ChatGPT exports.
+"""Writes on the archive: documents from uploads, pasted text, our exports, ChatGPT and Claude.ai exports.
 
 Every interface (page, API, admin) calls these. A document and its chunks are
 stored in one transaction; the same content again (by content hash) returns
@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 
-from archive import chatgpt
+from archive import chatgpt, claude
 from archive.blobs import BlobProblem, archive_blob_read, archive_blob_write
 from archive.models import (
     ArchiveAttachment,
@@ -53,7 +53,10 @@ from archive.uploads import (
 )
 from conversations.assistant_settings import assistant_settings_get
 from elion.errors import Conflict, InvalidInput, NotFound
+from elion.input_checks import json_load_checked
 from elion.rows import access_row
+from memories import importing
+from memories.models import Memory
 
 TITLE_MAX = 300
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
@@ -447,3 +450,184 @@ def document_attachment_content(*, document_id: int | str, sha256: object) -> tu
 @transaction.atomic
 def archive_document_delete(*, document_id: int | str) -> None:
     access_document(document_id).delete()
+
+
+# --- Claude.ai export ----------------------------------------------------------
+
+
+@dataclass
+class ClaudeImportSummary(ImportSummary):
+    """The ChatGPT import's answer, and what the export's `memories.json` offers the memory import."""
+
+    # `{"text", "category"}` items the memory import preview takes as they are; none already held.
+    memory_suggestions: list[dict] = field(default_factory=list)
+    memories_problem: str | None = None  # why memories.json could not be read
+
+    def as_dict(self) -> dict:
+        body = super().as_dict()
+        if self.memories_problem is not None:
+            body["problems"].append({"index": None, "title": claude.MEMORIES_MEMBER, "reason": self.memories_problem,
+                                     "file": claude.MEMORIES_MEMBER})
+        return {**body, "memory_suggestions": self.memory_suggestions}
+
+
+def _claude_identity(conversation: claude.ClaudeConversation) -> str:
+    """The identity of a conversation's content, independent of labels and settings (see `_chatgpt_identity`)."""
+    parts: list = ["claude", conversation.external_id, [[t.role, t.text] for t in conversation.turns]]
+    if conversation.attachments:
+        parts.append(["attachments", [[a.after_turn, a.name, a.text] for a in conversation.attachments]])
+    return sha256_hex(json.dumps(parts, ensure_ascii=False))
+
+
+def attachment_speaker(name: str) -> str:
+    """The label of an attached file's text: the file speaks, never the owner."""
+    return f"Attachment: {name}"
+
+
+def _claude_drafts(conversation: claude.ClaudeConversation, *, owner: str, assistant: str) -> tuple[
+    list[Turn], list[ChunkDraft]
+]:
+    """The turns (the document's text) and the chunks: each turn, then the text of the files attached with it,
+    as chunks of no turn and no role (so no handoff, no label reading, takes them for anyone's words)."""
+    turns = [
+        Turn(owner if t.role == "user" else assistant, t.role, t.text, t.spoken_at) for t in conversation.turns
+    ]
+    by_turn: dict[int, list[claude.AttachmentText]] = {}
+    for attachment in conversation.attachments:
+        by_turn.setdefault(attachment.after_turn, []).append(attachment)
+
+    def attached(after_turn: int) -> list[ChunkDraft]:
+        return [
+            ChunkDraft(piece, attachment_speaker(a.name))
+            for a in by_turn.get(after_turn, []) for piece in split_long(a.text)
+        ]
+
+    drafts = attached(0)
+    for number, turn in enumerate(turns, start=1):
+        drafts += [ChunkDraft(piece, turn.speaker, turn.role, number, turn.spoken_at) for piece in split_long(turn.text)]
+        drafts += attached(number)
+    return turns, drafts
+
+
+def claude_conversation_import(
+    conversation: claude.ClaudeConversation, *, source_name: str, summary: ImportSummary, collection: str,
+    owner: str, assistant: str,
+) -> None:
+    """Store one conversation as a document unless it is already archived."""
+    digest = _claude_identity(conversation)
+    if ArchiveDocument.objects.filter(content_sha256=digest).exists():
+        summary.duplicates += 1
+        return
+    turns, drafts = _claude_drafts(conversation, owner=owner, assistant=assistant)
+    title = conversation.title or "Untitled Claude.ai conversation"
+    dates = [d.strftime("%Y-%m-%d %H:%M UTC") for d in (conversation.created_at, conversation.updated_at) if d]
+    header = ["Imported from a Claude.ai export" + (f" · {' → '.join(dict.fromkeys(dates))}" if dates else "")]
+    if conversation.attachments:
+        names = ", ".join(dict.fromkeys(a.name for a in conversation.attachments))
+        header.append(f"Attached files (their text is kept apart from the turns): {names}")
+    result = _store(
+        digest=digest, title=title, collection=collection, source=DocumentSource.CLAUDE, source_name=source_name,
+        text=render_turns(title, turns, header_lines=header), drafts=drafts,
+        metadata={
+            "claude_conversation_uuid": conversation.external_id,
+            "created_at": conversation.created_at.isoformat() if conversation.created_at else None,
+            "updated_at": conversation.updated_at.isoformat() if conversation.updated_at else None,
+        },
+    )
+    if result.duplicate:  # a concurrent import stored it first
+        summary.duplicates += 1
+        return
+    summary.conversations += 1
+    summary.messages += len(conversation.turns)
+    summary.document_ids.append(result.document.pk)
+
+
+def claude_memory_suggestions(data: bytes) -> list[dict]:
+    """What `memories.json` offers the memory import, less what the memories already hold word for word;
+    claude.UnreadableMemories saying why it cannot be read."""
+    try:
+        value = json_load_checked(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise claude.UnreadableMemories(f"{claude.MEMORIES_MEMBER} is not UTF-8 text") from exc
+    except InvalidInput as exc:
+        raise claude.UnreadableMemories(f"{claude.MEMORIES_MEMBER}: {exc.detail}") from exc
+    if not importing.claude_memories_shaped(value):
+        raise claude.UnreadableMemories(
+            f"{claude.MEMORIES_MEMBER} holds no conversations_memory or project_memories"
+        )
+    try:
+        drafts = importing.drafts_from_items(value)
+    except InvalidInput as exc:
+        if exc.code == "empty_import":
+            return []
+        raise claude.UnreadableMemories(f"{claude.MEMORIES_MEMBER}: {exc.detail}") from exc
+    held = set(Memory.objects.filter(text__in=[d.text for d in drafts]).values_list("text", flat=True))
+    offered = {d.text: d for d in drafts if d.text not in held}
+    return [{"text": d.text, "category": d.category} for d in offered.values()]
+
+
+def _claude_export_files(upload: UploadedFile, stack: contextlib.ExitStack) -> chatgpt.ExportFiles:
+    """The upload's conversation files (the zip's members, or the file itself), open until `stack` closes."""
+    try:
+        return stack.enter_context(chatgpt.export_files(upload, _export_limits(), upload.name or ""))
+    except chatgpt.MalformedExport as exc:
+        if exc.code != "missing_conversations_json":
+            raise
+        raise claude.MalformedClaudeExport(
+            "The zip has no conversations.json; is it a Claude.ai data export?", code="missing_conversations_json"
+        ) from exc
+
+
+def archive_claude_import(
+    *, uploads: Sequence[UploadedFile], collection: object = ArchiveCollection.CONVERSATIONS,
+    assistant_name: str = "",
+) -> ClaudeImportSummary:
+    """Import every conversation of a Claude.ai export (the zip or its conversations.json), and read the
+    memories it carries as suggestions (nothing is added to the memories here).
+
+    Each file is read whole before anything is stored, so a damaged file or one that is not an export
+    stores nothing; a conversation that cannot be read, or has nothing said, is skipped and named."""
+    uploads = [upload for upload in uploads if upload is not None]
+    with contextlib.ExitStack() as stack:
+        for upload in uploads:
+            stack.enter_context(closing_upload(upload))
+        collection = clean_collection(collection)
+        if not uploads:
+            raise InvalidInput("Attach conversations.json or the Claude.ai export zip.", code="missing_file")
+        if sum(upload.size or 0 for upload in uploads) > settings.ELION_ARCHIVE_IMPORT_MAX_BYTES:
+            raise too_large("The export", settings.ELION_ARCHIVE_IMPORT_MAX_BYTES)
+        summary = ClaudeImportSummary()
+        read: list[tuple[str, claude.ClaudeConversation]] = []
+        memories: list[bytes] = []
+        next_index = 0
+        for upload in uploads:
+            export = _claude_export_files(upload, stack)
+            for name in export.json_names:
+                with export.open_json(name) as stream:
+                    for item in claude.parse_conversations(stream, file=name, first_index=next_index):
+                        next_index = item.index + 1
+                        if isinstance(item, ConversationProblem):
+                            summary.problem(item, skipped=True)
+                        else:
+                            read.append((export.name, item))
+            try:
+                data = claude.memories_member_bytes(export, importing.IMPORT_FILE_MAX_BYTES)
+            except claude.UnreadableMemories as exc:
+                summary.memories_problem = exc.reason
+            else:
+                memories += [data] if data is not None else []
+        row = assistant_settings_get()
+        owner, assistant = row.owner_name, " ".join(assistant_name.split())[:60] or row.display_name
+        for source_name, conversation in read:
+            claude_conversation_import(
+                conversation, source_name=source_name, summary=summary, collection=collection, owner=owner,
+                assistant=assistant,
+            )
+        offered: dict[str, dict] = {}
+        for data in memories:
+            try:
+                offered |= {s["text"]: s for s in claude_memory_suggestions(data) if s["text"] not in offered}
+            except claude.UnreadableMemories as exc:
+                summary.memories_problem = exc.reason
+        summary.memory_suggestions = list(offered.values())
+    return summary

@@ -5,6 +5,10 @@ Accepted shapes:
   and optional `category`, `importance`, `active`; or `{"memories": [...]}`.
 - CSV: a header row naming `text` and optionally `category`, `importance`;
   without a header the columns are read in that order.
+- Claude.ai's `memories.json`: a list of objects holding `conversations_memory`
+  (Claude's memory of the owner, one text) and/or `project_memories` (a text
+  per project: an object of texts, or a list of them). Each paragraph becomes
+  one memory (`general`, or `project`), under the heading it stands below.
 
 A file that does not parse, or any item that fails validation, rejects the
 whole import with the line (or item) at fault. An import is one transaction
@@ -16,12 +20,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
 from elion.errors import InvalidInput
-from memories.models import Memory
+from memories.models import MEMORY_TEXT_MAX, Memory, MemoryCategory
 from memories.services import MemoryDraft, memory_draft, next_position
 from memories.snapshots import memory_set_lock
 
@@ -34,10 +39,88 @@ def _fail(where: str, exc: InvalidInput) -> InvalidInput:
     return InvalidInput(f"{where}: {exc.detail} Nothing was imported.", code=exc.code)
 
 
+# --- Claude.ai's memories.json ---------------------------------------------------------
+
+CLAUDE_MEMORY_FIELDS = ("conversations_memory", "project_memories")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_HEADING = re.compile(r"^(?:#{1,6}[ \t]+(?P<hash>.+?)|\*\*(?P<bold>.+?)\*\*:?|__(?P<under>.+?)__:?)[ \t]*$")
+HEADING_MAX_CHARACTERS = 120
+
+
+def claude_memories_shaped(items: object) -> bool:
+    """Is this Claude.ai's `memories.json`: objects with `conversations_memory` / `project_memories`, no `text`?"""
+    return (
+        isinstance(items, list) and bool(items) and all(isinstance(item, dict) for item in items)
+        and any(name in item for item in items for name in CLAUDE_MEMORY_FIELDS)
+        and not any("text" in item for item in items)
+    )
+
+
+def _heading(paragraph: str) -> str | None:
+    """The words of a paragraph that is only a heading (`## Work`, `**Work context**`), else None."""
+    if "\n" in paragraph or len(paragraph) > HEADING_MAX_CHARACTERS:
+        return None
+    found = _HEADING.match(paragraph)
+    if found is None:
+        return None
+    return next(group for group in found.groups() if group).strip().rstrip(":").strip() or None
+
+
+def _cut(text: str, limit: int = MEMORY_TEXT_MAX) -> list[str]:
+    """`text` in pieces of at most `limit` characters, cut at a line break or a space where there is one."""
+    pieces = []
+    while len(text) > limit:
+        cut = max(text.rfind("\n", 0, limit + 1), text.rfind(" ", 0, limit + 1))
+        cut = cut if cut > 0 else limit
+        pieces.append(text[:cut].strip())
+        text = text[cut:].strip()
+    return [*pieces, text] if text else pieces
+
+
+def claude_memory_texts(text: object) -> list[str]:
+    """Claude's memory text as separate memories: one per paragraph, each under the heading above it."""
+    if not isinstance(text, str):
+        return []
+    memories: list[str] = []
+    heading = ""
+    for paragraph in _PARAGRAPH_BREAK.split(text.replace("\r\n", "\n").replace("\r", "\n")):
+        paragraph = paragraph.strip()
+        if not paragraph:
+            continue
+        words = _heading(paragraph)
+        if words is not None:
+            heading = words
+            continue
+        if heading:
+            separator = "\n" if "\n" in paragraph else " "  # a list stays below its heading
+            paragraph = f"{heading}:{separator}{paragraph}"
+        memories += _cut(paragraph)
+    return memories
+
+
+def _project_texts(value: object) -> list[object]:
+    if isinstance(value, dict):
+        return list(value.values())
+    return list(value) if isinstance(value, list) else []
+
+
+def claude_memory_items(items: list[dict]) -> list[dict]:
+    """Import items (`{"text", "category"}`) from the objects of Claude.ai's `memories.json`."""
+    found = []
+    for item in items:
+        found += [{"text": t, "category": MemoryCategory.GENERAL.value}
+                  for t in claude_memory_texts(item.get("conversations_memory"))]
+        for project in _project_texts(item.get("project_memories")):
+            found += [{"text": t, "category": MemoryCategory.PROJECT.value} for t in claude_memory_texts(project)]
+    return found
+
+
 def drafts_from_items(items: object) -> list[MemoryDraft]:
-    """Check already-decoded JSON items (strings or objects)."""
+    """Check already-decoded JSON items (strings or objects, or Claude.ai's `memories.json`)."""
     if isinstance(items, dict) and "memories" in items:
         items = items["memories"]
+    if claude_memories_shaped(items):
+        items = claude_memory_items(items)
     if not isinstance(items, list):
         raise InvalidInput("The import must be a JSON list of memories.", code="invalid_import")
     if not items:

@@ -165,6 +165,24 @@ class ChatGPTImportView(APIView):
         return Response(summary.as_dict())
 
 
+class ClaudeImportView(APIView):
+    @extend_schema(
+        description="multipart `file`: the Claude.ai export zip or its conversations.json; optional "
+        "`collection`, `assistant_name`. `memory_suggestions` (from the zip's memories.json) can be sent as "
+        "they are to the memory import preview; nothing is added to the memories here.",
+        request={"multipart/form-data": docs.ClaudeImportSerializer},
+        responses={200: docs.ClaudeImportSummarySerializer, 400: ErrorSerializer, 413: ErrorSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        data = _body(request)
+        summary = services.archive_claude_import(
+            uploads=request.FILES.getlist("file"),
+            collection=data.get("collection") or "conversations",
+            assistant_name=_text_field(data, "assistant_name"),
+        )
+        return Response(summary.as_dict())
+
+
 class ArchiveSearchView(APIView):
     @extend_schema(
         parameters=[OpenApiParameter("q", str), OpenApiParameter("collection", str)],

@@ -70,6 +70,20 @@ class ChatGPTImportSummarySerializer(serializers.Serializer):
     custom_instructions_suggestion = serializers.CharField(allow_null=True)
 
 
+class MemorySuggestionSerializer(serializers.Serializer):
+    text = serializers.CharField()
+    category = serializers.CharField()
+
+
+class ClaudeImportProblemSerializer(ImportProblemSerializer):
+    index = serializers.IntegerField(min_value=0, allow_null=True)  # null: memories.json, not a conversation
+
+
+class ClaudeImportSummarySerializer(ChatGPTImportSummarySerializer):
+    problems = ClaudeImportProblemSerializer(many=True)
+    memory_suggestions = MemorySuggestionSerializer(many=True)
+
+
 class ArchiveHitSerializer(serializers.Serializer):
     document_id = serializers.IntegerField()
     document_title = serializers.CharField()
@@ -125,6 +139,12 @@ class DocumentTextSerializer(serializers.Serializer):
 
 class ChatGPTImportSerializer(serializers.Serializer):
     file = serializers.ListField(child=serializers.FileField())
+    collection = serializers.ChoiceField(choices=ArchiveCollection.choices, required=False)
+    assistant_name = serializers.CharField(required=False, allow_blank=True)
+
+
+class ClaudeImportSerializer(serializers.Serializer):
+    file = serializers.FileField()
     collection = serializers.ChoiceField(choices=ArchiveCollection.choices, required=False)
     assistant_name = serializers.CharField(required=False, allow_blank=True)
 

@@ -16,6 +16,7 @@ urlpatterns = [
         name="api-archive-document-attachment",
     ),
     path("archive/import/chatgpt/", api.ChatGPTImportView.as_view(), name="api-archive-import-chatgpt"),
+    path("archive/import/claude/", api.ClaudeImportView.as_view(), name="api-archive-import-claude"),
     path("archive/search/", api.ArchiveSearchView.as_view(), name="api-archive-search"),
     path("library/files/", api.LibraryFileListView.as_view(), name="api-library-files"),
     path("library/files/<str:file_id>/", api.LibraryFileDetailView.as_view(), name="api-library-file"),

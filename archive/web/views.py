@@ -2,10 +2,14 @@
 
 The ChatGPT import form posts to the API from `static/js/archive.js` so a
 large upload shows a progress bar; without JavaScript it posts here and the
-summary arrives as a flash message.
+summary arrives as a flash message. The Claude.ai import form does the same
+(`static/js/archive_claude.js`); without JavaScript the memories its export
+offers wait in the session for the next page, which shows them once.
 """
 
 from __future__ import annotations
+
+import json
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -33,10 +37,45 @@ def _summary_text(summary: services.ImportSummary) -> str:
     return text
 
 
+# The memory suggestions of a Claude.ai import posted without JavaScript, until the page shows them.
+CLAUDE_MEMORY_SUGGESTIONS = "archive_claude_memory_suggestions"
+
+
+def _claude_import_post(request: HttpRequest) -> str:
+    summary = services.archive_claude_import(
+        uploads=request.FILES.getlist("file"),
+        collection=request.POST.get("collection") or "conversations",
+        assistant_name=request.POST.get("assistant_name", ""),
+    )
+    if summary.memory_suggestions:
+        request.session[CLAUDE_MEMORY_SUGGESTIONS] = summary.memory_suggestions
+    text = (
+        f"Imported {summary.conversations} Claude.ai conversation(s) with {summary.messages} message(s); "
+        f"{summary.duplicates} already in the archive, {summary.skipped} skipped."
+    )
+    problems = summary.as_dict()["problems"]
+    if problems:
+        text += " Problems: " + "; ".join(
+            (f"#{p['index']} {p['title'] or 'untitled'}: " if p["index"] is not None else "") + p["reason"]
+            for p in problems[:10]
+        ) + ("…" if len(problems) > 10 else ".")
+    if summary.memory_suggestions:
+        text += f" The export carried {len(summary.memory_suggestions)} memories: review them below."
+    return text
+
+
+def _claude_memory_suggestions_context(request: HttpRequest) -> dict:
+    """The suggestions a Claude.ai import left in the session, shown once."""
+    suggestions = request.session.pop(CLAUDE_MEMORY_SUGGESTIONS, None) or []
+    return {"memory_suggestions": suggestions, "memory_suggestions_json": json.dumps(suggestions, ensure_ascii=False)}
+
+
 def _archive_post(request: HttpRequest) -> str:
     """Run the posted action; returns the flash message."""
     action = request.POST.get("action")
     upload = request.FILES.get("file")
+    if action == "import_claude":
+        return _claude_import_post(request)
     if action == "import_chatgpt":
         summary = services.archive_chatgpt_import(
             uploads=request.FILES.getlist("file"),
@@ -71,6 +110,7 @@ def archive_page(request: HttpRequest) -> HttpResponse:
         for value, label in ArchiveCollection.choices
     ]
     context = {"collections": ArchiveCollection.choices, "groups": groups, "query": query, "hits": hits, "error": error}
+    context.update(_claude_memory_suggestions_context(request))
     return render(request, "archive/archive.html", context, status=status)
 
 

@@ -1,0 +1,345 @@
+"""Reading a Claude.ai data export: the export zip or its `conversations.json`.
+
+`conversations.json` is a list of conversations `{uuid, name, created_at,
+updated_at, account, chat_messages}`; each message has a `sender` (`human` or
+`assistant`), `content` blocks and, in older exports, only a flat `text`.
+Only what the owner and the assistant said to each other is speech: the
+`text` blocks of `content` (or `text` when a message has no blocks). Never
+`thinking` blocks, `tool_use` / `tool_result` blocks or any other block.
+
+A file the owner attached is kept beside the turns, never as speech: its
+`extracted_content` is an `AttachmentText`, which the importer stores as
+chunks labelled with the file's name, outside every turn (so no handoff
+or label reading can take it for the owner's words). Files without extracted
+text (`files`) are not in the export at all.
+
+`memories.json` (a list with an object holding `conversations_memory` text
+and/or `project_memories`) is read apart: the memory import
+(`memories.importing`) understands it, and the importer offers what it finds
+as suggestions the owner confirms.
+
+One conversation that cannot be read (not an object, no `chat_messages` list,
+a message of the wrong shape, text nested deeper than anyone writes, a NUL or
+a lone surrogate) is a `ConversationProblem`; only a file that is not an
+export at all is refused whole. The file is parsed as a stream of basic JSON
+events, one conversation at a time, and each conversation is built without
+recursion and only to `MAX_JSON_DEPTH` levels: a deeper one is read to its
+end unbuilt and named as a problem.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import ijson
+
+from archive.chatgpt import DAMAGED_ZIP, ExportFiles, UnreadableConversation
+from archive.parsing import ConversationProblem, Turn
+from elion.errors import InvalidInput
+from elion.input_checks import MAX_JSON_DEPTH, text_check
+
+CONVERSATIONS_MEMBER = "conversations.json"
+MEMORIES_MEMBER = "memories.json"
+# This many leading items with not one conversation among them: the file is not an export.
+NOT_AN_EXPORT_AFTER = 20
+# Claude's senders, as the archive's roles.
+_ROLES = {"human": "user", "assistant": "assistant"}
+_TIME_TEXT_MAX = 64
+ATTACHMENT_NAME_MAX = 200
+
+
+class MalformedClaudeExport(InvalidInput):
+    code = "malformed_claude_export"
+
+
+class UnreadableMemories(Exception):
+    """`memories.json` is in the zip but cannot be read; the conversations are imported all the same."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class AttachmentText:
+    """The text Claude.ai extracted from a file the owner attached; `after_turn` counts the turns said up to it."""
+
+    after_turn: int
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ClaudeConversation:
+    index: int  # 0-based, across every file of the import
+    file: str
+    external_id: str
+    title: str
+    created_at: datetime | None
+    updated_at: datetime | None
+    # Speaker names are left as roles ("user" / "assistant"); the importer labels them.
+    turns: tuple[Turn, ...]
+    attachments: tuple[AttachmentText, ...] = ()
+
+
+# --- Building values from a stream of events ------------------------------------------
+
+_OPEN = {"start_map", "start_array"}
+_CLOSE = {"end_map", "end_array"}
+
+
+class _TooDeep:
+    """A value nested deeper than MAX_JSON_DEPTH: read to its end, never built."""
+
+
+TOO_DEEP = _TooDeep()
+
+
+def _put(container: dict | list, key: str | None, value: object) -> None:
+    if isinstance(container, dict):
+        container[key] = value
+    else:
+        container.append(value)
+
+
+def built_value(event: str, value: object, events: Iterator[tuple[str, object]]) -> object:
+    """The JSON value that begins with `(event, value)`, built without recursion; TOO_DEEP past the limit."""
+    if event not in _OPEN:
+        return value
+    root: dict | list = {} if event == "start_map" else []
+    stack: list[dict | list] = [root]
+    keys: list[str | None] = [None]
+    depth, too_deep = 1, False
+    for event, value in events:
+        if event in _OPEN:
+            depth += 1
+        elif event in _CLOSE:
+            depth -= 1
+        if too_deep:
+            if depth == 0:
+                return TOO_DEEP
+            continue
+        if event in _OPEN:
+            if depth > MAX_JSON_DEPTH:
+                too_deep = True
+                continue
+            child: dict | list = {} if event == "start_map" else []
+            _put(stack[-1], keys[-1], child)
+            stack.append(child)
+            keys.append(None)
+        elif event in _CLOSE:
+            stack.pop()
+            keys.pop()
+            if depth == 0:
+                return root
+        elif event == "map_key":
+            keys[-1] = value
+        else:
+            _put(stack[-1], keys[-1], value)
+    raise ijson.IncompleteJSONError("the JSON ends inside a value")
+
+
+def top_level_items(stream: io.BufferedReader, file: str) -> Iterator[object]:
+    """Each item of the file's top-level list (or the one object it holds), built one at a time."""
+    events = iter(ijson.basic_parse(stream, use_float=True))
+    event, value = next(events)
+    if event == "start_map":
+        yield built_value(event, value, events)
+        return
+    if event != "start_array":
+        raise MalformedClaudeExport(f"{file} must hold a list of conversations.")
+    for event, value in events:
+        if event == "end_array":
+            return
+        yield built_value(event, value, events)
+
+
+# --- One conversation -----------------------------------------------------------------
+
+
+def _moment(value: object) -> datetime | None:
+    """An ISO 8601 time (`2024-05-01T12:34:56.789012Z`) as an aware datetime; None for anything else."""
+    if not isinstance(value, str) or len(value) > _TIME_TEXT_MAX:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+        # In UTC, as the databases keep it: year 1 at +14:00 (or 9999 at -14:00) does not exist there.
+        return moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _flat(value: object, limit: int) -> str:
+    return " ".join(value.split())[:limit] if isinstance(value, str) else ""
+
+
+def _blocks_text(content: list) -> str:
+    """The `text` blocks, joined; every other block (thinking, tool_use, tool_result…) is not speech."""
+    texts = [
+        block.get("text") for block in content if isinstance(block, dict) and block.get("type") == "text"
+    ]
+    return "\n\n".join(text.strip() for text in texts if isinstance(text, str) and text.strip())
+
+
+def message_text(message: dict, number: int) -> str:
+    """What a message said ("" for nothing); UnreadableConversation when its fields have the wrong types."""
+    content = message.get("content")
+    if isinstance(content, list) and content:
+        return _blocks_text(content)
+    if content not in (None, []):
+        raise UnreadableConversation(f"message {number} has content that is not a list")
+    text = message.get("text")  # older exports: no blocks, only the text
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        raise UnreadableConversation(f"message {number} has text that is not a string")
+    return text.strip()
+
+
+def message_role(message: dict, number: int) -> str | None:
+    """"user" / "assistant", or None for a sender that does not speak in the conversation."""
+    sender = message.get("sender")
+    if not isinstance(sender, str):
+        raise UnreadableConversation(f"message {number} has no sender")
+    return _ROLES.get(sender)
+
+
+def attachment_texts(message: dict, after_turn: int) -> list[AttachmentText]:
+    """The extracted text of each file attached to the message (files without one are not in the export)."""
+    attachments = message.get("attachments")
+    if not isinstance(attachments, list):
+        return []
+    found = []
+    for attachment in attachments:
+        if not isinstance(attachment, dict):
+            continue
+        text = attachment.get("extracted_content")
+        if isinstance(text, str) and text.strip():
+            name = _flat(attachment.get("file_name"), ATTACHMENT_NAME_MAX) or "attachment"
+            found.append(AttachmentText(after_turn, name, text.strip()))
+    return found
+
+
+def read_conversation(raw: object, index: int, file: str = CONVERSATIONS_MEMBER) -> ClaudeConversation:
+    """One conversation of an export; UnreadableConversation saying why not."""
+    if raw is TOO_DEEP:
+        raise UnreadableConversation(f"it is nested deeper than {MAX_JSON_DEPTH} levels")
+    if not isinstance(raw, dict):
+        raise UnreadableConversation("it is not a JSON object")
+    messages = raw.get("chat_messages")
+    if not isinstance(messages, list):
+        raise UnreadableConversation("it has no list of messages (chat_messages)")
+    try:
+        text_check(raw, "it")
+    except InvalidInput as exc:
+        raise UnreadableConversation("it holds a NUL character or an unpaired surrogate") from exc
+    turns: list[Turn] = []
+    attachments: list[AttachmentText] = []
+    for number, message in enumerate(messages, start=1):
+        if not isinstance(message, dict):
+            raise UnreadableConversation(f"message {number} is not a JSON object")
+        role = message_role(message, number)
+        if role is None:
+            continue
+        text = message_text(message, number)
+        if text:
+            turns.append(Turn(speaker=role, role=role, text=text, spoken_at=_moment(message.get("created_at"))))
+        attachments += attachment_texts(message, len(turns))
+    if not turns:
+        raise UnreadableConversation("nothing was said in it (no text from either side)")
+    external_id = raw.get("uuid")
+    return ClaudeConversation(
+        index=index,
+        file=file,
+        external_id=external_id if isinstance(external_id, str) else "",
+        title=_flat(raw.get("name"), 250),
+        created_at=_moment(raw.get("created_at")),
+        updated_at=_moment(raw.get("updated_at")),
+        turns=tuple(turns),
+        attachments=tuple(attachments),
+    )
+
+
+def _problem(raw: object, index: int, file: str, reason: str) -> ConversationProblem:
+    title = raw.get("name") if isinstance(raw, dict) and isinstance(raw.get("name"), str) else ""
+    # The title of an unreadable conversation is unchecked text: no NUL, no lone surrogate in the answer.
+    title = "".join(ch for ch in title if ch != "\x00" and not 0xD800 <= ord(ch) <= 0xDFFF)
+    return ConversationProblem(index=index, file=file, title=" ".join(title.split())[:250], reason=reason)
+
+
+def _conversation_shaped(raw: object) -> bool:
+    return isinstance(raw, dict) and isinstance(raw.get("chat_messages"), list)
+
+
+def _not_claude(file: str, chatgpt_shaped: bool) -> MalformedClaudeExport:
+    hint = " It looks like a ChatGPT export: use the ChatGPT import." if chatgpt_shaped else ""
+    return MalformedClaudeExport(f"{file} holds no Claude.ai conversations; is it a Claude.ai data export?{hint}")
+
+
+# --- A whole file ---------------------------------------------------------------------
+
+
+def parse_conversations(
+    stream: io.BufferedReader, *, file: str = CONVERSATIONS_MEMBER, first_index: int = 0
+) -> Iterator[ClaudeConversation | ConversationProblem]:
+    """Every conversation of one file, read and yielded one at a time; one that cannot be read is a
+    ConversationProblem. A file that is damaged or not an export raises MalformedClaudeExport while it
+    is read: callers read the whole file before storing anything, so such a file stores nothing."""
+    try:
+        if not stream.peek(1):
+            raise InvalidInput(f"{file} is empty.", code="empty_file")
+        if stream.peek(3)[:3] == b"\xef\xbb\xbf":
+            stream.read(3)  # a UTF-8 byte order mark
+        shaped = items = 0
+        chatgpt_shaped = False
+        for offset, raw in enumerate(top_level_items(stream, file)):
+            items += 1
+            shaped += _conversation_shaped(raw)
+            chatgpt_shaped = chatgpt_shaped or (isinstance(raw, dict) and isinstance(raw.get("mapping"), dict))
+            if not shaped and (chatgpt_shaped or items >= NOT_AN_EXPORT_AFTER):
+                raise _not_claude(file, chatgpt_shaped)
+            index = first_index + offset
+            try:
+                yield read_conversation(raw, index, file)
+            except UnreadableConversation as exc:
+                yield _problem(raw, index, file, exc.reason)
+        if items and not shaped:
+            raise _not_claude(file, chatgpt_shaped)
+    except ijson.JSONError as exc:
+        raise MalformedClaudeExport(
+            f"{file} is not valid JSON; upload the Claude.ai export zip or its conversations.json."
+        ) from exc
+    except UnicodeDecodeError as exc:  # before DAMAGED_ZIP, which holds every ValueError
+        raise MalformedClaudeExport(f"{file} is not UTF-8 JSON; nothing was imported.") from exc
+    except DAMAGED_ZIP as exc:
+        # A damaged member surfaces while it streams: zlib errors, CRC mismatches (BadZipFile), a cut stream.
+        raise MalformedClaudeExport("The zip file is damaged and cannot be read.", code="bad_zip") from exc
+
+
+# --- memories.json --------------------------------------------------------------------
+
+
+def memories_member_bytes(export: ExportFiles, limit: int) -> bytes | None:
+    """The bytes of the zip's `memories.json` (the shallowest), None when the upload has none.
+
+    Raises UnreadableMemories (its reason) when the member is larger than `limit` or damaged."""
+    if export.archive is None:
+        return None
+    found = [m for m in export.archive.infolist() if posixpath.basename(m.filename) == MEMORIES_MEMBER]
+    if not found:
+        return None
+    member = min(found, key=lambda m: m.filename.count("/"))
+    if member.file_size > limit or member.flag_bits & 0x1:
+        raise UnreadableMemories(f"{MEMORIES_MEMBER} is encrypted or larger than {limit:,} bytes")
+    try:
+        with export.archive.open(member) as inner:
+            data = inner.read(limit + 1)
+    except DAMAGED_ZIP as exc:
+        raise UnreadableMemories(f"{MEMORIES_MEMBER} is damaged in the zip") from exc
+    if len(data) > limit:
+        raise UnreadableMemories(f"{MEMORIES_MEMBER} is larger than {limit:,} bytes")
+    return data

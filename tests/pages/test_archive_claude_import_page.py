@@ -1,0 +1,54 @@
+"""The Archive page's Claude.ai import in a real browser: problems listed, the export's memories offered
+and added only through the memory import preview, after the owner confirms."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from archive.models import ArchiveDocument
+from memories.models import Memory
+from tests.archive import claude_export as export
+from tests.archive.conftest import make_zip
+
+pytestmark = pytest.mark.browser
+
+
+def test_claude_import_lists_problems_and_offers_memories_for_the_owner_to_confirm(live_app, page: Page, tmp_path):
+    archive = tmp_path / "claude-export.zip"
+    archive.write_bytes(make_zip(export.members()))
+
+    page.goto(f"{live_app.url}/archive/")
+    form = page.locator("[data-claude-import]")
+    form.locator("#claude-import-file").set_input_files(str(archive))
+    form.get_by_role("button", name="Import").click()
+    expect(form.locator("[data-import-summary]")).to_have_text(
+        "Imported 2 conversation(s) with 7 message(s); 0 already in the archive, 3 skipped."
+    )
+    problems = form.locator("[data-import-problems] li")
+    expect(problems).to_have_count(3)
+    expect(problems.nth(0)).to_have_text("#1 New chat: nothing was said in it (no text from either side)")
+    assert ArchiveDocument.objects.filter(source="claude").count() == 2
+
+    offer = page.locator("[data-memory-suggestions]")
+    expect(offer).to_be_visible()
+    expect(offer.locator("[data-memory-suggestion-list] li")).to_have_count(4)
+    expect(offer.locator("[data-memory-suggestion-list] li").nth(0)).to_have_text(export.SUGGESTIONS[0]["text"])
+    assert not Memory.objects.exists()  # offered, not saved
+
+    offer.get_by_role("button", name="Review in memory import").click()
+    expect(page.locator("[data-import-preview] tbody tr")).to_have_count(4)
+    expect(page.locator("[data-memory-reach]")).to_contain_text("new threads only")
+    assert not Memory.objects.exists()  # the preview saves nothing either
+    page.get_by_role("button", name="Import 4 memories").click()
+    expect(page).to_have_url(f"{live_app.url}/memories/")
+    assert sorted(Memory.objects.values_list("text", "category")) == sorted(
+        (s["text"], s["category"]) for s in export.SUGGESTIONS
+    )
+
+    # Imported again: every conversation a duplicate, and no memory offered twice.
+    page.goto(f"{live_app.url}/archive/")
+    form.locator("#claude-import-file").set_input_files(str(archive))
+    form.get_by_role("button", name="Import").click()
+    expect(form.locator("[data-import-summary]")).to_contain_text("2 already in the archive")
+    expect(offer).to_be_hidden()
