@@ -42,7 +42,7 @@ FAST_DELTA_MS = 10.0
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8">
 <link rel="stylesheet" href="/static/css/elion.css"><link rel="stylesheet" href="/static/css/markdown.css">
-<link rel="stylesheet" href="/static/vendor/highlight.js/github.min.css"></head>
+<link rel="stylesheet" href="/static/vendor/highlight.js/a11y-light.min.css"></head>
 <body><main><div class="messages" data-messages>
 <article class="message message-assistant"><div class="message-body plain" data-plain></div></article>
 <article class="message message-assistant"><div class="message-body plain" data-live></div></article>
