@@ -260,4 +260,8 @@ def test_copy_puts_the_code_blocks_text_on_the_clipboard(live_app, page: Page, s
     assert page.evaluate("navigator.clipboard.readText()") == "plain\n"
     # The feedback goes away again.
     expect(buttons.first).to_have_text("Copy python code", timeout=5000)
+    # A page that loads with the reply already settled decorates it the same way.
+    page.reload()
+    expect(settled.locator("[data-code-copy]")).to_have_count(2)
+    expect(settled.locator("pre > code.language-python.hljs .hljs-keyword").first).to_have_text("for")
     assert page.js_errors == []

@@ -189,7 +189,8 @@ function copyBySelection(text) {
   return copied;
 }
 
-async function copyText(text) {
+// The text on the clipboard; answers whether it got there (for any Copy on the page).
+export async function copyText(text) {
   try {
     await navigator.clipboard.writeText(text);
     return true;
