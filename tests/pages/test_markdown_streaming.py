@@ -58,7 +58,11 @@ CORPUS = [
 ]
 
 
-def chat_page(page: Page, live_app) -> None:
+SIZES = {"desktop": {"width": 1366, "height": 900}, "phone": {"width": 390, "height": 844}}
+
+
+def chat_page(page: Page, live_app, size: str = "desktop") -> None:
+    page.set_viewport_size(SIZES[size])
     conversation, _ = seed_conversation(title="Markdown")
     page.goto(f"{live_app.url}/c/{conversation.id}/")
     expect(page.locator("[data-composer-input]")).to_be_enabled()
@@ -151,8 +155,9 @@ def live_body(page: Page):
     return page.locator(".message-assistant").last.locator(".message-body")
 
 
+@pytest.mark.parametrize("size", SIZES)
 def test_a_streamed_code_block_and_table_render_before_done_and_do_not_change_after(
-    live_app, page: Page, scripted_server
+    live_app, page: Page, scripted_server, size
 ):
     chunks = streamed_chunks(STREAMED)
     hold = threading.Event()
@@ -160,7 +165,7 @@ def test_a_streamed_code_block_and_table_render_before_done_and_do_not_change_af
     scripted_server.script(
         ScriptedReply(chunks=chunks, hold=hold, hold_after_chunks=len(chunks), delay_between_chunks=0.02)
     )
-    chat_page(page, live_app)
+    chat_page(page, live_app, size)
     send(page, "Plan it in a table")
     streaming = page.locator(".message-assistant.status-streaming")
     expect(streaming.locator(".message-body p").last).to_have_text("Done.")
@@ -239,23 +244,30 @@ def test_hostile_markdown_streamed_into_a_bubble_never_runs(live_app, page: Page
     assert page.js_errors == []
 
 
-def test_copy_puts_the_code_blocks_text_on_the_clipboard(live_app, page: Page, scripted_server):
+@pytest.mark.parametrize("size", SIZES)
+def test_copy_puts_the_code_blocks_text_on_the_clipboard(live_app, page: Page, scripted_server, size):
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_app.url)
     code = 'for i in range(3):\n    print("<b>", i)'
     scripted_server.script(ScriptedReply(text=f"Try this:\n\n```python\n{code}\n```\n\nand this:\n\n```\nplain\n```"))
-    chat_page(page, live_app)
+    chat_page(page, live_app, size)
     send(page, "Some code please")
     wait_settled(page)
     settled = page.locator(".message-assistant.status-complete")
     buttons = settled.locator("[data-code-copy]")
     expect(buttons).to_have_count(2)
-    # Labelled, and reached from the keyboard: focus it and press Enter.
+    if size == "phone":
+        box = buttons.first.bounding_box()
+        assert box["height"] >= 44 and box["width"] >= 44, box
+    # Labelled, and worked from the keyboard.
     expect(buttons.first).to_have_accessible_name("Copy python code")
     buttons.first.focus()
     page.keyboard.press("Enter")
     expect(buttons.first).to_have_text("Copied")
     assert page.evaluate("navigator.clipboard.readText()") == code + "\n"
-    buttons.last.click()
+    # Tab goes on to the next code block's Copy (nothing focusable lies between them).
+    page.keyboard.press("Tab")
+    expect(buttons.last).to_be_focused()
+    page.keyboard.press("Space")
     expect(buttons.last).to_have_text("Copied")
     assert page.evaluate("navigator.clipboard.readText()") == "plain\n"
     # The feedback goes away again.
