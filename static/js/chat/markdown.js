@@ -257,7 +257,9 @@ function parseBlocks(text, offset) {
     const token = tokens[i];
     if (token.level !== 0 || token.nesting === 1) continue;
     const own = tokens.slice(first, i + 1);
-    blocks.push({ start: offset + starts[own[0].map[0]], html: md.renderer.render(own, md.options, env) });
+    // (A block with no source lines recorded has no known start: the next render parses all.)
+    const start = own[0].map ? offset + starts[own[0].map[0]] : null;
+    blocks.push({ start, html: md.renderer.render(own, md.options, env) });
     first = i + 1;
   }
   return blocks;
@@ -271,7 +273,8 @@ export function newRendering() {
 export function renderInto(body, source, state = newRendering()) {
   const text = normalised(source || "");
   const appended = text.startsWith(state.source) && !REFERENCE_DEFINITION.test(text);
-  const kept = appended ? Math.max(0, state.blocks.length - REPARSED_BLOCKS) : 0;
+  let kept = appended ? Math.max(0, state.blocks.length - REPARSED_BLOCKS) : 0;
+  if (kept && state.blocks[kept].start === null) kept = 0;
   const from = kept ? state.blocks[kept].start : 0;
   const blocks = [...state.blocks.slice(0, kept), ...parseBlocks(text.slice(from), from)];
   let same = kept;
