@@ -35,6 +35,7 @@ ALLOWED_TAGS = {
     "table", "thead", "tbody", "tr", "th", "td", "div", "span",
 }
 ALLOWED_ATTRIBUTES = {
+    "*": set(),  # none on every element (nh3 would otherwise keep `title` and `lang` anywhere)
     "a": {"href", "title"},
     "ol": {"start"},
     "th": {"class"},
@@ -44,6 +45,8 @@ ALLOWED_ATTRIBUTES = {
     "span": {"class"},
 }
 URL_SCHEMES = {"http", "https", "mailto"}
+# Elements dropped with everything in them (the others not allowed leave their text behind).
+CLEAN_CONTENT_TAGS = {"script", "style", "svg", "math", "xmp"}
 # Table alignment, as a class: the pages' Content-Security-Policy refuses style attributes.
 ALIGNMENT_CLASSES = {"align-left", "align-center", "align-right"}
 # The wrapper a code block is rendered in, and the table cells' alignment: div, span, th and td carry only these.
@@ -129,7 +132,7 @@ def sanitised_html(html: str) -> str:
     return nh3.clean(
         html,
         tags=ALLOWED_TAGS,
-        clean_content_tags={"script", "style"},
+        clean_content_tags=CLEAN_CONTENT_TAGS,
         attributes=ALLOWED_ATTRIBUTES,
         attribute_filter=_allowed_attribute,
         url_schemes=URL_SCHEMES,

@@ -110,6 +110,8 @@ ROW, END = "<table><tbody><tr>", "</tr></tbody></table>"
         ('<code class="language-py">x</code>', '<code class="language-py">x</code>'),
         ('<code class="language-py onclick">x</code>', "<code>x</code>"),
         ('<button type="button" onclick="alert(1)">x</button>', "x"),
+        ('<p title="t" lang="en">x</p>', "<p>x</p>"),
+        ("<svg><text>x</text></svg><math><mi>y</mi></math><xmp><b>z</b></xmp>after", "after"),
     ],
 )
 def test_the_sanitiser_drops_markup_the_markdown_rendering_never_writes(html, kept):

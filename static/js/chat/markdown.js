@@ -109,13 +109,19 @@ purifier.setConfig({
   ALLOWED_URI_REGEXP: /^(?:(?:https?|mailto):|[^a-z]|[a-z+.-]+(?:[^a-z+.\-:]|$))/i,
   ALLOW_DATA_ATTR: false,
   ALLOW_ARIA_ATTR: false,
-  FORBID_CONTENTS: ["script", "style"],
+  // rendering.py CLEAN_CONTENT_TAGS: dropped with everything in them.
+  FORBID_CONTENTS: ["script", "style", "svg", "math", "xmp"],
   RETURN_DOM_FRAGMENT: true,
 });
 
+// rendering.py `sanitised_html`: HTML cut back to what the Markdown rendering writes (a DocumentFragment).
+export function sanitised(html) {
+  return purifier.sanitize(html);
+}
+
 // Markdown source in, sanitised DOM out (a DocumentFragment, not yet decorated).
 export function renderMarkdown(source) {
-  return purifier.sanitize(md.render(source || ""));
+  return sanitised(md.render(source || ""));
 }
 
 // --- decoration: highlighting and Copy, the same on streamed and settled bubbles -----
@@ -287,7 +293,7 @@ export function renderInto(body, source, state = newRendering()) {
   for (const gone of state.blocks.slice(same)) for (const node of gone.nodes) node.remove();
   const added = document.createDocumentFragment();
   for (const block of blocks.slice(same)) {
-    const fragment = purifier.sanitize(block.html);
+    const fragment = sanitised(block.html);
     decorateMarkdown(fragment);
     block.nodes = [...fragment.childNodes];
     added.append(fragment);
