@@ -2,8 +2,8 @@
 // connect), resuming a reply that is still streaming (after a reload, in a
 // second tab, or when the connection drops), Stop, edit-and-resend, retry,
 // rewind, inline rename and the request size panel. Plain ES module, no build step. The server renders every settled
-// bubble; this file only streams plain text into a live bubble and then swaps
-// in the server's HTML fragment.
+// bubble; a live bubble shows the reply's Markdown rendered the same way in the browser
+// (chat/markdown.js) and then swaps in the server's HTML fragment.
 
 import { apiJson, csrfToken, estimateTokens, newClientId, pendingSends, readSse, sleep } from "./chat/net.js";
 import {
@@ -36,6 +36,7 @@ import {
 } from "./chat/attachments.js";
 import { watchProviderUsage } from "./chat/usage.js";
 import { initMessageMenus, rewindConfirmed } from "./chat/versions.js";
+import { liveMarkdown } from "./chat/markdown.js";
 
 const root = document.querySelector("[data-chat]");
 
@@ -182,15 +183,18 @@ class Turn {
     }
   }
 
+  // The reply so far is rendered as Markdown, at most once a frame, the way the server
+  // renders it at `done` (chat/markdown.js), so the bubble does not jump then.
   appendText(text) {
     const body = this.liveBody;
     if (!body || !text) return;
-    const stick = nearBottom();
-    body.querySelector(".typing")?.remove();
-    body.append(document.createTextNode(text));
-    const bubble = body.closest(".message");
-    bubble.dataset.tokens = String(estimateTokens(body.textContent));
-    if (stick) scrollToBottom();
+    const rendering = liveMarkdown(body);
+    rendering.wrapRender ??= () => {
+      const stick = nearBottom();
+      return () => stick && scrollToBottom();
+    };
+    const source = rendering.append(text);
+    body.closest(".message").dataset.tokens = String(estimateTokens(source));
   }
 
   // The provider's reasoning summary, streamed into a collapsed line above the reply;
