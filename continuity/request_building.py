@@ -142,6 +142,11 @@ def branch_attachment_parts(
     projection; a missing or tampered one raises AttachmentUnavailable (409,
     naming it), which rolls the caller's transaction back. `verified`: the
     parts this send verified before its lock; the rest are verified now.
+    A reply's generated images are verified with the rest but travel as no
+    input (neither API takes an image in an assistant turn): only the user
+    turns' parts are answered.
     """
-    manifests = manifests_on_branch(conversation.id, (m for m in branch if m.role == Role.USER))
-    return attachment_parts_verified(conversation.id, manifests, verified=verified)
+    manifests = manifests_on_branch(conversation.id, (m for m in branch if m.role in (Role.USER, Role.ASSISTANT)))
+    parts = attachment_parts_verified(conversation.id, manifests, verified=verified)
+    users = {m.id for m in branch if m.role == Role.USER}
+    return {message_id: found for message_id, found in parts.items() if message_id in users}

@@ -23,7 +23,7 @@ from django.utils import timezone
 from conversations.models import Message, MessageStatus
 from conversations.provider import gateway as provider_gateway
 from conversations.provider.gateway import ProviderError
-from conversations.sending import tool_loop
+from conversations.sending import images, tool_loop
 from conversations.sending.broadcast import STARTED, ReplyBroadcast
 from conversations.sending.persist import persist
 from conversations.sending.prepare import FreshReply
@@ -182,6 +182,7 @@ class ReplyRun:
                 await tool_loop.tool_round_run(
                     calls, round_number=round_number, message_id=message_id, parts=parts,
                     offered=prepared.tools, context=prepared.tool_context, emit=self.emit, persist=persist,
+                    async_tools=images.ASYNC_TOOLS,
                 )
             raise ProviderError(
                 "tool_round_limit",
@@ -322,6 +323,12 @@ class ReplyRun:
                     await self._flush(message_id)
             elif isinstance(event, provider_gateway.ToolCallRequested):
                 calls.append(event)
+            elif isinstance(event, provider_gateway.ImageStarted):
+                images.builtin_image_started(event, self.emit)
+            elif isinstance(event, provider_gateway.ImagePartial):
+                images.builtin_image_partial(event, self.emit)
+            elif isinstance(event, provider_gateway.ImageGenerated):
+                await images.builtin_image_finished(event, self.prepared.tool_context, self.emit)
             elif isinstance(event, provider_gateway.ProviderWaiting):
                 self.emit("status", {"state": "waiting_for_provider", "retry_in": event.seconds})
             elif isinstance(event, provider_gateway.Completed):

@@ -24,6 +24,7 @@ from continuity.eligibility import outside_quarantine
 from continuity.labels import assistant_name
 from continuity.models import Compaction
 from continuity.request_assembly import estimate_tokens
+from conversations.attachments.generated import generated_image_records
 from conversations.attachments.services import manifests_for
 from conversations.models import (
     AssistantSettings,
@@ -114,8 +115,10 @@ class Bubble:
     html: str
     editable: bool
     retryable: bool
-    # The message's attachment manifest, in order (conversations.attachments.services).
+    # The message's attachment manifest, in order (conversations.attachments.services), its generated
+    # images apart (a reply's, `chat/_generated_images.html`).
     attachments: tuple = ()
+    generated_images: tuple = ()
 
     @property
     def is_handoff(self) -> bool:
@@ -139,6 +142,14 @@ class Bubble:
     def sources(self) -> list[dict]:
         """The reply's citations as numbered sources, one per link (http and https only)."""
         return sources_numbered(self.message.metadata)
+
+    @property
+    def image_failures(self) -> list[dict]:
+        """The images this reply asked for that were not made: each record's error, in order."""
+        return [
+            record["error"] for record in generated_image_records(self.message)
+            if isinstance(record.get("error"), dict)
+        ]
 
     @property
     def tool_rounds(self) -> list[dict]:
@@ -169,7 +180,8 @@ def _bubble(message: Message, parent: Message | None, owner: str, assistant: str
         html=render_markdown(message.content) if is_assistant and settled else "",
         editable=editable,
         retryable=is_assistant and settled and message.kind == MessageKind.ORDINARY and message.parent_id is not None,
-        attachments=tuple(attachments),
+        attachments=tuple(a for a in attachments if not a.generated),
+        generated_images=tuple(a for a in attachments if a.generated),
     )
 
 
@@ -182,7 +194,7 @@ def bubbles_for(conversation: Conversation, messages: list[Message], settings_ro
     # stays the same for a short thread and a long one.
     parent_ids = {m.parent_id for m in messages if m.parent_id}
     by_id = {m.id: m for m in Message.objects.filter(pk__in=parent_ids).only("id", "role", "status")} if parent_ids else {}
-    manifests = manifests_for(m for m in messages if m.role == Role.USER)
+    manifests = manifests_for(messages)
     return [
         _bubble(
             message, by_id.get(message.parent_id) if message.parent_id else None, owner, assistant,

@@ -91,6 +91,7 @@ class SettingsSerializer(serializers.Serializer):
     reasoning_effort = serializers.ChoiceField(choices=["minimal", "low", "medium", "high"])
     verbosity = serializers.ChoiceField(choices=["low", "medium", "high"])
     reasoning_summary_shown = serializers.BooleanField()
+    image_generation = serializers.BooleanField()
 
 
 class FolderOutSerializer(serializers.Serializer):
