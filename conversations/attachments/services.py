@@ -290,6 +290,8 @@ def attachment_repr(attachment: Attachment) -> dict:
         "name": attachment.name,
         "mime": attachment.mime,
         "size": attachment.size,
+        # An image a reply generated (`conversations.attachments.generated`), never an upload.
+        "generated": attachment.generated,
     }
 
 

@@ -61,7 +61,7 @@ def message_repr(message: Message, attachments: list | None = None) -> dict:
         "kind": message.kind,
         "content": message.content,
         "status": message.status,
-        "attachments": [{**attachment_repr(attachment), "generated": attachment.generated} for attachment in attachments],
+        "attachments": [attachment_repr(attachment) for attachment in attachments],
         "citations": message_citations(message.metadata),
         "metadata": metadata,
         "created_at": message.created_at.isoformat(),
