@@ -163,13 +163,14 @@ class ImagePartial:
 @dataclass(frozen=True)
 class ImageGenerated:
     """A finished `image_generation_call` output item: the image as base64 (None when there is none),
-    its status, the provider's words when it failed or refused (else ""), and its revised prompt."""
+    its status, the provider's words and code when it failed or refused (else ""), and its revised prompt."""
 
     item_id: str
     result_b64: str | None
     status: str
     error: str
     revised_prompt: str
+    error_code: str = ""
 
 
 @dataclass(frozen=True)
@@ -490,6 +491,7 @@ def _image_generated(item: Any, api_key: str | None) -> ImageGenerated:  # noqa:
         status=str(item.status),
         error=words,
         revised_prompt=str(getattr(item, "revised_prompt", None) or ""),
+        error_code=str(getattr(error, "code", None) or ""),
     )
 
 

@@ -201,8 +201,7 @@ async def builtin_image_finished(event: provider_gateway.ImageGenerated, context
         record = _record(BUILTIN_TOOL_NAME, ref, character, event.revised_prompt)
         if event.error or event.result_b64 is None:
             detail = f"The model provider did not make the image: {event.error or 'it sent no image'}."
-            code = "image_refused" if "moderation" in event.error.lower() or "policy" in event.error.lower() else (
-                "image_failed")
+            code = "image_refused" if event.error_code in provider_gateway.IMAGE_REFUSED_CODES else "image_failed"
             attachment_id = None
         else:
             attachment_id, code, detail = await _kept(context, record, ref, event.result_b64, character, emit)

@@ -129,7 +129,7 @@ def add_streaming_endpoints(result: dict, generator: object, request: HttpReques
     })
     stream_responses = {
         "200": {
-            "description": "text/event-stream of user_message, assistant_message, diagnostics, delta, tool, "
+            "description": "text/event-stream of user_message, assistant_message, diagnostics, delta, tool, image, "
             "error and done events; with ?stream=false one JSON object",
             "content": {"text/event-stream": {"schema": {"type": "string"}}, "application/json": {"schema": {"type": "object"}}},
         },

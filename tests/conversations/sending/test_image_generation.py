@@ -302,11 +302,11 @@ async def test_an_unknown_character_id_is_a_tool_error_and_no_image_is_asked_for
 
 FAILURES = {
     "refused": (ScriptedImage(status=400, error_code="moderation_blocked", error_message="Your request was rejected."),
-                "refused to make this image (content policy): Your request was rejected"),
-    "provider_error": (ScriptedImage(status=500), "The model provider failed (HTTP 500)"),
-    "bad_base64": (ScriptedImage(b64="not*base64!"), "not valid base64"),
-    "not_an_image": (ScriptedImage(b64="aGVsbG8gd29ybGQ="), "not an image"),
-    "too_large": (ScriptedImage(), "larger than the attachment limit"),
+                "refused to make this image (content policy): Your request was rejected", "image_refused"),
+    "provider_error": (ScriptedImage(status=500), "The model provider failed (HTTP 500)", "provider_http_error"),
+    "bad_base64": (ScriptedImage(b64="not*base64!"), "not valid base64", "image_rejected"),
+    "not_an_image": (ScriptedImage(b64="aGVsbG8gd29ybGQ="), "not an image", "image_rejected"),
+    "too_large": (ScriptedImage(), "larger than the attachment limit", "image_rejected"),
 }
 
 
@@ -318,7 +318,7 @@ async def test_a_failed_image_on_chat_completions_is_a_tool_error_in_a_complete_
     await images_on()
     client = AsyncClient()
     conversation_id = await new_chat(client)
-    scripted, words = FAILURES[failure]
+    scripted, words, code = FAILURES[failure]
     scripted_provider.script_images(scripted)
     scripted_provider.script(*scripted_image_reply("chat.completions", text="I could not make it."))
     events = await send(client, conversation_id, "Draw me a lighthouse.")
@@ -330,15 +330,17 @@ async def test_a_failed_image_on_chat_completions_is_a_tool_error_in_a_complete_
     reply = await the_reply(conversation_id)
     assert reply.status == MessageStatus.COMPLETE and reply.content == "I could not make it."
     (record,) = reply.metadata["generated_images"]
-    assert words in record["error"]["detail"] and "attachment_id" not in record
+    assert words in record["error"]["detail"] and record["error"]["error"] == code and "attachment_id" not in record
     assert await generated(conversation_id) == []
 
 
-@pytest.mark.parametrize("call, words", [
-    (ScriptedImageCall(error={"code": "moderation_blocked", "message": "Blocked by moderation."}), "Blocked by moderation"),
-    (ScriptedImageCall(b64="%%%"), "not valid base64"),
+@pytest.mark.parametrize("call, words, code", [
+    (ScriptedImageCall(error={"code": "moderation_blocked", "message": "Blocked by moderation."}), "Blocked by moderation",
+     "image_refused"),
+    (ScriptedImageCall(error={"code": "server_error", "message": "It broke."}), "It broke", "image_failed"),
+    (ScriptedImageCall(b64="%%%"), "not valid base64", "image_rejected"),
 ])
-async def test_a_failed_image_on_responses_is_recorded_and_the_reply_goes_on(scripted_provider, call, words):
+async def test_a_failed_image_on_responses_is_recorded_and_the_reply_goes_on(scripted_provider, call, words, code):
     await images_on()
     client = AsyncClient()
     conversation_id = await new_chat(client)
@@ -350,5 +352,26 @@ async def test_a_failed_image_on_responses_is_recorded_and_the_reply_goes_on(scr
     reply = await the_reply(conversation_id)
     assert reply.status == MessageStatus.COMPLETE and reply.content == "That one did not work."
     (record,) = reply.metadata["generated_images"]
-    assert words in record["error"]["detail"]
+    assert words in record["error"]["detail"] and record["error"]["error"] == code
     assert await generated(conversation_id) == []
+
+
+async def test_a_fork_carries_the_generated_image_in_its_own_store(scripted_provider):
+    await images_on()
+    client = AsyncClient()
+    conversation_id = await new_chat(client)
+    scripted_provider.script(*scripted_image_reply("responses"))
+    await send(client, conversation_id, "Draw me a lighthouse.")
+    (image,) = await generated(conversation_id)
+    reply = await the_reply(conversation_id)
+
+    response = await client.post(
+        f"/api/conversations/{conversation_id}/fork/", {"message_id": str(reply.id)},
+        content_type="application/json", headers={"Idempotency-Key": "fork-image"},
+    )
+    assert response.status_code == 201, response.content
+    fork_id = response.json()["id"]
+    *_, last = await messages_api(client, fork_id)
+    assert [(a["id"], a["generated"]) for a in last["attachments"]] == [(str(image.id), True)]
+    assert blob_of(fork_id, image).read_bytes() == tiny_png()
+    assert blob_of(fork_id, image) != blob_of(conversation_id, image)
