@@ -122,9 +122,12 @@ def _record(source: str, ref: dict, character: ImageCharacter | None, prompt: st
 
 async def _failed(context: ToolContext, record: dict, ref: dict, code: str, detail: str, emit: Emit) -> ToolResult:
     """Record the failure on the reply, tell the page, and answer the tool error the model reads."""
-    await persist(generated_image_failure_record)(
-        message_id=context.message_id, record={**record, "error": {"error": code, "detail": detail}}
-    )
+    try:
+        await persist(generated_image_failure_record)(
+            message_id=context.message_id, record={**record, "error": {"error": code, "detail": detail}}
+        )
+    except Exception:  # noqa: BLE001 - the model and the page still hear about it
+        logger.exception("recording a failed image on reply %s failed", context.message_id)
     emit(IMAGE_EVENT, {"status": "error", **ref, "error": code, "detail": detail})
     return ToolResult(f"Tool error: the image was not made. {detail}", True)
 

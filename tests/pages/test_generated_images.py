@@ -99,3 +99,16 @@ def test_a_characters_page_shows_its_gallery_of_images_from_visible_conversation
     assert f"/api/conversations/{trashed}/" not in html
     empty = character_create(name="Echo")
     assert "No images yet." in client.get(f"/characters/{empty.pk}/edit/").content.decode()
+
+
+@pytest.mark.django_db
+def test_the_settings_page_turns_image_generation_on_and_off(client):
+    from conversations.models import AssistantSettings
+
+    form = {"owner_name": "AUMA", "display_name": "Elion Voicefire", "personality": "natural", "custom_instructions": ""}
+    assert 'name="image_generation">' in client.get("/settings/").content.decode()  # unticked by default
+    assert client.post("/settings/", {**form, "image_generation": "on"}).status_code == 302
+    assert AssistantSettings.objects.get(pk=1).image_generation is True
+    assert 'name="image_generation" checked' in client.get("/settings/").content.decode()
+    client.post("/settings/", form)
+    assert AssistantSettings.objects.get(pk=1).image_generation is False

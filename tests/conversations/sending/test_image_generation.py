@@ -176,9 +176,11 @@ async def test_an_image_made_on_responses_streams_its_partials_and_is_stored_on_
     assert last["attachments"] == [{"id": str(image.id), "sha256": image.sha256, "name": "generated-image-1.png",
                                     "mime": "image/png", "size": image.size, "generated": True}]
     download = await client.get(f"/api/conversations/{conversation_id}/attachments/{image.id}/")
-    assert download.status_code == 200 and b"".join(download.streaming_content if download.streaming else
-                                                   [download.content]) == tiny_png()
+    assert download.status_code == 200 and download["Content-Type"] == "image/png" and download.content == tiny_png()
     assert "/v1/images/generations" not in [r.path for r in scripted_provider.requests]
+    export = await client.get(f"/api/conversations/{conversation_id}/export/?format=markdown")
+    markdown = b"".join([chunk async for chunk in export.streaming_content]).decode()
+    assert "[Generated image: generated-image-1.png (image/png)]" in markdown
 
 
 async def test_generate_image_on_chat_completions_asks_the_images_api_on_the_same_binding(scripted_provider, settings):
