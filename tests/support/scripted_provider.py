@@ -102,6 +102,7 @@ class ScriptedImage:
     error_code: str | None = None  # with status >= 400, e.g. "moderation_blocked"
     error_message: str | None = None
     revised_prompt: str | None = None
+    hold: threading.Event | None = None  # request recorded, nothing answered until set (or the client hangs up)
 
 
 @dataclass
@@ -410,7 +411,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.provider.record(RecordedRequest("POST", self.path, self._lower_headers(), body))
         if path == "/v1/images/generations":
-            self._image(self.provider.next_image())
+            with contextlib.suppress(_Dropped):
+                self._image(self.provider.next_image())
             return
         if path not in ("/v1/chat/completions", "/v1/responses"):
             self._send_error(404, f"Unknown path {self.path}")
@@ -469,6 +471,13 @@ class _Handler(BaseHTTPRequestHandler):
     # -- replies -----------------------------------------------------------
     def _image(self, image: ScriptedImage) -> None:
         """The Images API: one image as `b64_json` (GPT image models always answer base64), or an error."""
+        if image.hold is not None:
+            while not image.hold.wait(0.05):
+                if self.provider._stopping.is_set():
+                    self._drop()
+                if _peer_closed(self.connection):
+                    self.provider.note_abandoned()  # the app ended the call (the owner pressed Stop)
+                    self._drop()
         if image.status >= 400:
             kind, code = _ERROR_KINDS.get(image.status, ("server_error", "server_error"))
             message = image.error_message or f"Scripted image error {image.status}"

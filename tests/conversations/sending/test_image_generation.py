@@ -9,8 +9,10 @@ Assertions are on the stored rows and on the exact requests the scripted provide
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from django.test import AsyncClient
 from conversations.attachments import store as attachment_store
 from conversations.models import Attachment, AttachmentBlobIdentity, Character, Message, MessageStatus, Role
 from tests.conftest import parse_sse, read_streaming
+from tests.support.factories import wait_for
 from tests.support.scripted_provider import ScriptedImage, ScriptedImageCall, ScriptedReply, tiny_png, tiny_png_b64
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -377,3 +380,31 @@ async def test_a_fork_carries_the_generated_image_in_its_own_store(scripted_prov
     assert [(a["id"], a["generated"]) for a in last["attachments"]] == [(str(image.id), True)]
     assert blob_of(fork_id, image).read_bytes() == tiny_png()
     assert blob_of(fork_id, image) != blob_of(conversation_id, image)
+
+
+async def test_stop_ends_a_generate_image_call_still_waiting_on_the_provider(scripted_provider, settings):
+    settings.ELION_API_SELECTOR = "chat.completions"
+    await images_on()
+    held = threading.Event()
+    scripted_provider.script_images(ScriptedImage(hold=held))
+    scripted_provider.script(*scripted_image_reply("chat.completions"))
+    client = AsyncClient()
+    conversation_id = await new_chat(client)
+    sending = asyncio.ensure_future(send(client, conversation_id, "Draw me a lighthouse."))
+    try:
+        await wait_for(lambda: scripted_provider.requests_to(IMAGES_PATH))
+        reply = await the_reply(conversation_id)
+        response = await client.post(f"/api/conversations/{conversation_id}/messages/{reply.id}/stop/")
+        assert response.status_code == 200, response.content
+        assert (response.json()["status"], response.json()["metadata"]["error"]["error"]) == ("interrupted", "stopped")
+        events = await sending
+        assert events[-1] == ("done", {"message_id": str(reply.id), "status": "interrupted"})
+        # The Images API call itself was cut short, not just no longer listened to.
+        await wait_for(lambda: scripted_provider.abandoned_streams == 1)
+    finally:
+        held.set()
+    assert await generated(conversation_id) == []
+    # The call is stored without a result (every projection pairs it with the interrupted-call error).
+    stopped = await the_reply(conversation_id)
+    assert [(p["type"], p["name"]) for p in stopped.parts] == [("tool_call", "generate_image")]
+    assert stopped.status == MessageStatus.INTERRUPTED
