@@ -54,6 +54,7 @@ def prompt_settings(row: AssistantSettings) -> PromptSettings:
         custom_instructions=row.custom_instructions,
         archive_access=row.archive_access,
         web_search=row.web_search,
+        image_generation=row.image_generation,
     )
 
 

@@ -131,10 +131,18 @@ def branch_attachment_parts(
     projection; a missing or tampered one raises AttachmentUnavailable (409,
     naming it), which rolls the caller's transaction back. `verified`: the
     parts this send verified before its lock; the rest are verified now.
+    A reply's generated images are verified with the rest but travel as no
+    input (neither API takes an image in an assistant turn): only the user
+    turns' parts are answered.
     """
     manifests = {
         message_id: manifest
         for message_id, manifest in manifests_in_conversation(conversation.id).items()
-        if (index := branch.positions.get(message_id)) is not None and branch.messages[index].role == Role.USER
+        if (index := branch.positions.get(message_id)) is not None
+        and branch.messages[index].role in (Role.USER, Role.ASSISTANT)
     }
-    return attachment_parts_verified(conversation.id, manifests, verified=verified)
+    parts = attachment_parts_verified(conversation.id, manifests, verified=verified)
+    return {
+        message_id: found for message_id, found in parts.items()
+        if branch.messages[branch.positions[message_id]].role == Role.USER
+    }

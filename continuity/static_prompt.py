@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 # Bumped whenever the section set or wording changes: stored prompts carrying
 # an older marker are rebuilt before use.
-PROMPT_POLICY = "static-prompt/2026-12-01.artifact-tools"
+PROMPT_POLICY = "static-prompt/2026-12-01.artifact-tools.image-generation"
 
 # The dynamic-context heading that only automatic recall may produce. Where
 # user-authored text quotes it, the prompt keeps the text and swaps the
@@ -34,6 +34,8 @@ class PromptSettings:
     custom_instructions: str
     archive_access: bool
     web_search: bool
+    # Settings -> Image generation: the image tool is offered (conversations.sending.tool_loop.available_tools).
+    image_generation: bool = False
 
 
 @dataclass(frozen=True)
@@ -196,13 +198,29 @@ def _character_line(character: PromptCharacter) -> str:
 
 
 def section_saved_characters(inputs: PromptInputs) -> str:
+    """Names with their image guidance; the images themselves are described only while the tool is offered."""
     if not inputs.characters:
         return ""
     lines = "\n".join(_character_line(character) for character in inputs.characters)
+    images = (
+        " When you make an image of one, follow that character's image guidance (see Image generation)."
+        if inputs.settings.image_generation else ""
+    )
+    return f"## Saved characters\nCharacters from Character Studio, each with its image guidance.{images}\n{lines}"
+
+
+def section_image_generation(inputs: PromptInputs) -> str:
+    """Only while Settings -> Image generation offers the tool (the Responses built-in `image_generation`,
+    or `generate_image` on Chat Completions: the wording fits both)."""
+    if not inputs.settings.image_generation:
+        return ""
     return (
-        "## Saved characters\n"
-        "Characters from Character Studio. When an image of one is wanted, follow that character's "
-        f"image guidance.\n{lines}"
+        "## Image generation\n"
+        f"You can make images. When {owner(inputs)} asks for one, or a moment clearly invites it, use the image "
+        "generation tool with a full description of the picture. The image appears in your reply and "
+        f"{owner(inputs)} keeps it, so do not paste links or image data into your text. When a picture shows a "
+        "saved character, follow that character's image guidance; where the tool takes a character_id, give it "
+        "and the guidance is added for you. If the tool reports an error, say plainly that the image was not made."
     )
 
 
@@ -257,6 +275,7 @@ SECTIONS = (
     section_artifact_creation,
     section_long_term_memories,
     section_saved_characters,
+    section_image_generation,
     section_prior_thread_continuity,
     section_persona_integrity,
     section_web_search,

@@ -6,14 +6,20 @@ section). So, like a settings save, adding, editing or deleting a character
 rebuilds every stored prompt inside the same transaction, before the change
 reports success. A character can also be pinned for one message, which puts
 its full description in that send's dynamic context (never stored).
+The images made of a character (its image guidance in their prompt) are its
+gallery (`character_gallery`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from uuid import UUID
+
 from django.db import transaction
 
+from continuity.eligibility import outside_quarantine
 from continuity.prompt_store import static_prompts_rebuild_all
-from conversations.models import Character
+from conversations.models import Attachment, Character, MessageAttachment
 from elion.errors import InvalidInput
 from elion.rows import access_row
 from memories.snapshots import memory_set_lock
@@ -96,6 +102,41 @@ def character_delete(*, character_id: object) -> None:
     character = access_character(character_id)
     character.delete()
     _prompts_rebuild()
+
+
+GALLERY_LIMIT = 60
+
+
+@dataclass(frozen=True)
+class GalleryImage:
+    """One image of a character, and the reply (conversation and message) that holds it."""
+
+    attachment: Attachment
+    conversation_id: UUID
+    message_id: UUID
+
+
+def character_gallery(character: Character, limit: int = GALLERY_LIMIT) -> list[GalleryImage]:
+    """The images generated with this character's guidance, newest first, each once (a fork lists the
+    same image again), from conversations a page may show: never trashed ones or a hidden folder's."""
+    entries = (
+        MessageAttachment.objects.filter(
+            attachment__generated=True, attachment__generated_character=character,
+            message__conversation__in=outside_quarantine(),
+        )
+        .select_related("attachment", "message")
+        .order_by("-attachment__created_at", "-attachment_id", "message__conversation__created_at")
+    )
+    seen: set[UUID] = set()
+    gallery: list[GalleryImage] = []
+    for entry in entries[: limit * 4]:
+        if entry.attachment_id in seen:
+            continue
+        seen.add(entry.attachment_id)
+        gallery.append(GalleryImage(entry.attachment, entry.message.conversation_id, entry.message_id))
+        if len(gallery) == limit:
+            break
+    return gallery
 
 
 def character_repr(character: Character) -> dict:

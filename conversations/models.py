@@ -57,6 +57,9 @@ class AssistantSettings(models.Model):
     reasoning_effort = models.CharField(max_length=10, choices=ReasoningEffort.choices, default=ReasoningEffort.MEDIUM)
     verbosity = models.CharField(max_length=10, choices=Verbosity.choices, default=Verbosity.MEDIUM)
     reasoning_summary_shown = models.BooleanField(default=True)
+    # Image generation (off by default): the built-in `image_generation` tool on `responses`,
+    # the app's `generate_image` tool (the Images API) on `chat.completions`.
+    image_generation = models.BooleanField(default=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -286,12 +289,17 @@ class AttachmentKind(models.TextChoices):
 
 
 class Attachment(models.Model):
-    """One uploaded image or file: its attachment identity and its content identity.
+    """One uploaded (or generated) image or file: its attachment identity and its content identity.
 
     The bytes live as content-addressed blobs (`conversations.attachments.store`):
     first in the upload store, then, once a send commits it, in the store of
     every conversation whose messages list it. Rows never change after upload
-    except the two claim timestamps, each set once by a conditional UPDATE.
+    except the two claim timestamps, each set once by a conditional UPDATE
+    (and `generated_character`, cleared when its character is deleted).
+
+    A generated image (`generated`) is written by a reply, straight into its
+    conversation's store, and listed on the assistant message's manifest
+    (`conversations.attachments.generated`); it is born attached.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -311,6 +319,12 @@ class Attachment(models.Model):
     attached_at = models.DateTimeField(null=True, blank=True)
     # Set once, by the garbage collector that claimed an unattached upload.
     gc_claimed_at = models.DateTimeField(null=True, blank=True)
+    # An image a reply generated (image generation), never an upload; and the saved
+    # character whose image guidance went into its prompt, if any (its gallery).
+    generated = models.BooleanField(default=False)
+    generated_character = models.ForeignKey(
+        Character, null=True, blank=True, on_delete=models.SET_NULL, related_name="generated_images"
+    )
 
     class Meta:
         indexes = [models.Index(fields=["attached_at", "created_at"], name="attachment_gc_scan")]
@@ -322,9 +336,11 @@ class Attachment(models.Model):
 class MessageAttachment(models.Model):
     """One entry of a message's immutable, ordered attachment manifest.
 
-    Written only in the transaction that creates its message (a send or a
-    fork) and never updated; a fork lists the same attachment under its own
+    Written in the transaction that creates its message (a send or a fork)
+    and never updated; a fork lists the same attachment under its own
     message, so one attachment identity can appear in several conversations.
+    A reply's generated images are the one addition: each is appended, at the
+    next position, while the reply streams (`conversations.attachments.generated`).
     """
 
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="manifest")

@@ -23,9 +23,12 @@ EDITABLE_FIELDS = (
     "reasoning_effort",
     "verbosity",
     "reasoning_summary_shown",
+    "image_generation",
 )
 # Settings no stored prompt reads: saving only these rebuilds nothing.
 OUTSIDE_THE_PROMPT = frozenset({"provider_store_responses", "reasoning_effort", "verbosity", "reasoning_summary_shown"})
+# Switches that take only true or false (not "yes", 1 or "on": those are a form's business).
+STRICT_FLAGS = ("image_generation",)
 # Settings with a fixed set of values, each checked against its choices.
 CHOICES = {"personality": Personality, "reasoning_effort": ReasoningEffort, "verbosity": Verbosity}
 
@@ -40,6 +43,9 @@ def assistant_settings_update(**changes: object) -> AssistantSettings:
     for name, choices in CHOICES.items():
         if name in changes and changes[name] not in choices.values:
             raise InvalidInput(f"{name} must be one of {', '.join(choices.values)}.", code=f"invalid_{name}")
+    for name in STRICT_FLAGS:
+        if name in changes and not isinstance(changes[name], bool):
+            raise InvalidInput(f"{name} must be true or false.", code=f"invalid_{name}")
     for name in ("display_name", "owner_name"):
         if name in changes and not str(changes[name]).strip():
             raise InvalidInput(f"{name} cannot be empty.", code="invalid_name")

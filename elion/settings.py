@@ -296,6 +296,11 @@ ELION_ARCHIVE_MAX_FILE_BYTES = env.integer("ELION_ARCHIVE_MAX_FILE_BYTES", 20 * 
 ELION_ARCHIVE_IMPORT_MAX_BYTES = env.integer("ELION_ARCHIVE_IMPORT_MAX_BYTES", 1024**3, minimum=1)
 ELION_ARCHIVE_IMPORT_MAX_JSON_BYTES = env.integer("ELION_ARCHIVE_IMPORT_MAX_JSON_BYTES", 512 * 1024**2, minimum=1)
 ELION_ARCHIVE_IMPORT_MAX_MEMBERS = env.integer("ELION_ARCHIVE_IMPORT_MAX_MEMBERS", 50_000, minimum=1)
+# Image generation (Settings -> Image generation): the image model, on both selectors (the
+# Responses built-in tool's `model`, the Images API's `model` for `generate_image`), and how many
+# partial images a Responses image streams before the final one (0-3).
+ELION_IMAGE_MODEL = env.text("ELION_IMAGE_MODEL", "gpt-image-2.5-sunburst")
+ELION_IMAGE_PARTIAL_IMAGES = min(env.integer("ELION_IMAGE_PARTIAL_IMAGES", 2, minimum=0), 3)
 # Rounds in which the model may call tools before it must answer in text.
 ELION_MAX_TOOL_ROUNDS = env.integer("ELION_MAX_TOOL_ROUNDS", 4, minimum=1)
 # The rows of long conversations a process keeps between sends (conversations.transcript.tree_cache):

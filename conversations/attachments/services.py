@@ -249,9 +249,9 @@ def manifests_for(messages: Iterable[Message]) -> dict[UUID, list[Attachment]]:
     manifests: dict[UUID, list[Attachment]] = {}
     if not ids:
         return manifests
-    entries = MessageAttachment.objects.filter(message_id__in=ids).select_related("attachment").order_by(
-        "message_id", "position"
-    )
+    entries = MessageAttachment.objects.filter(message_id__in=ids).select_related(
+        "attachment", "attachment__generated_character"
+    ).order_by("message_id", "position")
     for entry in entries:
         manifests.setdefault(entry.message_id, []).append(entry.attachment)
     return manifests
@@ -290,6 +290,8 @@ def attachment_repr(attachment: Attachment) -> dict:
         "name": attachment.name,
         "mime": attachment.mime,
         "size": attachment.size,
+        # An image a reply generated (`conversations.attachments.generated`), never an upload.
+        "generated": attachment.generated,
     }
 
 

@@ -145,6 +145,35 @@ class Completed:
 
 
 @dataclass(frozen=True)
+class ImageStarted:
+    """The provider's built-in image tool began an image (Responses `image_generation_call` in progress)."""
+
+    item_id: str
+
+
+@dataclass(frozen=True)
+class ImagePartial:
+    """A partial image of one still being generated: a preview only, never stored."""
+
+    item_id: str
+    index: int
+    b64: str
+
+
+@dataclass(frozen=True)
+class ImageGenerated:
+    """A finished `image_generation_call` output item: the image as base64 (None when there is none),
+    its status, the provider's words and code when it failed or refused (else ""), and its revised prompt."""
+
+    item_id: str
+    result_b64: str | None
+    status: str
+    error: str
+    revised_prompt: str
+    error_code: str = ""
+
+
+@dataclass(frozen=True)
 class ProviderWaiting:
     """The provider asked us to come back (429 or 5xx with Retry-After) before the first token."""
 
@@ -153,6 +182,7 @@ class ProviderWaiting:
 
 ProviderEvent = (
     TextDelta | ToolCallRequested | Completed | ProviderWaiting | ReasoningSummaryDelta | ReasoningDone | CitationFound
+    | ImageStarted | ImagePartial | ImageGenerated
 )
 
 # Retries that respect the provider: only before the first token, only when it says when
@@ -424,6 +454,12 @@ async def _stream_responses(
             elif event.type == "response.output_item.done" and event.item.type == "message":
                 for citation in _url_citations(event.item, message_starts.get(event.item.id, streamed)):
                     yield citation
+            elif event.type == "response.output_item.added" and event.item.type == "image_generation_call":
+                yield ImageStarted(event.item.id)
+            elif event.type == "response.image_generation_call.partial_image":
+                yield ImagePartial(event.item_id, event.partial_image_index, event.partial_image_b64)
+            elif event.type == "response.output_item.done" and event.item.type == "image_generation_call":
+                yield _image_generated(event.item, config.api_key)
             elif event.type in ("response.completed", "response.incomplete"):
                 usage = event.response.usage
                 yield (
@@ -442,6 +478,66 @@ async def _stream_responses(
                 detail = f"The model provider reported an error: {_clip(err, config.api_key)}."
                 raise ProviderError("provider_http_error", detail)
     raise _lost()
+
+
+def _image_generated(item: Any, api_key: str | None) -> ImageGenerated:  # noqa: ANN401 - an SDK output item
+    error = getattr(item, "error", None)
+    words = _clip(error, api_key) if error is not None else ""
+    if not words and item.status == "failed":
+        words = "the image could not be generated"
+    return ImageGenerated(
+        item_id=item.id,
+        result_b64=item.result if isinstance(item.result, str) and item.result else None,
+        status=str(item.status),
+        error=words,
+        revised_prompt=str(getattr(item, "revised_prompt", None) or ""),
+        error_code=str(getattr(error, "code", None) or ""),
+    )
+
+
+@dataclass(frozen=True)
+class GeneratedImage:
+    """What the Images API answered for one image: its base64 (None when it sent none) and revised prompt."""
+
+    b64: str | None
+    revised_prompt: str
+
+
+# The provider's codes for an image prompt (or image) its content policy refuses.
+IMAGE_REFUSED_CODES = frozenset({"moderation_blocked", "content_policy_violation", "content_filter"})
+
+
+async def image_generate(config: ProviderConfig, *, prompt: str, model: str) -> GeneratedImage:
+    """One image from the Images API (`images.generate`) on the conversation's own binding
+    (the same base URL, key and client as its replies); raises ProviderError on any failure,
+    `image_refused` when the provider's content policy refused it."""
+    if not config.api_key:
+        raise ProviderError(
+            "image_generation_unavailable", "Images need a model provider; none is configured (offline demo)."
+        )
+    try:
+        answer = await _client(config).images.generate(model=model, prompt=prompt, n=1)
+    except openai.APIError as exc:
+        raise _map_image_error(exc, config.api_key) from exc
+    data = answer.data or []
+    if not data:
+        raise ProviderError("image_missing", "The model provider answered without an image.")
+    first = data[0]
+    return GeneratedImage(b64=first.b64_json or None, revised_prompt=first.revised_prompt or "")
+
+
+def _map_image_error(exc: openai.APIError, api_key: str) -> ProviderError:
+    body = exc.body if isinstance(exc, openai.APIStatusError) and isinstance(exc.body, dict) else {}
+    if _status_of(exc) == 400 and body.get("code") in IMAGE_REFUSED_CODES:
+        message = body.get("message")
+        detail = "The model provider refused to make this image (content policy)"
+        detail += f": {_clip(message, api_key)}." if message else "."
+        return ProviderError("image_refused", detail, 400)
+    return _map_error(exc, api_key)
+
+
+def _status_of(exc: openai.APIError) -> int | None:
+    return exc.status_code if isinstance(exc, openai.APIStatusError) else None
 
 
 async def _stream_chat(

@@ -158,6 +158,11 @@ def _pinned_character_metadata(character_id: int | None) -> dict:
     return {PINNED_CHARACTER_KEY: access_character(character_id).pk}
 
 
+def _pinned_character_id(user_message: Message) -> int | None:
+    pinned = (user_message.metadata or {}).get(PINNED_CHARACTER_KEY)
+    return pinned if isinstance(pinned, int) and not isinstance(pinned, bool) else None
+
+
 def _prepare_for_repeated_turn(
     context: SendContext, existing: Message, command: SendCommand, config: ProviderConfig
 ) -> PreparedReply:
@@ -250,6 +255,7 @@ def _start_reply(context: SendContext, user_message: Message, config: ProviderCo
         archive_access=context.settings_row.archive_access,
         web_search=context.settings_row.web_search,
         api_selector=config.api_selector,
+        image_generation=context.settings_row.image_generation,
     )
     try:
         request = reply_request_build(context, branch=context.branch_to(user_message.id), tools=tools)
@@ -274,7 +280,8 @@ def _start_reply(context: SendContext, user_message: Message, config: ProviderCo
         request=request,
         tools=tools,
         tool_context=tool_loop.ToolContext(
-            conversation_id=conversation.id, persona=conversation.persona, message_id=assistant.id
+            conversation_id=conversation.id, persona=conversation.persona, message_id=assistant.id,
+            pinned_character_id=_pinned_character_id(user_message), config=config,
         ),
         options=request_options(context.settings_row, conversation),
     )

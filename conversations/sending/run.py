@@ -14,6 +14,8 @@ import contextlib
 import contextvars
 import logging
 import time
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 from uuid import UUID
 
 from django.conf import settings
@@ -23,7 +25,7 @@ from django.utils import timezone
 from conversations.models import Message, MessageStatus
 from conversations.provider import gateway as provider_gateway
 from conversations.provider.gateway import ProviderError
-from conversations.sending import tool_loop
+from conversations.sending import images, tool_loop
 from conversations.sending.broadcast import STARTED, ReplyBroadcast
 from conversations.sending.persist import persist
 from conversations.sending.prepare import FreshReply
@@ -34,6 +36,8 @@ from conversations.transcript.tool_pairing import project_tool_parts, reasoning_
 from conversations.usage import USAGE_KEYS  # the provider-reported usage stored on each reply, summed over rounds
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # Reply tasks in flight: the event loop holds tasks only weakly.
 _RUNNING_TASKS: set[asyncio.Task] = set()
@@ -182,6 +186,7 @@ class ReplyRun:
                 await tool_loop.tool_round_run(
                     calls, round_number=round_number, message_id=message_id, parts=parts,
                     offered=prepared.tools, context=prepared.tool_context, emit=self.emit, persist=persist,
+                    async_tools={name: self._stoppable_tool(tool) for name, tool in images.ASYNC_TOOLS.items()},
                 )
             raise ProviderError(
                 "tool_round_limit",
@@ -241,9 +246,14 @@ class ReplyRun:
 
     async def _stream_round_stoppable(self, messages: list[dict], round_number: int) -> tuple[list, dict]:
         """`_stream_round` in a task of its own, so a stop can end the provider call."""
+        return await self._stoppable(self._stream_round(messages, round_number))
+
+    async def _stoppable(self, work: Coroutine[Any, Any, T]) -> T:
+        """Await `work` in a task of its own that `stop` cancels (ReplyStopped here, then)."""
         if self.stop_requested:
+            work.close()
             raise ReplyStopped
-        self._round = asyncio.get_running_loop().create_task(self._stream_round(messages, round_number))
+        self._round = asyncio.get_running_loop().create_task(work)
         try:
             return await self._round
         except asyncio.CancelledError:
@@ -254,6 +264,16 @@ class ReplyRun:
             raise
         finally:
             self._round = None
+
+    def _stoppable_tool(self, tool: tool_loop.AsyncTool) -> tool_loop.AsyncTool:
+        """An event-loop tool (`generate_image`, which waits on the provider) that Stop cuts short: the
+        call stays stored without a result, which every projection pairs with the interrupted-call error."""
+
+        async def run(call: provider_gateway.ToolCallRequested, context: tool_loop.ToolContext,
+                      emit: Callable[[str, dict], None]) -> tool_loop.ToolResult:
+            return await self._stoppable(tool(call, context, emit))
+
+        return run
 
     async def _stop_recorded(self, message_id: UUID) -> bool:
         """The database's stop flag, read once the provider has answered (or
@@ -322,6 +342,12 @@ class ReplyRun:
                     await self._flush(message_id)
             elif isinstance(event, provider_gateway.ToolCallRequested):
                 calls.append(event)
+            elif isinstance(event, provider_gateway.ImageStarted):
+                images.builtin_image_started(event, self.emit)
+            elif isinstance(event, provider_gateway.ImagePartial):
+                images.builtin_image_partial(event, self.emit)
+            elif isinstance(event, provider_gateway.ImageGenerated):
+                await images.builtin_image_finished(event, self.prepared.tool_context, self.emit)
             elif isinstance(event, provider_gateway.ProviderWaiting):
                 self.emit("status", {"state": "waiting_for_provider", "retry_in": event.seconds})
             elif isinstance(event, provider_gateway.Completed):

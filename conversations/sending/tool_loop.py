@@ -16,6 +16,10 @@ Tools (neutral definitions, as `provider_gateway.stream_reply` takes them):
   request by itself.
 * Web search: the Responses API's built-in tool, only when enabled in
   Settings and the selector is `responses`.
+* Image generation, only when enabled in Settings: the Responses API's
+  built-in `image_generation` tool on `responses`, the app's own
+  `generate_image` on `chat.completions` (carried out through the Images API
+  by `conversations.sending.images`, which also stores what either makes).
 
 Nothing from the archive, the Library or other conversations enters a request
 unless the model calls one of these tools.
@@ -34,10 +38,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from uuid import UUID
 
+from django.conf import settings
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -48,7 +53,7 @@ from artifacts import services as artifacts
 from artifacts.models import ArtifactKind
 from continuity.eligibility import model_search_sources
 from conversations.models import Message
-from conversations.provider.gateway import ToolCallRequested
+from conversations.provider.gateway import ProviderConfig, ToolCallRequested
 from conversations.visibility.past_search import past_conversation_search as owner_search
 from elion.errors import ServiceError
 
@@ -154,15 +159,44 @@ READ_ARTIFACT = {
     },
 }
 ARTIFACT_TOOLS = [CREATE_ARTIFACT, UPDATE_ARTIFACT, READ_ARTIFACT]
+GENERATE_IMAGE = {
+    "name": "generate_image",
+    "description": (
+        "Create an image from a description; it appears in your reply and is kept with it. When the image "
+        "shows a saved character, give its character_id: that character's image guidance is added to the "
+        "prompt (a character pinned for this message is used when you give none)."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "prompt": {"type": "string", "description": "A full description of the image to make."},
+            "character_id": {"type": "integer", "description": "The saved character the image shows, if any."},
+        },
+        "required": ["prompt"],
+    },
+}
 
 
-def available_tools(*, archive_access: bool, web_search: bool, api_selector: str) -> list[dict]:
+def image_generation_tool() -> dict:
+    """The Responses API's built-in image tool: the configured image model, with partial images streamed."""
+    return {
+        "type": "image_generation",
+        "model": settings.ELION_IMAGE_MODEL,
+        "partial_images": settings.ELION_IMAGE_PARTIAL_IMAGES,
+    }
+
+
+def available_tools(
+    *, archive_access: bool, web_search: bool, api_selector: str, image_generation: bool = False,
+) -> list[dict]:
     """The tools offered for one reply, decided from the settings at send time."""
     tools = [SEARCH_PAST_CONVERSATIONS, LIST_LIBRARY, READ_LIBRARY_FILE, *ARTIFACT_TOOLS]
     if archive_access:
         tools.insert(1, SEARCH_ARCHIVE)
     if web_search and api_selector == "responses":
         tools.append(WEB_SEARCH_TOOL)
+    if image_generation:
+        tools.append(image_generation_tool() if api_selector == "responses" else GENERATE_IMAGE)
     return tools
 
 
@@ -176,6 +210,10 @@ class ToolContext:
     # The reply the tools run for, and (set by `run_tool` for each call) the call: an artifact's provenance.
     message_id: UUID | None = None
     call_id: str = ""
+    # The character pinned for the message this reply answers (an image of no named character is of it),
+    # and the conversation's provider binding (the Images API is asked on the same one).
+    pinned_character_id: int | None = None
+    config: ProviderConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -409,22 +447,33 @@ def _save_parts(message_id: UUID, parts: list[dict]) -> None:
     Message.objects.filter(pk=message_id).update(parts=parts, updated_at=timezone.now())
 
 
+# A tool the reply's event loop carries out itself (it calls the provider): the call, its context (with
+# the call's id), and the reply's `emit`; it answers a ToolResult and never raises.
+AsyncTool = Callable[[ToolCallRequested, ToolContext, Callable[[str, dict], None]], Awaitable[ToolResult]]
+
+
 async def tool_round_run(
     calls: list[ToolCallRequested], *, round_number: int, message_id: UUID, parts: list[dict],
     offered: list[dict], context: ToolContext, emit: Callable[[str, dict], None],
-    persist: Callable[[Callable], Callable[..., Awaitable]],
+    persist: Callable[[Callable], Callable[..., Awaitable]], async_tools: Mapping[str, AsyncTool] | None = None,
 ) -> None:
     """Run one round's calls in order, storing each call, then its result, as it happens.
 
     `parts` (the message's stored parts) is extended in place. `persist` runs
     a database function off the event loop the way the reply's other writes
-    run (send_pipeline.persist).
+    run (send_pipeline.persist). `async_tools`: tools run on the event loop
+    (`generate_image`), each only when it was offered.
     """
+    offered_names = {tool["name"] for tool in offered if "name" in tool}
     for call in calls:
         parts.append(call_part(call, round_number))
         await persist(_save_parts)(message_id, list(parts))
         emit("tool", {"name": call.name, "status": "running"})
-        result = await persist(run_tool)(call, offered=offered, context=context)
+        runner = (async_tools or {}).get(call.name) if call.name in offered_names else None
+        if runner is not None:
+            result = await runner(call, replace(context, call_id=call.call_id), emit)
+        else:
+            result = await persist(run_tool)(call, offered=offered, context=context)
         parts.append(result_part(call.call_id, result))
         await persist(_save_parts)(message_id, list(parts))
         emit("tool", {"name": call.name, "status": "error" if result.is_error else "done"})

@@ -235,6 +235,6 @@ class ReplyWatch:
                 for event in self._ending(await self._read()):
                     yield event
                 return
-            elif name in ("tool", "error"):
+            elif name in ("tool", "error", "image"):
                 self._error_sent = self._error_sent or name == "error"
                 yield name, data

@@ -43,7 +43,8 @@ def character_edit_page(request: HttpRequest, character_id: int) -> HttpResponse
         else:
             messages.success(request, f"Updated {changes['name'].strip()}. {REBUILD_NOTE}")
             return redirect("characters")
-    return render(request, "characters/edit.html", {"character": character, "error": error}, status=status)
+    context = {"character": character, "error": error, "gallery": characters.character_gallery(character)}
+    return render(request, "characters/edit.html", context, status=status)
 
 
 @require_POST

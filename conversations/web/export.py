@@ -40,7 +40,10 @@ def markdown_message(message: Message, label: str, attachments: list[Attachment]
     Reasoning and tool parts are never in the Markdown export (they are not speech); the JSON export keeps them.
     """
     lines = ["", label, message.content]
-    lines += [f"[Attachment: {attachment.name} ({attachment.mime})]" for attachment in attachments]
+    lines += [
+        f"[{'Generated image' if attachment.generated else 'Attachment'}: {attachment.name} ({attachment.mime})]"
+        for attachment in attachments
+    ]
     sources = sources_numbered(message.metadata)
     if sources:
         lines += ["", "Sources:"]

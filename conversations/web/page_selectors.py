@@ -26,6 +26,7 @@ from continuity.eligibility import outside_quarantine
 from continuity.labels import assistant_name
 from continuity.models import Compaction
 from continuity.request_assembly import estimate_tokens
+from conversations.attachments.generated import generated_image_records
 from conversations.attachments.services import manifests_for
 from conversations.models import (
     AssistantSettings,
@@ -131,7 +132,8 @@ class Bubble:
     html: str
     editable: bool
     retryable: bool
-    # The message's attachment manifest, in order (conversations.attachments.services).
+    # The message's attachment manifest, in order (conversations.attachments.services), its generated
+    # images apart (a reply's, `chat/_generated_images.html`).
     attachments: tuple = ()
     # Its versions (the parent's children), for "‹ i / n ›"; None: shown alone.
     siblings: Siblings | None = None
@@ -150,6 +152,8 @@ class Bubble:
     def next_version_id(self) -> UUID | None:
         shown = self.versions_shown and self.siblings.index < self.siblings.count
         return self.siblings.ids[self.siblings.index] if shown else None
+    # A reply's generated images (`chat/_generated_images.html`).
+    generated_images: tuple = ()
 
     @property
     def is_handoff(self) -> bool:
@@ -173,6 +177,14 @@ class Bubble:
     def sources(self) -> list[dict]:
         """The reply's citations as numbered sources, one per link (http and https only)."""
         return sources_numbered(self.message.metadata)
+
+    @property
+    def image_failures(self) -> list[dict]:
+        """The images this reply asked for that were not made: each record's error, in order."""
+        return [
+            record["error"] for record in generated_image_records(self.message)
+            if isinstance(record.get("error"), dict)
+        ]
 
     @property
     def tool_rounds(self) -> list[dict]:
@@ -206,7 +218,8 @@ def _bubble(
         html=render_markdown(message.content) if is_assistant and settled else "",
         editable=editable,
         retryable=is_assistant and settled and message.kind == MessageKind.ORDINARY and message.parent_id is not None,
-        attachments=tuple(attachments),
+        attachments=tuple(a for a in attachments if not a.generated),
+        generated_images=tuple(a for a in attachments if a.generated),
         siblings=siblings,
         later_turns=later_turns,
     )
@@ -221,7 +234,7 @@ def bubbles_for(conversation: Conversation, messages: list[Message], settings_ro
     # stays the same for a short thread and a long one.
     parent_ids = {m.parent_id for m in messages if m.parent_id}
     by_id = {m.id: m for m in Message.objects.filter(pk__in=parent_ids).only("id", "role", "status")} if parent_ids else {}
-    manifests = manifests_for(m for m in messages if m.role == Role.USER)
+    manifests = manifests_for(messages)
     # The versions of every bubble, and whether the head has turns below it (a rewind), in one statement.
     head_shown = any(m.id == conversation.head_id for m in messages)
     children = children_read(

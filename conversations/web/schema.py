@@ -98,6 +98,7 @@ class SettingsSerializer(serializers.Serializer):
     reasoning_effort = serializers.ChoiceField(choices=["minimal", "low", "medium", "high"])
     verbosity = serializers.ChoiceField(choices=["low", "medium", "high"])
     reasoning_summary_shown = serializers.BooleanField()
+    image_generation = serializers.BooleanField()
 
 
 class FolderOutSerializer(serializers.Serializer):
@@ -135,7 +136,7 @@ def add_streaming_endpoints(result: dict, generator: object, request: HttpReques
     })
     stream_responses = {
         "200": {
-            "description": "text/event-stream of user_message, assistant_message, diagnostics, delta, tool, "
+            "description": "text/event-stream of user_message, assistant_message, diagnostics, delta, tool, image, "
             "error and done events; with ?stream=false one JSON object",
             "content": {"text/event-stream": {"schema": {"type": "string"}}, "application/json": {"schema": {"type": "object"}}},
         },

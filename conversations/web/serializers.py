@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from continuity.selectors import conversation_handoff_provenance, conversation_snapshot_timing
@@ -83,11 +85,17 @@ def settings_repr(row: AssistantSettings) -> dict:
         "reasoning_effort": row.reasoning_effort,
         "verbosity": row.verbosity,
         "reasoning_summary_shown": row.reasoning_summary_shown,
+        "image_generation": row.image_generation,
     }
 
 
 def folder_repr(folder: Folder) -> dict:
     return {"id": folder.id, "name": folder.name, "hidden": folder.hidden}
+
+
+@extend_schema_field(OpenApiTypes.BOOL)
+class StrictFlagField(serializers.JSONField):
+    """A switch the service checks itself (`settings_service.STRICT_FLAGS`); documented as a boolean."""
 
 
 class SettingsPatchSerializer(serializers.Serializer):
@@ -101,6 +109,8 @@ class SettingsPatchSerializer(serializers.Serializer):
     reasoning_effort = serializers.CharField(required=False)
     verbosity = serializers.CharField(required=False)
     reasoning_summary_shown = serializers.BooleanField(required=False)
+    # Checked by the service (true or false only, else 400 `invalid_image_generation`): passed on as sent.
+    image_generation = StrictFlagField(required=False, allow_null=True)
 
 
 class FolderSerializer(serializers.Serializer):

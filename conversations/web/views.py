@@ -171,7 +171,9 @@ def message_fragment(request: HttpRequest, conversation_id: str, message_id: str
 SETTINGS_TEXT_FIELDS = ("owner_name", "display_name", "personality", "custom_instructions")
 # Choices an older form (or a script) may leave out: left as they are when absent.
 SETTINGS_CHOICE_FIELDS = ("reasoning_effort", "verbosity")
-SETTINGS_FLAGS = ("archive_access", "web_search", "provider_store_responses", "reasoning_summary_shown")
+SETTINGS_FLAGS = (
+    "archive_access", "web_search", "provider_store_responses", "reasoning_summary_shown", "image_generation",
+)
 
 
 def settings_page(request: HttpRequest) -> HttpResponse:

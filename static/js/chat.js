@@ -164,6 +164,10 @@ class Turn {
       case "reasoning":
         this.showReasoning(data.text || "");
         break;
+      case "image":
+        // Generated images (chat/images.js): partial previews, then the stored image, in the live bubble.
+        document.dispatchEvent(new CustomEvent("elion:image", { detail: { messageId: this.assistantId, data } }));
+        break;
       case "status":
         // The provider asked us to wait (429/5xx with Retry-After) before the first token.
         if (data.state === "waiting_for_provider") this.showWaiting(data.retry_in);

@@ -27,6 +27,7 @@ SEED_ORDER = [
     "Artifact creation",
     "Long-term memories",
     "Saved characters",
+    "Image generation",
     "Continuity from a prior thread",
     "Persona integrity",
     "Web search",
@@ -57,7 +58,10 @@ def settings(**overrides) -> PromptSettings:
 def full_inputs(**overrides) -> PromptInputs:
     values = dict(
         persona="elion",
-        settings=settings(custom_instructions="Call me AUMA.", personality="warm", archive_access=True, web_search=True),
+        settings=settings(
+            custom_instructions="Call me AUMA.", personality="warm", archive_access=True, web_search=True,
+            image_generation=True,
+        ),
         memories=(PromptMemory("AUMA lives by the sea", "Place", 4), PromptMemory("Loves rain", "Preference", 2)),
         characters=(PromptCharacter("Lumen", "a small fox made of light"),),
         continuity_block="VERBATIM_EXCHANGE_x\nAUMA said:\nhello\nVERBATIM_EXCHANGE_x",
@@ -93,7 +97,10 @@ def test_personality_section_only_when_not_natural(personality):
     assert "## Personality and tone" not in prompt
 
 
-@pytest.mark.parametrize("flag, heading", [("archive_access", "Archive access"), ("web_search", "Web search")])
+@pytest.mark.parametrize(
+    "flag, heading",
+    [("archive_access", "Archive access"), ("web_search", "Web search"), ("image_generation", "Image generation")],
+)
 def test_optional_capabilities_only_when_enabled(flag, heading):
     assert heading not in headings(build_static_prompt(full_inputs(settings=settings(**{flag: False}))))
     assert heading in headings(build_static_prompt(full_inputs(settings=settings(**{flag: True}))))
@@ -196,3 +203,12 @@ def test_prompt_inputs_read_memories_from_the_conversation_snapshot(make_convers
         PromptMemory("First", "Place", 5),
     )
 
+
+
+def test_saved_characters_speak_of_images_only_while_the_image_tool_is_offered():
+    offered = build_static_prompt(full_inputs())
+    not_offered = build_static_prompt(full_inputs(settings=settings(image_generation=False)))
+    assert "When you make an image of one, follow that character's image guidance" in offered
+    assert "make an image" not in not_offered and "image generation tool" not in not_offered
+    # The guidance itself is listed either way (the seed: names and guidance for image generation).
+    assert "- Lumen: a small fox made of light" in offered and "- Lumen: a small fox made of light" in not_offered

@@ -25,6 +25,7 @@ cleanly on SIGTERM or SIGINT. Control endpoints:
 
 * ``POST /_control/script``   JSON list of reply dicts (``ScriptedReply`` fields;
   ``hold`` is a *name*, released with ``/_control/release``)
+* ``POST /_control/script-images``  JSON list of ``ScriptedImage`` dicts, for ``POST /v1/images/generations``
 * ``POST /_control/release``  ``{"name": "..."}`` releases one hold, ``{}`` all
 * ``GET  /_control/requests`` every recorded request as JSON
 * ``POST /_control/clear``    forget recorded requests and queued replies
@@ -35,6 +36,7 @@ Stdlib only, so it can run without the project's dependencies.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import dataclasses
 import hashlib
@@ -44,10 +46,12 @@ import re
 import select
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
 import uuid
+import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -69,6 +73,50 @@ _ERROR_KINDS: dict[int, tuple[str, str]] = {
 
 class _Dropped(Exception):
     """Raised inside a handler to abandon a reply mid-stream."""
+
+
+def tiny_png(rgb: tuple[int, int, int] = (200, 120, 40), side: int = 2) -> bytes:
+    """A small, valid PNG of one colour (stdlib only): what the scripted image endpoints return."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    rows = b"".join(b"\x00" + bytes(rgb) * side for _ in range(side))
+    header = struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def tiny_png_b64(rgb: tuple[int, int, int] = (200, 120, 40)) -> str:
+    return base64.b64encode(tiny_png(rgb)).decode("ascii")
+
+
+PARTIAL_COLOURS = ((40, 40, 40), (90, 90, 90), (150, 150, 150))
+
+
+@dataclass
+class ScriptedImage:
+    """One answer of ``POST /v1/images/generations``; with nothing set, a small valid PNG as ``b64_json``."""
+
+    b64: str | None = None  # the `b64_json` to send (e.g. junk, to test a bad image); None → a tiny PNG
+    status: int = 200  # >= 400 → an OpenAI-style error body with this status
+    error_code: str | None = None  # with status >= 400, e.g. "moderation_blocked"
+    error_message: str | None = None
+    revised_prompt: str | None = None
+    hold: threading.Event | None = None  # request recorded, nothing answered until set (or the client hangs up)
+
+
+@dataclass
+class ScriptedImageCall:
+    """A Responses `image_generation_call` output item inside a ``ScriptedReply`` (``images``).
+
+    Streams ``partials`` partial images, then the finished item with ``b64`` (None → a tiny PNG) as
+    its `result`; with ``error`` ({"code", "message"}) the item fails instead, with no result.
+    """
+
+    partials: int = 2
+    b64: str | None = None
+    error: dict[str, str] | None = None
+    revised_prompt: str = "A small scripted picture."
 
 
 @dataclass
@@ -97,6 +145,12 @@ class ScriptedReply:
     reasoning: list[str] = field(default_factory=list)
     # Responses only: `url_citation` annotations on the text, each {"url", "title", "start", "end"}.
     citations: list[dict[str, Any]] = field(default_factory=list)
+    # Responses only: built-in `image_generation_call` items, emitted after the reasoning, before the
+    # tool calls and the text (each a ScriptedImageCall or its fields as a dict).
+    images: list[Any] = field(default_factory=list)
+
+    def image_calls(self) -> list[ScriptedImageCall]:
+        return [i if isinstance(i, ScriptedImageCall) else ScriptedImageCall(**i) for i in self.images]
 
     def text_chunks(self) -> list[str]:
         if self.chunks is not None:
@@ -104,7 +158,7 @@ class ScriptedReply:
         if self.text is not None:
             # Word-sized pieces keep leading whitespace, so "".join(pieces) == text.
             return re.findall(r"\s*\S+\s*$|\s*\S+", self.text) or [self.text]
-        return [] if self.tool_calls else list(DEFAULT_CHUNKS)
+        return [] if self.tool_calls or self.images else list(DEFAULT_CHUNKS)
 
 
 @dataclass
@@ -135,6 +189,7 @@ class ScriptedProvider:
         self._port = port
         self._lock = threading.Lock()
         self._queue: deque[ScriptedReply] = deque()
+        self._image_queue: deque[ScriptedImage] = deque()
         self._requests: list[RecordedRequest] = []
         self._named_holds: dict[str, threading.Event] = {}
         self._connections: set[socket.socket] = set()
@@ -201,6 +256,19 @@ class ScriptedProvider:
         with self._lock:
             return self._queue.popleft() if self._queue else self.default_reply
 
+    def script_images(self, *images: ScriptedImage | dict[str, Any]) -> None:
+        """Queue answers for ``POST /v1/images/generations`` (unscripted: a tiny PNG each time)."""
+        with self._lock:
+            self._image_queue.extend(i if isinstance(i, ScriptedImage) else ScriptedImage(**i) for i in images)
+
+    def next_image(self) -> ScriptedImage:
+        with self._lock:
+            return self._image_queue.popleft() if self._image_queue else ScriptedImage()
+
+    def requests_to(self, path: str) -> list[RecordedRequest]:
+        """The recorded requests to one path (e.g. "/v1/images/generations"), in order."""
+        return [r for r in self.requests if r.path.split("?", 1)[0].rstrip("/") == path.rstrip("/")]
+
     @property
     def requests(self) -> list[RecordedRequest]:
         with self._lock:
@@ -214,6 +282,7 @@ class ScriptedProvider:
         with self._lock:
             self._requests.clear()
             self._queue.clear()
+            self._image_queue.clear()
             self.abandoned_streams = 0
 
     def record(self, request: RecordedRequest) -> None:
@@ -341,6 +410,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._control(path, body)
             return
         self.provider.record(RecordedRequest("POST", self.path, self._lower_headers(), body))
+        if path == "/v1/images/generations":
+            with contextlib.suppress(_Dropped):
+                self._image(self.provider.next_image())
+            return
         if path not in ("/v1/chat/completions", "/v1/responses"):
             self._send_error(404, f"Unknown path {self.path}")
             return
@@ -371,6 +444,13 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_error(400, f"Bad script: {exc}")
                 return
             self._send_json(200, {"queued": len(body or [])})
+        elif path == "/_control/script-images":
+            try:
+                self.provider.script_images(*(body or []))
+            except (TypeError, ValueError) as exc:
+                self._send_error(400, f"Bad script: {exc}")
+                return
+            self._send_json(200, {"queued": len(body or [])})
         elif path == "/_control/clear":
             self.provider.clear()
             self._send_json(200, {"cleared": True})
@@ -389,6 +469,31 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
     # -- replies -----------------------------------------------------------
+    def _image(self, image: ScriptedImage) -> None:
+        """The Images API: one image as `b64_json` (GPT image models always answer base64), or an error."""
+        if image.hold is not None:
+            while not image.hold.wait(0.05):
+                if self.provider._stopping.is_set():
+                    self._drop()
+                if _peer_closed(self.connection):
+                    self.provider.note_abandoned()  # the app ended the call (the owner pressed Stop)
+                    self._drop()
+        if image.status >= 400:
+            kind, code = _ERROR_KINDS.get(image.status, ("server_error", "server_error"))
+            message = image.error_message or f"Scripted image error {image.status}"
+            error = {"message": message, "type": kind, "code": image.error_code or code, "param": None}
+            self._send_json(image.status, {"error": error})
+            return
+        entry: dict[str, Any] = {"b64_json": tiny_png_b64() if image.b64 is None else image.b64}
+        if image.revised_prompt is not None:
+            entry["revised_prompt"] = image.revised_prompt
+        self._send_json(200, {
+            "created": int(time.time()), "data": [entry], "output_format": "png", "size": "1024x1024",
+            "quality": "medium", "background": "opaque",
+            "usage": {"input_tokens": 10, "input_tokens_details": {"image_tokens": 0, "text_tokens": 10},
+                      "output_tokens": 100, "total_tokens": 110},
+        })
+
     def _reply(self, path: str, body: dict[str, Any], reply: ScriptedReply) -> None:
         if reply.hold_before_response is not None:
             while not reply.hold_before_response.wait(0.05):
@@ -489,6 +594,22 @@ class _Handler(BaseHTTPRequestHandler):
                 emit("response.reasoning_summary_text.done", **loc, text=summary)
                 emit("response.reasoning_summary_part.done", **loc, part={"type": "summary_text", "text": summary})
             done = turn.reasoning_item(number, summary, "completed")
+            emit("response.output_item.done", output_index=idx, item=done)
+            output.append(done)
+        for number, image in enumerate(turn.reply.image_calls()):
+            idx, item_id = len(output), f"ig_{turn.id}_{number}"
+            loc = {"item_id": item_id, "output_index": idx}
+            emit("response.output_item.added", output_index=idx, item=turn.image_item(item_id, image, "in_progress"))
+            emit("response.image_generation_call.in_progress", **loc)
+            emit("response.image_generation_call.generating", **loc)
+            if image.error is None:
+                for index in range(min(image.partials, 3)):
+                    emit("response.image_generation_call.partial_image", **loc, partial_image_index=index,
+                         partial_image_b64=tiny_png_b64(PARTIAL_COLOURS[index]), size="1024x1024",
+                         output_format="png", quality="medium", background="opaque")
+                    self._pace(turn)
+                emit("response.image_generation_call.completed", **loc)
+            done = turn.image_item(item_id, image, "failed" if image.error else "completed")
             emit("response.output_item.done", output_index=idx, item=done)
             output.append(done)
         for call in turn.calls:
@@ -688,6 +809,16 @@ class _Turn:
             "arguments": arguments,
             "status": status,
         }
+
+    def image_item(self, item_id: str, image: ScriptedImageCall, status: str) -> dict[str, Any]:
+        item: dict[str, Any] = {"type": "image_generation_call", "id": item_id, "status": status, "result": None}
+        if status == "completed":
+            item.update(result=tiny_png_b64() if image.b64 is None else image.b64, revised_prompt=image.revised_prompt,
+                        output_format="png", size="1024x1024", quality="medium", background="opaque")
+        elif status == "failed" and image.error is not None:
+            item["error"] = {"type": "image_generation_error", "code": image.error.get("code"),
+                             "message": image.error.get("message", "The image could not be generated."), "param": None}
+        return item
 
     def reasoning_item(self, number: int, summary: str, status: str) -> dict[str, Any]:
         item_id = f"rs_{self.id}_{number}"

@@ -41,6 +41,7 @@ def test_settings_defaults_and_patch(client):
         "reasoning_effort": "medium",
         "verbosity": "medium",
         "reasoning_summary_shown": True,
+        "image_generation": False,  # off by default (README changelog)
     }
     body = client.patch("/api/settings/", {"display_name": "Elion", "web_search": True}, content_type="application/json").json()
     assert body["display_name"] == "Elion" and body["web_search"] is True
