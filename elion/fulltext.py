@@ -134,3 +134,14 @@ def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARACTERS, *, kee
         spaces = [m.start() for m in _SPACE.finditer(flat, start, end)]
         end = spaces[-1] if spaces and spaces[-1] > start else end
     return ("…" if start else "") + flat[start:end].strip() + ("…" if end < len(flat) else "")
+
+
+def term_spans(text: str, terms: list[str]) -> list[tuple[int, int]]:
+    """Where `terms` occur in `text` as whole tokens (as the index matches them), case-insensitively, in order."""
+    wanted = [term for term in terms if term]
+    if not wanted or not text:
+        return []
+    # Longest first, so a term that begins another is not preferred over it.
+    alternatives = "|".join(re.escape(term) for term in sorted(set(wanted), key=len, reverse=True))
+    pattern = re.compile(rf"(?<![^\W_])(?:{alternatives})(?![^\W_])", re.IGNORECASE)
+    return [match.span() for match in pattern.finditer(text)]

@@ -1,4 +1,5 @@
 import "./artifact_cards.js";
+import "./flash.js";
 
 // Every page: the sidebar drawer on narrow screens.
 const sidebar = document.getElementById("sidebar");
