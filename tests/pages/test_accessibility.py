@@ -1,0 +1,144 @@
+"""Accessibility (issue 19, "Accessibility"): axe-core finds no serious or critical violation on any page,
+at desktop and at phone size.
+
+axe-core is vendored (static/vendor/axe-core/, used by this test only) and
+evaluated into each page through the DevTools protocol, so the pages'
+Content-Security-Policy stays as it is. To check a new page, add one line to
+`PAGES`: a name and a function from the seeded rows to its path. A failure
+lists every violation: page, size, rule id, impact, the elements it found
+and axe's help text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import Page
+
+from archive.library import library_file_add_text
+from archive.services import archive_document_add_text
+from artifacts import services as artifact_services
+from conversations.characters import character_create
+from conversations.models import Conversation, Folder, Message
+from conversations.threads.services import conversation_create
+from memories.models import Memory
+from memories.services import memory_add
+from tests.support.factories import turns_append
+
+pytestmark = pytest.mark.browser
+
+AXE = Path(__file__).resolve().parents[2] / "static" / "vendor" / "axe-core" / "axe.min.js"
+REPORTED_IMPACTS = ("serious", "critical")
+VIEWPORTS = {"desktop": {"width": 1366, "height": 900}, "phone": {"width": 390, "height": 844}}
+REPLY = (
+    "Here is the plan:\n\n## Morning\n\n- walk to the **harbour**\n- [tide table](https://example.com/tides)\n\n"
+    "```python\nprint('tide')\n```\n\n| when | what |\n|---|---|\n| 7:00 | boats |\n\n> keep it light"
+)
+
+
+@dataclass
+class Seeded:
+    chat: Conversation
+    empty_chat: Conversation
+    memory: Memory
+    document_id: int
+    library_file_id: int
+    artifact_id: str
+
+
+def seed() -> Seeded:
+    """One of everything a page can show: a chat with Markdown, an empty chat, a hidden folder, the trash…"""
+    chat = conversation_create(persona="elion", title="Harbour plans")
+    turns_append(chat, ("user", "What shall we do at the harbour tomorrow?"), ("assistant", REPLY))
+    turns_append(chat, ("user", "And the heron?"), ("assistant", "The heron waits at dawn."))
+    empty_chat = conversation_create(persona="clipboard")
+    folder = Folder.objects.create(name="Letters")
+    conversation_create(persona="elion", title="A filed letter", folder_id=folder.pk)
+    vault = Folder.objects.create(name="Vault", hidden=True)
+    turns_append(conversation_create(persona="elion", title="Quarantined", folder_id=vault.pk),
+                 ("user", "the heron in the vault"), ("assistant", "kept"))
+    trashed = conversation_create(persona="elion", title="Thrown away")
+    turns_append(trashed, ("user", "old heron"), ("assistant", "gone"))
+    Conversation.objects.filter(pk=trashed.pk).update(trashed=True, updated_at=timezone.now())
+    memory = memory_add(text="AUMA loves the harbour at dawn.", category="place", importance=4)
+    character_create(name="Captain Wren", description="A weathered harbour pilot.")
+    document = archive_document_add_text(
+        text="AUMA said:\nDo you remember the heron?\n\nVoicefire 5.1 said:\nBy the reeds, at dawn.",
+        collection="conversations", title="Heron talk",
+    ).document
+    library_file = library_file_add_text(name="tides.md", text="# Tides\n\nHigh water at seven.").file
+    reply = Message.objects.filter(conversation=chat, role="assistant").order_by("seq").first()
+    artifact = artifact_services.artifact_create(
+        title="Harbour poem", kind="poem", content="# Harbour\n\nBoats come home.",
+        provenance=artifact_services.Provenance(conversation_id=chat.id, message_id=reply.id, tool_call_id="call_1"),
+    ).artifact
+    return Seeded(chat, empty_chat, memory, document.pk, library_file.pk, str(artifact.pk))
+
+
+# Every page of the app, by name. Add a line here for a new page.
+PAGES: list[tuple[str, Callable[[Seeded], str]]] = [
+    ("chat with messages", lambda s: f"/c/{s.chat.id}/"),
+    ("empty chat", lambda s: f"/c/{s.empty_chat.id}/"),
+    ("settings", lambda s: "/settings/"),
+    ("usage", lambda s: "/settings/usage/"),
+    ("search with results", lambda s: f"/search/?q=heron&from={s.chat.id}"),
+    ("memories", lambda s: "/memories/"),
+    ("memory edit", lambda s: f"/memories/{s.memory.pk}/edit/"),
+    ("memory delete", lambda s: f"/memories/{s.memory.pk}/delete/"),
+    ("memories import", lambda s: "/memories/import/"),
+    ("characters", lambda s: "/characters/"),
+    ("archive list", lambda s: "/archive/"),
+    ("archive search", lambda s: "/archive/?q=heron"),
+    ("archive document", lambda s: f"/archive/{s.document_id}/?q=heron"),
+    ("library", lambda s: "/library/"),
+    ("library file", lambda s: f"/library/{s.library_file_id}/"),
+    ("artifacts", lambda s: "/artifacts/"),
+    ("artifact", lambda s: f"/artifacts/{s.artifact_id}/"),
+    ("hidden folders", lambda s: "/folders/hidden/"),
+    ("trash", lambda s: "/trash/"),
+    ("login", lambda s: "/login/"),
+    ("not found", lambda s: "/no-such-page/"),
+]
+
+
+def axe_violations(page: Page) -> list[dict]:
+    """Serious and critical violations axe-core finds on the loaded page (its WCAG A/AA and best-practice rules)."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(AXE.read_text(encoding="utf-8") + "\n;undefined")
+    results = page.evaluate("() => axe.run(document, { resultTypes: ['violations'] })")
+    return [v for v in results["violations"] if v["impact"] in REPORTED_IMPACTS]
+
+
+def violation_lines(where: str, violations: list[dict]) -> list[str]:
+    lines = []
+    for violation in violations:
+        targets = ", ".join(" ".join(map(str, node["target"])) for node in violation["nodes"][:8])
+        more = f" (+{len(violation['nodes']) - 8} more)" if len(violation["nodes"]) > 8 else ""
+        lines.append(f"{where}: {violation['id']} [{violation['impact']}] at {targets}{more} — {violation['help']}")
+    return lines
+
+
+@pytest.mark.parametrize("size", list(VIEWPORTS))
+def test_no_page_has_a_serious_or_critical_axe_violation(live_app, page: Page, size):
+    seeded = seed()
+    page.set_viewport_size(VIEWPORTS[size])
+    found: list[str] = []
+    for name, path_of in PAGES:
+        response = page.goto(f"{live_app.url}{path_of(seeded)}")
+        assert response is not None and response.status < 500, f"{name}: {response and response.status}"
+        page.wait_for_load_state("load")
+        found += violation_lines(f"{name} ({size}, {path_of(seeded)})", axe_violations(page))
+    assert not page.js_errors, page.js_errors
+    assert found == [], "axe-core found serious or critical violations:\n" + "\n".join(found)
+
+
+def test_the_axe_check_can_fail(live_app, page: Page):
+    """The check sees a real violation: a button with no name, added to a page."""
+    page.goto(f"{live_app.url}/settings/")
+    page.evaluate("() => document.querySelector('main').append(Object.assign(document.createElement('button')))")
+    ids = {v["id"] for v in axe_violations(page)}
+    assert "button-name" in ids
