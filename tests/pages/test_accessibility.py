@@ -11,13 +11,14 @@ and axe's help text.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from django.utils import timezone
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from archive.library import library_file_add_text
 from archive.services import archive_document_add_text
@@ -28,12 +29,15 @@ from conversations.threads.services import conversation_create
 from memories.models import Memory
 from memories.services import memory_add
 from tests.support.factories import turns_append
+from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = pytest.mark.browser
 
 AXE = Path(__file__).resolve().parents[2] / "static" / "vendor" / "axe-core" / "axe.min.js"
 REPORTED_IMPACTS = ("serious", "critical")
 VIEWPORTS = {"desktop": {"width": 1366, "height": 900}, "phone": {"width": 390, "height": 844}}
+# (viewport, colour scheme) runs: contrast differs between the light and the dark palette.
+RUNS = [("desktop", "light"), ("phone", "light"), ("desktop", "dark")]
 REPLY = (
     "Here is the plan:\n\n## Morning\n\n- walk to the **harbour**\n- [tide table](https://example.com/tides)\n\n"
     "```python\nprint('tide')\n```\n\n| when | what |\n|---|---|\n| 7:00 | boats |\n\n> keep it light"
@@ -104,6 +108,26 @@ PAGES: list[tuple[str, Callable[[Seeded], str]]] = [
     ("not found", lambda s: "/no-such-page/"),
 ]
 
+# Pages in an opened state: (name, path, what to open). Axe checks only what is rendered, so menus count here.
+def in_sidebar(selector: str) -> Callable[[Page], None]:
+    """Click something in the sidebar, opening the drawer first at phone size."""
+    def open_it(page: Page) -> None:
+        if page.locator("[data-sidebar-open]").is_visible():
+            page.locator("[data-sidebar-open]").click()
+        page.locator(selector).first.click()
+
+    return open_it
+
+
+OPENED: list[tuple[str, Callable[[Seeded], str], Callable[[Page], None]]] = [
+    ("folder menu open", lambda s: f"/c/{s.chat.id}/", in_sidebar(".sidebar .folder-menu summary")),
+    ("new folder open", lambda s: "/settings/", in_sidebar(".new-folder summary")),
+]
+# Opened states that exist at phone size only.
+OPENED_ON_PHONE: list[tuple[str, Callable[[Seeded], str], Callable[[Page], None]]] = [
+    ("sidebar drawer open", lambda s: f"/c/{s.chat.id}/", lambda page: page.locator("[data-sidebar-open]").click()),
+]
+
 
 def axe_violations(page: Page) -> list[dict]:
     """Serious and critical violations axe-core finds on the loaded page (its WCAG A/AA and best-practice rules)."""
@@ -122,18 +146,45 @@ def violation_lines(where: str, violations: list[dict]) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("size", list(VIEWPORTS))
-def test_no_page_has_a_serious_or_critical_axe_violation(live_app, page: Page, size):
+@pytest.mark.parametrize(("size", "scheme"), RUNS, ids=[f"{size}-{scheme}" for size, scheme in RUNS])
+def test_no_page_has_a_serious_or_critical_axe_violation(live_app, page: Page, size, scheme):
     seeded = seed()
     page.set_viewport_size(VIEWPORTS[size])
+    page.emulate_media(color_scheme=scheme)
     found: list[str] = []
     for name, path_of in PAGES:
         response = page.goto(f"{live_app.url}{path_of(seeded)}")
         assert response is not None and response.status < 500, f"{name}: {response and response.status}"
         page.wait_for_load_state("load")
-        found += violation_lines(f"{name} ({size}, {path_of(seeded)})", axe_violations(page))
+        found += violation_lines(f"{name} ({size}, {scheme}, {path_of(seeded)})", axe_violations(page))
+    for name, path_of, open_it in OPENED + (OPENED_ON_PHONE if size == "phone" else []):
+        page.goto(f"{live_app.url}{path_of(seeded)}")
+        open_it(page)
+        page.wait_for_timeout(300)  # let a drawer or menu finish opening
+        found += violation_lines(f"{name} ({size}, {scheme}, {path_of(seeded)})", axe_violations(page))
     assert not page.js_errors, page.js_errors
     assert found == [], "axe-core found serious or critical violations:\n" + "\n".join(found)
+
+
+def test_a_streaming_reply_is_announced_politely_and_passes_axe(live_app, page: Page, scripted_server):
+    hold = threading.Event()
+    scripted_server.script(ScriptedReply(chunks=["The tide ", "turns ", "at seven."], hold=hold))
+    chat = conversation_create(persona="elion", title="Tides")
+    turns_append(chat, ("user", "hello"), ("assistant", "hi"))
+    try:
+        page.goto(f"{live_app.url}/c/{chat.id}/")
+        page.locator("[data-composer-input]").fill("When does the tide turn?")
+        page.locator("[data-composer-input]").press("Enter")
+        live = page.locator(".message-assistant.status-streaming")
+        expect(live).to_contain_text("The tide")
+        # The streaming text sits inside a polite live region (never an assertive one).
+        politeness = live.evaluate("el => el.closest('[aria-live]')?.getAttribute('aria-live') ?? null")
+        assert politeness == "polite"
+        assert violation_lines("chat while streaming", axe_violations(page)) == []
+    finally:
+        hold.set()
+    expect(page.locator(".message-assistant.status-streaming")).to_have_count(0)
+    assert not page.js_errors
 
 
 def test_the_axe_check_can_fail(live_app, page: Page):
