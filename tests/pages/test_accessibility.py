@@ -193,3 +193,61 @@ def test_the_axe_check_can_fail(live_app, page: Page):
     page.evaluate("() => document.querySelector('main').append(Object.assign(document.createElement('button')))")
     ids = {v["id"] for v in axe_violations(page)}
     assert "button-name" in ids
+
+
+FOCUS_PAGES: list[tuple[str, Callable[[Seeded], str]]] = [
+    ("chat with messages", lambda s: f"/c/{s.chat.id}/"),
+    ("settings", lambda s: "/settings/"),
+    ("archive list", lambda s: "/archive/"),
+    ("memories", lambda s: "/memories/"),
+    ("search with results", lambda s: f"/search/?q=heron&from={s.chat.id}"),
+]
+# For every visible control: is something drawn differently when it has keyboard focus? The control itself,
+# its label or wrapper (a ring drawn with :focus-within) or the element right after it (a styled radio's text).
+UNFOCUSED_CONTROLS = """() => {
+  const selector = 'a[href], button:not([disabled]), input:not([disabled]):not([type=hidden]), select:not([disabled]),'
+    + ' textarea:not([disabled]), summary, [tabindex]:not([tabindex="-1"])';
+  const looks = (el) => [el, el.parentElement, el.parentElement?.parentElement, el.nextElementSibling]
+    .filter(Boolean)
+    .map((node) => { const s = getComputedStyle(node);
+      return [s.outlineStyle, s.outlineWidth, s.outlineColor, s.boxShadow, s.borderColor, s.backgroundColor,
+              s.textDecorationLine].join('|'); })
+    .join('/');
+  const missing = [];
+  for (const el of document.querySelectorAll(selector)) {
+    const box = el.getBoundingClientRect();
+    const shown = el.getClientRects().length && getComputedStyle(el).visibility !== 'hidden';
+    const labelled = el.closest('label');
+    if (!shown || (box.width < 2 && box.height < 2 && !labelled)) continue;
+    el.blur();
+    const before = looks(el);
+    el.focus({ preventScroll: true });
+    if (document.activeElement !== el) continue;
+    const after = looks(el);
+    el.blur();
+    if (before === after) missing.push(el.outerHTML.slice(0, 160));
+  }
+  return missing;
+}"""
+
+
+def test_every_control_shows_where_keyboard_focus_is(live_app, page: Page):
+    seeded = seed()
+    found: list[str] = []
+    for name, path_of in FOCUS_PAGES:
+        page.goto(f"{live_app.url}{path_of(seeded)}")
+        page.keyboard.press("Tab")  # keyboard modality, so :focus-visible applies to programmatic focus
+        found += [f"{name}: {html}" for html in page.evaluate(UNFOCUSED_CONTROLS)]
+    assert found == [], "controls with no visible focus:\n" + "\n".join(found)
+
+
+def test_the_focus_check_can_fail(live_app, page: Page):
+    """A control whose focus ring is taken away is reported."""
+    page.goto(f"{live_app.url}/settings/")
+    page.keyboard.press("Tab")
+    page.evaluate(
+        "() => { const b = document.createElement('button'); b.textContent = 'Bare'; b.className = 'bare';"
+        " b.style.cssText = 'outline: none !important; box-shadow: none !important';"
+        " document.querySelector('main').append(b); }"
+    )
+    assert any('class="bare"' in html for html in page.evaluate(UNFOCUSED_CONTROLS))
