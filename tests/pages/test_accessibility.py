@@ -52,6 +52,10 @@ class Seeded:
     document_id: int
     library_file_id: int
     artifact_id: str
+    trashed: Conversation
+    quarantined: Conversation
+    shielded: Conversation
+    character_id: int
 
 
 def seed() -> Seeded:
@@ -63,13 +67,16 @@ def seed() -> Seeded:
     folder = Folder.objects.create(name="Letters")
     conversation_create(persona="elion", title="A filed letter", folder_id=folder.pk)
     vault = Folder.objects.create(name="Vault", hidden=True)
-    turns_append(conversation_create(persona="elion", title="Quarantined", folder_id=vault.pk),
-                 ("user", "the heron in the vault"), ("assistant", "kept"))
+    quarantined = conversation_create(persona="elion", title="Quarantined", folder_id=vault.pk)
+    turns_append(quarantined, ("user", "the heron in the vault"), ("assistant", "kept"))
+    shielded = conversation_create(persona="elion", title="Shielded")
+    turns_append(shielded, ("user", "a shielded heron"), ("assistant", "yes"))
+    Conversation.objects.filter(pk=shielded.pk).update(shielded=True, updated_at=timezone.now())
     trashed = conversation_create(persona="elion", title="Thrown away")
     turns_append(trashed, ("user", "old heron"), ("assistant", "gone"))
     Conversation.objects.filter(pk=trashed.pk).update(trashed=True, updated_at=timezone.now())
     memory = memory_add(text="AUMA loves the harbour at dawn.", category="place", importance=4)
-    character_create(name="Captain Wren", description="A weathered harbour pilot.")
+    character = character_create(name="Captain Wren", description="A weathered harbour pilot.")
     document = archive_document_add_text(
         text="AUMA said:\nDo you remember the heron?\n\nVoicefire 5.1 said:\nBy the reeds, at dawn.",
         collection="conversations", title="Heron talk",
@@ -80,13 +87,19 @@ def seed() -> Seeded:
         title="Harbour poem", kind="poem", content="# Harbour\n\nBoats come home.",
         provenance=artifact_services.Provenance(conversation_id=chat.id, message_id=reply.id, tool_call_id="call_1"),
     ).artifact
-    return Seeded(chat, empty_chat, memory, document.pk, library_file.pk, str(artifact.pk))
+    for number in range(26):  # more than one page of the archive list
+        archive_document_add_text(text=f"Paper number {number}.", collection="papers", title=f"Paper {number}")
+    return Seeded(chat, empty_chat, memory, document.pk, library_file.pk, str(artifact.pk), trashed, quarantined,
+                  shielded, character.pk)
 
 
 # Every page of the app, by name. Add a line here for a new page.
 PAGES: list[tuple[str, Callable[[Seeded], str]]] = [
     ("chat with messages", lambda s: f"/c/{s.chat.id}/"),
     ("empty chat", lambda s: f"/c/{s.empty_chat.id}/"),
+    ("trashed chat", lambda s: f"/c/{s.trashed.id}/"),
+    ("chat in a hidden folder", lambda s: f"/c/{s.quarantined.id}/"),
+    ("shielded chat", lambda s: f"/c/{s.shielded.id}/"),
     ("settings", lambda s: "/settings/"),
     ("usage", lambda s: "/settings/usage/"),
     ("search with results", lambda s: f"/search/?q=heron&from={s.chat.id}"),
@@ -95,7 +108,9 @@ PAGES: list[tuple[str, Callable[[Seeded], str]]] = [
     ("memory delete", lambda s: f"/memories/{s.memory.pk}/delete/"),
     ("memories import", lambda s: "/memories/import/"),
     ("characters", lambda s: "/characters/"),
+    ("character edit", lambda s: f"/characters/{s.character_id}/edit/"),
     ("archive list", lambda s: "/archive/"),
+    ("archive list page 2", lambda s: "/archive/?page=2"),
     ("archive search", lambda s: "/archive/?q=heron"),
     ("archive document", lambda s: f"/archive/{s.document_id}/?q=heron"),
     ("library", lambda s: "/library/"),
@@ -167,8 +182,10 @@ def test_no_page_has_a_serious_or_critical_axe_violation(live_app, page: Page, s
 
 
 def test_a_streaming_reply_is_announced_politely_and_passes_axe(live_app, page: Page, scripted_server):
-    hold = threading.Event()
-    scripted_server.script(ScriptedReply(chunks=["The tide ", "turns ", "at seven."], hold=hold))
+    answer, more = threading.Event(), threading.Event()
+    scripted_server.script(
+        ScriptedReply(chunks=["The tide ", "turns ", "at seven."], hold_before_response=answer, hold=more)
+    )
     chat = conversation_create(persona="elion", title="Tides")
     turns_append(chat, ("user", "hello"), ("assistant", "hi"))
     try:
@@ -176,13 +193,19 @@ def test_a_streaming_reply_is_announced_politely_and_passes_axe(live_app, page: 
         page.locator("[data-composer-input]").fill("When does the tide turn?")
         page.locator("[data-composer-input]").press("Enter")
         live = page.locator(".message-assistant.status-streaming")
+        # Waiting for the first words (the typing indicator), then part of the reply.
+        expect(live).to_be_visible()
+        waiting = violation_lines("chat waiting for a reply", axe_violations(page))
+        answer.set()
         expect(live).to_contain_text("The tide")
         # The streaming text sits inside a polite live region (never an assertive one).
         politeness = live.evaluate("el => el.closest('[aria-live]')?.getAttribute('aria-live') ?? null")
         assert politeness == "polite"
-        assert violation_lines("chat while streaming", axe_violations(page)) == []
+        streaming = violation_lines("chat while streaming", axe_violations(page))
+        assert waiting + streaming == []
     finally:
-        hold.set()
+        answer.set()
+        more.set()
     expect(page.locator(".message-assistant.status-streaming")).to_have_count(0)
     assert not page.js_errors
 
@@ -199,6 +222,7 @@ FOCUS_PAGES: list[tuple[str, Callable[[Seeded], str]]] = [
     ("chat with messages", lambda s: f"/c/{s.chat.id}/"),
     ("settings", lambda s: "/settings/"),
     ("archive list", lambda s: "/archive/"),
+    ("archive list page 2", lambda s: "/archive/?page=2"),
     ("memories", lambda s: "/memories/"),
     ("search with results", lambda s: f"/search/?q=heron&from={s.chat.id}"),
 ]
