@@ -171,6 +171,9 @@ def test_no_page_has_a_serious_or_critical_axe_violation(live_app, page: Page, s
         response = page.goto(f"{live_app.url}{path_of(seeded)}")
         assert response is not None and response.status < 500, f"{name}: {response and response.status}"
         page.wait_for_load_state("load")
+        # What a screen reader reads: no template comment or tag may leak into the text.
+        text = page.locator("body").inner_text()
+        found += [f"{name}: template syntax in the page text" for mark in ("{#", "{%") if mark in text]
         found += violation_lines(f"{name} ({size}, {scheme}, {path_of(seeded)})", axe_violations(page))
     for name, path_of, open_it in OPENED + (OPENED_ON_PHONE if size == "phone" else []):
         page.goto(f"{live_app.url}{path_of(seeded)}")

@@ -40,6 +40,9 @@ def test_rename_a_folder_from_the_sidebar(client, seeded):
     response = client.post(f"/folders/{folder.id}/rename/", {"name": "  Old letters  ", "next": "/trash/"}, follow=True)
     assert response.redirect_chain[-1][0] == "/trash/"
     assert "Folder renamed “Old letters”." in response.content.decode()
+    # The message list renders as markup only: no template comment or tag leaks into the page.
+    assert "{#" not in response.content.decode() and "{%" not in response.content.decode()
+    assert 'aria-label="Dismiss this message"' in response.content.decode()
     assert Folder.objects.get(pk=folder.pk).name == "Old letters"
 
 
