@@ -30,6 +30,7 @@ from conversations.models import (
 )
 from conversations.provider.binding import configured_provider
 from conversations.threads.services import conversation_create
+from conversations.threads.titles import branch_title
 from conversations.transcript.append import APPENDED_FIELDS, message_append
 from elion.errors import Conflict, InvalidInput
 from memories.snapshots import memory_set_lock
@@ -67,6 +68,7 @@ def _branch_create(source: Conversation) -> Conversation:
         )
     destination = handoff_destination_create(
         persona=source.persona,
+        title=branch_title(source.display_title),
         bubble=handoff.visible(source.title),
         metadata={"source_conversation_id": str(source.id), "source_message_ids": handoff.source_message_ids},
     )
@@ -74,13 +76,16 @@ def _branch_create(source: Conversation) -> Conversation:
     return destination
 
 
-def handoff_destination_create(*, persona: str, bubble: str, metadata: dict) -> Conversation:
+def handoff_destination_create(*, persona: str, bubble: str, metadata: dict, title: str = "") -> Conversation:
     """A Branch / Fresh Chat–style conversation whose one message is the visible handoff bubble `bubble`.
+
+    `title` is its title from the start (a branch is `<source title> (branch)`,
+    `conversations.threads.titles.branch_title`); empty, the first send titles it.
 
     The destination continues under the current provider (seed 004: every durable
     message carries the binding; Branch is how drifted history continues).
     """
-    destination = conversation_create(persona=persona, origin=ConversationOrigin.BRANCH)
+    destination = conversation_create(persona=persona, title=title, origin=ConversationOrigin.BRANCH)
     message_append(
         conversation=destination,
         parent=None,

@@ -98,9 +98,29 @@ def score(search_text: str, terms: list[str]) -> float:
     return sum(counts[t] * 2.2 / (counts[t] + 1.2 * length_factor) for t in terms)
 
 
-def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARACTERS) -> str:
-    """About `width` characters around the first term found, on word boundaries."""
-    flat = " ".join(text.split())
+def _tidied(text: str, keep_lines: bool) -> str:
+    """Whitespace runs as one space; with `keep_lines`, line breaks stay (at most one blank line in a row)."""
+    if not keep_lines:
+        return " ".join(text.split())
+    kept: list[str] = []
+    for line in (" ".join(raw.split()) for raw in text.splitlines()):
+        if line or (kept and kept[-1]):
+            kept.append(line)
+    while kept and not kept[-1]:
+        kept.pop()
+    return "\n".join(kept)
+
+
+_SPACE = re.compile(r"\s")
+
+
+def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARACTERS, *, keep_lines: bool = False) -> str:
+    """About `width` characters around the first term found, on word boundaries.
+
+    On one line by default (a results list); `keep_lines` keeps the text's line
+    breaks (a quote placed in the message box).
+    """
+    flat = _tidied(text, keep_lines)
     if len(flat) <= width:
         return flat
     lowered = flat.lower()
@@ -108,11 +128,21 @@ def excerpt(text: str, terms: list[str], width: int = EXCERPT_CHARACTERS) -> str
     first = min((h for h in hits if h >= 0), default=0)
     start = max(first - width // 3, 0)
     if start:
-        space = flat.find(" ", start)
-        start = space + 1 if 0 <= space < first else start
+        space = _SPACE.search(flat, start)
+        start = space.start() + 1 if space and space.start() < first else start
     end = min(start + width, len(flat))
     if end < len(flat):
-        space = flat.rfind(" ", start, end)
-        end = space if space > start else end
-    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
+        spaces = [m.start() for m in _SPACE.finditer(flat, start, end)]
+        end = spaces[-1] if spaces and spaces[-1] > start else end
+    return ("…" if start else "") + flat[start:end].strip() + ("…" if end < len(flat) else "")
 
+
+def term_spans(text: str, terms: list[str]) -> list[tuple[int, int]]:
+    """Where `terms` occur in `text` as whole tokens (as the index matches them), case-insensitively, in order."""
+    wanted = [term for term in terms if term]
+    if not wanted or not text:
+        return []
+    # Longest first, so a term that begins another is not preferred over it.
+    alternatives = "|".join(re.escape(term) for term in sorted(set(wanted), key=len, reverse=True))
+    pattern = re.compile(rf"(?<![^\W_])(?:{alternatives})(?![^\W_])", re.IGNORECASE)
+    return [match.span() for match in pattern.finditer(text)]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
+from django.core.paginator import Page, Paginator
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -20,6 +22,9 @@ from archive import library, services
 from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch
 from archive.search import archive_search
 from elion.errors import ServiceError
+from elion.fulltext import query_terms
+
+ARCHIVE_PAGE_SIZE = 25
 
 
 def _summary_text(summary: services.ImportSummary) -> str:
@@ -104,14 +109,26 @@ def archive_page(request: HttpRequest) -> HttpResponse:
             return redirect("archive")
     query = request.GET.get("q", "").strip()[:500]
     hits = archive_search(query, limit=20) if query else []
-    documents = ArchiveDocument.objects.defer("text").order_by("collection", "-created_at")
+    page = _documents_page(request.GET.get("page"))
+    totals = dict(ArchiveDocument.objects.order_by().values_list("collection").annotate(n=Count("id")))
+    # The page's documents under their collection's heading (collections in their fixed order, as the rows are).
     groups = [
-        {"value": value, "label": label, "documents": [d for d in documents if d.collection == value]}
+        {"value": value, "label": label, "total": totals.get(value, 0),
+         "documents": [d for d in page.object_list if d.collection == value]}
         for value, label in ArchiveCollection.choices
     ]
-    context = {"collections": ArchiveCollection.choices, "groups": groups, "query": query, "hits": hits, "error": error}
+    context = {
+        "collections": ArchiveCollection.choices, "groups": groups, "page": page, "query": query,
+        "terms": query_terms(query), "hits": hits, "error": error,
+    }
     context.update(_claude_memory_suggestions_context(request))
     return render(request, "archive/archive.html", context, status=status)
+
+
+def _documents_page(number: str | None) -> Page:
+    """One page of the archive's documents, by collection then newest first; a bad page number is the nearest page."""
+    documents = ArchiveDocument.objects.defer("text").order_by("collection", "-created_at", "-id")
+    return Paginator(documents, ARCHIVE_PAGE_SIZE).get_page(number)
 
 
 def document_page(request: HttpRequest, document_id: int) -> HttpResponse:
@@ -126,6 +143,8 @@ def document_page(request: HttpRequest, document_id: int) -> HttpResponse:
         "alternate_chunks": [c for c in chunks if c.branch == ChunkBranch.ALTERNATE],
         "attachments": document.attachments.all(),
         "continuable": continuable,
+        # Arriving from a search result (`?q=…`): its words are marked in the chunks.
+        "terms": query_terms(request.GET.get("q", "")[:500]),
     }
     return render(request, "archive/document.html", context)
 

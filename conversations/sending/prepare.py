@@ -45,17 +45,13 @@ from conversations.provider.binding import provider_binding_gate_counted
 from conversations.provider.gateway import ProviderConfig, RequestOptions, conversation_cache_key
 from conversations.sending import tool_loop
 from conversations.sending.commands import FROM_HEAD, ParentChoice, SendCommand
+from conversations.threads.titles import title_from_first_message
 from conversations.transcript.append import APPENDED_FIELDS, message_append
 from conversations.transcript.guard import transcript_write_guard
 from conversations.transcript.leases import lease_deadline, streams_interrupt_expired
 from elion.errors import Conflict, InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
-
-
-
-
-AUTO_TITLE_CHARACTERS = 60
 
 
 @dataclass(frozen=True)
@@ -144,8 +140,7 @@ def _send_commit(command: SendCommand, *, pinned: dict, preverified: Preverified
         message=user_message, attachment_ids=command.attachment_ids, imported=preverified.imported
     )
     if not conversation.title:
-        title_source = command.content if command.content.strip() else ", ".join(a.name for a in attached)
-        conversation.title = " ".join(title_source.split())[:AUTO_TITLE_CHARACTERS]
+        conversation.title = title_from_first_message(command.content, [a.name for a in attached])
     return _start_reply(context, user_message, config)
 
 

@@ -152,7 +152,8 @@ def folder_update(*, folder_id: int, changes: dict) -> Folder:
 
 
 @transaction.atomic
-def folder_delete(*, folder_id: int) -> None:
+def folder_delete(*, folder_id: int) -> int:
     """Delete a folder; its conversations move to no folder (nothing is lost, and
-    those leaving a hidden folder are shielded: see `conversations.visibility.transitions`)."""
-    folder_remove(folder_id=folder_id)
+    those leaving a hidden folder are shielded: see `conversations.visibility.transitions`).
+    Returns how many conversations moved."""
+    return folder_remove(folder_id=folder_id)

@@ -126,6 +126,7 @@ def quoted_excerpt(*, message_id: UUID | str, query: str) -> str:
         )
     except (ValueError, TypeError, Message.DoesNotExist):
         return ""
-    text = excerpt(message.content, query_terms(query))
-    quoted = "\n".join(f"> {line}" for line in text.splitlines() or [""])
+    text = excerpt(message.content, query_terms(query), keep_lines=True)
+    # A Markdown quote block: every line quoted, a blank line as a bare ">" so paragraphs stay one quote.
+    quoted = "\n".join(f"> {line}" if line else ">" for line in text.splitlines() or [""])
     return f"{quoted}\n— from “{message.conversation.display_title}”\n\n"

@@ -82,8 +82,8 @@ def folder_hidden_set(*, folder_id: int | str, hidden: bool) -> Folder:
 
 
 @transaction.atomic
-def folder_remove(*, folder_id: int | str) -> None:
-    """Delete a folder; its conversations move to no folder (nothing is lost).
+def folder_remove(*, folder_id: int | str) -> int:
+    """Delete a folder; its conversations move to no folder (nothing is lost). Returns how many moved.
 
     Conversations leaving a hidden folder this way leave quarantine, so they
     are shielded.
@@ -95,6 +95,7 @@ def folder_remove(*, folder_id: int | str) -> None:
     Conversation.objects.filter(pk__in=member_ids).update(**changes)
     folder.delete()
     affected_prompts_refresh(member_ids)
+    return len(member_ids)
 
 
 def conversation_move_locked(conversation: Conversation, folder_id: int | str | None) -> Conversation:

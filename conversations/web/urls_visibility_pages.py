@@ -8,6 +8,8 @@ urlpatterns = [
     path("folders/new/", views.folder_create_page, name="folder-create"),
     path("folders/hidden/", views.hidden_folders_page, name="hidden-folders"),
     path("folders/<int:folder_id>/visibility/", views.folder_visibility_page, name="folder-visibility"),
+    path("folders/<int:folder_id>/rename/", views.folder_rename_page, name="folder-rename"),
+    path("folders/<int:folder_id>/delete/", views.folder_delete_page, name="folder-delete"),
     path("c/<str:conversation_id>/trash/", views.conversation_trash_page, name="conversation-trash"),
     path("c/<str:conversation_id>/restore/", views.conversation_restore_page, name="conversation-restore"),
     path(

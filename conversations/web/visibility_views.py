@@ -14,9 +14,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from continuity.eligibility import outside_quarantine
-from conversations.access import access_conversation
+from conversations.access import access_conversation, access_folder
 from conversations.models import Conversation
-from conversations.threads.services import conversation_update, folder_create, folder_update
+from conversations.threads.services import conversation_update, folder_create, folder_delete, folder_update
 from conversations.transcript.deletion import conversation_delete_forever
 from conversations.visibility import selectors as visibility_selectors
 from conversations.visibility import transitions as visibility
@@ -145,6 +145,46 @@ def folder_visibility_page(request: HttpRequest, folder_id: int) -> HttpResponse
             f"Folder “{folder.name}” is visible again. Its conversations are Continuity-Shielded until you release them.",
         )
     return _back(request, "/folders/hidden/")
+
+
+@require_POST
+def folder_rename_page(request: HttpRequest, folder_id: int) -> HttpResponse:
+    try:
+        folder = folder_update(folder_id=folder_id, changes={"name": request.POST.get("name", "")})
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+    else:
+        messages.success(request, f"Folder renamed “{folder.name}”.")
+    return _back(request, "/")
+
+
+def _conversations(n: int) -> str:
+    return "its one conversation" if n == 1 else f"its {n} conversations"
+
+
+@require_POST
+def folder_delete_page(request: HttpRequest, folder_id: int) -> HttpResponse:
+    """Delete a folder; the message says where its conversations went (seed: leaving a hidden folder shields)."""
+    try:
+        folder = access_folder(folder_id)
+        moved = folder_delete(folder_id=folder_id)
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+        return _back(request, "/")
+    if not moved:
+        messages.success(request, f"Folder “{folder.name}” deleted. It held no conversations.")
+    elif folder.hidden:
+        messages.success(
+            request,
+            f"Folder “{folder.name}” deleted. {_conversations(moved).capitalize()} moved to Chats and left "
+            "quarantine Continuity-Shielded: readable, but kept out of automatic continuity until you release "
+            "each shield.",
+        )
+    else:
+        messages.success(
+            request, f"Folder “{folder.name}” deleted. {_conversations(moved).capitalize()} moved to Chats, unchanged."
+        )
+    return _back(request, "/")
 
 
 @require_GET

@@ -1,6 +1,7 @@
 import "./artifact_cards.js";
 import "./banners.js";
 import "./sidebar_filter.js";
+import "./flash.js";
 
 // Every page: the sidebar drawer on narrow screens.
 const sidebar = document.getElementById("sidebar");

@@ -736,6 +736,12 @@ function init() {
     }
   });
   input.addEventListener("input", autosize);
+  // A quote inserted from Search arrives in the box: grow it to show the quote, the caret after it.
+  if (input.value) {
+    autosize();
+    input.focus({ preventScroll: true });
+    input.setSelectionRange(input.value.length, input.value.length);
+  }
   pinSelect?.addEventListener("change", () => setPinned(pinSelect.value));
   stopButton.addEventListener("click", stopReply);
 

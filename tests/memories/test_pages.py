@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memories.models import Memory
-from memories.services import memory_add
+from memories.models import Memory, SnapshotMembership
+from memories.services import holders_of, memory_add
 
 pytestmark = pytest.mark.django_db
 
@@ -52,7 +52,8 @@ def test_delete_page_shows_thread_count_before_deleting(client, make_conversatio
     memory = memory_add(text="Doomed")
     make_conversation()
     page = client.get(f"/memories/{memory.pk}/delete/").content.decode()
-    assert "Deleting this memory changes 1 existing thread." in page
+    assert "Deleting this memory changes 1 existing thread: it is removed from that thread's snapshot" in page
+    assert "It cannot enter new threads or branches afterwards." in page
     assert Memory.objects.filter(pk=memory.pk).exists()
     assert client.post(f"/memories/{memory.pk}/delete/").status_code == 302
     assert not Memory.objects.filter(pk=memory.pk).exists()
@@ -90,3 +91,23 @@ def test_refresh_memory_control_renders_and_no_js_path_refreshes(client, make_co
     response = client.post(f"/memories/refresh/{conversation.pk}/")
     assert response.status_code == 302 and response.url == f"/c/{conversation.pk}/"
     assert conversation.memory_snapshot.__class__.objects.get(conversation=conversation).provenance == "refreshed"
+
+
+def test_delete_page_says_exactly_which_threads_change_and_that_is_what_happens(client, make_conversation):
+    before = make_conversation()
+    memory = memory_add(text="Held by some")
+    holders = [make_conversation(), make_conversation()]
+    page = client.get(f"/memories/{memory.pk}/delete/").content.decode()
+    assert "Deleting this memory changes 2 existing threads: it is removed from their snapshots" in page
+    assert "every thread" not in page and "no existing threads" not in page
+    assert set(holders_of(memory.pk)) == set(holders)
+    client.post(f"/memories/{memory.pk}/delete/")
+    assert not SnapshotMembership.objects.filter(conversation__in=[before, *holders]).exists()
+
+
+def test_delete_page_of_a_memory_no_thread_holds_says_it_changes_none(client, make_conversation):
+    make_conversation()
+    memory = memory_add(text="Held by none")
+    page = client.get(f"/memories/{memory.pk}/delete/").content.decode()
+    assert "Deleting this memory changes no existing threads: none holds it in its snapshot." in page
+    assert "removed from" not in page

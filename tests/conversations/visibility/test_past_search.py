@@ -13,7 +13,8 @@ from django.test import Client
 from conversations.models import Conversation, Folder, Message, MessageSearchEntry
 from conversations.threads.services import conversation_rewind
 from conversations.transcript.search_index import message_search_index_sync
-from conversations.visibility.past_search import past_conversation_search
+from conversations.visibility.past_search import past_conversation_search, quoted_excerpt
+from elion.fulltext import excerpt
 
 pytestmark = pytest.mark.django_db
 
@@ -215,3 +216,22 @@ def test_search_indexes_exist_after_all_migrations():
             expected = {"message_search_gin", "message_search_id_brin", "conversation_title_trgm"}
         found = {row[0] for row in cursor.fetchall()}
     assert expected <= found
+
+
+def test_inserted_quote_keeps_line_breaks_as_a_markdown_quote_block(thread):
+    source = thread(("user", "A list to keep:\n- salt\n- rope\n\n\n\nAnd the   heron at dusk."),
+                    ("assistant", "ok"), title="Harbour")
+    message = Message.objects.get(conversation=source, role="user")
+    quoted = quoted_excerpt(message_id=message.id, query="heron")
+    assert quoted == "> A list to keep:\n> - salt\n> - rope\n>\n> And the heron at dusk.\n— from “Harbour”\n\n"
+
+
+def test_inserted_quote_of_a_long_message_is_a_window_around_the_match_still_on_its_lines(thread):
+    lines = [f"line {i} of the log" for i in range(60)] + ["the heron landed", "and stayed"]
+    source = thread(("user", "\n".join(lines)), ("assistant", "ok"), title="Log")
+    quoted = quoted_excerpt(message_id=Message.objects.get(conversation=source, role="user").id, query="heron")
+    body = quoted.split("\n— from")[0].splitlines()
+    assert all(line.startswith("> ") for line in body) and len(body) > 5
+    assert "> the heron landed" in body and body[0].startswith("> …")
+    # A results list still shows the excerpt on one line.
+    assert "\n" not in excerpt("\n".join(lines), ["heron"])

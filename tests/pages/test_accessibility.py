@@ -1,0 +1,280 @@
+"""Accessibility (issue 19, "Accessibility"): axe-core finds no serious or critical violation on any page,
+at desktop and at phone size.
+
+axe-core is vendored (static/vendor/axe-core/, used by this test only) and
+evaluated into each page through the DevTools protocol, so the pages'
+Content-Security-Policy stays as it is. To check a new page, add one line to
+`PAGES`: a name and a function from the seeded rows to its path. A failure
+lists every violation: page, size, rule id, impact, the elements it found
+and axe's help text.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import Page, expect
+
+from archive.library import library_file_add_text
+from archive.services import archive_document_add_text
+from artifacts import services as artifact_services
+from conversations.characters import character_create
+from conversations.models import Conversation, Folder, Message
+from conversations.threads.services import conversation_create
+from memories.models import Memory
+from memories.services import memory_add
+from tests.support.factories import turns_append
+from tests.support.scripted_provider import ScriptedReply
+
+pytestmark = pytest.mark.browser
+
+AXE = Path(__file__).resolve().parents[2] / "static" / "vendor" / "axe-core" / "axe.min.js"
+REPORTED_IMPACTS = ("serious", "critical")
+VIEWPORTS = {"desktop": {"width": 1366, "height": 900}, "phone": {"width": 390, "height": 844}}
+# (viewport, colour scheme) runs: contrast differs between the light and the dark palette.
+RUNS = [("desktop", "light"), ("phone", "light"), ("desktop", "dark")]
+REPLY = (
+    "Here is the plan:\n\n## Morning\n\n- walk to the **harbour**\n- [tide table](https://example.com/tides)\n\n"
+    "```python\nprint('tide')\n```\n\n| when | what |\n|---|---|\n| 7:00 | boats |\n\n> keep it light"
+)
+
+
+@dataclass
+class Seeded:
+    chat: Conversation
+    empty_chat: Conversation
+    memory: Memory
+    document_id: int
+    library_file_id: int
+    artifact_id: str
+    trashed: Conversation
+    quarantined: Conversation
+    shielded: Conversation
+    character_id: int
+
+
+def seed() -> Seeded:
+    """One of everything a page can show: a chat with Markdown, an empty chat, a hidden folder, the trash…"""
+    chat = conversation_create(persona="elion", title="Harbour plans")
+    turns_append(chat, ("user", "What shall we do at the harbour tomorrow?"), ("assistant", REPLY))
+    turns_append(chat, ("user", "And the heron?"), ("assistant", "The heron waits at dawn."))
+    empty_chat = conversation_create(persona="clipboard")
+    folder = Folder.objects.create(name="Letters")
+    conversation_create(persona="elion", title="A filed letter", folder_id=folder.pk)
+    vault = Folder.objects.create(name="Vault", hidden=True)
+    quarantined = conversation_create(persona="elion", title="Quarantined", folder_id=vault.pk)
+    turns_append(quarantined, ("user", "the heron in the vault"), ("assistant", "kept"))
+    shielded = conversation_create(persona="elion", title="Shielded")
+    turns_append(shielded, ("user", "a shielded heron"), ("assistant", "yes"))
+    Conversation.objects.filter(pk=shielded.pk).update(shielded=True, updated_at=timezone.now())
+    trashed = conversation_create(persona="elion", title="Thrown away")
+    turns_append(trashed, ("user", "old heron"), ("assistant", "gone"))
+    Conversation.objects.filter(pk=trashed.pk).update(trashed=True, updated_at=timezone.now())
+    memory = memory_add(text="AUMA loves the harbour at dawn.", category="place", importance=4)
+    character = character_create(name="Captain Wren", description="A weathered harbour pilot.")
+    document = archive_document_add_text(
+        text="AUMA said:\nDo you remember the heron?\n\nVoicefire 5.1 said:\nBy the reeds, at dawn.",
+        collection="conversations", title="Heron talk",
+    ).document
+    library_file = library_file_add_text(name="tides.md", text="# Tides\n\nHigh water at seven.").file
+    reply = Message.objects.filter(conversation=chat, role="assistant").order_by("seq").first()
+    artifact = artifact_services.artifact_create(
+        title="Harbour poem", kind="poem", content="# Harbour\n\nBoats come home.",
+        provenance=artifact_services.Provenance(conversation_id=chat.id, message_id=reply.id, tool_call_id="call_1"),
+    ).artifact
+    for number in range(26):  # more than one page of the archive list
+        archive_document_add_text(text=f"Paper number {number}.", collection="papers", title=f"Paper {number}")
+    return Seeded(chat, empty_chat, memory, document.pk, library_file.pk, str(artifact.pk), trashed, quarantined,
+                  shielded, character.pk)
+
+
+# Every page of the app, by name. Add a line here for a new page.
+PAGES: list[tuple[str, Callable[[Seeded], str]]] = [
+    ("chat with messages", lambda s: f"/c/{s.chat.id}/"),
+    ("empty chat", lambda s: f"/c/{s.empty_chat.id}/"),
+    ("trashed chat", lambda s: f"/c/{s.trashed.id}/"),
+    ("chat in a hidden folder", lambda s: f"/c/{s.quarantined.id}/"),
+    ("shielded chat", lambda s: f"/c/{s.shielded.id}/"),
+    ("settings", lambda s: "/settings/"),
+    ("usage", lambda s: "/settings/usage/"),
+    ("search with results", lambda s: f"/search/?q=heron&from={s.chat.id}"),
+    ("memories", lambda s: "/memories/"),
+    ("memory edit", lambda s: f"/memories/{s.memory.pk}/edit/"),
+    ("memory delete", lambda s: f"/memories/{s.memory.pk}/delete/"),
+    ("memories import", lambda s: "/memories/import/"),
+    ("characters", lambda s: "/characters/"),
+    ("character edit", lambda s: f"/characters/{s.character_id}/edit/"),
+    ("archive list", lambda s: "/archive/"),
+    ("archive list page 2", lambda s: "/archive/?page=2"),
+    ("archive search", lambda s: "/archive/?q=heron"),
+    ("archive document", lambda s: f"/archive/{s.document_id}/?q=heron"),
+    ("library", lambda s: "/library/"),
+    ("library file", lambda s: f"/library/{s.library_file_id}/"),
+    ("artifacts", lambda s: "/artifacts/"),
+    ("artifact", lambda s: f"/artifacts/{s.artifact_id}/"),
+    ("hidden folders", lambda s: "/folders/hidden/"),
+    ("trash", lambda s: "/trash/"),
+    ("login", lambda s: "/login/"),
+    ("not found", lambda s: "/no-such-page/"),
+]
+
+# Pages in an opened state: (name, path, what to open). Axe checks only what is rendered, so menus count here.
+def in_sidebar(selector: str) -> Callable[[Page], None]:
+    """Click something in the sidebar, opening the drawer first at phone size."""
+    def open_it(page: Page) -> None:
+        if page.locator("[data-sidebar-open]").is_visible():
+            page.locator("[data-sidebar-open]").click()
+        page.locator(selector).first.click()
+
+    return open_it
+
+
+OPENED: list[tuple[str, Callable[[Seeded], str], Callable[[Page], None]]] = [
+    ("folder menu open", lambda s: f"/c/{s.chat.id}/", in_sidebar(".sidebar .folder-menu summary")),
+    ("new folder open", lambda s: "/settings/", in_sidebar(".new-folder summary")),
+]
+# Opened states that exist at phone size only.
+OPENED_ON_PHONE: list[tuple[str, Callable[[Seeded], str], Callable[[Page], None]]] = [
+    ("sidebar drawer open", lambda s: f"/c/{s.chat.id}/", lambda page: page.locator("[data-sidebar-open]").click()),
+]
+
+
+def axe_violations(page: Page) -> list[dict]:
+    """Serious and critical violations axe-core finds on the loaded page (its WCAG A/AA and best-practice rules)."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(AXE.read_text(encoding="utf-8") + "\n;undefined")
+    results = page.evaluate("() => axe.run(document, { resultTypes: ['violations'] })")
+    return [v for v in results["violations"] if v["impact"] in REPORTED_IMPACTS]
+
+
+def violation_lines(where: str, violations: list[dict]) -> list[str]:
+    lines = []
+    for violation in violations:
+        targets = ", ".join(" ".join(map(str, node["target"])) for node in violation["nodes"][:8])
+        more = f" (+{len(violation['nodes']) - 8} more)" if len(violation["nodes"]) > 8 else ""
+        lines.append(f"{where}: {violation['id']} [{violation['impact']}] at {targets}{more} — {violation['help']}")
+    return lines
+
+
+@pytest.mark.parametrize(("size", "scheme"), RUNS, ids=[f"{size}-{scheme}" for size, scheme in RUNS])
+def test_no_page_has_a_serious_or_critical_axe_violation(live_app, page: Page, size, scheme):
+    seeded = seed()
+    page.set_viewport_size(VIEWPORTS[size])
+    page.emulate_media(color_scheme=scheme)
+    found: list[str] = []
+    for name, path_of in PAGES:
+        response = page.goto(f"{live_app.url}{path_of(seeded)}")
+        assert response is not None and response.status < 500, f"{name}: {response and response.status}"
+        page.wait_for_load_state("load")
+        # What a screen reader reads: no template comment or tag may leak into the text.
+        text = page.locator("body").inner_text()
+        found += [f"{name}: template syntax in the page text" for mark in ("{#", "{%") if mark in text]
+        found += violation_lines(f"{name} ({size}, {scheme}, {path_of(seeded)})", axe_violations(page))
+    for name, path_of, open_it in OPENED + (OPENED_ON_PHONE if size == "phone" else []):
+        page.goto(f"{live_app.url}{path_of(seeded)}")
+        open_it(page)
+        page.wait_for_timeout(300)  # let a drawer or menu finish opening
+        found += violation_lines(f"{name} ({size}, {scheme}, {path_of(seeded)})", axe_violations(page))
+    assert not page.js_errors, page.js_errors
+    assert found == [], "axe-core found serious or critical violations:\n" + "\n".join(found)
+
+
+def test_a_streaming_reply_is_announced_politely_and_passes_axe(live_app, page: Page, scripted_server):
+    answer, more = threading.Event(), threading.Event()
+    scripted_server.script(
+        ScriptedReply(chunks=["The tide ", "turns ", "at seven."], hold_before_response=answer, hold=more)
+    )
+    chat = conversation_create(persona="elion", title="Tides")
+    turns_append(chat, ("user", "hello"), ("assistant", "hi"))
+    try:
+        page.goto(f"{live_app.url}/c/{chat.id}/")
+        page.locator("[data-composer-input]").fill("When does the tide turn?")
+        page.locator("[data-composer-input]").press("Enter")
+        live = page.locator(".message-assistant.status-streaming")
+        # Waiting for the first words (the typing indicator), then part of the reply.
+        expect(live).to_be_visible()
+        waiting = violation_lines("chat waiting for a reply", axe_violations(page))
+        answer.set()
+        expect(live).to_contain_text("The tide")
+        # The streaming text sits inside a polite live region (never an assertive one).
+        politeness = live.evaluate("el => el.closest('[aria-live]')?.getAttribute('aria-live') ?? null")
+        assert politeness == "polite"
+        streaming = violation_lines("chat while streaming", axe_violations(page))
+        assert waiting + streaming == []
+    finally:
+        answer.set()
+        more.set()
+    expect(page.locator(".message-assistant.status-streaming")).to_have_count(0)
+    assert not page.js_errors
+
+
+def test_the_axe_check_can_fail(live_app, page: Page):
+    """The check sees a real violation: a button with no name, added to a page."""
+    page.goto(f"{live_app.url}/settings/")
+    page.evaluate("() => document.querySelector('main').append(Object.assign(document.createElement('button')))")
+    ids = {v["id"] for v in axe_violations(page)}
+    assert "button-name" in ids
+
+
+FOCUS_PAGES: list[tuple[str, Callable[[Seeded], str]]] = [
+    ("chat with messages", lambda s: f"/c/{s.chat.id}/"),
+    ("settings", lambda s: "/settings/"),
+    ("archive list", lambda s: "/archive/"),
+    ("archive list page 2", lambda s: "/archive/?page=2"),
+    ("memories", lambda s: "/memories/"),
+    ("search with results", lambda s: f"/search/?q=heron&from={s.chat.id}"),
+]
+# For every visible control: is something drawn differently when it has keyboard focus? The control itself,
+# its label or wrapper (a ring drawn with :focus-within) or the element right after it (a styled radio's text).
+UNFOCUSED_CONTROLS = """() => {
+  const selector = 'a[href], button:not([disabled]), input:not([disabled]):not([type=hidden]), select:not([disabled]),'
+    + ' textarea:not([disabled]), summary, [tabindex]:not([tabindex="-1"])';
+  const looks = (el) => [el, el.parentElement, el.parentElement?.parentElement, el.nextElementSibling]
+    .filter(Boolean)
+    .map((node) => { const s = getComputedStyle(node);
+      return [s.outlineStyle, s.outlineWidth, s.outlineColor, s.boxShadow, s.borderColor, s.backgroundColor,
+              s.textDecorationLine].join('|'); })
+    .join('/');
+  const missing = [];
+  for (const el of document.querySelectorAll(selector)) {
+    const box = el.getBoundingClientRect();
+    const shown = el.getClientRects().length && getComputedStyle(el).visibility !== 'hidden';
+    const labelled = el.closest('label');
+    if (!shown || (box.width < 2 && box.height < 2 && !labelled)) continue;
+    el.blur();
+    const before = looks(el);
+    el.focus({ preventScroll: true });
+    if (document.activeElement !== el) continue;
+    const after = looks(el);
+    el.blur();
+    if (before === after) missing.push(el.outerHTML.slice(0, 160));
+  }
+  return missing;
+}"""
+
+
+def test_every_control_shows_where_keyboard_focus_is(live_app, page: Page):
+    seeded = seed()
+    found: list[str] = []
+    for name, path_of in FOCUS_PAGES:
+        page.goto(f"{live_app.url}{path_of(seeded)}")
+        page.keyboard.press("Tab")  # keyboard modality, so :focus-visible applies to programmatic focus
+        found += [f"{name}: {html}" for html in page.evaluate(UNFOCUSED_CONTROLS)]
+    assert found == [], "controls with no visible focus:\n" + "\n".join(found)
+
+
+def test_the_focus_check_can_fail(live_app, page: Page):
+    """A control whose focus ring is taken away is reported."""
+    page.goto(f"{live_app.url}/settings/")
+    page.keyboard.press("Tab")
+    page.evaluate(
+        "() => { const b = document.createElement('button'); b.textContent = 'Bare'; b.className = 'bare';"
+        " b.style.cssText = 'outline: none !important; box-shadow: none !important';"
+        " document.querySelector('main').append(b); }"
+    )
+    assert any('class="bare"' in html for html in page.evaluate(UNFOCUSED_CONTROLS))
