@@ -294,6 +294,10 @@ ELION_ARCHIVE_MAX_FILE_BYTES = env.integer("ELION_ARCHIVE_MAX_FILE_BYTES", 20 * 
 ELION_ARCHIVE_IMPORT_MAX_BYTES = env.integer("ELION_ARCHIVE_IMPORT_MAX_BYTES", 1024**3, minimum=1)
 ELION_ARCHIVE_IMPORT_MAX_JSON_BYTES = env.integer("ELION_ARCHIVE_IMPORT_MAX_JSON_BYTES", 512 * 1024**2, minimum=1)
 ELION_ARCHIVE_IMPORT_MAX_MEMBERS = env.integer("ELION_ARCHIVE_IMPORT_MAX_MEMBERS", 50_000, minimum=1)
+# Background imports (`?background=true`): the uploaded files wait here for their job; a running job
+# whose heartbeat is older than this many seconds belongs to a dead worker and may be resumed.
+ELION_IMPORT_DIR = Path(env.text("ELION_IMPORT_DIR") or DATA_DIR / "imports")
+ELION_IMPORT_STALE_SECONDS = env.integer("ELION_IMPORT_STALE_SECONDS", 120, minimum=1)
 # Rounds in which the model may call tools before it must answer in text.
 ELION_MAX_TOOL_ROUNDS = env.integer("ELION_MAX_TOOL_ROUNDS", 4, minimum=1)
 # The rows of long conversations a process keeps between sends (conversations.transcript.tree_cache):
