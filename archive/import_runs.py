@@ -127,7 +127,6 @@ class Resumption:
 
     summary: ImportSummary
     done: int
-    total: int
 
 
 SuggestionCheck = Callable[[str], str | None]

@@ -141,10 +141,12 @@ class ImportJob(models.Model):
     files = models.JSONField(default=list, blank=True)
     total = models.PositiveIntegerField(null=True, blank=True)  # conversations in the export, once counted
     done = models.PositiveIntegerField(default=0)  # conversations handled (stored, duplicate or skipped)
-    # The answer's counts and problems ({"conversations", "messages", …}), as of `done`.
+    # The answer's counts ({"conversations", "messages", …, "custom_instructions_suggestion"}), as of `done`.
     result = models.JSONField(default=dict, blank=True)
+    problems = models.JSONField(default=list, blank=True)  # the answer's `problems`, as of `done`
     error = models.JSONField(null=True, blank=True)  # {"error", "detail"} of a failed import
-    # The run that holds the job; a run whose token no longer matches stops.
+    # The run that holds the job ("" between two slices of a long import); a run whose token no longer
+    # matches stops.
     runner = models.CharField(max_length=32, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)  # also the running job's heartbeat

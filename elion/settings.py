@@ -298,6 +298,8 @@ ELION_ARCHIVE_IMPORT_MAX_MEMBERS = env.integer("ELION_ARCHIVE_IMPORT_MAX_MEMBERS
 # whose heartbeat is older than this many seconds belongs to a dead worker and may be resumed.
 ELION_IMPORT_DIR = Path(env.text("ELION_IMPORT_DIR") or DATA_DIR / "imports")
 ELION_IMPORT_STALE_SECONDS = env.integer("ELION_IMPORT_STALE_SECONDS", 120, minimum=1)
+# A job runs in slices of about this long (each one django-q2 task, within Q_CLUSTER's timeout).
+ELION_IMPORT_SLICE_SECONDS = env.integer("ELION_IMPORT_SLICE_SECONDS", 240, minimum=1)
 # Rounds in which the model may call tools before it must answer in text.
 ELION_MAX_TOOL_ROUNDS = env.integer("ELION_MAX_TOOL_ROUNDS", 4, minimum=1)
 # The rows of long conversations a process keeps between sends (conversations.transcript.tree_cache):

@@ -23,6 +23,7 @@ class Migration(migrations.Migration):
                 ('total', models.PositiveIntegerField(blank=True, null=True)),
                 ('done', models.PositiveIntegerField(default=0)),
                 ('result', models.JSONField(blank=True, default=dict)),
+                ('problems', models.JSONField(blank=True, default=list)),
                 ('error', models.JSONField(blank=True, null=True)),
                 ('runner', models.CharField(blank=True, default='', max_length=32)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
