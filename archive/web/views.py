@@ -1,8 +1,9 @@
 """The Archive and Library pages. Thin: every write goes through a service.
 
-The ChatGPT import form posts to the API from `static/js/archive.js` so a
-large upload shows a progress bar; without JavaScript it posts here and the
-summary arrives as a flash message.
+The ChatGPT import form posts to the API from `static/js/archive.js` as a
+background import (`static/js/archive/import_job.js` follows the job: done of
+total, Cancel, the list refreshed when done); without JavaScript it posts here,
+imports at once, and the summary arrives as a flash message.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from archive import library, services
+from archive import import_jobs, library, services
 from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch
 from archive.search import archive_search
 from elion.errors import ServiceError
@@ -70,7 +71,9 @@ def archive_page(request: HttpRequest) -> HttpResponse:
         {"value": value, "label": label, "documents": [d for d in documents if d.collection == value]}
         for value, label in ArchiveCollection.choices
     ]
-    context = {"collections": ArchiveCollection.choices, "groups": groups, "query": query, "hits": hits, "error": error}
+    context = {"collections": ArchiveCollection.choices, "groups": groups, "query": query, "hits": hits, "error": error,
+               # A background import still queued or running: the page follows it again after a reload.
+               "import_job": import_jobs.import_job_current("chatgpt")}
     return render(request, "archive/archive.html", context, status=status)
 
 
