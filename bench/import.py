@@ -8,7 +8,8 @@ dir, or --database-url, emptied first) the way a worker does it: the job is crea
 with `import_job_create` (the upload saved to the data dir) and then run through the
 task function `archive.tasks.run_import_job` directly, slice after slice, in that
 process (no HTTP, no qcluster: the figures are the import's own work). The child
-reports wall time of the run, and its peak resident memory (VmHWM, reset after
+reports wall time and CPU time of the run (on a loaded machine the CPU time says more), and
+its peak resident memory (VmHWM, reset after
 Django is set up) above its idle resident memory.
 
     .venv/bin/python -m bench.import                    # 200 MB, 4 members
@@ -59,14 +60,14 @@ def child(path: Path, data_dir: Path, database_url: str | None) -> None:
                                 options={"collection": "conversations"})
     saved = time.perf_counter() - started
     slices = 0
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     while tasks.run_import_job(str(job.pk)) == "running":
         slices += 1
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     job.refresh_from_db()
     print(json.dumps({
         "state": job.state, "total": job.total, "conversations": job.result.get("conversations"),
-        "seconds": seconds, "save_seconds": saved, "slices": slices + 1,
+        "seconds": seconds, "cpu_seconds": cpu, "save_seconds": saved, "slices": slices + 1,
         "peak_above_idle_mb": (_status_kib("VmHWM") - idle) / 1024, "idle_mb": idle / 1024,
     }))
 
@@ -110,7 +111,7 @@ def main() -> None:
     print(f"Background ChatGPT import, {args.megabytes:g} MB of conversation JSON, {database}; "
           "run through archive.tasks.run_import_job in a child process per shape")
     header = (f"{'shape':>12} {'JSON MB':>8} {'zip MB':>7} {'convs':>7} {'slices':>6} {'seconds':>8} "
-              f"{'MB/s':>6} {'conv/s':>7} {'peak RSS above idle':>20} {'save s':>7}")
+              f"{'MB/s':>6} {'conv/s':>7} {'CPU s':>7} {'MB/CPU s':>8} {'peak RSS above idle':>20} {'save s':>7}")
     print(header)
     figures = {}
     for label, row in rows.items():
@@ -119,7 +120,8 @@ def main() -> None:
         figures[label] = (mb_per_s, conv_per_s, row["peak_above_idle_mb"])
         print(f"{label:>12} {row['json_bytes'] / 1024**2:8.1f} {row['zip_bytes'] / 1024**2:7.1f} "
               f"{row['conversations']:7d} {row['slices']:6d} {row['seconds']:8.1f} {mb_per_s:6.2f} "
-              f"{conv_per_s:7.1f} {row['peak_above_idle_mb']:17.1f} MB {row['save_seconds']:7.2f}")
+              f"{conv_per_s:7.1f} {row['cpu_seconds']:7.1f} {row['json_bytes'] / 1024**2 / row['cpu_seconds']:8.2f} "
+              f"{row['peak_above_idle_mb']:17.1f} MB {row['save_seconds']:7.2f}")
     split, single = figures[f"{args.members} members"], figures["1 member"]
     print(f"{'ratio':>12} (split / one member): throughput {split[0] / single[0]:.2f}x, "
           f"peak memory {split[2] / max(single[2], 0.1):.2f}x")
