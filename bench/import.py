@@ -117,14 +117,14 @@ def main() -> None:
     for label, row in rows.items():
         mb_per_s = row["json_bytes"] / 1024**2 / row["seconds"]
         conv_per_s = row["conversations"] / row["seconds"]
-        figures[label] = (mb_per_s, conv_per_s, row["peak_above_idle_mb"])
+        figures[label] = (mb_per_s, conv_per_s, row["peak_above_idle_mb"], row["json_bytes"] / row["cpu_seconds"])
         print(f"{label:>12} {row['json_bytes'] / 1024**2:8.1f} {row['zip_bytes'] / 1024**2:7.1f} "
               f"{row['conversations']:7d} {row['slices']:6d} {row['seconds']:8.1f} {mb_per_s:6.2f} "
               f"{conv_per_s:7.1f} {row['cpu_seconds']:7.1f} {row['json_bytes'] / 1024**2 / row['cpu_seconds']:8.2f} "
               f"{row['peak_above_idle_mb']:17.1f} MB {row['save_seconds']:7.2f}")
     split, single = figures[f"{args.members} members"], figures["1 member"]
-    print(f"{'ratio':>12} (split / one member): throughput {split[0] / single[0]:.2f}x, "
-          f"peak memory {split[2] / max(single[2], 0.1):.2f}x")
+    print(f"{'ratio':>12} (split / one member): throughput {split[0] / single[0]:.2f}x wall, "
+          f"{split[3] / single[3]:.2f}x per CPU second; peak memory {split[2] / max(single[2], 0.1):.2f}x")
 
 
 if __name__ == "__main__":
