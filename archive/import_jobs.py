@@ -34,7 +34,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -143,7 +143,7 @@ class JobProgress:
         self.problems_written = len(job.problems)
         self.advanced_in_slice = 0
 
-    def _held(self) -> object:
+    def _held(self) -> QuerySet[ImportJob]:
         return ImportJob.objects.filter(pk=self.job_id, state=ImportState.RUNNING, runner=self.token)
 
     def _write(self, summary: ImportSummary, **fields: object) -> None:
