@@ -12,6 +12,8 @@ Library files are documents the owner places for Elion to read, page by page.
 
 from __future__ import annotations
 
+import uuid
+
 from django.db import models
 
 
@@ -44,6 +46,10 @@ class ArchiveDocument(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     chunk_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The background import that stored it (its answer's `document_ids`); null for everything else.
+    import_job = models.ForeignKey(
+        "ImportJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="documents"
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -107,6 +113,52 @@ class ArchiveAttachment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id}:{self.name}"
+
+
+class ImportState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class ImportJob(models.Model):
+    """An export imported in the background (django-q2, `archive.tasks.run_import_job`).
+
+    `kind` names the importer (`archive.import_jobs.IMPORT_KINDS`). The uploaded
+    files wait under `ELION_IMPORT_DIR/<id>/` until the job is done. Progress is
+    written in the same transaction as each conversation, so `done` and the
+    counts always say exactly what is stored; a resumed run starts at `done`.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # No choices here: an importer added later ("claude") needs no migration to be a kind.
+    kind = models.CharField(max_length=20)
+    state = models.CharField(max_length=10, choices=ImportState.choices, default=ImportState.QUEUED)
+    # What the import was asked: {"collection", "assistant_name"}.
+    options = models.JSONField(default=dict, blank=True)
+    # The saved uploads, in upload order: [{"name", "path", "size"}] (path relative to the job's folder).
+    files = models.JSONField(default=list, blank=True)
+    total = models.PositiveIntegerField(null=True, blank=True)  # conversations in the export, once counted
+    done = models.PositiveIntegerField(default=0)  # conversations handled (stored, duplicate or skipped)
+    # The answer's counts ({"conversations", "messages", …, "custom_instructions_suggestion"}), as of `done`.
+    result = models.JSONField(default=dict, blank=True)
+    problems = models.JSONField(default=list, blank=True)  # the answer's `problems`, as of `done`
+    error = models.JSONField(null=True, blank=True)  # {"error", "detail"} of a failed import
+    # The run that holds the job ("" between two slices of a long import); a run whose token no longer
+    # matches stops.
+    runner = models.CharField(max_length=32, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)  # also the running job's heartbeat
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["state", "-created_at"], name="archive_import_job_state")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} import {self.pk} ({self.state})"
 
 
 class LibraryFileKind(models.TextChoices):

@@ -9,10 +9,10 @@ completely before the first write, so a bad file stores nothing.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import PurePath
 
 from django.conf import settings
@@ -21,6 +21,13 @@ from django.db import IntegrityError, transaction
 
 from archive import chatgpt, claude
 from archive.blobs import BlobProblem, archive_blob_read, archive_blob_write
+from archive.import_runs import (
+    ImportFile,
+    ImportReader,
+    ImportSummary,
+    ReadConversation,
+    import_run,
+)
 from archive.models import (
     ArchiveAttachment,
     ArchiveChunk,
@@ -66,42 +73,6 @@ MARKDOWN_SUFFIXES = {".md", ".markdown"}
 class DocumentResult:
     document: ArchiveDocument
     duplicate: bool
-
-
-# At most this many problems are listed in one answer (`skipped` still counts every conversation not imported).
-PROBLEMS_LISTED = 1_000
-
-
-@dataclass
-class ImportSummary:
-    """What an import did, conversation by conversation; `as_dict` is the answer every importer gives."""
-
-    conversations: int = 0  # imported as new documents
-    messages: int = 0  # turns on the current branches of those documents
-    alternate_messages: int = 0  # turns on their other branches
-    skipped: int = 0  # conversations not imported: nothing said, or unreadable (then also in problems)
-    duplicates: int = 0  # already in the archive
-    document_ids: list[int] = field(default_factory=list)
-    problems: list[ConversationProblem] = field(default_factory=list)
-    # Custom instructions the export carried, offered for Settings (None when none, or already the same).
-    custom_instructions_suggestion: str | None = None
-
-    def problem(self, problem: ConversationProblem, *, skipped: bool) -> None:
-        self.skipped += 1 if skipped else 0
-        if len(self.problems) < PROBLEMS_LISTED:
-            self.problems.append(problem)
-
-    def as_dict(self) -> dict:
-        return {
-            "conversations": self.conversations,
-            "messages": self.messages,
-            "alternate_messages": self.alternate_messages,
-            "skipped": self.skipped,
-            "duplicates": self.duplicates,
-            "document_ids": self.document_ids,
-            "problems": [problem.as_dict() for problem in sorted(self.problems, key=lambda p: p.index)],
-            "custom_instructions_suggestion": self.custom_instructions_suggestion,
-        }
 
 
 @dataclass(frozen=True)
@@ -330,16 +301,16 @@ def _chatgpt_document_title(conversation: chatgpt.ExportedConversation) -> str:
 def chatgpt_conversation_import(
     conversation: chatgpt.ExportedConversation, *, export: chatgpt.ExportFiles, summary: ImportSummary,
     collection: str, owner: str, assistant: str,
-) -> None:
-    """Store one conversation (every branch, its images) as a document unless it is already archived."""
+) -> int | None:
+    """Store one conversation (every branch, its images) as a document unless it is already archived;
+    the new document's id, else None."""
     if not conversation.turns:
         summary.skipped += 1  # nothing said on the branch the owner last saw
-        return
+        return None
     digest = _chatgpt_identity(conversation)
-    existing = ArchiveDocument.objects.filter(content_sha256=digest).first()
-    if existing is not None:
+    if ArchiveDocument.objects.filter(content_sha256=digest).exists():
         summary.duplicates += 1
-        return
+        return None
     turns, drafts = _chatgpt_drafts(conversation, owner=owner, assistant=assistant)
     title = _chatgpt_document_title(conversation)
     dates = [d.strftime("%Y-%m-%d %H:%M UTC") for d in (conversation.created_at, conversation.updated_at) if d]
@@ -356,22 +327,17 @@ def chatgpt_conversation_import(
     )
     if result.duplicate:  # a concurrent import stored it first
         summary.duplicates += 1
-        return
+        return None
     summary.conversations += 1
     summary.messages += len(conversation.turns)
     summary.alternate_messages += len(conversation.alternate_turns)
-    summary.document_ids.append(result.document.pk)
+    return result.document.pk
 
 
-def custom_instructions_suggestion(conversations: list[chatgpt.ExportedConversation]) -> str | None:
-    """The newest custom instructions the export carried, unless Settings already hold exactly them."""
-    carrying = [c for c in conversations if c.custom_instructions]
-    if not carrying:
-        return None
-    oldest = datetime.min.replace(tzinfo=UTC)
-    newest = max(carrying, key=lambda c: (c.updated_at or c.created_at or oldest, c.index))
-    suggestion = newest.custom_instructions.strip()
-    if suggestion == assistant_settings_get().custom_instructions.strip():
+def custom_instructions_suggestion(instructions: str) -> str | None:
+    """The custom instructions an export carried, unless Settings already hold exactly them."""
+    suggestion = instructions.strip()
+    if not suggestion or suggestion == assistant_settings_get().custom_instructions.strip():
         return None
     return suggestion
 
@@ -384,45 +350,77 @@ def _export_limits() -> chatgpt.ExportLimits:
     )
 
 
+def chatgpt_reader(*, collection: object, assistant_name: str = "") -> ImportReader:
+    """The ChatGPT importer for `import_runs`: each file (a zip, conversations.json, or split files) read
+    as a stream, one conversation at a time; each conversation stores itself (every branch, its images)."""
+    collection = clean_collection(collection)
+    row = assistant_settings_get()
+    owner, assistant = row.owner_name, " ".join(str(assistant_name).split())[:60] or row.display_name
+
+    def read(files: Sequence[ImportFile], stack: contextlib.ExitStack) -> Iterator[
+        ReadConversation | ConversationProblem
+    ]:
+        next_index = 0
+        for file in files:
+            export = stack.enter_context(chatgpt.export_files(file.stream, _export_limits(), file.name))
+            for name in export.json_names:
+                with export.open_json(name) as stream:
+                    for item in chatgpt.parse_conversations(stream, file=name, first_index=next_index):
+                        next_index = item.index + 1
+                        if isinstance(item, ConversationProblem):
+                            yield item
+                            continue
+                        yield ReadConversation(
+                            index=item.index,
+                            store=functools.partial(
+                                _chatgpt_store, item, export=export, collection=collection, owner=owner,
+                                assistant=assistant,
+                            ),
+                            custom_instructions=item.custom_instructions,
+                            moment=item.updated_at or item.created_at,
+                        )
+
+    return read
+
+
+def _chatgpt_store(
+    conversation: chatgpt.ExportedConversation, summary: ImportSummary, *, export: chatgpt.ExportFiles,
+    collection: str, owner: str, assistant: str,
+) -> int | None:
+    # Looked up when called, so the store step is the one place an import stores a conversation.
+    return chatgpt_conversation_import(
+        conversation, export=export, summary=summary, collection=collection, owner=owner, assistant=assistant
+    )
+
+
+def import_files_check(uploads: Sequence[UploadedFile | None], missing: str) -> list[UploadedFile]:
+    """The uploaded files of one import, within the size limit; 400/413 saying why not."""
+    uploads = [upload for upload in uploads if upload is not None]
+    if not uploads:
+        raise InvalidInput(missing, code="missing_file")
+    if sum(upload.size or 0 for upload in uploads) > settings.ELION_ARCHIVE_IMPORT_MAX_BYTES:
+        raise too_large("The export", settings.ELION_ARCHIVE_IMPORT_MAX_BYTES)
+    return uploads
+
+
+CHATGPT_MISSING_FILE = "Attach conversations.json or the ChatGPT export zip."
+
+
 def archive_chatgpt_import(
     *, uploads: Sequence[UploadedFile], collection: object = ArchiveCollection.CONVERSATIONS,
     assistant_name: str = "",
 ) -> ImportSummary:
     """Import every conversation of one export (one file, a zip, or its split files uploaded together).
 
-    Each file is read whole before anything is stored, so a damaged file or one that is not an export
-    stores nothing; a conversation that cannot be read is skipped and named in `problems`."""
-    uploads = [upload for upload in uploads if upload is not None]
+    Every file is read through once before anything is stored, so a damaged file or one that is not an
+    export stores nothing; a conversation that cannot be read is skipped and named in `problems`. Both
+    passes stream: memory is bounded by the largest conversation, not the export."""
     with contextlib.ExitStack() as stack:
         for upload in uploads:
             stack.enter_context(closing_upload(upload))
-        collection = clean_collection(collection)
-        if not uploads:
-            raise InvalidInput("Attach conversations.json or the ChatGPT export zip.", code="missing_file")
-        if sum(upload.size or 0 for upload in uploads) > settings.ELION_ARCHIVE_IMPORT_MAX_BYTES:
-            raise too_large("The export", settings.ELION_ARCHIVE_IMPORT_MAX_BYTES)
-        summary = ImportSummary()
-        # Read every file whole first: the readable conversations are kept, the others counted at once.
-        read: list[tuple[chatgpt.ExportFiles, chatgpt.ExportedConversation]] = []
-        next_index = 0
-        for upload in uploads:
-            export = stack.enter_context(chatgpt.export_files(upload, _export_limits(), upload.name or ""))
-            for name in export.json_names:
-                with export.open_json(name) as stream:
-                    for item in chatgpt.parse_conversations(stream, file=name, first_index=next_index):
-                        next_index = item.index + 1
-                        if isinstance(item, ConversationProblem):
-                            summary.problem(item, skipped=True)
-                        else:
-                            read.append((export, item))
-        row = assistant_settings_get()
-        owner, assistant = row.owner_name, " ".join(assistant_name.split())[:60] or row.display_name
-        for export, conversation in read:
-            chatgpt_conversation_import(
-                conversation, export=export, summary=summary, collection=collection, owner=owner, assistant=assistant
-            )
-        summary.custom_instructions_suggestion = custom_instructions_suggestion([c for _, c in read])
-    return summary
+        reader = chatgpt_reader(collection=collection, assistant_name=assistant_name)
+        files = [ImportFile(u.name or "", u, u.size) for u in import_files_check(uploads, CHATGPT_MISSING_FILE)]
+        return import_run(reader, files, suggestion=custom_instructions_suggestion)
 
 
 def document_attachments(document: ArchiveDocument) -> list[dict]:

@@ -301,6 +301,12 @@ ELION_ARCHIVE_IMPORT_MAX_MEMBERS = env.integer("ELION_ARCHIVE_IMPORT_MAX_MEMBERS
 # partial images a Responses image streams before the final one (0-3).
 ELION_IMAGE_MODEL = env.text("ELION_IMAGE_MODEL", "gpt-image-2.5-sunburst")
 ELION_IMAGE_PARTIAL_IMAGES = min(env.integer("ELION_IMAGE_PARTIAL_IMAGES", 2, minimum=0), 3)
+# Background imports (`?background=true`): the uploaded files wait here for their job; a running job
+# whose heartbeat is older than this many seconds belongs to a dead worker and may be resumed.
+ELION_IMPORT_DIR = Path(env.text("ELION_IMPORT_DIR") or DATA_DIR / "imports")
+ELION_IMPORT_STALE_SECONDS = env.integer("ELION_IMPORT_STALE_SECONDS", 120, minimum=1)
+# A job runs in slices of about this long (each one django-q2 task, within Q_CLUSTER's timeout).
+ELION_IMPORT_SLICE_SECONDS = env.integer("ELION_IMPORT_SLICE_SECONDS", 240, minimum=1)
 # Rounds in which the model may call tools before it must answer in text.
 ELION_MAX_TOOL_ROUNDS = env.integer("ELION_MAX_TOOL_ROUNDS", 4, minimum=1)
 # The rows of long conversations a process keeps between sends (conversations.transcript.tree_cache):

@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("archive", "0003_chatgpt_branches_and_attachments"),
+        ("archive", "0004_import_jobs"),
     ]
 
     operations = [

@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from archive import library, services
+from archive import import_jobs, library, services
 from archive.continuation import archive_document_continue
 from archive.models import ArchiveDocument
 from archive.search import archive_search
@@ -148,19 +148,37 @@ class ArchiveDocumentAttachmentView(APIView):
         return response
 
 
+def _background(request: Request) -> bool:
+    raw = request.query_params.get("background", "false")
+    if raw not in ("true", "false"):
+        raise InvalidInput("background must be true or false.", code="invalid_background")
+    return raw == "true"
+
+
 class ChatGPTImportView(APIView):
     @extend_schema(
         description="multipart `file` (one or several parts): conversations.json, the export zip, or split "
-        "conversations-NNN.json files; optional `collection`, `assistant_name`.",
+        "conversations-NNN.json files; optional `collection`, `assistant_name`. With `?background=true` the "
+        "files are saved and imported by a background job: 202 `{job_id}`, followed at "
+        "`/api/archive/imports/{job_id}/`.",
+        parameters=[OpenApiParameter("background", bool)],
         request={"multipart/form-data": docs.ChatGPTImportSerializer},
-        responses={200: docs.ChatGPTImportSummarySerializer, 400: ErrorSerializer, 413: ErrorSerializer},
+        responses={200: docs.ChatGPTImportSummarySerializer, 202: docs.ImportJobQueuedSerializer,
+                   400: ErrorSerializer, 413: ErrorSerializer},
     )
     def post(self, request: Request) -> Response:
+        background = _background(request)
         data = _body(request)
+        collection = data.get("collection") or "conversations"
+        assistant_name = _text_field(data, "assistant_name")
+        if background:
+            job = import_jobs.import_job_create(
+                kind="chatgpt", uploads=request.FILES.getlist("file"),
+                options={"collection": collection, "assistant_name": assistant_name},
+            )
+            return Response({"job_id": str(job.pk)}, status=status.HTTP_202_ACCEPTED)
         summary = services.archive_chatgpt_import(
-            uploads=request.FILES.getlist("file"),
-            collection=data.get("collection") or "conversations",
-            assistant_name=_text_field(data, "assistant_name"),
+            uploads=request.FILES.getlist("file"), collection=collection, assistant_name=assistant_name,
         )
         return Response(summary.as_dict())
 
@@ -181,6 +199,37 @@ class ClaudeImportView(APIView):
             assistant_name=_text_field(data, "assistant_name"),
         )
         return Response(summary.as_dict())
+
+
+class ImportJobView(APIView):
+    @extend_schema(responses={200: docs.ImportJobSerializer, 404: ErrorSerializer})
+    def get(self, request: Request, job_id: str) -> Response:
+        return Response(import_jobs.import_job_repr(import_jobs.access_import_job(job_id)))
+
+    @extend_schema(responses={204: None, 404: ErrorSerializer, 409: ErrorSerializer})
+    def delete(self, request: Request, job_id: str) -> Response:
+        import_jobs.import_job_delete(job_id=job_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ImportJobCancelView(APIView):
+    @extend_schema(
+        description="Stop a queued or running import after the conversation it is storing (that one is not "
+        "kept); everything before it stays. 409 `import_finished` when it is done or failed.",
+        request=None, responses={200: docs.ImportJobSerializer, 404: ErrorSerializer, 409: ErrorSerializer},
+    )
+    def post(self, request: Request, job_id: str) -> Response:
+        return Response(import_jobs.import_job_repr(import_jobs.import_job_cancel(job_id=job_id)))
+
+
+class ImportJobResumeView(APIView):
+    @extend_schema(
+        description="Queue a cancelled, failed or stalled import again: it imports only what is missing.",
+        request=None, responses={202: docs.ImportJobSerializer, 404: ErrorSerializer, 409: ErrorSerializer},
+    )
+    def post(self, request: Request, job_id: str) -> Response:
+        job = import_jobs.import_job_resume(job_id=job_id)
+        return Response(import_jobs.import_job_repr(job), status=status.HTTP_202_ACCEPTED)
 
 
 class ArchiveSearchView(APIView):

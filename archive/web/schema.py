@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from archive.models import ArchiveCollection, ChunkBranch, DocumentSource, LibraryFileKind
+from archive.models import ArchiveCollection, ChunkBranch, DocumentSource, ImportState, LibraryFileKind
 
 
 class DocumentSerializer(serializers.Serializer):
@@ -82,6 +82,32 @@ class ClaudeImportProblemSerializer(ImportProblemSerializer):
 class ClaudeImportSummarySerializer(ChatGPTImportSummarySerializer):
     problems = ClaudeImportProblemSerializer(many=True)
     memory_suggestions = MemorySuggestionSerializer(many=True)
+
+
+class ImportJobQueuedSerializer(serializers.Serializer):
+    job_id = serializers.UUIDField()
+
+
+class ImportJobErrorSerializer(serializers.Serializer):
+    error = serializers.CharField()
+    detail = serializers.CharField()
+
+
+class ImportJobFileSerializer(serializers.Serializer):
+    name = serializers.CharField(allow_blank=True)
+    size = serializers.IntegerField(min_value=0, allow_null=True)
+
+
+class ImportJobSerializer(ChatGPTImportSummarySerializer):
+    job_id = serializers.UUIDField()
+    kind = serializers.CharField()
+    state = serializers.ChoiceField(choices=ImportState.choices)
+    done = serializers.IntegerField(min_value=0)
+    total = serializers.IntegerField(min_value=0, allow_null=True, help_text="null until the export is counted")
+    error = ImportJobErrorSerializer(allow_null=True)
+    files = ImportJobFileSerializer(many=True)
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
 
 
 class ArchiveHitSerializer(serializers.Serializer):

@@ -1,9 +1,11 @@
 """The Archive and Library pages. Thin: every write goes through a service.
 
-The ChatGPT import form posts to the API from `static/js/archive.js` so a
-large upload shows a progress bar; without JavaScript it posts here and the
-summary arrives as a flash message. The Claude.ai import form does the same
-(`static/js/archive_claude.js`); without JavaScript the memories its export
+The ChatGPT import form posts to the API from `static/js/archive.js` as a
+background import (`static/js/archive/import_job.js` follows the job: done of
+total, Cancel, the list refreshed when done); without JavaScript it posts here,
+imports at once, and the summary arrives as a flash message.
+The Claude.ai import form posts to its API from `static/js/archive_claude.js`
+(at once, not in the background); without JavaScript the memories its export
 offers wait in the session for the next page, which shows them once.
 """
 
@@ -18,7 +20,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from archive import library, services
+from archive import import_jobs, library, services
 from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch
 from archive.search import archive_search
 from elion.errors import ServiceError
@@ -120,6 +122,8 @@ def archive_page(request: HttpRequest) -> HttpResponse:
     context = {
         "collections": ArchiveCollection.choices, "groups": groups, "page": page, "query": query,
         "terms": query_terms(query), "hits": hits, "error": error,
+        # A background import still queued or running: the page follows it again after a reload.
+        "import_job": import_jobs.import_job_current("chatgpt"),
     }
     context.update(_claude_memory_suggestions_context(request))
     return render(request, "archive/archive.html", context, status=status)

@@ -1,67 +1,40 @@
-// Archive page: the ChatGPT import posts to the API with a progress bar, then shows the summary.
-// Without JavaScript the form posts to the page and the summary arrives as a flash message.
-const form = document.querySelector("[data-chatgpt-import]");
+// Archive page: the ChatGPT import uploads to the API as a background import, then follows its job
+// (static/js/archive/import_job.js). Without JavaScript the form posts to the page and imports at once.
+import { csrfToken, followJob, showError, showUpload } from "./archive/import_job.js";
 
-function csrfToken() {
-  const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
-  if (match) return decodeURIComponent(match[1]);
-  return form?.querySelector("input[name=csrfmiddlewaretoken]")?.value ?? "";
-}
+const form = document.querySelector("[data-chatgpt-import]");
 
 form?.addEventListener("submit", (event) => {
   event.preventDefault();
-  const progress = form.querySelector("[data-import-progress]");
-  const summary = form.querySelector("[data-import-summary]");
-  const problems = form.querySelector("[data-import-problems]");
-  const button = form.querySelector("button[type=submit]");
   const body = new FormData(form);
   body.delete("action");
   const request = new XMLHttpRequest();
-  request.open("POST", form.dataset.api);
-  request.setRequestHeader("X-CSRFToken", csrfToken());
+  request.open("POST", `${form.dataset.api}?background=true`);
+  request.setRequestHeader("X-CSRFToken", csrfToken(form));
   request.setRequestHeader("Accept", "application/json");
-  progress.hidden = false;
-  progress.value = 0;
-  summary.hidden = true;
-  button.disabled = true;
+  showUpload(form, 0, 1);
   request.upload.addEventListener("progress", (e) => {
-    if (e.lengthComputable) progress.value = Math.round((e.loaded / e.total) * 90);
+    if (e.lengthComputable) showUpload(form, e.loaded, e.total);
   });
-  // Uploaded: the server is now reading the export.
-  request.upload.addEventListener("load", () => progress.removeAttribute("value"));
   request.addEventListener("loadend", () => {
-    button.disabled = false;
-    progress.value = 100;
     let data = {};
     try {
       data = JSON.parse(request.responseText || "{}");
     } catch {
       data = { detail: "The server's answer could not be read." };
     }
-    summary.hidden = false;
-    problems.replaceChildren();
-    problems.hidden = true;
-    if (request.status >= 200 && request.status < 300) {
-      summary.textContent =
-        `Imported ${data.conversations} conversation(s) with ${data.messages} message(s)` +
-        (data.alternate_messages ? ` and ${data.alternate_messages} on other branches` : "") +
-        `; ${data.duplicates} already in the archive, ${data.skipped} skipped.`;
-      summary.dataset.state = "done";
-      for (const problem of data.problems || []) {
-        const item = document.createElement("li");
-        item.textContent = `#${problem.index} ${problem.title || "untitled"}: ${problem.reason}`;
-        problems.append(item);
-      }
-      problems.hidden = !problems.children.length;
-      offerInstructions(data.custom_instructions_suggestion);
+    if (request.status === 202 && data.job_id) {
+      followJob(form, data.job_id, offerInstructions);
     } else {
-      progress.hidden = true;
-      summary.textContent = data.detail || `The import failed (HTTP ${request.status}).`;
-      summary.dataset.state = "error";
+      form.querySelector("[data-import-job]").hidden = true;
+      showError(form, data.detail || `The import failed (HTTP ${request.status}).`);
     }
   });
   request.send(body);
 });
+
+// A job still running when the page was (re)loaded: follow it again.
+if (form?.dataset.jobId) followJob(form, form.dataset.jobId, offerInstructions);
 
 // Custom instructions an export carried: offered once, saved only when the owner says so.
 const suggestion = document.querySelector("[data-instructions-suggestion]");
@@ -83,7 +56,7 @@ suggestion?.querySelector("[data-suggestion-save]").addEventListener("click", as
   event.target.disabled = true;
   const response = await fetch(suggestion.dataset.api, {
     method: "PATCH",
-    headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
+    headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(form), Accept: "application/json" },
     body: JSON.stringify({ custom_instructions: suggestion.querySelector("[data-suggestion-text]").value }),
   });
   status.hidden = false;

@@ -9,8 +9,8 @@ import pytest
 
 from archive import chatgpt
 from archive.blobs import archive_store
+from archive.import_runs import PROBLEMS_LISTED
 from archive.models import ArchiveAttachment, ArchiveChunk, ArchiveDocument
-from archive.services import PROBLEMS_LISTED
 from conversations.attachments import store
 from conversations.models import AssistantSettings
 from conversations.sending import tool_loop

@@ -256,3 +256,14 @@ def page(browser, request):
             print(f"screenshot failed: {exc}")
     context.close()
     assert page.csp_violations == [], "the page broke its Content-Security-Policy"
+
+
+@pytest.fixture
+def import_worker(live_app, settings):
+    """A real django-q2 cluster beside the live server, on its database and data dir: it runs background
+    imports (the import page posts `?background=true`)."""
+    from tests.support.queue_cluster import QueueCluster
+
+    cluster = QueueCluster({"ELION_DATA_DIR": str(settings.DATA_DIR)}).start()
+    yield cluster
+    cluster.stop()

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 
 
 def test_import_lists_problems_and_saves_offered_instructions_only_when_the_owner_confirms(
-    live_app, page: Page, tmp_path
+    live_app, import_worker, page: Page, tmp_path
 ):
     split = tmp_path / "split"
     split.mkdir()

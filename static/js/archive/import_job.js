@@ -1,0 +1,153 @@
+// A background import on the Archive page: its progress (conversations done of total), Cancel and Resume,
+// the summary when it ends, and the document lists refreshed in place. The page names a job still queued or
+// running (`data-job-id`), so a reload follows it again.
+const POLL_MS = 700;
+
+export function csrfToken(form) {
+  const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+  if (match) return decodeURIComponent(match[1]);
+  return form?.querySelector("input[name=csrfmiddlewaretoken]")?.value ?? "";
+}
+
+function parts(form) {
+  return {
+    box: form.querySelector("[data-import-job]"),
+    progress: form.querySelector("[data-import-progress]"),
+    text: form.querySelector("[data-import-progress-text]"),
+    summary: form.querySelector("[data-import-summary]"),
+    problems: form.querySelector("[data-import-problems]"),
+    submit: form.querySelector("button[type=submit]"),
+    cancel: form.querySelector("[data-import-cancel]"),
+    resume: form.querySelector("[data-import-resume]"),
+  };
+}
+
+export function showUpload(form, loaded, total) {
+  const p = parts(form);
+  p.box.hidden = false;
+  p.summary.hidden = true;
+  p.problems.hidden = true;
+  p.submit.disabled = true;
+  p.progress.max = total || 1;
+  p.progress.value = loaded;
+  p.text.textContent = `Uploading: ${Math.round((100 * loaded) / (total || 1))}%`;
+}
+
+export function showSummary(form, data, onSuggestion) {
+  const p = parts(form);
+  p.summary.hidden = false;
+  p.summary.textContent =
+    `Imported ${data.conversations} conversation(s) with ${data.messages} message(s)` +
+    (data.alternate_messages ? ` and ${data.alternate_messages} on other branches` : "") +
+    `; ${data.duplicates} already in the archive, ${data.skipped} skipped.`;
+  p.summary.dataset.state = "done";
+  p.problems.replaceChildren();
+  for (const problem of data.problems || []) {
+    const item = document.createElement("li");
+    item.textContent = `#${problem.index} ${problem.title || "untitled"}: ${problem.reason}`;
+    p.problems.append(item);
+  }
+  p.problems.hidden = !p.problems.children.length;
+  onSuggestion?.(data.custom_instructions_suggestion);
+}
+
+export function showError(form, detail) {
+  const p = parts(form);
+  p.summary.hidden = false;
+  p.summary.textContent = detail;
+  p.summary.dataset.state = "error";
+  p.submit.disabled = false;
+}
+
+function showProgress(form, job) {
+  const p = parts(form);
+  p.box.hidden = false;
+  p.box.dataset.state = job.state;
+  if (job.total === null) {
+    p.progress.removeAttribute("value"); // still counting the conversations: indeterminate
+    p.text.textContent = job.state === "queued" ? "Waiting for the import to start…" : "Reading the export…";
+  } else {
+    p.progress.max = Math.max(job.total, 1);
+    p.progress.value = job.done;
+    p.text.textContent = `Imported ${job.done} of ${job.total} conversations`;
+  }
+}
+
+// The document lists, as the server renders them now.
+async function refreshDocuments() {
+  const response = await fetch(window.location.pathname, { headers: { Accept: "text/html" } });
+  if (!response.ok) return;
+  const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+  for (const section of document.querySelectorAll("[data-archive-collection]")) {
+    const replacement = fresh.querySelector(
+      `[data-archive-collection="${CSS.escape(section.dataset.archiveCollection)}"]`,
+    );
+    if (replacement) section.replaceWith(document.importNode(replacement, true));
+  }
+}
+
+export function followJob(form, jobId, onSuggestion) {
+  const p = parts(form);
+  const url = `${form.dataset.jobsApi}${encodeURIComponent(jobId)}/`;
+  form.dataset.jobId = jobId;
+  p.submit.disabled = true;
+  p.summary.hidden = true;
+  p.resume.hidden = true;
+  p.cancel.hidden = false;
+  p.cancel.disabled = false;
+
+  const post = async (action) => {
+    const response = await fetch(`${url}${action}/`, {
+      method: "POST",
+      headers: { "X-CSRFToken": csrfToken(form), Accept: "application/json" },
+    });
+    return response.json().catch(() => ({}));
+  };
+  p.cancel.onclick = async () => {
+    p.cancel.disabled = true;
+    await post("cancel");
+  };
+  p.resume.onclick = async () => {
+    const job = await post("resume");
+    if (job.state) followJob(form, jobId, onSuggestion);
+  };
+
+  const ended = (job) => {
+    p.cancel.hidden = true;
+    p.submit.disabled = false;
+    form.dataset.jobId = "";
+    if (job.state === "done") {
+      showSummary(form, job, onSuggestion);
+    } else if (job.state === "cancelled") {
+      p.summary.hidden = false;
+      p.summary.dataset.state = "cancelled";
+      p.summary.textContent =
+        `Cancelled after ${job.done} of ${job.total ?? "?"} conversations ` +
+        `(${job.conversations} imported). Resume imports only the rest.`;
+      p.resume.hidden = false;
+    } else {
+      showError(form, job.error?.detail || "The import failed.");
+      if (job.error?.error === "import_interrupted") p.resume.hidden = false;
+    }
+    refreshDocuments();
+  };
+
+  const poll = async () => {
+    let job;
+    try {
+      const response = await fetch(url, { headers: { Accept: "application/json" } });
+      job = await response.json();
+      if (!response.ok) return showError(form, job.detail || `The import cannot be followed (HTTP ${response.status}).`);
+    } catch {
+      window.setTimeout(poll, POLL_MS * 3); // the server is away for a moment: try again
+      return;
+    }
+    showProgress(form, job);
+    if (job.state === "queued" || job.state === "running") {
+      window.setTimeout(poll, POLL_MS);
+    } else {
+      ended(job);
+    }
+  };
+  poll();
+}
