@@ -58,9 +58,9 @@ class _Projected:
     """The turns projected from a branch's first `covered` messages."""
 
     read_number: int
-    lineage: object  # the same object while each projection extends the last one (its lists only grow)
+    lineage: object  # the same object while each projection extends the last one's unchanged part
     covered: int
-    with_attachments: frozenset[UUID]  # the messages among them that had attachments when projected
+    with_attachments: dict[UUID, int]  # the messages among them that had attachments when projected: their index
     indices: list[int]  # each turn's index on the branch
     messages: list[Message]
     turns: list[HistoryTurn]  # attachments aside
@@ -143,14 +143,13 @@ def branch_history(
     with _LOCK:
         kept = _KEPT.get(conversation_id)
     attached_ids = frozenset(attachment_parts)
-    if (
-        kept is None
-        or kept.read_number != read.follows
-        or kept.covered > read.unchanged
-        or not _same_attachments(kept, attached_ids, read)
-    ):
-        kept = _Projected(0, object(), 0, frozenset(), [], [], [], [], [0])
-    projected = _extend(kept, read, attached_ids)
+    if kept is not None and kept.read_number == read.follows:
+        kept = _cut(kept, read.unchanged)  # the part of the branch this read shares with the last one
+        if not _same_attachments(kept, attached_ids, read):
+            kept = None
+    else:
+        kept = None
+    projected = _extend(kept or _Projected(0, object(), 0, {}, [], [], [], [], [0]), read, attached_ids)
     with _LOCK:
         _KEPT[conversation_id] = projected
         _KEPT.move_to_end(conversation_id)
@@ -168,10 +167,22 @@ def branch_history(
     return BranchHistory(projected, first, attached)
 
 
+def _cut(kept: _Projected, covered: int) -> _Projected:
+    """`kept` as far as the branch's first `covered` messages (a reply finished since, or a retry or rewind,
+    changes only what follows them). The lineage goes on only when nothing is cut: texts only ever grow."""
+    if covered >= kept.covered:
+        return kept
+    keep = bisect_left(kept.indices, covered)
+    return _Projected(
+        kept.read_number, object(), covered, {pk: i for pk, i in kept.with_attachments.items() if i < covered},
+        kept.indices[:keep], kept.messages[:keep], kept.turns[:keep], kept.texts[:keep], kept.totals[: keep + 1],
+    )
+
+
 def _same_attachments(kept: _Projected, attached_ids: frozenset[UUID], read: BranchRead) -> bool:
     """Do the kept messages have attachments where they had them? (An empty text turn is history only with
     them.)"""
-    now = frozenset(pk for pk in attached_ids if read.positions.get(pk, kept.covered) < kept.covered)
+    now = {pk: index for pk in attached_ids if (index := read.positions.get(pk, kept.covered)) < kept.covered}
     return now == kept.with_attachments
 
 
@@ -199,9 +210,9 @@ def _extend(kept: _Projected, read: BranchRead, attached_ids: frozenset[UUID]) -
         turns.append(turn)
         texts.append(turn.content)
     totals = kept.totals + list(accumulate((turn.tokens for turn in turns[keep:]), initial=kept.totals[-1]))[1:]
-    added = (pk for pk in attached_ids if kept.covered <= read.positions.get(pk, -1))
+    added = {pk: index for pk in attached_ids if kept.covered <= (index := read.positions.get(pk, -1))}
     return _Projected(
-        read.read_number, kept.lineage, len(read.messages), kept.with_attachments.union(added), indices, messages,
+        read.read_number, kept.lineage, len(read.messages), {**kept.with_attachments, **added}, indices, messages,
         turns, texts, totals,
     )
 

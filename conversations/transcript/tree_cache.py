@@ -129,7 +129,7 @@ def _read(conversation: Conversation) -> tuple[dict[UUID, Message], _Read]:
         rows = {message.id: message for message in read}
         counts = Counter(message.binding_columns for message in read if message.role != Role.SYSTEM)
         with _LOCK:
-            _branch_forget_changed(conversation.id, rows)  # new instances, every one
+            _branch_cut_changed(conversation.id, rows)  # new instances, every one
     else:
         recent = kept.newest_seen - RECHECK_WINDOW
         # Each alternative names the conversation, so each is one index's range
@@ -140,12 +140,25 @@ def _read(conversation: Conversation) -> tuple[dict[UUID, Message], _Read]:
                 (mine & Q(updated_at__gte=recent)) | (mine & Q(status=MessageStatus.STREAMING)) | (mine & Q(role=Role.SYSTEM))
             )
         )
-        changed = {message.id: message for message in read if not _unchanged(kept.rows.get(message.id), message)}
-        rows = {**kept.rows, **changed} if changed else kept.rows
-        counts = _recounted(kept, changed)
+        with _LOCK:
+            branch = _BRANCHES.get(conversation.id)
+        changed: dict[UUID, Message] = {}
+        adopted: dict[UUID, Message] = {}
+        for message in read:
+            before = kept.rows.get(message.id)
+            if before is None and branch is not None:
+                # A row this process wrote and walked since it last read (a send's new turn): its own instance.
+                before = _on_branch(branch, message.id)
+                if _unchanged(before, message):
+                    adopted[message.id] = before
+                    continue
+            if not _unchanged(before, message):
+                changed[message.id] = message
+        rows = {**kept.rows, **adopted, **changed} if changed or adopted else kept.rows
+        counts = _recounted(kept, {**adopted, **changed})
         if changed:
             with _LOCK:
-                _branch_forget_changed(conversation.id, changed)
+                _branch_cut_changed(conversation.id, changed)
     newest = max((message.updated_at for message in read), default=None)
     if kept is not None:
         newest = kept.newest_seen if newest is None else max(newest, kept.newest_seen)
@@ -214,10 +227,11 @@ def kept_branch_read(conversation_id: UUID, rows: dict[UUID, Message], tip_id: U
     this process has not walked before in the conversation.
 
     The last branch walked here is kept; a new tip's walk stops at the first
-    message on it and takes the rest from it. That part is still the very
-    rows `rows` holds: `_read` forgets the kept branch whenever a row on it
-    changes (a changed row is a new instance), and the two ends are checked
-    here too, so a `rows` from anywhere else is walked afresh.
+    message on its still-valid part and takes the rest from it. That part is
+    still the very rows `rows` holds: `_read` cuts the kept branch before the
+    first row on it that changed (a changed row is a new instance; the usual
+    one is the last reply, finished since), and the two ends are checked here
+    too, so a `rows` from anywhere else is walked afresh.
     """
     with _LOCK:
         last = _BRANCHES.get(conversation_id)
@@ -226,7 +240,8 @@ def kept_branch_read(conversation_id: UUID, rows: dict[UUID, Message], tip_id: U
     seen: set[UUID] = set()
     current = tip_id
     position = last.positions if last is not None else {}
-    while current is not None and current not in position:
+    valid = last.valid if last is not None else 0
+    while current is not None and position.get(current, valid) >= valid:
         if current in seen:
             raise ValueError(f"cycle in message tree at {current}")
         message = rows.get(current)
@@ -244,34 +259,48 @@ def kept_branch_read(conversation_id: UUID, rows: dict[UUID, Message], tip_id: U
         if rows.get(prefix[0].id) is not prefix[0] or rows.get(prefix[-1].id) is not prefix[-1]:
             with _LOCK:
                 if _BRANCHES.get(conversation_id) is last:
-                    _BRANCHES[conversation_id] = _Branch([], {}, last.read_number)
+                    _BRANCHES[conversation_id] = _Branch([], {}, last.read_number, 0)
             return kept_branch_read(conversation_id, rows, tip_id)
         branch = prefix + walked
-        # Continuing from the last tip (the usual send) keeps every position; otherwise they are counted again.
-        positions = dict(last.positions) if meets == len(last.branch) else {m.id: i for i, m in enumerate(prefix)}
+        if meets == valid:
+            # Continuing from the kept part's end (the usual send): its positions, less the cut-off tail.
+            positions = dict(last.positions)
+            for message in last.branch[valid:]:
+                del positions[message.id]
+        else:
+            positions = {m.id: i for i, m in enumerate(prefix)}
     positions.update((message.id, index) for index, message in enumerate(walked, start=len(branch) - len(walked)))
     if conversation_id in _KEPT:
         with _LOCK:
-            _BRANCHES[conversation_id] = _Branch(branch, positions, read_number)
+            _BRANCHES[conversation_id] = _Branch(branch, positions, read_number, len(branch))
     return BranchRead(branch, positions, read_number, last.read_number if last is not None else 0, meets)
 
 
 @dataclass(frozen=True)
 class _Branch:
     branch: list[Message]
-    positions: dict[UUID, int]
+    positions: dict[UUID, int]  # every message of `branch`, never changed once kept
     read_number: int
+    valid: int  # branch[:valid] are still the rows the tree cache holds; the rest changed since
 
 
 _BRANCHES: dict[UUID, _Branch] = {}
 _READ_NUMBERS = itertools.count(1)
 
 
-def _branch_forget_changed(conversation_id: UUID, changed: Iterable[UUID]) -> None:
-    """A changed row on the kept branch ends it: the next read walks afresh (and counts on)."""
+def _on_branch(branch: _Branch, message_id: UUID) -> Message | None:
+    index = branch.positions.get(message_id)
+    return branch.branch[index] if index is not None and index < branch.valid else None
+
+
+def _branch_cut_changed(conversation_id: UUID, changed: Iterable[UUID]) -> None:
+    """A changed row on the kept branch cuts it there: the next read walks from it again (and counts on)."""
     last = _BRANCHES.get(conversation_id)
-    if last is not None and last.branch and any(pk in last.positions for pk in changed):
-        _BRANCHES[conversation_id] = _Branch([], {}, last.read_number)
+    if last is None or not last.valid:
+        return
+    cut = min((index for pk in changed if (index := last.positions.get(pk, last.valid)) < last.valid), default=None)
+    if cut is not None:
+        _BRANCHES[conversation_id] = _Branch(last.branch, last.positions, last.read_number, cut)
 
 
 def _keep(
