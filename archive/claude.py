@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 import ijson
 
 from archive.chatgpt import DAMAGED_ZIP, ExportFiles, UnreadableConversation
+from archive.json_values import TOO_DEEP, built_value
 from archive.parsing import ConversationProblem, Turn
 from elion.errors import InvalidInput
 from elion.input_checks import MAX_JSON_DEPTH, text_check
@@ -84,63 +85,6 @@ class ClaudeConversation:
     # Speaker names are left as roles ("user" / "assistant"); the importer labels them.
     turns: tuple[Turn, ...]
     attachments: tuple[AttachmentText, ...] = ()
-
-
-# --- Building values from a stream of events ------------------------------------------
-
-_OPEN = {"start_map", "start_array"}
-_CLOSE = {"end_map", "end_array"}
-
-
-class _TooDeep:
-    """A value nested deeper than MAX_JSON_DEPTH: read to its end, never built."""
-
-
-TOO_DEEP = _TooDeep()
-
-
-def _put(container: dict | list, key: str | None, value: object) -> None:
-    if isinstance(container, dict):
-        container[key] = value
-    else:
-        container.append(value)
-
-
-def built_value(event: str, value: object, events: Iterator[tuple[str, object]]) -> object:
-    """The JSON value that begins with `(event, value)`, built without recursion; TOO_DEEP past the limit."""
-    if event not in _OPEN:
-        return value
-    root: dict | list = {} if event == "start_map" else []
-    stack: list[dict | list] = [root]
-    keys: list[str | None] = [None]
-    depth, too_deep = 1, False
-    for event, value in events:
-        if event in _OPEN:
-            depth += 1
-        elif event in _CLOSE:
-            depth -= 1
-        if too_deep:
-            if depth == 0:
-                return TOO_DEEP
-            continue
-        if event in _OPEN:
-            if depth > MAX_JSON_DEPTH:
-                too_deep = True
-                continue
-            child: dict | list = {} if event == "start_map" else []
-            _put(stack[-1], keys[-1], child)
-            stack.append(child)
-            keys.append(None)
-        elif event in _CLOSE:
-            stack.pop()
-            keys.pop()
-            if depth == 0:
-                return root
-        elif event == "map_key":
-            keys[-1] = value
-        else:
-            _put(stack[-1], keys[-1], value)
-    raise ijson.IncompleteJSONError("the JSON ends inside a value")
 
 
 def top_level_items(stream: io.BufferedReader, file: str) -> Iterator[object]:
