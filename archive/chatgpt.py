@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import itertools
 import posixpath
 import re
 import zipfile
@@ -38,10 +37,11 @@ from typing import BinaryIO
 
 import ijson
 
+from archive.json_values import TOO_DEEP, built_value
 from archive.parsing import ConversationProblem, Turn
 from archive.uploads import image_mime, too_large
 from elion.errors import InvalidInput, ServiceError
-from elion.input_checks import text_check
+from elion.input_checks import MAX_JSON_DEPTH, text_check
 
 CONVERSATIONS_MEMBER = "conversations.json"
 _SPLIT_MEMBER = re.compile(r"^conversations-(\d+)\.json$")
@@ -502,6 +502,18 @@ def _conversation_shaped(raw: object) -> bool:
 # --- A whole file ---------------------------------------------------------------------
 
 
+def _top_level_values(event: str, value: object, events: Iterator[tuple[str, object]]) -> Iterator[object]:
+    """The file's conversations as values, built one at a time, none deeper than MAX_JSON_DEPTH
+    (`archive.json_values`): the items of its top-level list, or the one object it is."""
+    if event == "start_map":
+        yield built_value(event, value, events)
+        return
+    for event, value in events:
+        if event == "end_array":
+            return
+        yield built_value(event, value, events)
+
+
 def parse_conversations(
     stream: io.BufferedReader, *, file: str = CONVERSATIONS_MEMBER, first_index: int = 0
 ) -> Iterator[ExportedConversation | ConversationProblem]:
@@ -514,18 +526,21 @@ def parse_conversations(
             raise InvalidInput(f"{file} is empty.", code="empty_file")
         if stream.peek(3)[:3] == b"\xef\xbb\xbf":
             stream.read(3)  # a UTF-8 byte order mark
-        events = ijson.parse(stream, use_float=True)
-        first = next(events)
-        if first[1] not in ("start_array", "start_map"):
+        events = iter(ijson.basic_parse(stream, use_float=True))
+        event, value = next(events)
+        if event not in ("start_array", "start_map"):
             raise MalformedExport(f"{file} must hold a list of conversations.")
-        prefix = "item" if first[1] == "start_array" else ""
+        single = event == "start_map"
         shaped = items = 0
-        for offset, raw in enumerate(ijson.items(itertools.chain([first], events), prefix)):
+        for offset, raw in enumerate(_top_level_values(event, value, events)):
             items += 1
             shaped += _conversation_shaped(raw)
-            if not shaped and (prefix == "" or items >= NOT_AN_EXPORT_AFTER):
+            if not shaped and raw is not TOO_DEEP and (single or items >= NOT_AN_EXPORT_AFTER):
                 raise MalformedExport(f"{file} holds no ChatGPT conversations; is it a ChatGPT data export?")
             index = first_index + offset
+            if raw is TOO_DEEP:
+                yield _problem(raw, index, file, f"it is nested deeper than {MAX_JSON_DEPTH} levels")
+                continue
             try:
                 yield read_conversation(raw, index, file)
             except UnreadableConversation as exc:

@@ -401,3 +401,26 @@ def test_an_image_damaged_inside_the_zip_is_a_problem_and_the_rest_is_imported(c
     harbour = ArchiveDocument.objects.get(title="Harbour at dusk")
     names = {a["name"] for a in client.get(f"/api/archive/documents/{harbour.pk}/").json()["attachments"]}
     assert pier not in names and f"{export.DUSK_ID}-7c1e9b.webp" in names
+
+
+def test_a_conversation_nested_thousands_deep_is_a_problem_in_bounded_memory(client, upload):
+    """Hostile input: 40 KB of nested arrays cost ijson's recursive builder about 1 GB; the depth-bounded
+    builder (`archive.json_values`) reads it to its end, never builds it, and the rest imports."""
+    import tracemalloc
+
+    deep = "[" * 20_000 + "]" * 20_000
+    good = json.dumps(export.conversations()[0])
+    body = f"[{good}, {{\"title\": \"Deep\", \"mapping\": {deep}}}, {deep}]".encode()
+    tracemalloc.start()
+    try:
+        response = post(client, upload("conversations.json", body))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert response.status_code == 200, response.content
+    answer = response.json()
+    assert answer["conversations"] == 1
+    assert answer["skipped"] == 2
+    deep_ones = [(p["index"], p["reason"]) for p in answer["problems"] if "image" not in p["reason"]]
+    assert deep_ones == [(1, "it is nested deeper than 64 levels"), (2, "it is nested deeper than 64 levels")]
+    assert peak < 50 * 1024 * 1024, peak
