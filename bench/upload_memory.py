@@ -1,7 +1,7 @@
 """Peak resident memory of reading a ChatGPT export: a zip bomb, an implausible ratio, a large real-shaped export.
 
 Each case runs in a fresh process (its VmHWM is that process's peak), which reads
-the upload the way the import does (`export_json_stream` + `parse_conversations`)
+the upload the way the import does (`export_files` + `parse_conversations`, one conversation at a time)
 and prints its peak resident memory above the same process's idle peak.
 
     .venv/bin/python -m bench.upload_memory
@@ -88,8 +88,12 @@ def child(case: str, way: str, path: str) -> None:
     with open(path, "rb") as upload:
         try:
             if way == "stream":
-                with chatgpt.export_json_stream(upload, limits) as stream:
-                    outcome = f"accepted: {len(chatgpt.parse_conversations(stream)):,} conversations"
+                with chatgpt.export_files(upload, limits, path) as files:
+                    count = 0
+                    for name in files.json_names:
+                        with files.open_json(name) as stream:
+                            count += sum(1 for _ in chatgpt.parse_conversations(stream, file=name))
+                    outcome = f"accepted: {count:,} conversations"
             else:
                 is_zip = zipfile.is_zipfile(upload)
                 upload.seek(0)
