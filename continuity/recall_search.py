@@ -27,13 +27,13 @@ from collections.abc import Iterable, Sequence
 from uuid import UUID
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import Max, OuterRef, Q, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
 
 from continuity.eligibility import continuity_sources
 from continuity.keyword_recall import MAX_EXCERPTS, RecallHit, hit_score, words
 from continuity.models import ThreadHandoff
-from conversations.models import Message, MessageKind, MessageSearchEntry, MessageStatus, Role
+from conversations.models import Conversation, Message, MessageKind, MessageSearchEntry, MessageStatus, Role
 from conversations.transcript.search_index import ENTRY_TABLE, FTS_TABLE, VECTOR_COLUMN, message_search_index_sync
 
 CANDIDATES_PER_TERM = 40
@@ -173,11 +173,11 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     per_term = candidates_per_term(len(terms))
     probe_size = per_term * len(terms)
     if postgres:
-        top = _newest_entry_id()
+        top = _newest_entry_id(exclude)
         if top is None:
             return {}
         since = max(top - PROBE_ROWS + 1, 0)
-        probe = _walk_newest_postgres(terms, limit=probe_size, since=since, before=None, **query)
+        probe = _walk_newest_postgres(terms, limit=probe_size, since=since, before=top + 1, **query)
     else:
         probe = _newest_matches(terms, limit=probe_size, excluded=excluded, **query)
     found: dict[int, str] = {}
@@ -208,8 +208,17 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     return found
 
 
-def _newest_entry_id() -> int | None:
-    return MessageSearchEntry.objects.order_by("-id").values_list("id", flat=True).first()
+def _newest_entry_id(exclude: Sequence[UUID]) -> int | None:
+    """The newest index row of any conversation but the `exclude`d ones (the current thread, its handoff
+    sources): every row above it is theirs, so the probe starts below it. A long current thread holds the
+    newest thousands of rows; walking them (and refusing each) was the probe's whole work. One index probe
+    per conversation (`message_search_conv_newest`, migration 0013), not a walk of the thread."""
+    newest = MessageSearchEntry.objects.filter(conversation_id=OuterRef("pk")).order_by("-id").values("id")[:1]
+    found = (
+        Conversation.objects.exclude(pk__in=list(exclude)).annotate(newest=Subquery(newest))
+        .aggregate(top=Max("newest"))
+    )
+    return found["top"]
 
 
 def _older_matches_postgres(

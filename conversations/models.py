@@ -277,6 +277,8 @@ class MessageSearchEntry(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["id"], condition=Q(search_text__isnull=True), name="message_search_pending"),
+            # Keyword recall's newest row of each other conversation (continuity.recall_search).
+            models.Index(fields=["conversation", "id"], name="message_search_conv_newest"),
         ]
 
     def __str__(self) -> str:

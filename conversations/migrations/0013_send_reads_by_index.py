@@ -85,6 +85,10 @@ class Migration(migrations.Migration):
                 name="message_conversation_handoff",
             ),
         ),
+        migrations.AddIndex(
+            model_name="messagesearchentry",
+            index=models.Index(fields=["conversation", "id"], name="message_search_conv_newest"),
+        ),
         migrations.RunPython(
             _on_sqlite([*SQLITE_TRIGGERS_DROP, *_fts_create(["search_text", "conversation_id"])]),
             _on_sqlite([*SQLITE_TRIGGERS_DROP, *_fts_create(["search_text"])]),

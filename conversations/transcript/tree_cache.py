@@ -138,7 +138,7 @@ def _read(conversation: Conversation) -> tuple[dict[UUID, Message], _Read]:
         read = list(
             Message.objects.filter(
                 (mine & Q(updated_at__gte=recent)) | (mine & Q(status=MessageStatus.STREAMING)) | (mine & Q(role=Role.SYSTEM))
-            )
+            ).order_by()  # in no order: the model's ordering would join the conversation and sort
         )
         with _LOCK:
             branch = _BRANCHES.get(conversation.id)

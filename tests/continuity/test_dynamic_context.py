@@ -526,3 +526,38 @@ def test_candidates_stay_exact_when_rare_terms_are_found_by_bounded_walks_and_id
         found = recall_search._candidate_entry_ids(terms, persona="elion", exclude=[])
         assert set(found) == expected, terms
         assert all(found[pk] == dict(eligible)[pk] for pk in found)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, monkeypatch, seed):
+    """A long current thread holds the newest index rows. Recall never searches it: SQLite's MATCH
+    excludes its conversation inside FTS5, PostgreSQL's probe starts below the newest row of any other
+    conversation (`_newest_entry_id`). The candidates are still exactly each term's newest eligible
+    matches among the other threads."""
+    import random
+
+    from continuity import recall_search
+    from conversations.models import MessageSearchEntry
+    from conversations.transcript.search_index import message_search_index_sync
+
+    for name, value in (("CANDIDATES_PER_TERM", 3), ("PROBE_ROWS", 4), ("WALK_ROWS", 3), ("MIN_WINDOW_ROWS", 2),
+                        ("MAX_WINDOW_ROWS", 40)):
+        monkeypatch.setattr(recall_search, name, value)
+    rng = random.Random(seed)
+    vocabulary = ["common", "usual", "sparse", "rare", "filler"]
+    for number in range(20):
+        text = " ".join(rng.choices(vocabulary, [40, 25, 5, 2, 60], k=4))
+        thread(("user", f"{text} {number}"), ("assistant", "noted"))
+    current = thread(*[("user" if n % 2 == 0 else "assistant", f"common usual sparse rare {n}") for n in range(40)])
+    message_search_index_sync()
+    eligible = list(
+        MessageSearchEntry.objects.exclude(conversation=current).order_by("-id").values_list("id", "search_text")
+    )
+    assert MessageSearchEntry.objects.order_by("-id").first().conversation_id == current.pk
+    for terms in (["common", "rare"], ["sparse"], ["usual", "rare", "absent"]):
+        per_term = recall_search.candidates_per_term(len(terms))
+        expected: set[int] = set()
+        for term in terms:
+            expected |= set([pk for pk, text in eligible if term in text.split()][:per_term])
+        found = recall_search._candidate_entry_ids(terms, persona="elion", exclude=[current.pk])
+        assert set(found) == expected, terms
