@@ -3,6 +3,7 @@
 // A switch only moves the conversation's head (POST …/switch/); the window is then rendered again
 // by the server (GET /c/<id>/window/?around=<id>), so the bubbles stay the server's own.
 
+import { copyText } from "./markdown.js";
 import { apiJson } from "./net.js";
 import { findBubble, list, loadWindowAround, showNotice } from "./thread.js";
 
@@ -141,33 +142,9 @@ function messageText(bubble) {
   return text.replace(/\n{3,}/g, "\n\n").trim();
 }
 
-async function writeClipboard(text) {
-  if (navigator.clipboard?.writeText) {
-    try {
-      await navigator.clipboard.writeText(text);
-      return true;
-    } catch {
-      /* refused (permission, insecure context): try the older way */
-    }
-  }
-  const area = Object.assign(document.createElement("textarea"), { value: text });
-  area.setAttribute("readonly", "");
-  area.style.cssText = "position:fixed;left:-9999px;top:0;";
-  document.body.append(area);
-  area.select();
-  let copied = false;
-  try {
-    copied = document.execCommand("copy");
-  } catch {
-    copied = false;
-  }
-  area.remove();
-  return copied;
-}
-
 async function copyMessage(bubble) {
   const feedback = bubble.querySelector("[data-copied]");
-  const copied = await writeClipboard(messageText(bubble));
+  const copied = await copyText(messageText(bubble));
   if (feedback) {
     feedback.textContent = copied ? "Copied" : "Copy failed";
     feedback.classList.toggle("is-error", !copied);
