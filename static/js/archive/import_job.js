@@ -73,17 +73,15 @@ function showProgress(form, job) {
   }
 }
 
-// The document lists, as the server renders them now.
+// The document lists (this page of them, with the page links), as the server renders them now.
 async function refreshDocuments() {
-  const response = await fetch(window.location.pathname, { headers: { Accept: "text/html" } });
+  const here = window.location.pathname + window.location.search;
+  const response = await fetch(here, { headers: { Accept: "text/html" } });
   if (!response.ok) return;
   const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
-  for (const section of document.querySelectorAll("[data-archive-collection]")) {
-    const replacement = fresh.querySelector(
-      `[data-archive-collection="${CSS.escape(section.dataset.archiveCollection)}"]`,
-    );
-    if (replacement) section.replaceWith(document.importNode(replacement, true));
-  }
+  const current = document.querySelector("[data-archive-documents]");
+  const replacement = fresh.querySelector("[data-archive-documents]");
+  if (current && replacement) current.replaceWith(document.importNode(replacement, true));
 }
 
 export function followJob(form, jobId, onSuggestion) {
