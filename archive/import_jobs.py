@@ -38,7 +38,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from archive import services
+from archive import services, upload_pieces
 from archive.import_runs import (
     SUMMARY_COUNTS,
     ImportFile,
@@ -125,6 +125,15 @@ def import_job_create(*, kind: str, uploads: Sequence[UploadedFile | None], opti
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
+    return job
+
+
+def import_job_create_from_pieces(*, kind: str, upload_ids: object, options: dict) -> ImportJob:
+    """`import_job_create` from uploads sent in pieces (`archive.upload_pieces`); they are removed once
+    the job holds its own copy."""
+    files = upload_pieces.piece_files(upload_ids)
+    job = import_job_create(kind=kind, uploads=files, options=options)
+    upload_pieces.piece_uploads_remove(upload_ids)
     return job
 
 

@@ -307,6 +307,9 @@ ELION_IMPORT_DIR = Path(env.text("ELION_IMPORT_DIR") or DATA_DIR / "imports")
 ELION_IMPORT_STALE_SECONDS = env.integer("ELION_IMPORT_STALE_SECONDS", 120, minimum=1)
 # A job runs in slices of about this long (each one django-q2 task, within Q_CLUSTER's timeout).
 ELION_IMPORT_SLICE_SECONDS = env.integer("ELION_IMPORT_SLICE_SECONDS", 240, minimum=1)
+# An export sent in pieces (`archive.upload_pieces`): at most this many bytes a request, since the ASGI
+# server holds a request's whole body in memory.
+ELION_UPLOAD_PIECE_BYTES = env.integer("ELION_UPLOAD_PIECE_BYTES", 8 * 1024 * 1024, minimum=1024)
 # Rounds in which the model may call tools before it must answer in text.
 ELION_MAX_TOOL_ROUNDS = env.integer("ELION_MAX_TOOL_ROUNDS", 4, minimum=1)
 # The rows of long conversations a process keeps between sends (conversations.transcript.tree_cache):

@@ -5,6 +5,7 @@ Views translate requests into service calls and results into responses.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 
 from django.http import HttpRequest, HttpResponse
@@ -15,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from archive import import_jobs, library, services
+from archive import import_jobs, library, services, upload_pieces
 from archive.continuation import archive_document_continue
 from archive.models import ArchiveDocument
 from archive.search import archive_search
@@ -172,10 +173,15 @@ class ChatGPTImportView(APIView):
         collection = data.get("collection") or "conversations"
         assistant_name = _text_field(data, "assistant_name")
         if background:
-            job = import_jobs.import_job_create(
-                kind="chatgpt", uploads=request.FILES.getlist("file"),
-                options={"collection": collection, "assistant_name": assistant_name},
-            )
+            options = {"collection": collection, "assistant_name": assistant_name}
+            if "upload_ids" in data:  # an export sent in pieces (`archive.upload_pieces`)
+                job = import_jobs.import_job_create_from_pieces(
+                    kind="chatgpt", upload_ids=data["upload_ids"], options=options
+                )
+            else:
+                job = import_jobs.import_job_create(
+                    kind="chatgpt", uploads=request.FILES.getlist("file"), options=options
+                )
             return Response({"job_id": str(job.pk)}, status=status.HTTP_202_ACCEPTED)
         summary = services.archive_chatgpt_import(
             uploads=request.FILES.getlist("file"), collection=collection, assistant_name=assistant_name,
@@ -199,6 +205,44 @@ class ClaudeImportView(APIView):
             assistant_name=_text_field(data, "assistant_name"),
         )
         return Response(summary.as_dict())
+
+
+class UploadPiecesView(APIView):
+    @extend_schema(
+        description="Begin an upload sent in pieces (an export too large for one request): JSON `{name, size}` "
+        "→ 201 `{upload_id, name, size, received}`. Send the pieces with PUT to `/api/archive/uploads/{id}/`, "
+        "then start the import with `POST /api/archive/import/chatgpt/?background=true {\"upload_ids\": [...]}`.",
+        request=docs.UploadCreateSerializer,
+        responses={201: docs.UploadStateSerializer, 400: ErrorSerializer, 413: ErrorSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        data = _body(request)
+        state = upload_pieces.piece_upload_create(name=data.get("name"), size=data.get("size"))
+        return Response(state, status=status.HTTP_201_CREATED)
+
+
+class UploadPieceView(APIView):
+    @extend_schema(responses={200: docs.UploadStateSerializer, 404: ErrorSerializer})
+    def get(self, request: Request, upload_id: str) -> Response:
+        return Response(upload_pieces.piece_upload_state(upload_id))
+
+    @extend_schema(
+        description="Append one piece (the raw bytes, at most `ELION_UPLOAD_PIECE_BYTES`) at `?offset=N`, "
+        "which must be where the upload ends: 409 `upload_offset_mismatch` otherwise (a piece sent twice is "
+        "never appended twice; GET tells where to go on).",
+        parameters=[OpenApiParameter("offset", int, required=True)],
+        request={"application/octet-stream": bytes},
+        responses={200: docs.UploadStateSerializer, 400: ErrorSerializer, 404: ErrorSerializer,
+                   409: ErrorSerializer, 413: ErrorSerializer},
+    )
+    def put(self, request: Request, upload_id: str) -> Response:
+        state = upload_pieces.piece_append(
+            upload_id=upload_id,
+            offset=request.query_params.get("offset", ""),
+            length=request.META.get("CONTENT_LENGTH") or "0",
+            body=request.stream or io.BytesIO(),
+        )
+        return Response(state)
 
 
 class ImportJobView(APIView):

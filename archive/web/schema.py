@@ -183,3 +183,15 @@ class LibraryUploadSerializer(serializers.Serializer):
 class LibraryTextSerializer(serializers.Serializer):
     name = serializers.CharField()
     text = serializers.CharField()
+
+
+class UploadCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=300)
+    size = serializers.IntegerField(min_value=1)
+
+
+class UploadStateSerializer(serializers.Serializer):
+    upload_id = serializers.UUIDField()
+    name = serializers.CharField()
+    size = serializers.IntegerField(min_value=1)
+    received = serializers.IntegerField(min_value=0)

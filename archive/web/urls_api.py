@@ -17,6 +17,8 @@ urlpatterns = [
     ),
     path("archive/import/chatgpt/", api.ChatGPTImportView.as_view(), name="api-archive-import-chatgpt"),
     path("archive/import/claude/", api.ClaudeImportView.as_view(), name="api-archive-import-claude"),
+    path("archive/uploads/", api.UploadPiecesView.as_view(), name="api-archive-uploads"),
+    path("archive/uploads/<str:upload_id>/", api.UploadPieceView.as_view(), name="api-archive-upload"),
     path("archive/imports/<str:job_id>/", api.ImportJobView.as_view(), name="api-archive-import-job"),
     path("archive/imports/<str:job_id>/cancel/", api.ImportJobCancelView.as_view(), name="api-archive-import-job-cancel"),
     path("archive/imports/<str:job_id>/resume/", api.ImportJobResumeView.as_view(), name="api-archive-import-job-resume"),

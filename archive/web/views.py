@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Page, Paginator
 from django.db.models import Count
@@ -124,6 +125,8 @@ def archive_page(request: HttpRequest) -> HttpResponse:
         "terms": query_terms(query), "hits": hits, "error": error,
         # A background import still queued or running: the page follows it again after a reload.
         "import_job": import_jobs.import_job_current("chatgpt"),
+        # The export goes to the API in pieces of at most this many bytes (`archive.upload_pieces`).
+        "piece_bytes": settings.ELION_UPLOAD_PIECE_BYTES,
     }
     context.update(_claude_memory_suggestions_context(request))
     return render(request, "archive/archive.html", context, status=status)

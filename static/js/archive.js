@@ -1,36 +1,91 @@
-// Archive page: the ChatGPT import uploads to the API as a background import, then follows its job
+// Archive page: the ChatGPT import uploads to the API in pieces and runs as a background import, then follows its job
 // (static/js/archive/import_job.js). Without JavaScript the form posts to the page and imports at once.
 import { csrfToken, followJob, showError, showUpload } from "./archive/import_job.js";
 
 const form = document.querySelector("[data-chatgpt-import]");
 
-form?.addEventListener("submit", (event) => {
-  event.preventDefault();
-  const body = new FormData(form);
-  body.delete("action");
-  const request = new XMLHttpRequest();
-  request.open("POST", `${form.dataset.api}?background=true`);
-  request.setRequestHeader("X-CSRFToken", csrfToken(form));
-  request.setRequestHeader("Accept", "application/json");
-  showUpload(form, 0, 1);
-  request.upload.addEventListener("progress", (e) => {
-    if (e.lengthComputable) showUpload(form, e.loaded, e.total);
+// Each file goes up in pieces (`archive/upload_pieces.py`: the server holds a request's whole body in
+// memory, so no request carries more than one piece), then the import starts from the uploaded files.
+const PIECE_BYTES = Number(form?.dataset.pieceBytes) || 8 * 1024 * 1024;
+const PIECE_TRIES = 4;
+
+async function answer(response) {
+  let data = {};
+  try {
+    data = await response.json();
+  } catch {
+    data = { detail: "The server's answer could not be read." };
+  }
+  if (!response.ok) throw new Error(data.detail || `The upload failed (HTTP ${response.status}).`);
+  return data;
+}
+
+function api(url, options = {}) {
+  return fetch(url, {
+    ...options,
+    headers: { "X-CSRFToken": csrfToken(form), Accept: "application/json", ...(options.headers || {}) },
   });
-  request.addEventListener("loadend", () => {
-    let data = {};
+}
+
+async function uploadInPieces(file, onSent) {
+  const created = await answer(await api(form.dataset.uploadsApi, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ name: file.name, size: file.size }),
+  }));
+  const url = `${form.dataset.uploadsApi}${encodeURIComponent(created.upload_id)}/`;
+  let received = 0;
+  let failures = 0;
+  while (received < file.size) {
+    const piece = file.slice(received, Math.min(received + PIECE_BYTES, file.size));
     try {
-      data = JSON.parse(request.responseText || "{}");
-    } catch {
-      data = { detail: "The server's answer could not be read." };
+      const state = await answer(await api(`${url}?offset=${received}`, {
+        method: "PUT",
+        headers: { "Content-Type": "application/octet-stream" },
+        body: piece,
+      }));
+      received = state.received;
+      failures = 0;
+      onSent(received);
+    } catch (error) {
+      // A lost answer or a dropped connection: ask where the upload ends, and go on from there.
+      failures += 1;
+      if (failures >= PIECE_TRIES) throw error;
+      const state = await answer(await api(url)).catch(() => null);
+      if (state) received = state.received;
     }
-    if (request.status === 202 && data.job_id) {
-      followJob(form, data.job_id, offerInstructions);
-    } else {
-      form.querySelector("[data-import-job]").hidden = true;
-      showError(form, data.detail || `The import failed (HTTP ${request.status}).`);
+  }
+  return created.upload_id;
+}
+
+form?.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const files = [...form.querySelector("#import-file").files];
+  const total = files.reduce((sum, file) => sum + file.size, 0);
+  showUpload(form, 0, total);
+  try {
+    if (!files.length) throw new Error("Choose the export zip or its conversations.json first.");
+    const uploadIds = [];
+    let before = 0;
+    for (const file of files) {
+      uploadIds.push(await uploadInPieces(file, (sent) => showUpload(form, before + sent, total)));
+      before += file.size;
     }
-  });
-  request.send(body);
+    const body = new FormData(form);
+    const job = await answer(await api(`${form.dataset.api}?background=true`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({
+        upload_ids: uploadIds,
+        collection: body.get("collection") || "conversations",
+        assistant_name: body.get("assistant_name") || "",
+      }),
+    }));
+    followJob(form, job.job_id, offerInstructions);
+  } catch (error) {
+    form.querySelector("[data-import-job]").hidden = true;
+    showError(form, error.message);
+  }
 });
 
 // A job still running when the page was (re)loaded: follow it again.
