@@ -262,13 +262,11 @@ def kept_branch_read(conversation_id: UUID, rows: dict[UUID, Message], tip_id: U
                     _BRANCHES[conversation_id] = _Branch([], {}, last.read_number, 0)
             return kept_branch_read(conversation_id, rows, tip_id)
         branch = prefix + walked
-        if meets == valid:
-            # Continuing from the kept part's end (the usual send): its positions, less the cut-off tail.
-            positions = dict(last.positions)
-            for message in last.branch[valid:]:
-                del positions[message.id]
-        else:
-            positions = {m.id: i for i, m in enumerate(prefix)}
+        # The kept positions (a copy, in C) less those past where the new tip meets the branch: after a send
+        # that is the cut-off tail, after a retry or a rewind the turns left behind.
+        positions = dict(last.positions)
+        for message in last.branch[meets:]:
+            del positions[message.id]
     positions.update((message.id, index) for index, message in enumerate(walked, start=len(branch) - len(walked)))
     if conversation_id in _KEPT:
         with _LOCK:
