@@ -34,7 +34,13 @@ from continuity.eligibility import continuity_sources
 from continuity.keyword_recall import MAX_EXCERPTS, RecallHit, hit_score, words
 from continuity.models import ThreadHandoff
 from conversations.models import Conversation, Message, MessageKind, MessageSearchEntry, MessageStatus, Role
-from conversations.transcript.search_index import ENTRY_TABLE, FTS_TABLE, VECTOR_COLUMN, message_search_index_sync
+from conversations.transcript.search_index import (
+    ENTRY_TABLE,
+    FTS_TABLE,
+    VECTOR_COLUMN,
+    conversations_tsquery,
+    message_search_index_sync,
+)
 
 CANDIDATES_PER_TERM = 40
 # A long message's eight keywords would ask for 320 candidates, each fetched and
@@ -92,8 +98,19 @@ def _fts_match_any(terms: Sequence[str], *, excluded: Sequence[UUID]) -> str:
     return match
 
 
+def _tsquery_postgres(terms: Sequence[str], excluded: Sequence[UUID]) -> tuple[str, list[str]]:
+    """PostgreSQL: the tsquery for rows holding ANY of `terms` and not of an `excluded`
+    conversation, and its parameters. Each vector holds its row's conversation as one
+    lexeme (migration 0016), so the GIN index leaves the current thread out of a term's
+    bitmap, and a walk refuses its rows on the vector alone, before any eligibility probe."""
+    if not excluded:
+        return "to_tsquery('simple', %s)", [" | ".join(terms)]
+    return "(to_tsquery('simple', %s) && !! %s::tsquery)", [" | ".join(terms), conversations_tsquery(excluded)]
+
+
 def _walk_newest_postgres(
-    terms: Sequence[str], *, source_sql: str, source_params: Sequence, limit: int, since: int, before: int | None
+    terms: Sequence[str], *, source_sql: str, source_params: Sequence, excluded: Sequence[UUID], limit: int,
+    since: int, before: int | None,
 ) -> list[tuple[int, str]]:
     """PostgreSQL: the newest eligible rows holding ANY of `terms` with
     `since <= id < before`, at most `limit`, by walking the primary key
@@ -102,30 +119,32 @@ def _walk_newest_postgres(
     serves, so the planner cannot trade this bounded walk for a GIN bitmap of
     every match of a common term (110,000 rows at 1,000,000 messages)."""
     older = "AND c.id < %s " if before is not None else ""
+    tsquery, tsquery_params = _tsquery_postgres(terms, excluded)
     sql = (
         f"SELECT c.id, c.search_text FROM {ENTRY_TABLE} c "
-        f"WHERE ts_match_vq(c.{VECTOR_COLUMN}, to_tsquery('simple', %s)) AND c.id >= %s {older}"
+        f"WHERE ts_match_vq(c.{VECTOR_COLUMN}, {tsquery}) AND c.id >= %s {older}"
         f"AND EXISTS ({source_sql}) ORDER BY c.id DESC LIMIT %s"
     )
-    params = [" | ".join(terms), since, *([before] if before is not None else [])]
+    params = [*tsquery_params, since, *([before] if before is not None else [])]
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, *source_params, limit])
         return cursor.fetchall()
 
 
 def _window_matches_postgres(
-    term: str, *, source_sql: str, source_params: Sequence, before: int, since: int | None
+    term: str, *, source_sql: str, source_params: Sequence, excluded: Sequence[UUID], before: int, since: int | None
 ) -> list[tuple[int, str]]:
     """PostgreSQL: every eligible row holding `term` with `since <= id < before`,
     newest first. With no ORDER BY ... LIMIT to walk for, the planner reads
-    only the matches: a bitmap AND of the GIN index (the term) and the BRIN
-    index on id (the window)."""
+    only the matches: a bitmap AND of the GIN index (the term, less the
+    excluded conversations' rows) and the BRIN index on id (the window)."""
     window = "AND c.id >= %s " if since is not None else ""
+    tsquery, tsquery_params = _tsquery_postgres([term], excluded)
     sql = (
         f"SELECT c.id, c.search_text FROM {ENTRY_TABLE} c "
-        f"WHERE c.{VECTOR_COLUMN} @@ to_tsquery('simple', %s) AND c.id < %s {window}AND EXISTS ({source_sql})"
+        f"WHERE c.{VECTOR_COLUMN} @@ {tsquery} AND c.id < %s {window}AND EXISTS ({source_sql})"
     )
-    params = [term, before, *([since] if since is not None else [])]
+    params = [*tsquery_params, before, *([since] if since is not None else [])]
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, *source_params])
         return sorted(cursor.fetchall(), reverse=True)
@@ -168,8 +187,8 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
         # OFFSET 0 keeps the EXISTS a per-row primary-key probe: PostgreSQL would
         # otherwise turn it into a hash join that reads every conversation.
         source_sql += " OFFSET 0"
-    query = {"source_sql": source_sql, "source_params": source_params}
     excluded = sorted(UUID(str(pk)) for pk in exclude)
+    query = {"source_sql": source_sql, "source_params": source_params, "excluded": excluded}
     per_term = candidates_per_term(len(terms))
     probe_size = per_term * len(terms)
     if postgres:
@@ -179,7 +198,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
         since = max(top - PROBE_ROWS + 1, 0)
         probe = _walk_newest_postgres(terms, limit=probe_size, since=since, before=top + 1, **query)
     else:
-        probe = _newest_matches(terms, limit=probe_size, excluded=excluded, **query)
+        probe = _newest_matches(terms, limit=probe_size, **query)
     found: dict[int, str] = {}
     counts = dict.fromkeys(terms, 0)
     for pk, search_text in probe:
@@ -203,7 +222,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
         found.update(_older_matches_postgres(short, counts, span=span, before=oldest, query=query))
         return found
     for term, missing in short.items():
-        older = _newest_matches([term], limit=missing, before=oldest, excluded=excluded, **query)
+        older = _newest_matches([term], limit=missing, before=oldest, **query)
         found.update((pk, search_text or "") for pk, search_text in older)
     return found
 

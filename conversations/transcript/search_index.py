@@ -22,6 +22,8 @@ INDEX_BATCH = 1_000
 ENTRY_TABLE = MessageSearchEntry._meta.db_table
 FTS_TABLE = "message_search_fts"
 VECTOR_COLUMN = "search_vector"  # PostgreSQL only: the stored, generated tsvector of search_text
+# PostgreSQL only: the vector's one lexeme naming the row's conversation (migration 0016), never a token of text.
+CONVERSATION_LEXEME_PREFIX = "conversation:"
 
 
 def message_search_index_sync(*, batch_size: int = INDEX_BATCH, exclude_conversation_ids: Iterable[UUID] = ()) -> int:
@@ -93,6 +95,12 @@ def message_search_texts_copy(pairs: Iterable[tuple[UUID, UUID]], *, batch_size:
                 f"WHERE t.message_id = v.copy_id{cast} AND t.search_text IS NULL AND o.search_text IS NOT NULL",
                 [field.get_db_prep_value(value, connection) for pair in batch for value in pair],
             )
+
+
+def conversations_tsquery(conversation_ids: Iterable[UUID]) -> str:
+    """PostgreSQL: the tsquery text matching the rows of any of `conversation_ids`
+    (by their vector's conversation lexeme), to be negated: `terms && !! this`."""
+    return " | ".join(f"'{CONVERSATION_LEXEME_PREFIX}{pk.hex}'" for pk in conversation_ids)
 
 
 def message_matching_ids(terms: list[str], *, sources: QuerySet[Conversation], limit: int) -> list[int]:

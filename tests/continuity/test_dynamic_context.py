@@ -528,27 +528,35 @@ def test_candidates_stay_exact_when_rare_terms_are_found_by_bounded_walks_and_id
         assert all(found[pk] == dict(eligible)[pk] for pk in found)
 
 
+@pytest.mark.parametrize("layout", ["newest", "interleaved"])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, monkeypatch, seed):
-    """A long current thread holds the newest index rows. Recall never searches it: SQLite's MATCH
-    excludes its conversation inside FTS5, PostgreSQL's probe starts below the newest row of any other
-    conversation (`_newest_entry_id`). The candidates are still exactly each term's newest eligible
-    matches among the other threads."""
+def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, monkeypatch, seed, layout):
+    """A long current thread holds the newest index rows, or rows all through the index when the owner
+    talked there between the other threads. Recall never searches it: SQLite's MATCH excludes its
+    conversation inside FTS5; PostgreSQL's probe starts below the newest row of any other conversation
+    (`_newest_entry_id`) and every walk and window leaves its rows out by the vector's conversation
+    lexeme. The candidates are still exactly each term's newest eligible matches among the other threads."""
     import random
 
     from continuity import recall_search
     from conversations.models import MessageSearchEntry
     from conversations.transcript.search_index import message_search_index_sync
+    from tests.support.factories import turns_append
 
     for name, value in (("CANDIDATES_PER_TERM", 3), ("PROBE_ROWS", 4), ("WALK_ROWS", 3), ("MIN_WINDOW_ROWS", 2),
                         ("MAX_WINDOW_ROWS", 40)):
         monkeypatch.setattr(recall_search, name, value)
     rng = random.Random(seed)
     vocabulary = ["common", "usual", "sparse", "rare", "filler"]
+    current = thread(("user", "common usual sparse rare first"), ("assistant", "common usual sparse rare"))
     for number in range(20):
         text = " ".join(rng.choices(vocabulary, [40, 25, 5, 2, 60], k=4))
         thread(("user", f"{text} {number}"), ("assistant", "noted"))
-    current = thread(*[("user" if n % 2 == 0 else "assistant", f"common usual sparse rare {n}") for n in range(40)])
+        if layout == "interleaved":
+            turns_append(current, ("user", f"common usual sparse rare {number}"), ("assistant", "common usual rare"))
+    if layout == "newest":
+        turns_append(current, *[("user" if n % 2 == 0 else "assistant", f"common usual sparse rare {n}")
+                                for n in range(40)])
     message_search_index_sync()
     eligible = list(
         MessageSearchEntry.objects.exclude(conversation=current).order_by("-id").values_list("id", "search_text")
@@ -561,3 +569,48 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
             expected |= set([pk for pk, text in eligible if term in text.split()][:per_term])
         found = recall_search._candidate_entry_ids(terms, persona="elion", exclude=[current.pk])
         assert set(found) == expected, terms
+
+
+def test_recall_index_search_leaves_the_excluded_conversations_rows_out_by_itself(thread):
+    """Rule: keyword recall never searches the current conversation, and its index search itself
+    leaves that conversation's rows out (SQLite: FTS5's `NOT conversation_id`; PostgreSQL: the vector's
+    conversation lexeme, migration 0016), so a long current thread costs the search nothing: with an
+    eligibility probe that accepts every row, the probe, the walk and the window still return none of
+    the excluded thread's rows."""
+    from django.db import connection
+
+    from continuity import recall_search
+    from conversations.models import MessageSearchEntry
+    from conversations.transcript.search_index import message_search_index_sync
+
+    other = thread(("user", "lantern harbour"), ("assistant", "lantern"))
+    current = thread(*[("user" if n % 2 == 0 else "assistant", f"lantern harbour {n}") for n in range(12)])
+    handoff_source = thread(("user", "lantern again"), ("assistant", "lantern"))
+    message_search_index_sync()
+    theirs = set(MessageSearchEntry.objects.filter(conversation=other).values_list("id", flat=True))
+    everything = {"source_sql": "SELECT 1", "source_params": [], "excluded": sorted([current.pk, handoff_source.pk])}
+    if connection.vendor == "postgresql":
+        walked = recall_search._walk_newest_postgres(["lantern"], limit=100, since=0, before=None, **everything)
+        windowed = recall_search._window_matches_postgres("lantern", before=10**9, since=None, **everything)
+        assert {pk for pk, _ in walked} == {pk for pk, _ in windowed} == theirs
+        unexcluded = recall_search._window_matches_postgres(
+            "lantern", before=10**9, since=None, **{**everything, "excluded": []}
+        )
+        assert len(unexcluded) == len(theirs) + 12 + 2  # the same search without exclusions meets them all
+    else:
+        found = recall_search._newest_matches(["lantern"], limit=100, **everything)
+        assert {pk for pk, _ in found} == theirs
+
+
+def test_the_conversation_lexeme_is_never_a_search_match(thread):
+    """The vector's conversation lexeme (PostgreSQL, migration 0016) is no word anyone can search for:
+    Past Conversation Search for a conversation's id or for "conversation" finds no row by it."""
+    from conversations.models import Conversation
+    from conversations.transcript.search_index import message_matching_ids, message_search_index_sync
+
+    conversation = thread(("user", "plain words only"), ("assistant", "yes"))
+    message_search_index_sync()
+    sources = Conversation.objects.all()
+    assert message_matching_ids(["plain"], sources=sources, limit=10)
+    for term in ("conversation", conversation.pk.hex):  # search terms are tokens: letters and digits only
+        assert message_matching_ids([term], sources=sources, limit=10) == []
