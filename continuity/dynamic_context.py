@@ -147,6 +147,13 @@ def recall_section(
     return section, decision, len(excerpts)
 
 
+def carried_text_index_warm(conversation: Conversation, carried: Sequence[str], *, lineage: object = None) -> None:
+    """Build now the index of `carried` (stored prompt, then history) that recall's overlap check of a send of
+    `conversation` keeps between sends (`keyword_recall.ContextText`), so the first recall after a process
+    starts does not tokenise a long history. Nothing for a short history (it is indexed on each send)."""
+    kr.ContextText(carried, reuse_key=conversation.pk, lineage=lineage).index_warm()
+
+
 def dynamic_context_build(
     conversation: Conversation,
     *,

@@ -318,6 +318,10 @@ class ContextText:
             self._grams, self._parts = _grams_and_parts(texts, self.n)
         return self._grams
 
+    def index_warm(self) -> None:
+        """Index the context now (the kept older part too), instead of on the first overlap check."""
+        self._index()
+
     @cached_property
     def _joined(self) -> str:
         prefix = self._prefix.parts if self._prefix is not None else []

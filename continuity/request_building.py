@@ -16,7 +16,7 @@ from uuid import UUID
 from django.conf import settings
 
 from continuity.compaction import compaction_on_branch
-from continuity.dynamic_context import dynamic_context_build
+from continuity.dynamic_context import carried_text_index_warm, dynamic_context_build
 from continuity.kept_history import branch_history
 from continuity.request_assembly import AssembledRequest, assemble_request, tool_definitions_text
 from continuity.static_prompt import prior_thread_section_in
@@ -135,14 +135,43 @@ def branch_attachment_parts(
     input (neither API takes an image in an assistant turn): only the user
     turns' parts are answered.
     """
-    manifests = {
+    parts = attachment_parts_verified(conversation.id, _branch_manifests(conversation, branch), verified=verified)
+    return {
+        message_id: found for message_id, found in parts.items()
+        if branch.messages[branch.positions[message_id]].role == Role.USER
+    }
+
+
+def _branch_manifests(conversation: Conversation, branch: BranchRead) -> dict[UUID, list]:
+    """The manifests of the branch's user and assistant turns, by message id."""
+    return {
         message_id: manifest
         for message_id, manifest in manifests_in_conversation(conversation.id).items()
         if (index := branch.positions.get(message_id)) is not None
         and branch.messages[index].role in (Role.USER, Role.ASSISTANT)
     }
-    parts = attachment_parts_verified(conversation.id, manifests, verified=verified)
-    return {
-        message_id: found for message_id, found in parts.items()
+
+
+def send_context_warm(conversation: Conversation) -> None:
+    """Read and build now what a send of `conversation` would before its request, into this process's kept
+    copies: the rows (`tree_cache`), the branch to the head, its history turns (`kept_history`) and recall's
+    index of the text they carry. The first send of a long thread in a process otherwise pays for all of it
+    (about half a second at 10,000 messages); after this it costs what every later send does.
+
+    Reads without the conversation's lock and writes nothing: a row written meanwhile is read again by the
+    next send (the tree cache asks for every row changed since the newest it saw, less `RECHECK_WINDOW`).
+    No blob is verified here; every send verifies its own (seed 004). The history is projected with the
+    attachments the branch's user turns have, so the next send keeps it.
+    """
+    read = conversation_read(conversation)
+    if conversation.head_id is None or conversation.head_id not in read.tree:
+        return
+    branch = kept_branch_read(conversation.id, read.tree, conversation.head_id)
+    attached = {
+        message_id: () for message_id in _branch_manifests(conversation, branch)
         if branch.messages[branch.positions[message_id]].role == Role.USER
     }
+    compacted = compaction_on_branch(conversation, branch.positions)
+    history = branch_history(conversation.id, branch, attachment_parts=attached, start_index=compacted.first_index)
+    static_prompt = read.prompt.content if read.prompt else ""
+    carried_text_index_warm(conversation, [static_prompt, *history.texts], lineage=history.lineage)

@@ -254,3 +254,73 @@ def test_projection_from_kept_rows_equals_the_earlier_projection(steps, budget, 
             continue
         settings.ELION_INPUT_BUDGET_TOKENS = budget
         assert kept_request(conversation, budget, settings) == reference_request(conversation, budget)
+
+
+# --- A thread made ready when its page opens (`conversations.sending.warm`) -----------------------------
+
+
+def test_a_warmed_threads_first_send_reads_only_the_rows_that_changed(monkeypatch):
+    """The first send of a long thread in a process reads and projects it whole; after `thread_warm`
+    (which the page's WebSocket asks for as it opens) that send reads only what changed and extends the
+    warmed history instead of projecting the thread again."""
+    from continuity import kept_history
+    from conversations.sending.warm import thread_warm
+
+    conversation = long_thread(2_000)
+    age_every_row(conversation)
+    tree_cache.tree_cache_clear()
+    kept_history.kept_history_clear()
+    assert thread_warm(conversation.id)
+    warmed = kept_history._KEPT[conversation.id]
+    read = []
+    from_db = Message.from_db.__func__
+
+    def counting(cls, db, field_names, values):
+        read.append(values)
+        return from_db(cls, db, field_names, values)
+
+    monkeypatch.setattr(Message, "from_db", classmethod(counting))
+    send_prepare(SendCommand(conversation_id=conversation.id, content="The first send after the page opened."))
+    assert len(read) < 10, len(read)
+    sent = kept_history._KEPT[conversation.id]
+    assert sent.lineage is warmed.lineage and sent.turns[: len(warmed.turns)] == warmed.turns
+
+
+def test_a_short_thread_is_not_warmed(settings):
+    from conversations.sending.warm import thread_warm
+
+    settings.ELION_TREE_CACHE_MIN_ROWS = 200
+    conversation = long_thread(10)
+    tree_cache.tree_cache_clear()
+    assert not thread_warm(conversation.id)
+    assert tree_cache.tree_cache_size() == 0
+    assert not thread_warm("8f9c4a5e-0000-4000-8000-000000000000")  # no such conversation: nothing, no error
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(steps=st.lists(STEP, min_size=1, max_size=20), after=st.lists(STEP, max_size=3),
+       budget=st.sampled_from([1_000, 1_500, 200_000]))
+def test_projection_after_a_warm_equals_the_earlier_projection(steps, after, budget, settings):
+    """A warm (cold caches, then `send_context_warm`) changes nothing a send builds: the request after it,
+    and after more steps on top of it, is the earlier code's request for the same rows."""
+    from continuity import kept_history
+    from continuity.request_building import send_context_warm
+
+    conversation = thread(("user", "Hello"), ("assistant", "Hi there"))
+    for step in steps:
+        apply_step(conversation, step)
+    conversation.refresh_from_db()
+    if conversation.head_id is None:
+        return
+    tree_cache.tree_cache_clear()
+    kept_history.kept_history_clear()
+    send_context_warm(conversation)
+    for step in [None, *after]:
+        if step is not None:
+            apply_step(conversation, step)
+            conversation.refresh_from_db()
+            if conversation.head_id is None:
+                return
+        settings.ELION_INPUT_BUDGET_TOKENS = budget
+        assert kept_request(conversation, budget, settings) == reference_request(conversation, budget)

@@ -79,3 +79,29 @@ async def test_websocket_unknown_conversation_is_refused():
     ws = communicator("00000000-0000-0000-0000-000000000000")
     connected, code = await ws.connect()
     assert not connected and code == 4404
+
+
+async def test_websocket_connect_makes_a_long_thread_ready_for_its_first_send():
+    """The chat page opens its socket as it loads; the consumer then reads a long thread into this
+    process's kept copies (`conversations.sending.warm`), off the thread sends share, so the owner's
+    first send does not pay for reading and projecting the whole thread."""
+    import asyncio
+
+    from continuity import kept_history
+    from conversations.transcript import tree_cache
+    from tests.support.factories import thread
+
+    pairs = [("user" if n % 2 == 0 else "assistant", f"Turn {n} of a long thread") for n in range(300)]
+    conversation = await sync_to_async(thread)(*pairs)
+    await sync_to_async(tree_cache.tree_cache_clear)()
+    await sync_to_async(kept_history.kept_history_clear)()
+    ws = communicator(conversation.id)
+    connected, _ = await ws.connect()
+    assert connected
+    for _ in range(200):
+        if conversation.id in kept_history._KEPT:
+            break
+        await asyncio.sleep(0.05)
+    assert tree_cache.tree_cache_size() == 300
+    assert len(kept_history._KEPT[conversation.id].turns) == 300
+    await ws.disconnect()
