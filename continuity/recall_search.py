@@ -27,13 +27,13 @@ from collections.abc import Iterable, Sequence
 from uuid import UUID
 
 from django.db import connection
-from django.db.models import Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from continuity.eligibility import continuity_sources
 from continuity.keyword_recall import MAX_EXCERPTS, RecallHit, hit_score, words
 from continuity.models import ThreadHandoff
-from conversations.models import Conversation, Message, MessageKind, MessageSearchEntry, MessageStatus, Role
+from conversations.models import Message, MessageKind, MessageStatus, Role
 from conversations.transcript.search_index import (
     ENTRY_TABLE,
     FTS_TABLE,
@@ -192,7 +192,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     per_term = candidates_per_term(len(terms))
     probe_size = per_term * len(terms)
     if postgres:
-        top = _newest_entry_id(exclude)
+        top = _newest_entry_id(excluded)
         if top is None:
             return {}
         since = max(top - PROBE_ROWS + 1, 0)
@@ -228,16 +228,28 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
 
 
 def _newest_entry_id(exclude: Sequence[UUID]) -> int | None:
-    """The newest index row of any conversation but the `exclude`d ones (the current thread, its handoff
-    sources): every row above it is theirs, so the probe starts below it. A long current thread holds the
-    newest thousands of rows; walking them (and refusing each) was the probe's whole work. One index probe
-    per conversation (`message_search_conv_newest`, migration 0013), not a walk of the thread."""
-    newest = MessageSearchEntry.objects.filter(conversation_id=OuterRef("pk")).order_by("-id").values("id")[:1]
-    found = (
-        Conversation.objects.exclude(pk__in=list(exclude)).annotate(newest=Subquery(newest))
-        .aggregate(top=Max("newest"))
+    """PostgreSQL: an id at or above the newest index row of any conversation but the `exclude`d ones (the
+    current thread, its handoff sources), with every row above it theirs, so the probe starts below it
+    (None: the index is empty). A long current thread holds the newest thousands of rows.
+
+    One statement, bounded whatever the number of conversations or the thread's length: the newest row
+    of another conversation when one lies among the newest `PROBE_ROWS` rows (a walk of the primary key
+    that reads at most those), else the id just below them, all of which are the excluded ones'. (Asking
+    each conversation for its newest row was exact but one index probe per conversation: 58 ms a send
+    at 20,000 conversations, bench/recall.py.)"""
+    table = ENTRY_TABLE
+    others = f"AND c.conversation_id NOT IN ({', '.join(['%s'] * len(exclude))}) " if exclude else ""
+    sql = (
+        f"WITH newest(id) AS (SELECT max(id) FROM {table}) "
+        f"SELECT newest.id, (SELECT c.id FROM {table} c WHERE c.id > newest.id - %s "
+        f"{others}ORDER BY c.id DESC LIMIT 1) FROM newest"
     )
-    return found["top"]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [PROBE_ROWS, *exclude])
+        newest, other = cursor.fetchone()
+    if newest is None:
+        return None
+    return other if other is not None else newest - PROBE_ROWS
 
 
 def _older_matches_postgres(
