@@ -118,7 +118,10 @@ class CompactionOnBranch:
 
 def compaction_on_branch(conversation: Conversation, positions: Mapping[UUID, int]) -> CompactionOnBranch:
     """`compaction_projection` for a branch given by its positions (id → index): where its verbatim part starts."""
-    compactions = list(Compaction.objects.filter(conversation=conversation).only("id", "through_message_id", "summary"))
+    # By id alone: the model's ordering starts with the conversation, which joins it to sort by its updated_at.
+    compactions = list(
+        Compaction.objects.filter(conversation=conversation).order_by("-id").only("id", "through_message_id", "summary")
+    )
     found = applicable_compaction(compactions, positions) if compactions else None
     if found is None:
         return CompactionOnBranch("", 0)

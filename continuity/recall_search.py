@@ -440,7 +440,7 @@ def handoff_source_ids(conversation_id: UUID) -> set[UUID]:
     )
     for metadata in Message.objects.filter(
         conversation_id=conversation_id, kind=MessageKind.HANDOFF_ARTIFACT
-    ).values_list("metadata", flat=True):
+    ).order_by().values_list("metadata", flat=True):  # in no order: the model's would join the conversation
         try:
             sources.add(UUID(str((metadata or {}).get("source_conversation_id"))))
         except (TypeError, ValueError):
