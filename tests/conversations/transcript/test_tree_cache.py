@@ -104,10 +104,9 @@ def test_tree_cache_kept_rows_stay_current_after_every_kind_of_write():
     assert_current(conversation)
 
 
-def test_tree_cache_a_send_reads_only_the_rows_that_changed(monkeypatch):
-    conversation = long_thread(2_000)
-    age_every_row(conversation)
-    tree_cache.tree_cache_clear()
+@pytest.fixture
+def rows_read(monkeypatch) -> list:
+    """Every message row read from the database from now on (its values), in order."""
     read = []
     from_db = Message.from_db.__func__
 
@@ -116,6 +115,14 @@ def test_tree_cache_a_send_reads_only_the_rows_that_changed(monkeypatch):
         return from_db(cls, db, field_names, values)
 
     monkeypatch.setattr(Message, "from_db", classmethod(counting))
+    return read
+
+
+def test_tree_cache_a_send_reads_only_the_rows_that_changed(rows_read):
+    conversation = long_thread(2_000)
+    age_every_row(conversation)
+    tree_cache.tree_cache_clear()
+    read = rows_read
     send_prepare(SendCommand(conversation_id=conversation.id, content="The first send reads the thread once."))
     assert len(read) >= 2_000
     Message.objects.filter(pk=Message.objects.get(conversation=conversation, status="streaming").pk).update(
@@ -259,7 +266,7 @@ def test_projection_from_kept_rows_equals_the_earlier_projection(steps, budget, 
 # --- A thread made ready when its page opens (`conversations.sending.warm`) -----------------------------
 
 
-def test_a_warmed_threads_first_send_reads_only_the_rows_that_changed(monkeypatch):
+def test_a_warmed_threads_first_send_reads_only_the_rows_that_changed(request):
     """The first send of a long thread in a process reads and projects it whole; after `thread_warm`
     (which the page's WebSocket asks for as it opens) that send reads only what changed and extends the
     warmed history instead of projecting the thread again."""
@@ -272,14 +279,7 @@ def test_a_warmed_threads_first_send_reads_only_the_rows_that_changed(monkeypatc
     kept_history.kept_history_clear()
     assert thread_warm(conversation.id)
     warmed = kept_history._KEPT[conversation.id]
-    read = []
-    from_db = Message.from_db.__func__
-
-    def counting(cls, db, field_names, values):
-        read.append(values)
-        return from_db(cls, db, field_names, values)
-
-    monkeypatch.setattr(Message, "from_db", classmethod(counting))
+    read = request.getfixturevalue("rows_read")  # counted from here on
     send_prepare(SendCommand(conversation_id=conversation.id, content="The first send after the page opened."))
     assert len(read) < 10, len(read)
     sent = kept_history._KEPT[conversation.id]
