@@ -26,6 +26,7 @@ from archive.import_runs import (
     ImportReader,
     ImportSummary,
     ReadConversation,
+    ReadOffer,
     import_run,
 )
 from archive.models import (
@@ -461,6 +462,17 @@ class ClaudeImportSummary(ImportSummary):
     memory_suggestions: list[dict] = field(default_factory=list)
     memories_problem: str | None = None  # why memories.json could not be read
 
+    def counts(self) -> dict:
+        return {**super().counts(), "memory_suggestions": self.memory_suggestions,
+                "memories_problem": self.memories_problem}
+
+    @classmethod
+    def fields_from_dict(cls, data: dict) -> dict:
+        suggestions = data.get("memory_suggestions")
+        return {**super().fields_from_dict(data),
+                "memory_suggestions": suggestions if isinstance(suggestions, list) else [],
+                "memories_problem": data.get("memories_problem")}
+
     def as_dict(self) -> dict:
         body = super().as_dict()
         if self.memories_problem is not None:
@@ -510,12 +522,12 @@ def _claude_drafts(conversation: claude.ClaudeConversation, *, owner: str, assis
 def claude_conversation_import(
     conversation: claude.ClaudeConversation, *, source_name: str, summary: ImportSummary, collection: str,
     owner: str, assistant: str,
-) -> None:
-    """Store one conversation as a document unless it is already archived."""
+) -> int | None:
+    """Store one conversation as a document unless it is already archived; the new document's id, else None."""
     digest = _claude_identity(conversation)
     if ArchiveDocument.objects.filter(content_sha256=digest).exists():
         summary.duplicates += 1
-        return
+        return None
     turns, drafts = _claude_drafts(conversation, owner=owner, assistant=assistant)
     title = conversation.title or "Untitled Claude.ai conversation"
     dates = [d.strftime("%Y-%m-%d %H:%M UTC") for d in (conversation.created_at, conversation.updated_at) if d]
@@ -534,10 +546,10 @@ def claude_conversation_import(
     )
     if result.duplicate:  # a concurrent import stored it first
         summary.duplicates += 1
-        return
+        return None
     summary.conversations += 1
     summary.messages += len(conversation.turns)
-    summary.document_ids.append(result.document.pk)
+    return result.document.pk
 
 
 def claude_memory_suggestions(data: bytes) -> list[dict]:
@@ -564,16 +576,77 @@ def claude_memory_suggestions(data: bytes) -> list[dict]:
     return [{"text": d.text, "category": d.category} for d in offered.values()]
 
 
-def _claude_export_files(upload: UploadedFile, stack: contextlib.ExitStack) -> chatgpt.ExportFiles:
+def _claude_export_files(file: ImportFile, stack: contextlib.ExitStack) -> chatgpt.ExportFiles:
     """The upload's conversation files (the zip's members, or the file itself), open until `stack` closes."""
     try:
-        return stack.enter_context(chatgpt.export_files(upload, _export_limits(), upload.name or ""))
+        return stack.enter_context(chatgpt.export_files(file.stream, _export_limits(), file.name))
     except chatgpt.MalformedExport as exc:
         if exc.code != "missing_conversations_json":
             raise
         raise claude.MalformedClaudeExport(
             "The zip has no conversations.json; is it a Claude.ai data export?", code="missing_conversations_json"
         ) from exc
+
+
+def claude_memories_offer(export: chatgpt.ExportFiles, summary: ImportSummary) -> None:
+    """Add what the export's `memories.json` offers to the summary's suggestions (each text once), or say
+    why it cannot be read."""
+    assert isinstance(summary, ClaudeImportSummary)
+    try:
+        data = claude.memories_member_bytes(export, importing.IMPORT_FILE_MAX_BYTES)
+        offered = claude_memory_suggestions(data) if data is not None else []
+    except claude.UnreadableMemories as exc:
+        summary.memories_problem = exc.reason
+        return
+    held = {s["text"] for s in summary.memory_suggestions}
+    summary.memory_suggestions += [s for s in offered if s["text"] not in held]
+
+
+def claude_reader(*, collection: object, assistant_name: str = "") -> ImportReader:
+    """The Claude.ai importer for `import_runs`: each file (the export zip or its conversations.json) read
+    as a stream, one conversation at a time, each storing itself; the zip's memories.json is an offer."""
+    collection = clean_collection(collection)
+    row = assistant_settings_get()
+    owner, assistant = row.owner_name, " ".join(str(assistant_name).split())[:60] or row.display_name
+
+    def read(files: Sequence[ImportFile], stack: contextlib.ExitStack) -> Iterator[
+        ReadConversation | ConversationProblem | ReadOffer
+    ]:
+        next_index = 0
+        for file in files:
+            export = _claude_export_files(file, stack)
+            for name in export.json_names:
+                with export.open_json(name) as stream:
+                    for item in claude.parse_conversations(stream, file=name, first_index=next_index):
+                        next_index = item.index + 1
+                        if isinstance(item, ConversationProblem):
+                            yield item
+                            continue
+                        yield ReadConversation(
+                            index=item.index,
+                            store=functools.partial(
+                                _claude_store, item, source_name=export.name, collection=collection, owner=owner,
+                                assistant=assistant,
+                            ),
+                            moment=item.updated_at or item.created_at,
+                        )
+            yield ReadOffer(functools.partial(claude_memories_offer, export))
+
+    return read
+
+
+def _claude_store(
+    conversation: claude.ClaudeConversation, summary: ImportSummary, *, source_name: str, collection: str,
+    owner: str, assistant: str,
+) -> int | None:
+    # Looked up when called, so the store step is the one place an import stores a conversation.
+    return claude_conversation_import(
+        conversation, source_name=source_name, summary=summary, collection=collection, owner=owner,
+        assistant=assistant,
+    )
+
+
+CLAUDE_MISSING_FILE = "Attach conversations.json or the Claude.ai export zip."
 
 
 def archive_claude_import(
@@ -583,49 +656,17 @@ def archive_claude_import(
     """Import every conversation of a Claude.ai export (the zip or its conversations.json), and read the
     memories it carries as suggestions (nothing is added to the memories here).
 
-    Each file is read whole before anything is stored, so a damaged file or one that is not an export
-    stores nothing; a conversation that cannot be read, or has nothing said, is skipped and named."""
-    uploads = [upload for upload in uploads if upload is not None]
+    Every file is read through once before anything is stored, so a damaged file or one that is not an
+    export stores nothing; a conversation that cannot be read, or has nothing said, is skipped and named.
+    Both passes stream, and each conversation is stored before the next is read: memory is bounded by the
+    largest conversation, not the export."""
     with contextlib.ExitStack() as stack:
         for upload in uploads:
-            stack.enter_context(closing_upload(upload))
-        collection = clean_collection(collection)
-        if not uploads:
-            raise InvalidInput("Attach conversations.json or the Claude.ai export zip.", code="missing_file")
-        if sum(upload.size or 0 for upload in uploads) > settings.ELION_ARCHIVE_IMPORT_MAX_BYTES:
-            raise too_large("The export", settings.ELION_ARCHIVE_IMPORT_MAX_BYTES)
-        summary = ClaudeImportSummary()
-        read: list[tuple[str, claude.ClaudeConversation]] = []
-        memories: list[bytes] = []
-        next_index = 0
-        for upload in uploads:
-            export = _claude_export_files(upload, stack)
-            for name in export.json_names:
-                with export.open_json(name) as stream:
-                    for item in claude.parse_conversations(stream, file=name, first_index=next_index):
-                        next_index = item.index + 1
-                        if isinstance(item, ConversationProblem):
-                            summary.problem(item, skipped=True)
-                        else:
-                            read.append((export.name, item))
-            try:
-                data = claude.memories_member_bytes(export, importing.IMPORT_FILE_MAX_BYTES)
-            except claude.UnreadableMemories as exc:
-                summary.memories_problem = exc.reason
-            else:
-                memories += [data] if data is not None else []
-        row = assistant_settings_get()
-        owner, assistant = row.owner_name, " ".join(assistant_name.split())[:60] or row.display_name
-        for source_name, conversation in read:
-            claude_conversation_import(
-                conversation, source_name=source_name, summary=summary, collection=collection, owner=owner,
-                assistant=assistant,
-            )
-        offered: dict[str, dict] = {}
-        for data in memories:
-            try:
-                offered |= {s["text"]: s for s in claude_memory_suggestions(data) if s["text"] not in offered}
-            except claude.UnreadableMemories as exc:
-                summary.memories_problem = exc.reason
-        summary.memory_suggestions = list(offered.values())
+            if upload is not None:
+                stack.enter_context(closing_upload(upload))
+        reader = claude_reader(collection=collection, assistant_name=assistant_name)
+        files = [ImportFile(u.name or "", u, u.size) for u in import_files_check(uploads, CLAUDE_MISSING_FILE)]
+        summary = import_run(reader, files, suggestion=custom_instructions_suggestion,
+                             summary_type=ClaudeImportSummary)
+    assert isinstance(summary, ClaudeImportSummary)
     return summary
