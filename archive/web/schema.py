@@ -108,6 +108,9 @@ class ImportJobSerializer(ChatGPTImportSummarySerializer):
     files = ImportJobFileSerializer(many=True)
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
+    # A Claude.ai import's job (kind "claude") answers the Claude.ai import's fields too.
+    problems = ClaudeImportProblemSerializer(many=True)
+    memory_suggestions = MemorySuggestionSerializer(many=True, required=False, help_text="kind claude only")
 
 
 class ArchiveHitSerializer(serializers.Serializer):
