@@ -486,7 +486,25 @@ def _claude_identity(conversation: claude.ClaudeConversation) -> str:
     parts: list = ["claude", conversation.external_id, [[t.role, t.text] for t in conversation.turns]]
     if conversation.attachments:
         parts.append(["attachments", [[a.after_turn, a.name, a.text] for a in conversation.attachments]])
+    # Other branches join the identity only when present, so a conversation without keeps the identity
+    # earlier imports gave it.
+    if conversation.alternate_turns:
+        parts.append(["alternate", [[a.number, a.turn.role, a.turn.text] for a in conversation.alternate_turns]])
+    if conversation.alternate_attachments:
+        parts.append(["alternate_attachments", [[a.name, a.text] for a in _alternate_files(conversation)]])
     return sha256_hex(json.dumps(parts, ensure_ascii=False))
+
+
+def _alternate_files(conversation: claude.ClaudeConversation) -> list[claude.AttachmentText]:
+    """The files attached on other branches, less those the current branch (or an earlier one) has already:
+    an edited message keeps its files."""
+    seen = {(a.name, a.text) for a in conversation.attachments}
+    found = []
+    for attachment in conversation.alternate_attachments:
+        if (attachment.name, attachment.text) not in seen:
+            seen.add((attachment.name, attachment.text))
+            found.append(attachment)
+    return found
 
 
 def attachment_speaker(name: str) -> str:
@@ -498,10 +516,13 @@ def _claude_drafts(conversation: claude.ClaudeConversation, *, owner: str, assis
     list[Turn], list[ChunkDraft]
 ]:
     """The turns (the document's text) and the chunks: each turn, then the text of the files attached with it,
-    as chunks of no turn and no role (so no handoff, no label reading, takes them for anyone's words)."""
-    turns = [
-        Turn(owner if t.role == "user" else assistant, t.role, t.text, t.spoken_at) for t in conversation.turns
-    ]
+    as chunks of no turn and no role (so no handoff, no label reading, takes them for anyone's words); then
+    the turns of the other branches, and their files, marked alternate."""
+
+    def labelled(turn: Turn) -> Turn:
+        return Turn(owner if turn.role == "user" else assistant, turn.role, turn.text, turn.spoken_at)
+
+    turns = [labelled(t) for t in conversation.turns]
     by_turn: dict[int, list[claude.AttachmentText]] = {}
     for attachment in conversation.attachments:
         by_turn.setdefault(attachment.after_turn, []).append(attachment)
@@ -516,6 +537,16 @@ def _claude_drafts(conversation: claude.ClaudeConversation, *, owner: str, assis
     for number, turn in enumerate(turns, start=1):
         drafts += [ChunkDraft(piece, turn.speaker, turn.role, number, turn.spoken_at) for piece in split_long(turn.text)]
         drafts += attached(number)
+    for alternate in conversation.alternate_turns:
+        turn = labelled(alternate.turn)
+        drafts += [
+            ChunkDraft(piece, turn.speaker, turn.role, alternate.number, turn.spoken_at, ChunkBranch.ALTERNATE)
+            for piece in split_long(turn.text)
+        ]
+    drafts += [
+        ChunkDraft(piece, attachment_speaker(a.name), branch=ChunkBranch.ALTERNATE)
+        for a in _alternate_files(conversation) for piece in split_long(a.text)
+    ]
     return turns, drafts
 
 
@@ -549,6 +580,10 @@ def claude_conversation_import(
         return None
     summary.conversations += 1
     summary.messages += len(conversation.turns)
+    summary.alternate_messages += len(conversation.alternate_turns)
+    for note in conversation.notes:  # imported whole, read with a fallback: named, not skipped
+        summary.problem(ConversationProblem(conversation.index, conversation.file, conversation.title, note),
+                        skipped=False)
     return result.document.pk
 
 

@@ -45,7 +45,7 @@ def conversation(index: int, rng: random.Random, vocabulary: list[str]) -> dict:
     parent = ROOT_PARENT
     for turn in range(TURNS):
         sender = "human" if turn % 2 == 0 else "assistant"
-        uuid = f"{index:08x}-0000-4000-8000-{turn:012x}"
+        uuid = f"{index:08x}-0000-4000-8000-{turn + 1:012x}"
         thought = f"thinking {index}.{turn}" if sender == "assistant" else None
         messages.append(_message(uuid, parent, sender, _at(t + turn), f"{index}.{turn} {words()}", thought))
         parent = uuid
