@@ -13,6 +13,15 @@ chunks labelled with the file's name, outside every turn (so no handoff
 or label reading can take it for the owner's words). Files without extracted
 text (`files`) are not in the export at all.
 
+`projects.json` (a list of projects `{uuid, name, description,
+prompt_template, docs: [{uuid, filename, content, created_at}], created_at,
+updated_at}`) is read after the conversations, one project at a time, each a
+`ClaudeProject` or a `ConversationProblem` (numbered after the conversations):
+its documents are archive material, never speech, and its `prompt_template`
+is custom instructions the owner may take. A `projects.json` that cannot be
+read is a problem, never a refusal: the conversations are the export.
+`users.json` is not read.
+
 `memories.json` (a list with an object holding `conversations_memory` text
 and/or `project_memories`) is read apart: the memory import
 (`memories.importing`) understands it, and the importer offers what it finds
@@ -57,6 +66,7 @@ from elion.input_checks import MAX_JSON_DEPTH, text_check
 
 CONVERSATIONS_MEMBER = "conversations.json"
 MEMORIES_MEMBER = "memories.json"
+PROJECTS_MEMBER = "projects.json"
 # The parent of a conversation's first message.
 ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
 # This many leading items with not one conversation among them: the file is not an export.
@@ -418,3 +428,109 @@ def memories_member_bytes(export: ExportFiles, limit: int) -> bytes | None:
     if len(data) > limit:
         raise UnreadableMemories(f"{MEMORIES_MEMBER} is larger than {limit:,} bytes")
     return data
+
+
+# --- projects.json --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProjectDoc:
+    """A document the owner placed in a project (its knowledge), with its text."""
+
+    external_id: str
+    name: str
+    text: str
+    created_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ClaudeProject:
+    index: int  # 0-based, after every conversation of the import
+    file: str
+    external_id: str
+    name: str
+    description: str
+    prompt_template: str  # the project's instructions ("" when none)
+    docs: tuple[ProjectDoc, ...]
+    created_at: datetime | None
+    updated_at: datetime | None
+
+
+def _optional_text(raw: dict, key: str, what: str) -> str:
+    value = raw.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise UnreadableConversation(f"{what} has a {key} that is not a string")
+    return value.strip()
+
+
+def _project_doc(raw: object, number: int) -> ProjectDoc | None:
+    """One of a project's docs (None when it holds no text)."""
+    if not isinstance(raw, dict):
+        raise UnreadableConversation(f"doc {number} is not a JSON object")
+    text = _optional_text(raw, "content", f"doc {number}")
+    if not text:
+        return None
+    external_id = raw.get("uuid")
+    return ProjectDoc(
+        external_id=external_id if isinstance(external_id, str) else "",
+        name=_flat(raw.get("filename"), ATTACHMENT_NAME_MAX) or f"document {number}",
+        text=text,
+        created_at=_moment(raw.get("created_at")),
+    )
+
+
+def read_project(raw: object, index: int, file: str = PROJECTS_MEMBER) -> ClaudeProject:
+    """One project of `projects.json`; UnreadableConversation saying why not."""
+    if raw is TOO_DEEP:
+        raise UnreadableConversation(f"it is nested deeper than {MAX_JSON_DEPTH} levels")
+    if not isinstance(raw, dict):
+        raise UnreadableConversation("it is not a JSON object")
+    try:
+        text_check(raw, "it")
+    except InvalidInput as exc:
+        raise UnreadableConversation("it holds a NUL character or an unpaired surrogate") from exc
+    docs = raw.get("docs")
+    if docs is None:
+        docs = []
+    if not isinstance(docs, list):
+        raise UnreadableConversation("its docs are not a list")
+    read = [_project_doc(doc, number) for number, doc in enumerate(docs, start=1)]
+    external_id = raw.get("uuid")
+    return ClaudeProject(
+        index=index,
+        file=file,
+        external_id=external_id if isinstance(external_id, str) else "",
+        name=_flat(raw.get("name"), 250),
+        description=_optional_text(raw, "description", "it"),
+        prompt_template=_optional_text(raw, "prompt_template", "it"),
+        docs=tuple(doc for doc in read if doc is not None),
+        created_at=_moment(raw.get("created_at")),
+        updated_at=_moment(raw.get("updated_at")),
+    )
+
+
+def parse_projects(
+    stream: io.BufferedReader, *, file: str = PROJECTS_MEMBER, first_index: int = 0
+) -> Iterator[ClaudeProject | ConversationProblem]:
+    """Every project of `projects.json`, read and yielded one at a time; one that cannot be read is a
+    ConversationProblem, and so is a file that stops being readable (the projects before it stay)."""
+    index = first_index
+    try:
+        if not stream.peek(1):
+            return
+        if stream.peek(3)[:3] == b"\xef\xbb\xbf":
+            stream.read(3)  # a UTF-8 byte order mark
+        for raw in top_level_items(stream, file):
+            try:
+                yield read_project(raw, index, file)
+            except UnreadableConversation as exc:
+                yield _problem(raw, index, file, exc.reason)
+            index += 1
+    except (MalformedClaudeExport, ijson.JSONError, *DAMAGED_ZIP) as exc:
+        # Not JSON, not a list, cut short or damaged in the zip: what was read is kept.
+        reason = "is damaged in the zip" if isinstance(exc, DAMAGED_ZIP) and not isinstance(
+            exc, UnicodeDecodeError) else "is not a JSON list of projects"
+        yield ConversationProblem(index=index, file=file, title="",
+                                  reason=f"{file} {reason}; the projects from here on are not imported")

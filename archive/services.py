@@ -60,7 +60,7 @@ from archive.uploads import (
     too_large,
 )
 from conversations.assistant_settings import assistant_settings_get
-from elion.errors import Conflict, InvalidInput, NotFound
+from elion.errors import Conflict, InvalidInput, NotFound, ServiceError
 from elion.input_checks import json_load_checked
 from elion.rows import access_row
 from memories import importing
@@ -456,20 +456,22 @@ def archive_document_delete(*, document_id: int | str) -> None:
 
 @dataclass
 class ClaudeImportSummary(ImportSummary):
-    """The ChatGPT import's answer, and what the export's `memories.json` offers the memory import."""
+    """The ChatGPT import's answer, the projects it archived, and what the export's `memories.json` offers
+    the memory import."""
 
+    projects: int = 0  # projects of projects.json archived as new documents
     # `{"text", "category"}` items the memory import preview takes as they are; none already held.
     memory_suggestions: list[dict] = field(default_factory=list)
     memories_problem: str | None = None  # why memories.json could not be read
 
     def counts(self) -> dict:
-        return {**super().counts(), "memory_suggestions": self.memory_suggestions,
+        return {**super().counts(), "projects": self.projects, "memory_suggestions": self.memory_suggestions,
                 "memories_problem": self.memories_problem}
 
     @classmethod
     def fields_from_dict(cls, data: dict) -> dict:
         suggestions = data.get("memory_suggestions")
-        return {**super().fields_from_dict(data),
+        return {**super().fields_from_dict(data), "projects": int(data.get("projects") or 0),
                 "memory_suggestions": suggestions if isinstance(suggestions, list) else [],
                 "memories_problem": data.get("memories_problem")}
 
@@ -478,7 +480,7 @@ class ClaudeImportSummary(ImportSummary):
         if self.memories_problem is not None:
             body["problems"].append({"index": None, "title": claude.MEMORIES_MEMBER, "reason": self.memories_problem,
                                      "file": claude.MEMORIES_MEMBER})
-        return {**body, "memory_suggestions": self.memory_suggestions}
+        return {**body, "projects": self.projects, "memory_suggestions": self.memory_suggestions}
 
 
 def _claude_identity(conversation: claude.ClaudeConversation) -> str:
@@ -587,6 +589,63 @@ def claude_conversation_import(
     return result.document.pk
 
 
+def project_doc_speaker(name: str) -> str:
+    """The label of a project document's text: the file speaks, never the owner."""
+    return f"Project file: {name}"
+
+
+PROJECT_DESCRIPTION_SPEAKER = "Project description"
+
+
+def _claude_project_identity(project: claude.ClaudeProject) -> str:
+    return sha256_hex(json.dumps(
+        ["claude-project", project.external_id, project.name, project.description,
+         [[doc.name, doc.text] for doc in project.docs]],
+        ensure_ascii=False,
+    ))
+
+
+def claude_project_import(
+    project: claude.ClaudeProject, *, source_name: str, summary: ImportSummary, collection: str,
+) -> int | None:
+    """Store a project's description and documents as one document of labelled chunks (no turn, no role:
+    archive material, never anyone's words) unless it is archived already; the new document's id, else
+    None (also for a project with nothing to keep). Its prompt template is never stored: the import offers
+    it for Settings."""
+    assert isinstance(summary, ClaudeImportSummary)
+    drafts = [ChunkDraft(piece, PROJECT_DESCRIPTION_SPEAKER) for piece in split_long(project.description)]
+    drafts += [ChunkDraft(piece, project_doc_speaker(doc.name)) for doc in project.docs for piece in split_long(doc.text)]
+    if not drafts:
+        return None
+    digest = _claude_project_identity(project)
+    if ArchiveDocument.objects.filter(content_sha256=digest).exists():
+        summary.duplicates += 1
+        return None
+    title = f"Project: {project.name}" if project.name else "Untitled Claude.ai project"
+    dates = [d.strftime("%Y-%m-%d %H:%M UTC") for d in (project.created_at, project.updated_at) if d]
+    lines = [f"# {title}", "", "A project from a Claude.ai export" + (
+        f" · {' → '.join(dict.fromkeys(dates))}" if dates else "")]
+    if project.docs:
+        lines.append("Project files (their text is kept as chunks under each file's name): "
+                     + ", ".join(doc.name for doc in project.docs))
+    result = _store(
+        digest=digest, title=title, collection=collection, source=DocumentSource.CLAUDE, source_name=source_name,
+        text="\n".join(lines) + "\n", drafts=drafts,
+        metadata={
+            "claude_project_uuid": project.external_id,
+            "created_at": project.created_at.isoformat() if project.created_at else None,
+            "updated_at": project.updated_at.isoformat() if project.updated_at else None,
+            "docs": [{"uuid": doc.external_id, "filename": doc.name,
+                      "created_at": doc.created_at.isoformat() if doc.created_at else None} for doc in project.docs],
+        },
+    )
+    if result.duplicate:  # a concurrent import stored it first
+        summary.duplicates += 1
+        return None
+    summary.projects += 1
+    return result.document.pk
+
+
 def claude_memory_suggestions(data: bytes) -> list[dict]:
     """What `memories.json` offers the memory import, less what the memories already hold word for word;
     claude.UnreadableMemories saying why it cannot be read."""
@@ -665,6 +724,19 @@ def claude_reader(*, collection: object, assistant_name: str = "") -> ImportRead
                             ),
                             moment=item.updated_at or item.created_at,
                         )
+            for item in _claude_projects(export, next_index):
+                next_index = item.index + 1
+                if isinstance(item, ConversationProblem):
+                    yield item
+                    continue
+                yield ReadConversation(
+                    index=item.index,
+                    store=functools.partial(
+                        _claude_project_store, item, source_name=export.name, collection=collection
+                    ),
+                    custom_instructions=item.prompt_template,
+                    moment=item.updated_at or item.created_at,
+                )
             yield ReadOffer(functools.partial(claude_memories_offer, export))
 
     return read
@@ -679,6 +751,31 @@ def _claude_store(
         conversation, source_name=source_name, summary=summary, collection=collection, owner=owner,
         assistant=assistant,
     )
+
+
+def _claude_projects(export: chatgpt.ExportFiles, first_index: int) -> Iterator[
+    claude.ClaudeProject | ConversationProblem
+]:
+    """The projects of the zip's projects.json, numbered from `first_index`; a projects.json that cannot be
+    read (encrypted, too large, damaged) is a problem at the point it stopped, never a refusal."""
+    index = first_index
+    try:
+        with export.open_other(claude.PROJECTS_MEMBER) as stream:
+            if stream is None:
+                return
+            for item in claude.parse_projects(stream, first_index=first_index):
+                index = item.index + 1
+                yield item
+    except ServiceError as exc:
+        yield ConversationProblem(index, claude.PROJECTS_MEMBER, "", f"{claude.PROJECTS_MEMBER}: {exc.detail}")
+    except chatgpt.UnreadableConversation as exc:
+        yield ConversationProblem(index, claude.PROJECTS_MEMBER, "", exc.reason)
+
+
+def _claude_project_store(
+    project: claude.ClaudeProject, summary: ImportSummary, *, source_name: str, collection: str
+) -> int | None:
+    return claude_project_import(project, source_name=source_name, summary=summary, collection=collection)
 
 
 CLAUDE_MISSING_FILE = "Attach conversations.json or the Claude.ai export zip."

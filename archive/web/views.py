@@ -58,8 +58,10 @@ def _claude_import_post(request: HttpRequest) -> str:
     if summary.memory_suggestions:
         request.session[CLAUDE_MEMORY_SUGGESTIONS] = summary.memory_suggestions
     text = (
-        f"Imported {summary.conversations} Claude.ai conversation(s) with {summary.messages} message(s); "
-        f"{summary.duplicates} already in the archive, {summary.skipped} skipped."
+        f"Imported {summary.conversations} Claude.ai conversation(s) with {summary.messages} message(s)"
+        + (f" and {summary.alternate_messages} on other branches" if summary.alternate_messages else "")
+        + (f", and {summary.projects} project(s)" if summary.projects else "")
+        + f"; {summary.duplicates} already in the archive, {summary.skipped} skipped."
     )
     problems = summary.as_dict()["problems"]
     if problems:
@@ -69,6 +71,8 @@ def _claude_import_post(request: HttpRequest) -> str:
         ) + ("…" if len(problems) > 10 else ".")
     if summary.memory_suggestions:
         text += f" The export carried {len(summary.memory_suggestions)} memories: review them below."
+    if summary.custom_instructions_suggestion:
+        text += " A project carried instructions: Settings → Custom instructions can take them."
     return text
 
 

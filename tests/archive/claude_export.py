@@ -238,3 +238,36 @@ def orphaned():
             branched("o4", "o3-missing", "assistant", "2024-07-03T10:05:05Z", "AFTERGAP and on rooftops too."),
         ],
     }
+
+
+# --- projects.json -------------------------------------------------------------------------------------
+
+LAVENDER = "LAVENDER rows along the north wall, planted in April."
+SOIL = "SOILNOTES chalky, drains fast; add compost in autumn."
+GARDEN_TEMPLATE = "Answer as a patient gardener who knows chalky soil."
+
+
+def project_doc(uuid, filename, content, at="2024-05-01T09:00:00Z"):
+    return {"uuid": uuid, "filename": filename, "content": content, "created_at": at}
+
+
+def projects():
+    """A project with docs and instructions, an older one with only instructions, and two that cannot be read."""
+    return [
+        {"uuid": "a7d1c2b0-0000-4000-8000-00000000beef", "name": "Garden", "description": "Planting plans.",
+         "prompt_template": GARDEN_TEMPLATE, "is_private": True, "is_starter_project": False,
+         "created_at": "2024-05-01T09:00:00Z", "updated_at": "2024-05-02T09:00:00Z",
+         "creator": {"uuid": ACCOUNT["uuid"], "full_name": "AUMA"},
+         "docs": [project_doc("d1", "lavender.md", LAVENDER), project_doc("d2", "soil.txt", SOIL),
+                  project_doc("d3", "empty.txt", "")]},
+        {"uuid": "a7d1c2b0-0000-4000-8000-0000000000ld", "name": "Old instructions", "description": "",
+         "prompt_template": "OLDER TEMPLATE never offered", "docs": [],
+         "created_at": "2023-01-01T09:00:00Z", "updated_at": "2023-01-02T09:00:00Z"},
+        {"uuid": "a7d1c2b0-0000-4000-8000-0000000000bd", "name": "Broken project", "docs": "not a list"},
+        "not a project",
+    ]
+
+
+def project_members(projects_json: bytes | None = None) -> dict[str, bytes]:
+    """The zip with a richer projects.json (or the given bytes)."""
+    return {**members(), "projects.json": projects_json if projects_json is not None else as_json(projects())}

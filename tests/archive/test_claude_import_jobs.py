@@ -60,10 +60,11 @@ def test_a_background_claude_import_answers_what_an_import_at_once_does(
 
     monkeypatch.setattr(services, "claude_conversation_import", watched)
     assert run_queued() == ["done"]
-    # Five conversations (three of them problems, counted in the first pass); memories offered from the start.
-    assert seen == [("running", 0, 5, 4), ("running", 2, 5, 4)]
+    # Five conversations (three of them problems, counted in the first pass) and one project (with nothing
+    # to archive); memories offered from the start.
+    assert seen == [("running", 0, 6, 4), ("running", 2, 6, 4)]
     body = client.get(job_url(job_id)).json()
-    assert (body["state"], body["done"], body["total"], body["error"]) == ("done", 5, 5, None)
+    assert (body["state"], body["done"], body["total"], body["error"]) == ("done", 6, 6, None)
     assert set(ArchiveDocument.objects.values_list("collection", flat=True)) == {"incarnations"}
     assert body["document_ids"] == sorted(ArchiveDocument.objects.values_list("pk", flat=True))
 

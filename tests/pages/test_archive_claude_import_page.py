@@ -1,6 +1,6 @@
 """The Archive page's Claude.ai import in a real browser, run as a background import by a real django-q2
 worker: the same progress bar as the ChatGPT form (found again after a reload, Cancel, Resume), problems
-listed, and the export's memories offered and added only through the memory import preview, after the
+listed, a project's instructions offered for Settings, and the export's memories offered and added only through the memory import preview, after the
 owner confirms."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from archive.models import ArchiveDocument, ImportJob
+from conversations.assistant_settings import assistant_settings_get
 from memories.models import Memory
 from tests.archive import claude_export as export
 from tests.archive.conftest import make_zip
@@ -22,7 +23,7 @@ def test_claude_import_runs_in_the_background_lists_problems_and_offers_memories
     live_app, page: Page, tmp_path, settings
 ):
     archive = tmp_path / "claude-export.zip"
-    archive.write_bytes(make_zip(export.members()))
+    archive.write_bytes(make_zip(export.project_members()))
 
     page.goto(f"{live_app.url}/archive/")
     form = page.locator("[data-claude-import]")
@@ -35,24 +36,33 @@ def test_claude_import_runs_in_the_background_lists_problems_and_offers_memories
     expect(text).to_have_text("Waiting for the import to start…")
     form.get_by_role("button", name="Cancel import").click()
     summary = form.locator("[data-import-summary]")
-    expect(summary).to_contain_text("Cancelled after 0 of ? conversations (0 imported)")
+    expect(summary).to_contain_text("Cancelled after 0 of ? conversations and projects (0 imported)")
     assert ImportJob.objects.get().kind == "claude" and not ArchiveDocument.objects.exists()
 
     cluster = QueueCluster({"ELION_DATA_DIR": str(settings.DATA_DIR)}).start()
     try:
         form.get_by_role("button", name="Resume import").click()
-        expect(text).to_have_text("Imported 5 of 5 conversations", timeout=60_000)
+        expect(text).to_have_text("Imported 9 of 9 conversations and projects", timeout=60_000)
         expect(summary).to_have_text(
-            "Imported 2 conversation(s) with 7 message(s); 0 already in the archive, 3 skipped."
+            "Imported 2 conversation(s) with 7 message(s), and 1 project(s); 0 already in the archive, 5 skipped."
         )
-        assert form.locator("[data-import-progress]").evaluate("bar => [bar.value, bar.max]") == [5, 5]
+        assert form.locator("[data-import-progress]").evaluate("bar => [bar.value, bar.max]") == [9, 9]
         problems = form.locator("[data-import-problems] li")
-        expect(problems).to_have_count(3)
+        expect(problems).to_have_count(5)
         expect(problems.nth(0)).to_have_text("#1 New chat: nothing was said in it (no text from either side)")
-        assert ArchiveDocument.objects.filter(source="claude").count() == 2
+        expect(problems.nth(3)).to_have_text("#7 Broken project: its docs are not a list")
+        assert ArchiveDocument.objects.filter(source="claude").count() == 3
         expect(page.locator('[data-archive-collection="conversations"] h2')).to_have_text(
-            "Historical conversations (2)"
+            "Historical conversations (3)"
         )
+
+        # The project's instructions, offered for Settings; saved only when the owner says so.
+        instructions = page.locator("[data-instructions-suggestion]")
+        expect(instructions.locator("textarea")).to_have_value(export.GARDEN_TEMPLATE)
+        assert assistant_settings_get().custom_instructions == ""
+        instructions.get_by_role("button", name="Save as custom instructions").click()
+        expect(instructions.locator("[data-suggestion-status]")).to_have_text("Saved as Settings → Custom instructions.")
+        assert assistant_settings_get().custom_instructions == export.GARDEN_TEMPLATE
 
         offer = page.locator("[data-memory-suggestions]")
         expect(offer).to_be_visible()
@@ -74,7 +84,7 @@ def test_claude_import_runs_in_the_background_lists_problems_and_offers_memories
         page.goto(f"{live_app.url}/archive/")
         form.locator("#claude-import-file").set_input_files(str(archive))
         form.get_by_role("button", name="Import").click()
-        expect(summary).to_contain_text("2 already in the archive", timeout=60_000)
+        expect(summary).to_contain_text("3 already in the archive", timeout=60_000)
         expect(offer).to_be_hidden()
     finally:
         cluster.stop()

@@ -43,6 +43,7 @@ export function showSummary(form, data, onDone) {
   p.summary.textContent =
     `Imported ${data.conversations} conversation(s) with ${data.messages} message(s)` +
     (data.alternate_messages ? ` and ${data.alternate_messages} on other branches` : "") +
+    (data.projects ? `, and ${data.projects} project(s)` : "") +
     `; ${data.duplicates} already in the archive, ${data.skipped} skipped.`;
   p.summary.dataset.state = "done";
   p.problems.replaceChildren();
@@ -75,7 +76,8 @@ function showProgress(form, job) {
   } else {
     p.progress.max = Math.max(job.total, 1);
     p.progress.value = job.done;
-    p.text.textContent = `Imported ${job.done} of ${job.total} conversations`;
+    // What the job counts: "conversations" (ChatGPT), "conversations and projects" (Claude.ai).
+    p.text.textContent = `Imported ${job.done} of ${job.total} ${form.dataset.importItems || "conversations"}`;
   }
 }
 
@@ -127,7 +129,7 @@ export function followJob(form, jobId, onDone) {
       p.summary.hidden = false;
       p.summary.dataset.state = "cancelled";
       p.summary.textContent =
-        `Cancelled after ${job.done} of ${job.total ?? "?"} conversations ` +
+        `Cancelled after ${job.done} of ${job.total ?? "?"} ${form.dataset.importItems || "conversations"} ` +
         `(${job.conversations} imported). Resume imports only the rest.`;
       p.resume.hidden = false;
     } else {
