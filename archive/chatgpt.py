@@ -223,6 +223,26 @@ class ExportFiles:
         with inner:
             yield io.BufferedReader(_Limited(inner, self.limits.max_json_bytes, label))
 
+    @contextlib.contextmanager
+    def open_other(self, basename: str) -> Iterator[io.BufferedReader | None]:
+        """Another JSON member of the zip (the shallowest named `basename`, such as Claude.ai's
+        `projects.json`) as a stream capped at the limit; None when the upload has none. Raises
+        InvalidInput when it is encrypted, too large or implausibly packed, UnreadableConversation when
+        it is damaged: the caller decides what that costs."""
+        found = [m for m in self.archive.infolist() if posixpath.basename(m.filename) == basename] if (
+            self.archive is not None) else []
+        if not found:
+            yield None
+            return
+        member = _member_checked(min(found, key=lambda m: m.filename.count("/")), self.limits.max_json_bytes)
+        assert self.archive is not None
+        try:
+            inner = self.archive.open(member)
+        except DAMAGED_ZIP as exc:
+            raise UnreadableConversation(f"{basename} is damaged in the zip") from exc
+        with inner:
+            yield io.BufferedReader(_Limited(inner, self.limits.max_json_bytes, basename))
+
     def image(self, file_id: str) -> tuple[str, str, bytes]:
         """`(name, mime, bytes)` of the image `file_id`; UnreadableImage saying why not."""
         member = self.images.get(file_id)

@@ -13,10 +13,31 @@ chunks labelled with the file's name, outside every turn (so no handoff
 or label reading can take it for the owner's words). Files without extracted
 text (`files`) are not in the export at all.
 
+`projects.json` (a list of projects `{uuid, name, description,
+prompt_template, docs: [{uuid, filename, content, created_at}], created_at,
+updated_at}`) is read after the conversations, one project at a time, each a
+`ClaudeProject` or a `ConversationProblem` (numbered after the conversations):
+its documents are archive material, never speech, and its `prompt_template`
+is custom instructions the owner may take. A `projects.json` that cannot be
+read is a problem, never a refusal: the conversations are the export.
+`users.json` is not read.
+
 `memories.json` (a list with an object holding `conversations_memory` text
 and/or `project_memories`) is read apart: the memory import
 (`memories.importing`) understands it, and the importer offers what it finds
 as suggestions the owner confirms.
+
+**Branches.** Newer exports give each message a `uuid` and a
+`parent_message_uuid` (the root's parent is `ROOT_PARENT`): an edited or
+retried message is a sibling under the same parent. The branch the owner last
+saw ends at the conversation's `current_leaf_message_uuid` (when it names a
+message of the file), else at the newest leaf (by `created_at`, then list
+order); walked from there to the root, it is the document. Every other
+message's turn is an alternate turn, numbered along its own branch, as the
+ChatGPT reader does. A message whose parent is not in the file starts a branch
+of its own from the root (nothing it said is lost) and the conversation notes
+it (`ClaudeConversation.notes`, reported as a problem when it is stored).
+Messages without `parent_message_uuid` (older exports) are read in list order.
 
 One conversation that cannot be read (not an object, no `chat_messages` list,
 a message of the wrong shape, text nested deeper than anyone writes, a NUL or
@@ -32,12 +53,12 @@ from __future__ import annotations
 import io
 import posixpath
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import ijson
 
-from archive.chatgpt import DAMAGED_ZIP, ExportFiles, UnreadableConversation
+from archive.chatgpt import DAMAGED_ZIP, AlternateTurn, ExportFiles, UnreadableConversation
 from archive.json_values import TOO_DEEP, built_value
 from archive.parsing import ConversationProblem, Turn
 from elion.errors import InvalidInput
@@ -45,6 +66,9 @@ from elion.input_checks import MAX_JSON_DEPTH, text_check
 
 CONVERSATIONS_MEMBER = "conversations.json"
 MEMORIES_MEMBER = "memories.json"
+PROJECTS_MEMBER = "projects.json"
+# The parent of a conversation's first message.
+ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
 # This many leading items with not one conversation among them: the file is not an export.
 NOT_AN_EXPORT_AFTER = 20
 # Claude's senders, as the archive's roles.
@@ -85,6 +109,11 @@ class ClaudeConversation:
     # Speaker names are left as roles ("user" / "assistant"); the importer labels them.
     turns: tuple[Turn, ...]
     attachments: tuple[AttachmentText, ...] = ()
+    # Turns on the branches the owner left (edits, retries), and the text of files attached on them.
+    alternate_turns: tuple[AlternateTurn, ...] = ()
+    alternate_attachments: tuple[AttachmentText, ...] = ()
+    # What was read with a fallback (a parent missing from the file); reported when it is stored.
+    notes: tuple[str, ...] = ()
 
 
 def top_level_items(stream: io.BufferedReader, file: str) -> Iterator[object]:
@@ -168,8 +197,125 @@ def attachment_texts(message: dict, after_turn: int) -> list[AttachmentText]:
     return found
 
 
+@dataclass(frozen=True)
+class _Said:
+    """What one message contributes: its turn (None when it said nothing) and its files' text."""
+
+    turn: Turn | None
+    attachments: list[AttachmentText]
+
+
+def _said(message: dict, number: int, turns_before: int) -> _Said | None:
+    """None for a sender that does not speak in the conversation."""
+    role = message_role(message, number)
+    if role is None:
+        return None
+    text = message_text(message, number)
+    turn = Turn(speaker=role, role=role, text=text, spoken_at=_moment(message.get("created_at"))) if text else None
+    return _Said(turn, attachment_texts(message, turns_before + (1 if turn else 0)))
+
+
+@dataclass
+class _Branches:
+    turns: list[Turn] = field(default_factory=list)
+    attachments: list[AttachmentText] = field(default_factory=list)
+    alternate_turns: list[AlternateTurn] = field(default_factory=list)
+    alternate_attachments: list[AttachmentText] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _in_list_order(messages: list[dict]) -> _Branches:
+    read = _Branches()
+    for number, message in enumerate(messages, start=1):
+        said = _said(message, number, len(read.turns))
+        if said is None:
+            continue
+        read.turns += [said.turn] if said.turn else []
+        read.attachments += said.attachments
+    return read
+
+
+def _has_tree(messages: list[dict]) -> bool:
+    return any(isinstance(m.get("parent_message_uuid"), str) for m in messages)
+
+
+def _tree_links(messages: list[dict]) -> tuple[dict[str, int], dict[str, str | None], list[str]]:
+    """`(uuid → list position, uuid → parent uuid or None for a root, notes)`; UnreadableConversation for a
+    message without ids or a uuid given twice."""
+    position: dict[str, int] = {}
+    for number, message in enumerate(messages, start=1):
+        uuid, parent = message.get("uuid"), message.get("parent_message_uuid")
+        if not isinstance(uuid, str) or not uuid or not isinstance(parent, str):
+            raise UnreadableConversation(f"message {number} has no uuid or parent_message_uuid")
+        if uuid in position:
+            raise UnreadableConversation(f"message {number} repeats the uuid of message {position[uuid] + 1}")
+        position[uuid] = number - 1
+    parents: dict[str, str | None] = {}
+    missing = 0
+    for uuid, at in position.items():
+        parent = messages[at]["parent_message_uuid"]
+        if parent != ROOT_PARENT and parent not in position:
+            missing += 1
+        parents[uuid] = parent if parent in position else None
+    notes = [f"{missing} message(s) answer a message missing from the export; each is read as the start of "
+             "a branch"] if missing else []
+    return position, parents, notes
+
+
+def _current_leaf(raw: dict, messages: list[dict], position: dict[str, int], parents: dict[str, str | None]) -> str:
+    named = raw.get("current_leaf_message_uuid")
+    if isinstance(named, str) and named in position:
+        return named
+    with_children = {parent for parent in parents.values() if parent is not None}
+    leaves = [uuid for uuid in position if uuid not in with_children]
+    oldest = datetime.min.replace(tzinfo=UTC)
+    return max(leaves, key=lambda uuid: (_moment(messages[position[uuid]].get("created_at")) or oldest, position[uuid]))
+
+
+def _path_to(leaf: str, parents: dict[str, str | None]) -> list[str]:
+    """The uuids from the root to `leaf` (the tree has no cycle: `_in_tree_order` checked)."""
+    path: list[str] = []
+    node: str | None = leaf
+    while node is not None:
+        path.append(node)
+        node = parents[node]
+    path.reverse()
+    return path
+
+
+def _in_tree_order(raw: dict, messages: list[dict]) -> _Branches:
+    """The current branch's turns, then every other message's, each numbered along its own branch."""
+    position, parents, notes = _tree_links(messages)
+    children: dict[str | None, list[str]] = {}
+    for uuid in position:  # in list order
+        children.setdefault(parents[uuid], []).append(uuid)
+    walked: list[tuple[str, int, _Said | None]] = []  # (uuid, turns said before it on its branch, what it said)
+    pending: list[tuple[str, int]] = [(root, 0) for root in reversed(children.get(None, []))]
+    while pending:  # depth first, siblings in list order, without recursion
+        uuid, before = pending.pop()
+        said = _said(messages[position[uuid]], position[uuid] + 1, before)
+        walked.append((uuid, before, said))
+        spoke = said is not None and said.turn is not None
+        pending.extend((child, before + spoke) for child in reversed(children.get(uuid, [])))
+    if len(walked) < len(position):  # every parent is in the file, yet some never reach a root
+        raise UnreadableConversation("its message tree has a cycle")
+    read = _Branches(notes=notes)
+    on_path = set(_path_to(_current_leaf(raw, messages, position, parents), parents))
+    for uuid, before, said in walked:
+        if said is None:
+            continue
+        if uuid in on_path:  # the walk meets the path's messages root first, in order
+            read.turns += [said.turn] if said.turn else []
+            read.attachments += said.attachments
+            continue
+        if said.turn is not None:
+            read.alternate_turns.append(AlternateTurn(before + 1, said.turn))
+        read.alternate_attachments += said.attachments
+    return read
+
+
 def read_conversation(raw: object, index: int, file: str = CONVERSATIONS_MEMBER) -> ClaudeConversation:
-    """One conversation of an export; UnreadableConversation saying why not."""
+    """One conversation of an export, every branch; UnreadableConversation saying why not."""
     if raw is TOO_DEEP:
         raise UnreadableConversation(f"it is nested deeper than {MAX_JSON_DEPTH} levels")
     if not isinstance(raw, dict):
@@ -181,19 +327,11 @@ def read_conversation(raw: object, index: int, file: str = CONVERSATIONS_MEMBER)
         text_check(raw, "it")
     except InvalidInput as exc:
         raise UnreadableConversation("it holds a NUL character or an unpaired surrogate") from exc
-    turns: list[Turn] = []
-    attachments: list[AttachmentText] = []
     for number, message in enumerate(messages, start=1):
         if not isinstance(message, dict):
             raise UnreadableConversation(f"message {number} is not a JSON object")
-        role = message_role(message, number)
-        if role is None:
-            continue
-        text = message_text(message, number)
-        if text:
-            turns.append(Turn(speaker=role, role=role, text=text, spoken_at=_moment(message.get("created_at"))))
-        attachments += attachment_texts(message, len(turns))
-    if not turns:
+    read = _in_tree_order(raw, messages) if _has_tree(messages) else _in_list_order(messages)
+    if not read.turns:
         raise UnreadableConversation("nothing was said in it (no text from either side)")
     external_id = raw.get("uuid")
     return ClaudeConversation(
@@ -203,8 +341,11 @@ def read_conversation(raw: object, index: int, file: str = CONVERSATIONS_MEMBER)
         title=_flat(raw.get("name"), 250),
         created_at=_moment(raw.get("created_at")),
         updated_at=_moment(raw.get("updated_at")),
-        turns=tuple(turns),
-        attachments=tuple(attachments),
+        turns=tuple(read.turns),
+        attachments=tuple(read.attachments),
+        alternate_turns=tuple(read.alternate_turns),
+        alternate_attachments=tuple(read.alternate_attachments),
+        notes=tuple(read.notes),
     )
 
 
@@ -287,3 +428,109 @@ def memories_member_bytes(export: ExportFiles, limit: int) -> bytes | None:
     if len(data) > limit:
         raise UnreadableMemories(f"{MEMORIES_MEMBER} is larger than {limit:,} bytes")
     return data
+
+
+# --- projects.json --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProjectDoc:
+    """A document the owner placed in a project (its knowledge), with its text."""
+
+    external_id: str
+    name: str
+    text: str
+    created_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ClaudeProject:
+    index: int  # 0-based, after every conversation of the import
+    file: str
+    external_id: str
+    name: str
+    description: str
+    prompt_template: str  # the project's instructions ("" when none)
+    docs: tuple[ProjectDoc, ...]
+    created_at: datetime | None
+    updated_at: datetime | None
+
+
+def _optional_text(raw: dict, key: str, what: str) -> str:
+    value = raw.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise UnreadableConversation(f"{what} has a {key} that is not a string")
+    return value.strip()
+
+
+def _project_doc(raw: object, number: int) -> ProjectDoc | None:
+    """One of a project's docs (None when it holds no text)."""
+    if not isinstance(raw, dict):
+        raise UnreadableConversation(f"doc {number} is not a JSON object")
+    text = _optional_text(raw, "content", f"doc {number}")
+    if not text:
+        return None
+    external_id = raw.get("uuid")
+    return ProjectDoc(
+        external_id=external_id if isinstance(external_id, str) else "",
+        name=_flat(raw.get("filename"), ATTACHMENT_NAME_MAX) or f"document {number}",
+        text=text,
+        created_at=_moment(raw.get("created_at")),
+    )
+
+
+def read_project(raw: object, index: int, file: str = PROJECTS_MEMBER) -> ClaudeProject:
+    """One project of `projects.json`; UnreadableConversation saying why not."""
+    if raw is TOO_DEEP:
+        raise UnreadableConversation(f"it is nested deeper than {MAX_JSON_DEPTH} levels")
+    if not isinstance(raw, dict):
+        raise UnreadableConversation("it is not a JSON object")
+    try:
+        text_check(raw, "it")
+    except InvalidInput as exc:
+        raise UnreadableConversation("it holds a NUL character or an unpaired surrogate") from exc
+    docs = raw.get("docs")
+    if docs is None:
+        docs = []
+    if not isinstance(docs, list):
+        raise UnreadableConversation("its docs are not a list")
+    read = [_project_doc(doc, number) for number, doc in enumerate(docs, start=1)]
+    external_id = raw.get("uuid")
+    return ClaudeProject(
+        index=index,
+        file=file,
+        external_id=external_id if isinstance(external_id, str) else "",
+        name=_flat(raw.get("name"), 250),
+        description=_optional_text(raw, "description", "it"),
+        prompt_template=_optional_text(raw, "prompt_template", "it"),
+        docs=tuple(doc for doc in read if doc is not None),
+        created_at=_moment(raw.get("created_at")),
+        updated_at=_moment(raw.get("updated_at")),
+    )
+
+
+def parse_projects(
+    stream: io.BufferedReader, *, file: str = PROJECTS_MEMBER, first_index: int = 0
+) -> Iterator[ClaudeProject | ConversationProblem]:
+    """Every project of `projects.json`, read and yielded one at a time; one that cannot be read is a
+    ConversationProblem, and so is a file that stops being readable (the projects before it stay)."""
+    index = first_index
+    try:
+        if not stream.peek(1):
+            return
+        if stream.peek(3)[:3] == b"\xef\xbb\xbf":
+            stream.read(3)  # a UTF-8 byte order mark
+        for raw in top_level_items(stream, file):
+            try:
+                yield read_project(raw, index, file)
+            except UnreadableConversation as exc:
+                yield _problem(raw, index, file, exc.reason)
+            index += 1
+    except (MalformedClaudeExport, ijson.JSONError, *DAMAGED_ZIP) as exc:
+        # Not JSON, not a list, cut short or damaged in the zip: what was read is kept.
+        reason = "is damaged in the zip" if isinstance(exc, DAMAGED_ZIP) and not isinstance(
+            exc, UnicodeDecodeError) else "is not a JSON list of projects"
+        yield ConversationProblem(index=index, file=file, title="",
+                                  reason=f"{file} {reason}; the projects from here on are not imported")

@@ -15,8 +15,9 @@ starts at `done`; storing is idempotent per conversation besides, so nothing
 is stored twice. Files are removed when the job is done, when the export
 itself was refused, or when the job is deleted.
 
-`IMPORT_KINDS` maps a job's `kind` to its importer; another importer joins by
-adding its reader there.
+`IMPORT_KINDS` maps a job's `kind` to its importer (`chatgpt`, `claude`);
+another importer joins by adding its reader (and, when its answer says more
+than the counts, its summary type) there.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ from django_q.tasks import async_task
 
 from archive import services, upload_pieces
 from archive.import_runs import (
-    SUMMARY_COUNTS,
     ImportFile,
     ImportReader,
     ImportStopped,
@@ -62,14 +62,18 @@ COPY_CHUNK_BYTES = 1024**2
 
 @dataclass(frozen=True)
 class JobKind:
-    """One importer the job runner can run: its reader (called with the job's options) and its wording."""
+    """One importer the job runner can run: its reader (called with the job's options), its wording, and
+    the summary its answer is."""
 
     reader: Callable[..., ImportReader]
     missing_file: str
+    summary_type: type[ImportSummary] = ImportSummary
 
 
 IMPORT_KINDS: dict[str, JobKind] = {
     "chatgpt": JobKind(reader=services.chatgpt_reader, missing_file=services.CHATGPT_MISSING_FILE),
+    "claude": JobKind(reader=services.claude_reader, missing_file=services.CLAUDE_MISSING_FILE,
+                      summary_type=services.ClaudeImportSummary),
 }
 
 
@@ -158,7 +162,7 @@ class JobProgress:
     def _write(self, summary: ImportSummary, **fields: object) -> None:
         if len(summary.problems) != self.problems_written:
             fields["problems"] = [p.as_dict() for p in summary.problems]
-        if not self._held().update(result=_counts(summary), updated_at=timezone.now(), **fields):
+        if not self._held().update(result=summary.counts(), updated_at=timezone.now(), **fields):
             raise ImportStopped()
         self.problems_written = len(summary.problems)
 
@@ -175,12 +179,6 @@ class JobProgress:
         self.advanced_in_slice += 1
         if document_id is not None:
             ArchiveDocument.objects.filter(pk=document_id).update(import_job=self.job_id)
-
-
-def _counts(summary: ImportSummary) -> dict:
-    body = summary.as_dict()
-    return {**{name: body[name] for name in SUMMARY_COUNTS},
-            "custom_instructions_suggestion": summary.custom_instructions_suggestion}
 
 
 def _claim(job_id: object, token: str) -> bool:
@@ -204,7 +202,7 @@ def _resumption(job: ImportJob) -> Resumption | None:
     """Where an earlier run stopped (None: nothing was counted yet, start from the beginning)."""
     if job.total is None:
         return None
-    summary = ImportSummary.from_dict({**job.result, "problems": job.problems})
+    summary = _kind(job.kind).summary_type.from_dict({**job.result, "problems": job.problems})
     return Resumption(summary=summary, done=job.done)
 
 
@@ -225,7 +223,7 @@ def import_job_run(job_id: str) -> str:
             reader = _kind(job.kind).reader(**job.options)
             summary = import_run(
                 reader, files, suggestion=services.custom_instructions_suggestion, progress=progress,
-                resumption=_resumption(job),
+                resumption=_resumption(job), summary_type=_kind(job.kind).summary_type,
             )
     except ImportPaused:
         if ImportJob.objects.filter(pk=job.pk, state=ImportState.RUNNING, runner=token).update(runner=""):
@@ -245,7 +243,7 @@ def import_job_run(job_id: str) -> str:
             "detail": "The import stopped on an unexpected error; resume it to import the rest.",
         })
         raise
-    if _finish(job, token, ImportState.DONE, result=_counts(summary), problems=[
+    if _finish(job, token, ImportState.DONE, result=summary.counts(), problems=[
         p.as_dict() for p in summary.problems
     ]):
         shutil.rmtree(folder, ignore_errors=True)
@@ -309,17 +307,16 @@ def import_job_current(kind: str) -> ImportJob | None:
 
 
 def import_job_repr(job: ImportJob) -> dict:
-    """The job's answer: its state and progress, and the import's answer as of `done`."""
+    """The job's answer: its state and progress, and the import's answer (its kind's) as of `done`."""
+    summary_type = IMPORT_KINDS[job.kind].summary_type if job.kind in IMPORT_KINDS else ImportSummary
     return {
         "job_id": str(job.pk),
         "kind": job.kind,
         "state": job.state,
         "done": job.done,
         "total": job.total,
-        **{name: int(job.result.get(name) or 0) for name in SUMMARY_COUNTS},
+        **summary_type.from_dict({**job.result, "problems": job.problems}).as_dict(),
         "document_ids": list(job.documents.order_by("pk").values_list("pk", flat=True)),
-        "problems": sorted(job.problems, key=lambda p: p["index"]),
-        "custom_instructions_suggestion": job.result.get("custom_instructions_suggestion"),
         "error": job.error,
         "files": [{"name": f["name"], "size": f["size"]} for f in job.files],
         "created_at": job.created_at.isoformat(),

@@ -1,10 +1,14 @@
 """Running one import of an export, whatever app made it: two streamed passes, one transaction a conversation.
 
-An importer (a "kind": ChatGPT today, others through the same runner) gives
-`read(files, stack)`: every conversation of the upload, in order, one at a
-time, each either a `ReadConversation` (which knows how to store itself) or a
-`ConversationProblem`. Nothing of the export is held beyond the conversation
-being read, so memory stays bounded by the largest conversation, not the file.
+An importer (a "kind": ChatGPT, Claude.ai) gives `read(files, stack)`: every
+item of the upload (its conversations, and for Claude.ai its projects), in
+order, one at a time, each either a `ReadConversation` (which knows how to
+store itself) or a `ConversationProblem`, and between them any `ReadOffer`
+(something the export carries for the owner to take, such as memories, read in
+the first pass only). Nothing of the export is held beyond the item being
+read, so memory stays bounded by the largest conversation, not the file. An
+importer whose answer says more than the counts gives its own `ImportSummary`
+subclass (`summary_type`).
 
 The first pass only reads: it counts the conversations (`total`, for
 progress), lists the unreadable ones and finds the custom instructions to
@@ -52,6 +56,11 @@ class ImportSummary:
         if len(self.problems) < PROBLEMS_LISTED:
             self.problems.append(problem)
 
+    def counts(self) -> dict:
+        """What a job keeps of the summary besides its problems and documents (`from_dict` reads it back)."""
+        return {**{name: getattr(self, name) for name in SUMMARY_COUNTS},
+                "custom_instructions_suggestion": self.custom_instructions_suggestion}
+
     def as_dict(self) -> dict:
         return {
             "conversations": self.conversations,
@@ -66,14 +75,18 @@ class ImportSummary:
 
     @classmethod
     def from_dict(cls, data: dict) -> ImportSummary:
-        """A summary `as_dict` wrote (a job's stored counts), to go on from."""
-        return cls(
+        """A summary `counts` (with `problems`, `document_ids`) wrote, such as a job's, to go on from."""
+        return cls(**cls.fields_from_dict(data))
+
+    @classmethod
+    def fields_from_dict(cls, data: dict) -> dict:
+        return {
             **{name: int(data.get(name) or 0) for name in SUMMARY_COUNTS},
-            document_ids=[int(pk) for pk in data.get("document_ids") or []],
-            problems=[ConversationProblem(p["index"], p.get("file", ""), p.get("title", ""), p["reason"])
-                      for p in data.get("problems") or []],
-            custom_instructions_suggestion=data.get("custom_instructions_suggestion"),
-        )
+            "document_ids": [int(pk) for pk in data.get("document_ids") or []],
+            "problems": [ConversationProblem(p["index"], p.get("file", ""), p.get("title", ""), p["reason"])
+                         for p in data.get("problems") or []],
+            "custom_instructions_suggestion": data.get("custom_instructions_suggestion"),
+        }
 
 
 SUMMARY_COUNTS = ("conversations", "messages", "alternate_messages", "skipped", "duplicates")
@@ -99,7 +112,15 @@ class ReadConversation:
     moment: datetime | None = None  # when it was last updated, to find the newest instructions
 
 
-Item = ReadConversation | ConversationProblem
+@dataclass(frozen=True)
+class ReadOffer:
+    """Something an export carries besides its items that the owner may take (memories to review): `add`
+    reads it into the summary in the first pass, while the export is open; the import never stores it."""
+
+    add: Callable[[ImportSummary], None]
+
+
+Item = ReadConversation | ConversationProblem | ReadOffer
 
 
 class ImportReader(Protocol):
@@ -141,15 +162,20 @@ def _newest_instructions(current: tuple[datetime, int, str] | None, item: ReadCo
     return candidate if current is None or candidate[:2] > current[:2] else current
 
 
-def import_count(read: ImportReader, files: Sequence[ImportFile], suggestion: SuggestionCheck) -> tuple[
-    int, ImportSummary
-]:
-    """The first pass: `(conversations in the export, a summary listing the unreadable ones)`; stores nothing."""
-    summary = ImportSummary()
+def import_count(
+    read: ImportReader, files: Sequence[ImportFile], suggestion: SuggestionCheck,
+    summary_type: type[ImportSummary] = ImportSummary,
+) -> tuple[int, ImportSummary]:
+    """The first pass: `(items in the export, a summary listing the unreadable ones and what the export
+    offers)`; stores nothing."""
+    summary = summary_type()
     total = 0
     newest: tuple[datetime, int, str] | None = None
     with contextlib.ExitStack() as stack:
         for item in read(files, stack):
+            if isinstance(item, ReadOffer):
+                item.add(summary)
+                continue
             total = item.index + 1
             if isinstance(item, ConversationProblem):
                 summary.problem(item, skipped=True)
@@ -162,11 +188,12 @@ def import_count(read: ImportReader, files: Sequence[ImportFile], suggestion: Su
 def import_run(
     read: ImportReader, files: Sequence[ImportFile], *, suggestion: SuggestionCheck,
     progress: ImportProgress | None = None, resumption: Resumption | None = None,
+    summary_type: type[ImportSummary] = ImportSummary,
 ) -> ImportSummary:
     """Import every conversation of an export (see the module's docstring); ImportStopped when the
     progress says so, with everything before the current conversation stored."""
     if resumption is None:
-        total, summary = import_count(read, files, suggestion)
+        total, summary = import_count(read, files, suggestion, summary_type)
         done = 0
         if progress is not None:
             progress.counted(total, summary)
@@ -174,7 +201,7 @@ def import_run(
         summary, done = resumption.summary, resumption.done
     with contextlib.ExitStack() as stack:
         for item in read(files, stack):
-            if item.index < done:
+            if isinstance(item, ReadOffer) or item.index < done:
                 continue
             if progress is not None:
                 progress.proceed()

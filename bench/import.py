@@ -1,8 +1,11 @@
-"""A background ChatGPT import of a large export: throughput and peak resident memory, split vs one member.
+"""Background imports of a large export: throughput and peak resident memory, ChatGPT split vs one member,
+and a Claude.ai export of the same size beside them.
 
-Generates one synthetic export (bench/chatgpt_export_build.py, about --megabytes MB of
+Generates one synthetic ChatGPT export (bench/chatgpt_export_build.py, about --megabytes MB of
 conversation JSON) twice: as a zip of --members split `conversations-NNN.json` members
-and as a zip of one `conversations.json`, the same conversations in the same order.
+and as a zip of one `conversations.json`, the same conversations in the same order; and a
+synthetic Claude.ai export zip of the same JSON size (bench/claude_export_build.py: the same
+vocabulary and turn sizes, uuid/parent_message_uuid trees with a retried reply, thinking blocks).
 Each is imported in a fresh child process on a fresh database (SQLite in a fresh data
 dir, or --database-url, emptied first) the way a worker does it: the job is created
 with `import_job_create` (the upload saved to the data dir) and then run through the
@@ -27,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import claude_export_build
 from bench.chatgpt_export_build import write_export_zip
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +43,7 @@ def _status_kib(field: str) -> int:
     raise RuntimeError(f"no {field} in /proc/self/status")
 
 
-def child(path: Path, data_dir: Path, database_url: str | None) -> None:
+def child(path: Path, data_dir: Path, database_url: str | None, kind: str) -> None:
     from bench.common import setup_django
 
     setup_django(data_dir, database_url)
@@ -56,7 +60,7 @@ def child(path: Path, data_dir: Path, database_url: str | None) -> None:
     idle = _status_kib("VmRSS")
     started = time.perf_counter()
     with path.open("rb") as stream:
-        job = import_job_create(kind="chatgpt", uploads=[File(stream, name=path.name)],
+        job = import_job_create(kind=kind, uploads=[File(stream, name=path.name)],
                                 options={"collection": "conversations"})
     saved = time.perf_counter() - started
     slices = 0
@@ -72,10 +76,10 @@ def child(path: Path, data_dir: Path, database_url: str | None) -> None:
     }))
 
 
-def run_one(path: Path, database_url: str | None) -> dict:
+def run_one(path: Path, database_url: str | None, kind: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="elion-bench-import-") as data_dir:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        command = [sys.executable, "-m", "bench.import", "--child", str(path), "--data-dir", data_dir]
+        command = [sys.executable, "-m", "bench.import", "--child", str(path), "--data-dir", data_dir, "--kind", kind]
         if database_url:
             command += ["--database-url", database_url]
         out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
@@ -91,24 +95,31 @@ def main() -> None:
     parser.add_argument("--database-url", default=None, help="PostgreSQL instead of a fresh SQLite (emptied first)")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--kind", default="chatgpt", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.data_dir, args.database_url)
+        child(args.child, args.data_dir, args.database_url, args.kind)
         return
 
     with tempfile.TemporaryDirectory(prefix="elion-bench-export-") as scratch:
-        shapes = {f"{args.members} members": args.members, "1 member": 1}
+        # (label, kind, writer): the same path for every shape, only the importer differs.
+        shapes = [
+            (f"{args.members} members", "chatgpt",
+             lambda path: write_export_zip(path, args.megabytes, members=args.members)),
+            ("1 member", "chatgpt", lambda path: write_export_zip(path, args.megabytes, members=1)),
+            ("Claude.ai", "claude", lambda path: claude_export_build.write_export_zip(path, args.megabytes)),
+        ]
         rows = {}
-        for label, members in shapes.items():
-            path = Path(scratch) / f"export-{members}.zip"
-            written = write_export_zip(path, args.megabytes, members=members)
-            result = run_one(path, args.database_url)
+        for label, kind, write in shapes:
+            path = Path(scratch) / f"export-{kind}-{len(rows)}.zip"
+            written = write(path)
+            result = run_one(path, args.database_url, kind)
             assert result["state"] == "done" and result["conversations"] == written["conversations"], result
             rows[label] = {**written, **result}
             path.unlink()
 
     database = "PostgreSQL" if args.database_url else "SQLite"
-    print(f"Background ChatGPT import, {args.megabytes:g} MB of conversation JSON, {database}; "
+    print(f"Background imports, {args.megabytes:g} MB of conversation JSON each, {database}; "
           "run through archive.tasks.run_import_job in a child process per shape")
     header = (f"{'shape':>12} {'JSON MB':>8} {'zip MB':>7} {'convs':>7} {'slices':>6} {'seconds':>8} "
               f"{'MB/s':>6} {'conv/s':>7} {'CPU s':>7} {'MB/CPU s':>8} {'peak RSS above idle':>20} {'save s':>7}")
@@ -122,9 +133,11 @@ def main() -> None:
               f"{row['conversations']:7d} {row['slices']:6d} {row['seconds']:8.1f} {mb_per_s:6.2f} "
               f"{conv_per_s:7.1f} {row['cpu_seconds']:7.1f} {row['json_bytes'] / 1024**2 / row['cpu_seconds']:8.2f} "
               f"{row['peak_above_idle_mb']:17.1f} MB {row['save_seconds']:7.2f}")
-    split, single = figures[f"{args.members} members"], figures["1 member"]
+    split, single, claude = figures[f"{args.members} members"], figures["1 member"], figures["Claude.ai"]
     print(f"{'ratio':>12} (split / one member): throughput {split[0] / single[0]:.2f}x wall, "
           f"{split[3] / single[3]:.2f}x per CPU second; peak memory {split[2] / max(single[2], 0.1):.2f}x")
+    print(f"{'ratio':>12} (Claude.ai / ChatGPT one member): throughput {claude[0] / single[0]:.2f}x wall, "
+          f"{claude[3] / single[3]:.2f}x per CPU second; peak memory {claude[2] / max(single[2], 0.1):.2f}x")
 
 
 if __name__ == "__main__":

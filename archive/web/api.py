@@ -156,6 +156,15 @@ def _background(request: Request) -> bool:
     return raw == "true"
 
 
+def _import_job_start(request: Request, kind: str, data: Mapping[str, object], options: dict) -> Response:
+    """A background import of `kind` from the request's `file` parts or, in JSON, `upload_ids` (pieces)."""
+    if "upload_ids" in data:  # an export sent in pieces (`archive.upload_pieces`)
+        job = import_jobs.import_job_create_from_pieces(kind=kind, upload_ids=data["upload_ids"], options=options)
+    else:
+        job = import_jobs.import_job_create(kind=kind, uploads=request.FILES.getlist("file"), options=options)
+    return Response({"job_id": str(job.pk)}, status=status.HTTP_202_ACCEPTED)
+
+
 class ChatGPTImportView(APIView):
     @extend_schema(
         description="multipart `file` (one or several parts): conversations.json, the export zip, or split "
@@ -173,16 +182,9 @@ class ChatGPTImportView(APIView):
         collection = data.get("collection") or "conversations"
         assistant_name = _text_field(data, "assistant_name")
         if background:
-            options = {"collection": collection, "assistant_name": assistant_name}
-            if "upload_ids" in data:  # an export sent in pieces (`archive.upload_pieces`)
-                job = import_jobs.import_job_create_from_pieces(
-                    kind="chatgpt", upload_ids=data["upload_ids"], options=options
-                )
-            else:
-                job = import_jobs.import_job_create(
-                    kind="chatgpt", uploads=request.FILES.getlist("file"), options=options
-                )
-            return Response({"job_id": str(job.pk)}, status=status.HTTP_202_ACCEPTED)
+            return _import_job_start(
+                request, "chatgpt", data, {"collection": collection, "assistant_name": assistant_name}
+            )
         summary = services.archive_chatgpt_import(
             uploads=request.FILES.getlist("file"), collection=collection, assistant_name=assistant_name,
         )
@@ -193,16 +195,25 @@ class ClaudeImportView(APIView):
     @extend_schema(
         description="multipart `file`: the Claude.ai export zip or its conversations.json; optional "
         "`collection`, `assistant_name`. `memory_suggestions` (from the zip's memories.json) can be sent as "
-        "they are to the memory import preview; nothing is added to the memories here.",
+        "they are to the memory import preview; nothing is added to the memories here. With "
+        "`?background=true` (multipart `file`, or JSON `{upload_ids}` from `/api/archive/uploads/`) the "
+        "export is imported by a background job: 202 `{job_id}`, followed at `/api/archive/imports/{job_id}/`.",
+        parameters=[OpenApiParameter("background", bool)],
         request={"multipart/form-data": docs.ClaudeImportSerializer},
-        responses={200: docs.ClaudeImportSummarySerializer, 400: ErrorSerializer, 413: ErrorSerializer},
+        responses={200: docs.ClaudeImportSummarySerializer, 202: docs.ImportJobQueuedSerializer,
+                   400: ErrorSerializer, 413: ErrorSerializer},
     )
     def post(self, request: Request) -> Response:
+        background = _background(request)
         data = _body(request)
+        collection = data.get("collection") or "conversations"
+        assistant_name = _text_field(data, "assistant_name")
+        if background:
+            return _import_job_start(
+                request, "claude", data, {"collection": collection, "assistant_name": assistant_name}
+            )
         summary = services.archive_claude_import(
-            uploads=request.FILES.getlist("file"),
-            collection=data.get("collection") or "conversations",
-            assistant_name=_text_field(data, "assistant_name"),
+            uploads=request.FILES.getlist("file"), collection=collection, assistant_name=assistant_name,
         )
         return Response(summary.as_dict())
 
@@ -211,7 +222,8 @@ class UploadPiecesView(APIView):
     @extend_schema(
         description="Begin an upload sent in pieces (an export too large for one request): JSON `{name, size}` "
         "→ 201 `{upload_id, name, size, received}`. Send the pieces with PUT to `/api/archive/uploads/{id}/`, "
-        "then start the import with `POST /api/archive/import/chatgpt/?background=true {\"upload_ids\": [...]}`.",
+        "then start the import with `POST /api/archive/import/chatgpt/?background=true {\"upload_ids\": [...]}` "
+        "(or `/api/archive/import/claude/`).",
         request=docs.UploadCreateSerializer,
         responses={201: docs.UploadStateSerializer, 400: ErrorSerializer, 413: ErrorSerializer},
     )

@@ -81,6 +81,7 @@ class ClaudeImportProblemSerializer(ImportProblemSerializer):
 
 class ClaudeImportSummarySerializer(ChatGPTImportSummarySerializer):
     problems = ClaudeImportProblemSerializer(many=True)
+    projects = serializers.IntegerField(min_value=0, help_text="projects of projects.json archived as new documents")
     memory_suggestions = MemorySuggestionSerializer(many=True)
 
 
@@ -108,6 +109,10 @@ class ImportJobSerializer(ChatGPTImportSummarySerializer):
     files = ImportJobFileSerializer(many=True)
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
+    # A Claude.ai import's job (kind "claude") answers the Claude.ai import's fields too.
+    problems = ClaudeImportProblemSerializer(many=True)
+    projects = serializers.IntegerField(min_value=0, required=False, help_text="kind claude only")
+    memory_suggestions = MemorySuggestionSerializer(many=True, required=False, help_text="kind claude only")
 
 
 class ArchiveHitSerializer(serializers.Serializer):

@@ -1,12 +1,12 @@
 """The Archive and Library pages. Thin: every write goes through a service.
 
-The ChatGPT import form posts to the API from `static/js/archive.js` as a
-background import (`static/js/archive/import_job.js` follows the job: done of
-total, Cancel, the list refreshed when done); without JavaScript it posts here,
-imports at once, and the summary arrives as a flash message.
-The Claude.ai import form posts to its API from `static/js/archive_claude.js`
-(at once, not in the background); without JavaScript the memories its export
-offers wait in the session for the next page, which shows them once.
+Both import forms (ChatGPT from `static/js/archive.js`, Claude.ai from
+`static/js/archive_claude.js`) post to their API as a background import
+(`static/js/archive/import_job.js` sends the export in pieces and follows the
+job: done of total, Cancel, the list refreshed when done); without JavaScript
+they post here, import at once, and the summary arrives as a flash message
+(the memories a Claude.ai export offers wait in the session for the next page,
+which shows them once).
 """
 
 from __future__ import annotations
@@ -58,8 +58,10 @@ def _claude_import_post(request: HttpRequest) -> str:
     if summary.memory_suggestions:
         request.session[CLAUDE_MEMORY_SUGGESTIONS] = summary.memory_suggestions
     text = (
-        f"Imported {summary.conversations} Claude.ai conversation(s) with {summary.messages} message(s); "
-        f"{summary.duplicates} already in the archive, {summary.skipped} skipped."
+        f"Imported {summary.conversations} Claude.ai conversation(s) with {summary.messages} message(s)"
+        + (f" and {summary.alternate_messages} on other branches" if summary.alternate_messages else "")
+        + (f", and {summary.projects} project(s)" if summary.projects else "")
+        + f"; {summary.duplicates} already in the archive, {summary.skipped} skipped."
     )
     problems = summary.as_dict()["problems"]
     if problems:
@@ -69,6 +71,8 @@ def _claude_import_post(request: HttpRequest) -> str:
         ) + ("…" if len(problems) > 10 else ".")
     if summary.memory_suggestions:
         text += f" The export carried {len(summary.memory_suggestions)} memories: review them below."
+    if summary.custom_instructions_suggestion:
+        text += " A project carried instructions: Settings → Custom instructions can take them."
     return text
 
 
@@ -125,6 +129,7 @@ def archive_page(request: HttpRequest) -> HttpResponse:
         "terms": query_terms(query), "hits": hits, "error": error,
         # A background import still queued or running: the page follows it again after a reload.
         "import_job": import_jobs.import_job_current("chatgpt"),
+        "claude_import_job": import_jobs.import_job_current("claude"),
         # The export goes to the API in pieces of at most this many bytes (`archive.upload_pieces`).
         "piece_bytes": settings.ELION_UPLOAD_PIECE_BYTES,
     }

@@ -1,14 +1,12 @@
-// Archive page, Claude.ai import: the form posts to the API with a progress bar, then shows the summary,
-// the problems, and the memories the export carried (offered to the memory import preview; the owner
-// confirms there). Without JavaScript the form posts to the page, and the memories are shown on the next one.
-const form = document.querySelector("[data-claude-import]");
-const offer = document.querySelector("[data-memory-suggestions]");
+// Archive page, Claude.ai import: the same background import as the ChatGPT form (static/js/archive/import_job.js:
+// pieces, the job's progress, Cancel and Resume, found again after a reload), then the memories the export
+// carried (offered to the memory import preview; the owner confirms there) and a project's prompt template
+// (offered for Settings → Custom instructions). Without JavaScript the form posts to the page and imports at
+// once, and the memories are shown on the next one.
+import { backgroundImportForm } from "./archive/import_job.js";
+import { offerInstructions } from "./archive/instructions_offer.js";
 
-function csrfToken() {
-  const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
-  if (match) return decodeURIComponent(match[1]);
-  return form?.querySelector("input[name=csrfmiddlewaretoken]")?.value ?? "";
-}
+const offer = document.querySelector("[data-memory-suggestions]");
 
 function offerMemories(suggestions) {
   if (!offer || !suggestions?.length) return;
@@ -24,63 +22,9 @@ function offerMemories(suggestions) {
   offer.hidden = false;
 }
 
-function showAnswer(request, summary, problems, progress) {
-  let data = {};
-  try {
-    data = JSON.parse(request.responseText || "{}");
-  } catch {
-    data = { detail: "The server's answer could not be read." };
-  }
-  summary.hidden = false;
-  problems.replaceChildren();
-  problems.hidden = true;
-  if (request.status < 200 || request.status >= 300) {
-    progress.hidden = true;
-    summary.textContent = data.detail || `The import failed (HTTP ${request.status}).`;
-    summary.dataset.state = "error";
-    return;
-  }
-  summary.textContent =
-    `Imported ${data.conversations} conversation(s) with ${data.messages} message(s); ` +
-    `${data.duplicates} already in the archive, ${data.skipped} skipped.`;
-  summary.dataset.state = "done";
-  for (const problem of data.problems || []) {
-    const item = document.createElement("li");
-    const where = problem.index === null ? "" : `#${problem.index} ${problem.title || "untitled"}: `;
-    item.textContent = where + problem.reason;
-    problems.append(item);
-  }
-  problems.hidden = !problems.children.length;
-  offerMemories(data.memory_suggestions);
-}
-
-form?.addEventListener("submit", (event) => {
-  event.preventDefault();
-  const progress = form.querySelector("[data-import-progress]");
-  const summary = form.querySelector("[data-import-summary]");
-  const problems = form.querySelector("[data-import-problems]");
-  const button = form.querySelector("button[type=submit]");
-  const body = new FormData(form);
-  body.delete("action");
-  const request = new XMLHttpRequest();
-  request.open("POST", form.dataset.api);
-  request.setRequestHeader("X-CSRFToken", csrfToken());
-  request.setRequestHeader("Accept", "application/json");
-  progress.hidden = false;
-  progress.value = 0;
-  summary.hidden = true;
-  button.disabled = true;
-  request.upload.addEventListener("progress", (e) => {
-    if (e.lengthComputable) progress.value = Math.round((e.loaded / e.total) * 90);
-  });
-  // Uploaded: the server is now reading the export.
-  request.upload.addEventListener("load", () => progress.removeAttribute("value"));
-  request.addEventListener("loadend", () => {
-    button.disabled = false;
-    progress.value = 100;
-    showAnswer(request, summary, problems, progress);
-  });
-  request.send(body);
+backgroundImportForm(document.querySelector("[data-claude-import]"), (job) => {
+  offerMemories(job.memory_suggestions);
+  offerInstructions(job.custom_instructions_suggestion);
 });
 
 offer?.querySelector("[data-memory-suggestion-dismiss]").addEventListener("click", () => {

@@ -176,3 +176,98 @@ def members(*, with_memories: bool = True) -> dict[str, bytes]:
     if with_memories:
         found["memories.json"] = as_json(memories())
     return found
+
+
+# --- Branches (newer exports: `uuid` and `parent_message_uuid` on every message) -------------------------
+
+ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
+
+
+def branched(uuid, parent, sender, at, text, **kwargs):
+    body = message(uuid, sender, at, content=[block_text(text)], **kwargs)
+    body["parent_message_uuid"] = parent
+    return body
+
+
+def edited():
+    """The owner edited their second message: the edit and its reply are newer, and no current leaf is named,
+    so the newest leaf ends the branch the owner saw. The original branch goes on a little."""
+    return {
+        "uuid": "c1a0de00-0000-4000-8000-0000000000e1", "name": "Heron on the pier",
+        "created_at": "2024-07-01T08:00:00Z", "updated_at": "2024-07-01T08:30:00Z", "account": ACCOUNT,
+        "chat_messages": [
+            branched("e1", ROOT_PARENT, "human", "2024-07-01T08:00:00Z", "A heron stood on the pier this morning."),
+            branched("e2", "e1", "assistant", "2024-07-01T08:00:05Z", "Herons fish at first light."),
+            branched("e3", "e2", "human", "2024-07-01T08:01:00Z", "ORIGINALASK was it grey or white?",
+                     attachments=[attachment("pier-notes.txt", "PIERNOTES tide low at eight")]),
+            branched("e4", "e3", "assistant", "2024-07-01T08:01:05Z", "ORIGINALREPLY a grey heron, most likely."),
+            branched("e5", "e4", "human", "2024-07-01T08:02:00Z", "ORIGINALTAIL thank you."),
+            # The edit of e3 (a sibling under e2), with the same file, and the reply to it.
+            branched("e3b", "e2", "human", "2024-07-01T08:20:00Z", "EDITEDASK how long does a heron live?",
+                     attachments=[attachment("pier-notes.txt", "PIERNOTES tide low at eight")]),
+            branched("e4b", "e3b", "assistant", "2024-07-01T08:20:05Z", "EDITEDREPLY about fifteen years."),
+        ],
+    }
+
+
+def retried():
+    """The assistant's reply retried twice; the owner went back to the first retry, so the current leaf is
+    not the last message in the list (nor the newest)."""
+    return {
+        "uuid": "c1a0de00-0000-4000-8000-0000000000e2", "name": "Lighthouse keeper's cat",
+        "created_at": "2024-07-02T21:00:00Z", "updated_at": "2024-07-02T21:10:00Z", "account": ACCOUNT,
+        "current_leaf_message_uuid": "r2b",
+        "chat_messages": [
+            branched("r1", ROOT_PARENT, "human", "2024-07-02T21:00:00Z", "Name the lighthouse keeper's cat."),
+            branched("r2", "r1", "assistant", "2024-07-02T21:00:05Z", "FIRSTTRY Beacon."),
+            branched("r2b", "r1", "assistant", "2024-07-02T21:01:00Z", "SECONDTRY Wick."),
+            branched("r2c", "r1", "assistant", "2024-07-02T21:02:00Z", "THIRDTRY Fresnel."),
+        ],
+    }
+
+
+def orphaned():
+    """A reply whose parent is missing from the file (an export that lost a message)."""
+    return {
+        "uuid": "c1a0de00-0000-4000-8000-0000000000e3", "name": "Lost message",
+        "created_at": "2024-07-03T10:00:00Z", "updated_at": "2024-07-03T10:05:00Z", "account": ACCOUNT,
+        "current_leaf_message_uuid": "o4",
+        "chat_messages": [
+            branched("o1", ROOT_PARENT, "human", "2024-07-03T10:00:00Z", "BEFOREGAP where do gulls sleep?"),
+            branched("o2", "o1", "assistant", "2024-07-03T10:00:05Z", "BEFOREGAP on the water, often."),
+            branched("o4", "o3-missing", "assistant", "2024-07-03T10:05:05Z", "AFTERGAP and on rooftops too."),
+        ],
+    }
+
+
+# --- projects.json -------------------------------------------------------------------------------------
+
+LAVENDER = "LAVENDER rows along the north wall, planted in April."
+SOIL = "SOILNOTES chalky, drains fast; add compost in autumn."
+GARDEN_TEMPLATE = "Answer as a patient gardener who knows chalky soil."
+
+
+def project_doc(uuid, filename, content, at="2024-05-01T09:00:00Z"):
+    return {"uuid": uuid, "filename": filename, "content": content, "created_at": at}
+
+
+def projects():
+    """A project with docs and instructions, an older one with only instructions, and two that cannot be read."""
+    return [
+        {"uuid": "a7d1c2b0-0000-4000-8000-00000000beef", "name": "Garden", "description": "Planting plans.",
+         "prompt_template": GARDEN_TEMPLATE, "is_private": True, "is_starter_project": False,
+         "created_at": "2024-05-01T09:00:00Z", "updated_at": "2024-05-02T09:00:00Z",
+         "creator": {"uuid": ACCOUNT["uuid"], "full_name": "AUMA"},
+         "docs": [project_doc("d1", "lavender.md", LAVENDER), project_doc("d2", "soil.txt", SOIL),
+                  project_doc("d3", "empty.txt", "")]},
+        {"uuid": "a7d1c2b0-0000-4000-8000-0000000000ld", "name": "Old instructions", "description": "",
+         "prompt_template": "OLDER TEMPLATE never offered", "docs": [],
+         "created_at": "2023-01-01T09:00:00Z", "updated_at": "2023-01-02T09:00:00Z"},
+        {"uuid": "a7d1c2b0-0000-4000-8000-0000000000bd", "name": "Broken project", "docs": "not a list"},
+        "not a project",
+    ]
+
+
+def project_members(projects_json: bytes | None = None) -> dict[str, bytes]:
+    """The zip with a richer projects.json (or the given bytes)."""
+    return {**members(), "projects.json": projects_json if projects_json is not None else as_json(projects())}

@@ -15,6 +15,7 @@ from archive import import_jobs, services
 from archive.import_runs import ImportFile, import_count
 from archive.models import ArchiveDocument
 from bench.chatgpt_export_build import write_export_zip
+from bench.claude_export_build import write_export_zip as write_claude_export_zip
 
 pytestmark = pytest.mark.django_db
 
@@ -56,4 +57,17 @@ def test_a_background_job_stores_an_export_with_memory_bounded_by_a_conversation
     state, peak = traced_peak(lambda: import_jobs.import_job_run(str(job.pk)))
     assert state == "done"
     assert ArchiveDocument.objects.count() == written["conversations"]
+    assert peak < 4 * 1024**2, f"peak {peak / 1024**2:.1f} MB for {written['json_bytes'] / 1024**2:.1f} MB of JSON"
+
+
+@pytest.mark.timeout(300)
+def test_a_claude_import_stores_each_conversation_before_reading_the_next_with_bounded_memory(tmp_path, upload):
+    """The whole import at once (both passes, every store): a reader that gathered the file's conversations
+    in a list before storing them would peak at about the export's text, several times the bound."""
+    path = tmp_path / "claude-export.zip"
+    written = write_claude_export_zip(path, 12)
+    export = upload("claude-export.zip", path.read_bytes())
+    summary, peak = traced_peak(lambda: services.archive_claude_import(uploads=[export]))
+    assert summary.conversations == ArchiveDocument.objects.count() == written["conversations"]
+    assert written["json_bytes"] > 12 * 1024**2
     assert peak < 4 * 1024**2, f"peak {peak / 1024**2:.1f} MB for {written['json_bytes'] / 1024**2:.1f} MB of JSON"
