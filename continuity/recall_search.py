@@ -27,8 +27,10 @@ from collections.abc import Iterable, Sequence
 from uuid import UUID
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import CharField, Q, QuerySet
 from django.db.models.expressions import RawSQL
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 
 from continuity.eligibility import continuity_sources
 from continuity.keyword_recall import MAX_EXCERPTS, RecallHit, hit_score, words
@@ -381,7 +383,7 @@ def _hits(entry_ids: dict[int, str]) -> list[RecallHit]:
         role__in=RECALLABLE_ROLES,
         kind=MessageKind.ORDINARY,
         status__in=RECALLABLE_STATUSES,
-    ).values_list(
+    ).order_by().values_list(  # in no order: `rank_hits` orders them, fully
         "id", "conversation_id", "conversation__title", "conversation__head_id", "role", "content", "created_at",
         "seq", "search_entry__id",
     )
@@ -432,17 +434,18 @@ def title_terms(terms: Sequence[str], *, persona: str, exclude: Iterable[UUID]) 
 
 
 def handoff_source_ids(conversation_id: UUID) -> set[UUID]:
-    """The conversations this thread's handoffs came from (New Chat continuity or Branch)."""
-    sources = set(
-        ThreadHandoff.objects.filter(destination_id=conversation_id, source__isnull=False).values_list(
-            "source_id", flat=True
-        )
-    )
-    for metadata in Message.objects.filter(
-        conversation_id=conversation_id, kind=MessageKind.HANDOFF_ARTIFACT
-    ).order_by().values_list("metadata", flat=True):  # in no order: the model's would join the conversation
+    """The conversations this thread's handoffs came from (New Chat continuity or Branch): the handoff rows'
+    sources and the handoff bubbles' recorded sources, in one query."""
+    handoffs = ThreadHandoff.objects.filter(destination_id=conversation_id, source__isnull=False).annotate(
+        source_text=Cast("source_id", CharField())
+    ).values_list("source_text", flat=True)
+    bubbles = Message.objects.filter(conversation_id=conversation_id, kind=MessageKind.HANDOFF_ARTIFACT).annotate(
+        source_text=KT("metadata__source_conversation_id")
+    ).values_list("source_text", flat=True)
+    sources = set()
+    for value in handoffs.order_by().union(bubbles.order_by(), all=True):
         try:
-            sources.add(UUID(str((metadata or {}).get("source_conversation_id"))))
+            sources.add(UUID(str(value)))
         except (TypeError, ValueError):
             continue
     return sources
