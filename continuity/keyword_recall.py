@@ -26,7 +26,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from continuity.labels import speaker_label
 from continuity.static_prompt import RESERVED_RECALL_HEADING, quote_reserved_headings
@@ -346,10 +346,22 @@ def _grams_and_parts(texts: Iterable[str], n: int) -> tuple[set[tuple[str, ...]]
     grams: set[tuple[str, ...]] = set()
     parts = []
     for text in texts:
-        tokens = words(text)
-        parts.append(" ".join(tokens))
-        grams.update(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+        text_grams, part = _text_grams(text, n) if len(text) >= TEXT_GRAMS_KEPT_FROM else _grams_of(text, n)
+        parts.append(part)
+        grams |= text_grams
     return grams, parts
+
+
+def _grams_of(text: str, n: int) -> tuple[frozenset[tuple[str, ...]], str]:
+    """`text`'s word n-grams, and its words joined by spaces."""
+    tokens = words(text)
+    return frozenset(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)), " ".join(tokens)
+
+
+# A long text is usually a stored prompt, the same on every send of its thread (and much the same in
+# every thread): its n-grams are kept, by text, instead of being made on every send.
+TEXT_GRAMS_KEPT_FROM = 2_000
+_text_grams = lru_cache(maxsize=16)(_grams_of)
 
 
 @dataclass(frozen=True)
