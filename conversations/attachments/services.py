@@ -221,7 +221,10 @@ def attachments_commit(
         if row.id not in imported:
             _import_blob(row, destination)
     MessageAttachment.objects.bulk_create(
-        [MessageAttachment(message=message, position=index, attachment=row) for index, row in enumerate(ordered)]
+        [
+            MessageAttachment(conversation_id=message.conversation_id, message=message, position=index, attachment=row)
+            for index, row in enumerate(ordered)
+        ]
     )
     return ordered
 
@@ -259,9 +262,10 @@ def manifests_for(messages: Iterable[Message]) -> dict[UUID, list[Attachment]]:
 
 def manifests_in_conversation(conversation_id: UUID) -> dict[UUID, list[Attachment]]:
     """Every manifest of one conversation's messages, as `manifests_for` gives them, in one
-    query whose size does not grow with the thread (a fork reads a whole branch's)."""
+    query whose size does not grow with the thread (a fork reads a whole branch's): read by the
+    entries' own conversation column and its index, never joining the thread's messages."""
     manifests: dict[UUID, list[Attachment]] = {}
-    entries = MessageAttachment.objects.filter(message__conversation_id=conversation_id).select_related(
+    entries = MessageAttachment.objects.filter(conversation_id=conversation_id).select_related(
         "attachment"
     ).order_by("message_id", "position")
     for entry in entries:
@@ -355,7 +359,7 @@ def attachment_verified_content(*, conversation_id: UUID, attachment_id: object)
     except ValueError as exc:
         raise NotFound("No attachment has that id.", code="attachment_not_found") from exc
     entry = (
-        MessageAttachment.objects.filter(message__conversation_id=conversation_id, attachment_id=attachment_id)
+        MessageAttachment.objects.filter(conversation_id=conversation_id, attachment_id=attachment_id)
         .select_related("attachment")
         .first()
     )
@@ -399,7 +403,7 @@ def attachments_preverify(*, conversation_id: UUID, attachment_ids: tuple[UUID, 
     rows = (
         {
             entry.attachment_id: entry.attachment
-            for entry in MessageAttachment.objects.filter(message__conversation_id=conversation_id).select_related(
+            for entry in MessageAttachment.objects.filter(conversation_id=conversation_id).select_related(
                 "attachment"
             )
         }
