@@ -414,7 +414,9 @@ class MessageAttachment(models.Model):
     objects = ManifestEntryQuerySet.as_manager()
 
     class Meta:
-        ordering = ["message", "position"]
+        # By the columns themselves: ordering by `message` would join the message and conversation
+        # tables (their own orderings) into every read of a conversation's entries.
+        ordering = ["message_id", "position"]
         constraints = [
             models.UniqueConstraint(fields=["message", "position"], name="manifest_position_unique"),
             models.UniqueConstraint(fields=["message", "attachment"], name="manifest_attachment_unique"),

@@ -11,7 +11,9 @@ conversation, read by the index `(conversation, message, position)`.
    on the message row. (On PostgreSQL the foreign-key checks the UPDATEs
    queued are then run at once, so the ALTER below meets no pending trigger
    events.)
-3. The column becomes NOT NULL, and the index is added.
+3. The column becomes NOT NULL, and the index is added. The default ordering
+   names the columns (`message_id`, `position`): ordering by `message` joined
+   the message and conversation tables into every unordered read.
 
 The app keeps the column equal to the message's conversation on every write
 (`conversations.models.manifest_entries_conversation_settle`); SQL cannot
@@ -69,6 +71,10 @@ class Migration(migrations.Migration):
                 related_name="manifest_entries",
                 to="conversations.conversation",
             ),
+        ),
+        migrations.AlterModelOptions(
+            name="messageattachment",
+            options={"ordering": ["message_id", "position"]},
         ),
         migrations.AddIndex(
             model_name="messageattachment",
