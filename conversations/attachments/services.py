@@ -372,6 +372,10 @@ def attachment_verified_content(*, conversation_id: UUID, attachment_id: object)
     return entry.attachment, data
 
 
+# The attachment columns `blobs_verify` and `attachment_part_encoded` read.
+_PART_FIELDS = ("sha256", "size", "name", "mime", "kind", "text")
+
+
 @dataclass(frozen=True)
 class PreverifiedAttachments:
     """What a send verified before taking its conversation's lock."""
@@ -403,9 +407,11 @@ def attachments_preverify(*, conversation_id: UUID, attachment_ids: tuple[UUID, 
     rows = (
         {
             entry.attachment_id: entry.attachment
-            for entry in MessageAttachment.objects.filter(conversation_id=conversation_id).select_related(
-                "attachment"
-            )
+            # Only what verifying and building a part read (`_PART_FIELDS`): these rows never leave this function.
+            for entry in MessageAttachment.objects.filter(conversation_id=conversation_id)
+            .select_related("attachment")
+            .only("attachment", *(f"attachment__{name}" for name in _PART_FIELDS))
+            .order_by()
         }
         if conversation_store.is_dir()
         else {}

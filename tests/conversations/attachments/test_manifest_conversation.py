@@ -71,6 +71,8 @@ def test_a_conversations_manifests_are_read_without_the_message_table():
         parts = attachments_preverify(conversation_id=conversation.id, attachment_ids=()).parts
     assert set(parts) == {image.id, notes.id} and other_image.id not in parts
     assert not [q["sql"] for q in queries.captured_queries if MESSAGE_TABLE.search(q["sql"])]
+    # The entries (with only the attachment columns a part needs: no row is read again) and the blobs' identities.
+    assert len(queries.captured_queries) == 2, [q["sql"] for q in queries.captured_queries]
 
 
 def test_a_send_lists_its_uploads_under_its_own_conversation():
