@@ -21,7 +21,7 @@ from continuity.kept_history import branch_history
 from continuity.request_assembly import AssembledRequest, assemble_request, tool_definitions_text
 from continuity.static_prompt import prior_thread_section_in
 from conversations.assistant_settings import assistant_settings_get
-from conversations.attachments.services import attachment_parts_verified, manifests_in_conversation
+from conversations.attachments.services import manifest_parts_verified
 from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
 from conversations.transcript.tree_cache import BranchRead, conversation_read, kept_branch_read
 from elion.errors import NotFound
@@ -135,13 +135,11 @@ def branch_attachment_parts(
     input (neither API takes an image in an assistant turn): only the user
     turns' parts are answered.
     """
-    manifests = {
-        message_id: manifest
-        for message_id, manifest in manifests_in_conversation(conversation.id).items()
-        if (index := branch.positions.get(message_id)) is not None
-        and branch.messages[index].role in (Role.USER, Role.ASSISTANT)
-    }
-    parts = attachment_parts_verified(conversation.id, manifests, verified=verified)
+    def on_branch(message_id: UUID) -> bool:
+        index = branch.positions.get(message_id)
+        return index is not None and branch.messages[index].role in (Role.USER, Role.ASSISTANT)
+
+    parts = manifest_parts_verified(conversation.id, on_branch, verified=verified)
     return {
         message_id: found for message_id, found in parts.items()
         if branch.messages[branch.positions[message_id]].role == Role.USER

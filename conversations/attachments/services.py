@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
@@ -321,19 +321,49 @@ def attachment_parts_verified(
     verified = verified or {}
     pending = [a for attachments in manifests.values() for a in attachments if a.id not in verified]
     verdicts = blobs_verify(conversation_id, pending) if pending else BlobVerdicts()
-    parts: dict[UUID, tuple[dict, ...]] = {}
-    for message_id, attachments in manifests.items():
-        built = []
-        for attachment in attachments:
-            if attachment.id in verified:
-                built.append(verified[attachment.id])
-                continue
-            problem = verdicts.problems.get(attachment.sha256)
-            if problem is not None:
-                raise AttachmentUnavailable(attachment, problem, action)
-            built.append(attachment_part_encoded(attachment, verdicts.verified[attachment.sha256]))
-        parts[message_id] = tuple(built)
-    return parts
+    return {
+        message_id: tuple(
+            verified[a.id] if a.id in verified else _part_verified(a, verdicts, action) for a in attachments
+        )
+        for message_id, attachments in manifests.items()
+    }
+
+
+def manifest_parts_verified(
+    conversation_id: UUID, wanted: Callable[[UUID], bool], *, verified: Mapping[UUID, dict], action: str = "send"
+) -> dict[UUID, tuple[dict, ...]]:
+    """`attachment_parts_verified` of the manifests of the conversation's messages that are `wanted` (by id).
+
+    For the send under its lock: `verified` holds the parts its pre-lock
+    verification built (`attachments_preverify`), normally every attachment
+    the manifests list, so the manifests are read as (message, attachment)
+    ids alone, and only an attachment missing from `verified` is read whole,
+    verified now and refused (409, naming it) if its blob fails.
+    """
+    listed: dict[UUID, list[UUID]] = {}
+    for message_id, attachment_id in (
+        MessageAttachment.objects.filter(conversation_id=conversation_id)
+        .order_by("message_id", "position")
+        .values_list("message_id", "attachment_id")
+    ):
+        if wanted(message_id):
+            listed.setdefault(message_id, []).append(attachment_id)
+    pending = {a for attachment_ids in listed.values() for a in attachment_ids if a not in verified}
+    rows = Attachment.objects.in_bulk(pending) if pending else {}
+    verdicts = blobs_verify(conversation_id, rows.values()) if rows else BlobVerdicts()
+    return {
+        message_id: tuple(
+            verified[a] if a in verified else _part_verified(rows[a], verdicts, action) for a in attachment_ids
+        )
+        for message_id, attachment_ids in listed.items()
+    }
+
+
+def _part_verified(attachment: Attachment, verdicts: BlobVerdicts, action: str) -> dict:
+    problem = verdicts.problems.get(attachment.sha256)
+    if problem is not None:
+        raise AttachmentUnavailable(attachment, problem, action)
+    return attachment_part_encoded(attachment, verdicts.verified[attachment.sha256])
 
 
 def attachment_part(attachment: Attachment, data: bytes) -> dict:
