@@ -59,8 +59,9 @@ def inserted(conversation_id):
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
-                "INSERT INTO conversations_messageattachment (message_id, position, attachment_id, conversation_id) "
-                "VALUES (%s, 50, %s, %s)", [as_db(entry.message_id), as_db(spare.pk), conversation_id]
+                # An explicit id: the entries above were given theirs, so PostgreSQL's sequence never moved.
+                "INSERT INTO conversations_messageattachment (id, message_id, position, attachment_id, conversation_id) "
+                "VALUES (99999, %s, 50, %s, %s)", [as_db(entry.message_id), as_db(spare.pk), conversation_id]
             )
         return True
     except IntegrityError:
