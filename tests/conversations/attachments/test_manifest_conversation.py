@@ -20,7 +20,7 @@ from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from tests.conversations.threads.test_fork import finish_reply, fork
 from tests.support.attachment_files import png_bytes
-from tests.support.factories import thread
+from tests.support.factories import request_for, thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,6 +73,19 @@ def test_a_conversations_manifests_are_read_without_the_message_table():
     assert not [q["sql"] for q in queries.captured_queries if MESSAGE_TABLE.search(q["sql"])]
     # The entries (with only the attachment columns a part needs: no row is read again) and the blobs' identities.
     assert len(queries.captured_queries) == 2, [q["sql"] for q in queries.captured_queries]
+
+
+def test_a_send_reads_its_attachment_rows_once_before_its_lock_and_only_ids_under_it():
+    conversation = thread(("user", "Hello."), ("assistant", "Hi."))
+    image, notes = sent_with(conversation, ("photo.png", png_bytes()), ("notes.md", b"# Notes\n"))
+    attachment_table = re.compile(rf"\b{Attachment._meta.db_table}\b")
+    with CaptureQueriesContext(connection) as queries:
+        send_prepare(SendCommand(conversation_id=conversation.id, content="And again?"))
+    statements = [q["sql"] for q in queries.captured_queries]
+    assert len([sql for sql in statements if attachment_table.search(sql)]) == 1, statements
+    request = request_for(conversation)  # the parts still reach the request, in manifest order
+    seen = [m for m in request.messages if m["role"] == "user" and isinstance(m["content"], list)]
+    assert [part["type"] for part in seen[0]["content"]] == ["text", "image", "text"]
 
 
 def test_a_send_lists_its_uploads_under_its_own_conversation():
