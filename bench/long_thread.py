@@ -23,6 +23,25 @@ in its own process). For each thread, every round:
          first text delta;
   added  app − SDK of the same round: what the app itself costs before the
          first token. The table shows its median over the rounds.
+  own    (send start → the provider has read the request's headers) − (SDK
+         call start → the provider has read the replay's headers), the same
+         round: the app's own work before its request (reading the thread,
+         verifying blobs, encoding, assembling), without the body's transfer,
+         which both sides pay after the headers (for 200 images of 1 MB, 110
+         MB that take longer to cross, and vary more, than the app's work).
+         Both sides serialise the same body before the headers go (the SDK
+         builds it whole), so that cancels too. The provider stamps the
+         headers with `time.monotonic()` (CLOCK_MONOTONIC, one clock for
+         every process on Linux), as the bench stamps the starts. That the
+         serialisation cancels is only true on average: for a 110 MB body it
+         takes hundreds of ms on each side and varies by as much, so `own`
+         stays noisy there; `--stages` gives the figure without it:
+  to SDK (`--stages`) send start → the app calls the provider gateway
+         (`stream_reply`), stamped inside the app (Daphne runs
+         `bench.send_overhead:instrumented_application`, whose hooks time
+         each SQL statement too): the app's whole work before the SDK takes
+         the request (HTTP, reading the thread, verifying and encoding the
+         blobs, assembling), without the SDK's serialisation or the transfer.
 
 Every figure is also shown as a ratio to the first (shortest) thread's.
 
@@ -79,6 +98,7 @@ if str(ROOT) not in sys.path:
 from bench.send_overhead import (  # noqa: E402 - after the path fix above
     API_KEY,
     QUICK_REPLY,
+    TRACE_ENV,
     BenchError,
     app_env,
     pg_create_database,
@@ -119,6 +139,11 @@ class Samples:
 
     app: list[float] = field(default_factory=list)
     sdk: list[float] = field(default_factory=list)
+    # Start → the provider has read the request's headers, for the app's send and the SDK's replay.
+    app_headers: list[float] = field(default_factory=list)
+    sdk_headers: list[float] = field(default_factory=list)
+    # `--stages`: send start → the app called `stream_reply` (stamped in the app).
+    to_sdk: list[float] = field(default_factory=list)
     page: list[float] = field(default_factory=list)
     page_bytes: list[int] = field(default_factory=list)
     api: list[float] = field(default_factory=list)
@@ -135,6 +160,8 @@ class Samples:
             "app": med(self.app),
             "sdk": med(self.sdk),
             "added": med(a - s for a, s in zip(self.app, self.sdk, strict=True)),
+            "own": med(a - s for a, s in zip(self.app_headers, self.sdk_headers, strict=True)),
+            "to_sdk": med(self.to_sdk) if self.to_sdk else float("nan"),
             "page": med(self.page),
             "page_bytes": med(self.page_bytes),
             "api": med(self.api),
@@ -155,6 +182,10 @@ COLUMNS = (
     ("SDK → 1st delta ms", "sdk", "ms"),
     ("added ms", "added", "ms"),
     ("added ×", "added", "x"),
+    ("own ms", "own", "ms"),
+    ("own ×", "own", "x"),
+    ("to SDK ms", "to_sdk", "ms"),
+    ("to SDK ×", "to_sdk", "x"),
     ("page ms", "page", "ms"),
     ("page ×", "page", "x"),
     ("page KiB", "page_bytes", "KiB"),
@@ -196,26 +227,29 @@ def render(headers: list[str], rows: list[list[str]]) -> list[str]:
     return [line(headers), "  ".join("-" * w for w in widths), *(line(row) for row in rows)]
 
 
-def report_table(figures: dict[str, dict[str, dict[str, float]]], trees: list[str], labels: list[str]) -> list[str]:
+def report_table(
+    figures: dict[str, dict[str, dict[str, float]]], trees: list[str], labels: list[str], stages: bool = False
+) -> list[str]:
     """`figures[tree][thread label]` → the table: a row per thread and tree, ratios to the first thread.
 
     With two trees (baseline first) each thread also gets a row of the second tree's
-    figures over the first's (`× baseline`).
+    figures over the first's (`× baseline`). `stages`: with the `--stages` columns.
     """
     first = labels[0]
-    headers = ["thread (live messages)", *(heading for heading, _, _ in COLUMNS)]
+    columns = [column for column in COLUMNS if stages or column[1] != "to_sdk"]
+    headers = ["thread (live messages)", *(heading for heading, _, _ in columns)]
     rows = []
     for label in labels:
         for tree in trees:
             own = figures[tree][label]
             cells = [
                 _cell(_ratio(own[key], figures[tree][first][key]), "x") if kind == "x" else _cell(own[key], kind)
-                for _, key, kind in COLUMNS
+                for _, key, kind in columns
             ]
             rows.append([label if len(trees) == 1 else f"{label} · {tree}", *cells])
         if len(trees) == 2:
             base, this = (figures[tree][label] for tree in trees)
-            cells = ["" if kind in ("x", "n") else _cell(_ratio(this[key], base[key]), "x") for _, key, kind in COLUMNS]
+            cells = ["" if kind in ("x", "n") else _cell(_ratio(this[key], base[key]), "x") for _, key, kind in columns]
             rows.append([f"{label} · {trees[1]} ÷ {trees[0]}", *cells])
     return render(headers, rows)
 
@@ -234,7 +268,7 @@ def report(database: str, result: dict, args) -> list[str]:
             + ", ".join(f"{t['label']} {t['seconds']:.1f} s" for t in build["threads"])
             + f"; index {build['index_seconds']:.1f} s, ANALYZE {build['analyze_seconds']:.1f} s"
         )
-    lines += ["", *report_table(result["figures"], trees, labels), ""]
+    lines += ["", *report_table(result["figures"], trees, labels, args.stages), ""]
     first = labels[0]
     for tree in trees:
         figures = result["figures"][tree]
@@ -242,8 +276,19 @@ def report(database: str, result: dict, args) -> list[str]:
             f"{label}: {_ratio(figures[label]['added'], figures[first]['added']):.2f}×" for label in labels[1:]
         )
         lines.append(f"{tree}: added time over the {first}-message thread's: {added}")
+        own = ", ".join(
+            f"{label}: {_ratio(figures[label]['own'], figures[first]['own']):.2f}×" for label in labels[1:]
+        )
+        lines.append(f"{tree}: own work before the request over the {first}-message thread's: {own}")
+        if args.stages:
+            to_sdk = ", ".join(
+                f"{label}: {_ratio(figures[label]['to_sdk'], figures[first]['to_sdk']):.2f}×" for label in labels[1:]
+            )
+            lines.append(f"{tree}: send start → the app calls the SDK, over the {first}-message thread's: {to_sdk}")
     lines.append(
-        "added = median over rounds of (app − SDK) in the same round; × = ratio to the "
+        "added = median over rounds of (app − SDK) in the same round; own = the same for (start → the provider "
+        "has read the request's headers), the body's transfer left out of both; to SDK (--stages) = median send "
+        "start → the app calls stream_reply, stamped in the app; × = ratio to the "
         f"{first}-message thread's figure; API = …/messages/?limit={PAGE_LIMIT}; request = the app's provider "
         "request body (JSON bytes, input items, image parts)"
     )
@@ -271,13 +316,13 @@ def build(tree_root: Path, env: dict[str, str], spec: dict, log: Path) -> dict:
     return json.loads(last[6:])
 
 
-async def provider_body(control) -> dict:
-    """The body of the one request the provider recorded since the last clear."""
+async def provider_request(control) -> dict:
+    """The one request the provider recorded since the last clear: its body and its `headers_at`."""
     recorded = (await control.get("/_control/requests")).json()
     posts = [r for r in recorded if r["method"] == "POST"]
     if len(posts) != 1:
         raise BenchError(f"expected one provider request, the provider recorded {len(posts)}")
-    return posts[0]["body"]
+    return posts[0]
 
 
 def request_shape(selector: str, body: dict) -> tuple[int, int, int]:
@@ -293,11 +338,13 @@ def request_shape(selector: str, body: dict) -> tuple[int, int, int]:
     return len(items), len(json.dumps(body, separators=(",", ":")).encode()), images
 
 
-async def time_sdk(sdk, selector: str, body: dict) -> float:
-    """The recorded body sent again the app's way (WIRE_AS_IS): seconds until the first text delta."""
+async def time_sdk(sdk, selector: str, body: dict) -> tuple[float, float]:
+    """The recorded body sent again the app's way (WIRE_AS_IS): (seconds until the first text delta,
+    `time.monotonic()` at the call's start)."""
     rest = {key: value for key, value in body.items() if key not in ("model", "stream", "tools")}
     typed = {"tools": body["tools"]} if "tools" in body else {}  # the gateway passes tools as a typed argument
     first = None
+    started_at = time.monotonic()
     start = time.perf_counter()
     if selector == "responses":
         stream = await sdk.responses.create(model=body["model"], stream=True, extra_body=rest, **typed)
@@ -315,7 +362,7 @@ async def time_sdk(sdk, selector: str, body: dict) -> float:
                     first = time.perf_counter()
     if first is None:
         raise BenchError("the SDK stream had no text delta")
-    return first - start
+    return first - start, started_at
 
 
 async def time_get(client, path: str) -> tuple[float, bytes]:
@@ -335,21 +382,37 @@ async def rewind(client, thread: dict) -> None:
         raise BenchError(f"rewind answered {response.status_code}: {response.text[:300]}")
 
 
-async def one_round(client, control, sdk, thread: dict, selector: str, samples: Samples | None) -> None:
-    """Page, API page, a send (then rewind), the SDK replay; `samples` None: warm-up (checks the replay)."""
+def stage_stamp(trace_file: Path, conversation_id: str, stage: str) -> float:
+    """The app's stamp (perf_counter, CLOCK_MONOTONIC) of `stage` in its newest trace of that conversation's send."""
+    for line in reversed(trace_file.read_text().splitlines()):
+        trace = json.loads(line)
+        if trace.get("conversation") == conversation_id and stage in trace:
+            return trace[stage]
+    raise BenchError(f"the instrumented app wrote no {stage!r} stamp for {conversation_id}")
+
+
+async def one_round(
+    client, control, sdk, thread: dict, selector: str, samples: Samples | None, trace_file: Path | None = None
+) -> None:
+    """Page, API page, a send (then rewind), the SDK replay; `samples` None: warm-up (checks the replay).
+    `trace_file`: the instrumented app's (`--stages`)."""
     cid = thread["conversation_id"]
     page_s, page = await time_get(client, f"/c/{cid}/")
     api_s, api = await time_get(client, f"/api/conversations/{cid}/messages/?limit={PAGE_LIMIT}")
     await control.post("/_control/clear")
     await control.post("/_control/script", json=[QUICK_REPLY])
-    app = (await time_app(client, cid, SEND_TEXT))["ttfd"]
-    body = await provider_body(control)
+    app_started_at = time.monotonic()
+    sent_app = await time_app(client, cid, SEND_TEXT)
+    app = sent_app["ttfd"]
+    sent = await provider_request(control)
+    body = sent["body"]
     await rewind(client, thread)
     await control.post("/_control/clear")
     await control.post("/_control/script", json=[QUICK_REPLY])
-    sdk_s = await time_sdk(sdk, selector, body)
+    sdk_s, sdk_started_at = await time_sdk(sdk, selector, body)
+    again = await provider_request(control)
     if samples is None:
-        replayed = await provider_body(control)
+        replayed = again["body"]
         if replayed != body:
             differing = sorted(k for k in {*body, *replayed} if body.get(k) != replayed.get(k))
             raise BenchError(f"the SDK's request differs from the app's in {differing}")
@@ -357,6 +420,10 @@ async def one_round(client, control, sdk, thread: dict, selector: str, samples: 
     items, size, images = request_shape(selector, body)
     samples.app.append(app)
     samples.sdk.append(sdk_s)
+    samples.app_headers.append(sent["headers_at"] - app_started_at)
+    samples.sdk_headers.append(again["headers_at"] - sdk_started_at)
+    if trace_file is not None:  # written when the reply is done: long before the SDK replay above ended
+        samples.to_sdk.append(stage_stamp(trace_file, cid, "stream_call") - sent_app["start"])
     samples.page.append(page_s)
     samples.page_bytes.append(len(page))
     samples.api.append(api_s)
@@ -367,7 +434,9 @@ async def one_round(client, control, sdk, thread: dict, selector: str, samples: 
     samples.request_images.append(images)
 
 
-async def measure(app_urls: dict[str, str], builds: dict[str, dict], provider_url: str, args) -> dict:
+async def measure(
+    app_urls: dict[str, str], builds: dict[str, dict], provider_url: str, args, traces: dict[str, Path]
+) -> dict:
     import httpx
     import openai
 
@@ -388,7 +457,9 @@ async def measure(app_urls: dict[str, str], builds: dict[str, dict], provider_ur
                     for tree in trees[shift:] + trees[:shift]:
                         thread = builds[tree]["threads"][index]
                         target = samples[tree][label] if round_no else None
-                        await one_round(clients[tree], control, sdk, thread, args.selector, target)
+                        await one_round(
+                            clients[tree], control, sdk, thread, args.selector, target, traces.get(tree)
+                        )
                 print(f"  round {round_no}/{args.rounds} done" + (" (warm-up)" if not round_no else ""), flush=True)
     finally:
         await sdk.close()
@@ -421,7 +492,7 @@ def run_database(database: str, trees: dict[str, Path], provider_url: str, tmp: 
             "seed": args.seed,
             "cases": thread_cases(args.lengths, args.images, args.image_length, args.image_bytes),
         }
-        builds, app_urls = {}, {}
+        builds, app_urls, traces = {}, {}, {}
         for index, (tree, root) in enumerate(trees.items()):
             database_url = None
             if server_url:
@@ -435,10 +506,16 @@ def run_database(database: str, trees: dict[str, Path], provider_url: str, tmp: 
             env["ELION_API_SELECTOR"] = args.selector
             print(f"{database}: building the threads in {tree} ({root}) …", flush=True)
             builds[tree] = build(root, env, spec, tmp / f"build-{database}-{index}.log")
-            process, app_urls[tree] = start_daphne(tmp, env, False, log_name=f"daphne-{database}-{index}.log", root=root)
+            if args.stages:
+                traces[tree] = tmp / f"trace-{database}-{index}.jsonl"
+                traces[tree].touch()
+                env[TRACE_ENV] = str(traces[tree])
+            process, app_urls[tree] = start_daphne(
+                tmp, env, args.stages, log_name=f"daphne-{database}-{index}.log", root=root
+            )
             daphnes.append(process)
         load_before = os.getloadavg()[0]
-        result = asyncio.run(measure(app_urls, builds, provider_url, args))
+        result = asyncio.run(measure(app_urls, builds, provider_url, args, traces))
         result.update(builds=builds, roots={tree: str(root) for tree, root in trees.items()},
                       load=(load_before, os.getloadavg()[0]))
         return result
@@ -481,6 +558,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument("--baseline", type=Path, default=None,
                         help="another source tree measured side by side (each tree its own database)")
+    parser.add_argument("--stages", action="store_true",
+                        help="run Daphne instrumented and add send start → the app calls the SDK (to SDK)")
     parser.add_argument("--keep-temp", action="store_true", help="keep the temp dir (logs) for inspection")
     args = parser.parse_args(argv)
     if args.rounds < 1:

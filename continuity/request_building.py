@@ -9,7 +9,7 @@ The pure assembly is `continuity.request_assembly`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -21,7 +21,7 @@ from continuity.kept_history import branch_history
 from continuity.request_assembly import AssembledRequest, assemble_request, tool_definitions_text
 from continuity.static_prompt import prior_thread_section_in
 from conversations.assistant_settings import assistant_settings_get
-from conversations.attachments.services import attachment_parts_verified, manifests_in_conversation
+from conversations.attachments.services import manifest_parts_verified, manifested_message_ids
 from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
 from conversations.transcript.tree_cache import BranchRead, conversation_read, kept_branch_read
 from elion.errors import NotFound
@@ -135,21 +135,21 @@ def branch_attachment_parts(
     input (neither API takes an image in an assistant turn): only the user
     turns' parts are answered.
     """
-    parts = attachment_parts_verified(conversation.id, _branch_manifests(conversation, branch), verified=verified)
+    parts = manifest_parts_verified(conversation.id, _turn_on(branch), verified=verified)
     return {
         message_id: found for message_id, found in parts.items()
         if branch.messages[branch.positions[message_id]].role == Role.USER
     }
 
 
-def _branch_manifests(conversation: Conversation, branch: BranchRead) -> dict[UUID, list]:
-    """The manifests of the branch's user and assistant turns, by message id."""
-    return {
-        message_id: manifest
-        for message_id, manifest in manifests_in_conversation(conversation.id).items()
-        if (index := branch.positions.get(message_id)) is not None
-        and branch.messages[index].role in (Role.USER, Role.ASSISTANT)
-    }
+def _turn_on(branch: BranchRead) -> Callable[[UUID], bool]:
+    """Is a message one of the branch's user or assistant turns?"""
+
+    def on_branch(message_id: UUID) -> bool:
+        index = branch.positions.get(message_id)
+        return index is not None and branch.messages[index].role in (Role.USER, Role.ASSISTANT)
+
+    return on_branch
 
 
 def send_context_warm(conversation: Conversation) -> None:
@@ -167,9 +167,10 @@ def send_context_warm(conversation: Conversation) -> None:
     if conversation.head_id is None or conversation.head_id not in read.tree:
         return
     branch = kept_branch_read(conversation.id, read.tree, conversation.head_id)
+    on_branch = _turn_on(branch)
     attached = {
-        message_id: () for message_id in _branch_manifests(conversation, branch)
-        if branch.messages[branch.positions[message_id]].role == Role.USER
+        message_id: () for message_id in manifested_message_ids(conversation.id)
+        if on_branch(message_id) and branch.messages[branch.positions[message_id]].role == Role.USER
     }
     compacted = compaction_on_branch(conversation, branch.positions)
     history = branch_history(conversation.id, branch, attachment_parts=attached, start_index=compacted.first_index)

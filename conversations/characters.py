@@ -122,10 +122,10 @@ def character_gallery(character: Character, limit: int = GALLERY_LIMIT) -> list[
     entries = (
         MessageAttachment.objects.filter(
             attachment__generated=True, attachment__generated_character=character,
-            message__conversation__in=outside_quarantine(),
+            conversation__in=outside_quarantine(),
         )
-        .select_related("attachment", "message")
-        .order_by("-attachment__created_at", "-attachment_id", "message__conversation__created_at")
+        .select_related("attachment")
+        .order_by("-attachment__created_at", "-attachment_id", "conversation__created_at")
     )
     seen: set[UUID] = set()
     gallery: list[GalleryImage] = []
@@ -133,7 +133,7 @@ def character_gallery(character: Character, limit: int = GALLERY_LIMIT) -> list[
         if entry.attachment_id in seen:
             continue
         seen.add(entry.attachment_id)
-        gallery.append(GalleryImage(entry.attachment, entry.message.conversation_id, entry.message_id))
+        gallery.append(GalleryImage(entry.attachment, entry.conversation_id, entry.message_id))
         if len(gallery) == limit:
             break
     return gallery

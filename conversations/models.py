@@ -11,6 +11,7 @@ parent, no child, and at most one exists per conversation.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 
 from django.db import models
 from django.db.models import Q
@@ -335,6 +336,58 @@ class Attachment(models.Model):
         return f"{self.name} ({self.sha256[:12]})"
 
 
+def manifest_entries_conversation_settle(entries: list[MessageAttachment]) -> None:
+    """Give each manifest entry its message's conversation, or refuse (ValueError) one naming another.
+
+    An entry's `conversation` repeats its message's, so a conversation's
+    manifests are read by an index of their own, without the message table.
+    A database CHECK cannot compare two tables, so every write through the app
+    passes here instead: `MessageAttachment.save`, the manager's
+    `bulk_create`, and a restore (`conversations.backup.restoring`). The
+    conversation is taken from a message instance the entry already holds, and
+    otherwise read, for all the entries at once, from the message rows.
+    """
+    unknown = {
+        entry.message_id for entry in entries
+        if entry.message_id is not None and "message" not in entry._state.fields_cache
+    }
+    owners: dict[uuid.UUID, uuid.UUID] = {}
+    ids = sorted(unknown)
+    for start in range(0, len(ids), _SETTLE_BATCH):
+        owners.update(
+            Message._base_manager.filter(pk__in=ids[start : start + _SETTLE_BATCH]).values_list("pk", "conversation_id")
+        )
+    for entry in entries:
+        owner = entry.message.conversation_id if entry.message_id not in unknown else owners.get(entry.message_id)
+        if owner is None:
+            continue  # no such message: the foreign key refuses the row
+        if entry.conversation_id is None:
+            entry.conversation_id = owner
+        elif entry.conversation_id != owner:
+            raise ValueError(
+                f"A manifest entry of message {entry.message_id} must name that message's conversation "
+                f"({owner}), not {entry.conversation_id}."
+            )
+
+
+_SETTLE_BATCH = 500
+
+
+class ManifestEntryQuerySet(models.QuerySet):
+    """Entries are written whole and never changed (`MessageAttachment`)."""
+
+    def bulk_create(self, objs: Iterable[MessageAttachment], *args: object, **kwargs: object) -> list[MessageAttachment]:
+        entries = list(objs)
+        manifest_entries_conversation_settle(entries)
+        return super().bulk_create(entries, *args, **kwargs)
+
+    def update(self, **kwargs: object) -> int:
+        raise ValueError("A message's attachment manifest is immutable.")
+
+    def bulk_update(self, *args: object, **kwargs: object) -> int:
+        raise ValueError("A message's attachment manifest is immutable.")
+
+
 class MessageAttachment(models.Model):
     """One entry of a message's immutable, ordered attachment manifest.
 
@@ -343,18 +396,33 @@ class MessageAttachment(models.Model):
     message, so one attachment identity can appear in several conversations.
     A reply's generated images are the one addition: each is appended, at the
     next position, while the reply streams (`conversations.attachments.generated`).
+
+    `conversation` is always the message's own (issue 18): a send reads its
+    conversation's manifests by `(conversation, message, position)`, a cost
+    that does not grow with the thread's other messages. Every writer goes
+    through `manifest_entries_conversation_settle` (there is no cross-table
+    CHECK in SQL), which fills it from the message or refuses a mismatch.
     """
 
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="manifest_entries", db_index=False
+    )
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="manifest")
     position = models.PositiveSmallIntegerField()
     attachment = models.ForeignKey(Attachment, on_delete=models.PROTECT, related_name="manifest_entries")
 
+    objects = ManifestEntryQuerySet.as_manager()
+
     class Meta:
-        ordering = ["message", "position"]
+        # By the columns themselves: ordering by `message` would join the message and conversation
+        # tables (their own orderings) into every read of a conversation's entries.
+        ordering = ["message_id", "position"]
         constraints = [
             models.UniqueConstraint(fields=["message", "position"], name="manifest_position_unique"),
             models.UniqueConstraint(fields=["message", "attachment"], name="manifest_attachment_unique"),
         ]
+        # A conversation's manifests in their order (its leading column serves the foreign key too).
+        indexes = [models.Index(fields=["conversation", "message", "position"], name="manifest_conversation_order")]
 
     def __str__(self) -> str:
         return f"attachment {self.position} of {self.message_id}"
@@ -363,6 +431,7 @@ class MessageAttachment(models.Model):
         # The manifest is immutable once written: an existing entry is never saved again.
         if not self._state.adding:
             raise ValueError("A message's attachment manifest is immutable.")
+        manifest_entries_conversation_settle([self])
         super().save(*args, **kwargs)
 
 

@@ -121,7 +121,7 @@ def _sweep_conversation_stores(grace: int) -> int:
             # while it copies a blob in and commits the manifest naming it.
             Conversation.objects.select_for_update().filter(pk=conversation_id).first()
             referenced = set(
-                MessageAttachment.objects.filter(message__conversation_id=conversation_id).values_list(
+                MessageAttachment.objects.filter(conversation_id=conversation_id).values_list(
                     "attachment__sha256", flat=True
                 )
             )

@@ -87,7 +87,7 @@ def generated_image_store(
     sha = hashlib.sha256(data).hexdigest()
     identity = store.write_bytes(store.conversation_store(conversation_id), data, sha)
     with transaction.atomic():
-        message = Message.objects.select_for_update().only("pk", "metadata").get(pk=message_id)
+        message = Message.objects.select_for_update().only("pk", "conversation_id", "metadata").get(pk=message_id)
         entries = MessageAttachment.objects.filter(message_id=message_id)
         if entries.count() >= settings.ELION_ATTACHMENTS_PER_MESSAGE:
             raise GeneratedImageRejected(
@@ -100,7 +100,9 @@ def generated_image_store(
             mime=mime, kind=AttachmentKind.IMAGE, scope_conversation_id=conversation_id,
             attached_at=timezone.now(), generated=True, generated_character_id=character_id,
         )
-        MessageAttachment.objects.create(message_id=message_id, position=position, attachment=attachment)
+        MessageAttachment.objects.create(
+            conversation_id=conversation_id, message=message, position=position, attachment=attachment
+        )
         identities_record(conversation_id, {sha: identity})
         _record_append(message, {**record, "attachment_id": str(attachment.id)})
     return attachment

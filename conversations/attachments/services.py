@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
@@ -221,7 +221,10 @@ def attachments_commit(
         if row.id not in imported:
             _import_blob(row, destination)
     MessageAttachment.objects.bulk_create(
-        [MessageAttachment(message=message, position=index, attachment=row) for index, row in enumerate(ordered)]
+        [
+            MessageAttachment(conversation_id=message.conversation_id, message=message, position=index, attachment=row)
+            for index, row in enumerate(ordered)
+        ]
     )
     return ordered
 
@@ -259,9 +262,10 @@ def manifests_for(messages: Iterable[Message]) -> dict[UUID, list[Attachment]]:
 
 def manifests_in_conversation(conversation_id: UUID) -> dict[UUID, list[Attachment]]:
     """Every manifest of one conversation's messages, as `manifests_for` gives them, in one
-    query whose size does not grow with the thread (a fork reads a whole branch's)."""
+    query whose size does not grow with the thread (a fork reads a whole branch's): read by the
+    entries' own conversation column and its index, never joining the thread's messages."""
     manifests: dict[UUID, list[Attachment]] = {}
-    entries = MessageAttachment.objects.filter(message__conversation_id=conversation_id).select_related(
+    entries = MessageAttachment.objects.filter(conversation_id=conversation_id).select_related(
         "attachment"
     ).order_by("message_id", "position")
     for entry in entries:
@@ -317,19 +321,56 @@ def attachment_parts_verified(
     verified = verified or {}
     pending = [a for attachments in manifests.values() for a in attachments if a.id not in verified]
     verdicts = blobs_verify(conversation_id, pending) if pending else BlobVerdicts()
-    parts: dict[UUID, tuple[dict, ...]] = {}
-    for message_id, attachments in manifests.items():
-        built = []
-        for attachment in attachments:
-            if attachment.id in verified:
-                built.append(verified[attachment.id])
-                continue
-            problem = verdicts.problems.get(attachment.sha256)
-            if problem is not None:
-                raise AttachmentUnavailable(attachment, problem, action)
-            built.append(attachment_part_encoded(attachment, verdicts.verified[attachment.sha256]))
-        parts[message_id] = tuple(built)
-    return parts
+    return {
+        message_id: tuple(
+            verified[a.id] if a.id in verified else _part_verified(a, verdicts, action) for a in attachments
+        )
+        for message_id, attachments in manifests.items()
+    }
+
+
+def manifested_message_ids(conversation_id: UUID) -> set[UUID]:
+    """The conversation's messages that list attachments (by the manifest's conversation, no join)."""
+    return set(
+        MessageAttachment.objects.filter(conversation_id=conversation_id).order_by().values_list("message_id", flat=True)
+    )
+
+
+def manifest_parts_verified(
+    conversation_id: UUID, wanted: Callable[[UUID], bool], *, verified: Mapping[UUID, dict], action: str = "send"
+) -> dict[UUID, tuple[dict, ...]]:
+    """`attachment_parts_verified` of the manifests of the conversation's messages that are `wanted` (by id).
+
+    For the send under its lock: `verified` holds the parts its pre-lock
+    verification built (`attachments_preverify`), normally every attachment
+    the manifests list, so the manifests are read as (message, attachment)
+    ids alone, and only an attachment missing from `verified` is read whole,
+    verified now and refused (409, naming it) if its blob fails.
+    """
+    listed: dict[UUID, list[UUID]] = {}
+    for message_id, attachment_id in (
+        MessageAttachment.objects.filter(conversation_id=conversation_id)
+        .order_by("message_id", "position")
+        .values_list("message_id", "attachment_id")
+    ):
+        if wanted(message_id):
+            listed.setdefault(message_id, []).append(attachment_id)
+    pending = {a for attachment_ids in listed.values() for a in attachment_ids if a not in verified}
+    rows = Attachment.objects.in_bulk(pending) if pending else {}
+    verdicts = blobs_verify(conversation_id, rows.values()) if rows else BlobVerdicts()
+    return {
+        message_id: tuple(
+            verified[a] if a in verified else _part_verified(rows[a], verdicts, action) for a in attachment_ids
+        )
+        for message_id, attachment_ids in listed.items()
+    }
+
+
+def _part_verified(attachment: Attachment, verdicts: BlobVerdicts, action: str) -> dict:
+    problem = verdicts.problems.get(attachment.sha256)
+    if problem is not None:
+        raise AttachmentUnavailable(attachment, problem, action)
+    return attachment_part_encoded(attachment, verdicts.verified[attachment.sha256])
 
 
 def attachment_part(attachment: Attachment, data: bytes) -> dict:
@@ -355,7 +396,7 @@ def attachment_verified_content(*, conversation_id: UUID, attachment_id: object)
     except ValueError as exc:
         raise NotFound("No attachment has that id.", code="attachment_not_found") from exc
     entry = (
-        MessageAttachment.objects.filter(message__conversation_id=conversation_id, attachment_id=attachment_id)
+        MessageAttachment.objects.filter(conversation_id=conversation_id, attachment_id=attachment_id)
         .select_related("attachment")
         .first()
     )
@@ -366,6 +407,10 @@ def attachment_verified_content(*, conversation_id: UUID, attachment_id: object)
     except store.BlobProblem as exc:
         raise AttachmentUnavailable(entry.attachment, exc.reason, "download") from exc
     return entry.attachment, data
+
+
+# The attachment columns `blobs_verify` and `attachment_part_encoded` read.
+_PART_FIELDS = ("sha256", "size", "name", "mime", "kind", "text")
 
 
 @dataclass(frozen=True)
@@ -399,9 +444,11 @@ def attachments_preverify(*, conversation_id: UUID, attachment_ids: tuple[UUID, 
     rows = (
         {
             entry.attachment_id: entry.attachment
-            for entry in MessageAttachment.objects.filter(message__conversation_id=conversation_id).select_related(
-                "attachment"
-            )
+            # Only what verifying and building a part read (`_PART_FIELDS`): these rows never leave this function.
+            for entry in MessageAttachment.objects.filter(conversation_id=conversation_id)
+            .select_related("attachment")
+            .only("attachment", *(f"attachment__{name}" for name in _PART_FIELDS))
+            .order_by()
         }
         if conversation_store.is_dir()
         else {}

@@ -252,14 +252,14 @@ def blobs_rehash_all(*, conversation_ids: list[UUID] | None = None) -> BlobAudit
     """
     entries = MessageAttachment.objects.all()
     if conversation_ids is not None:
-        entries = entries.filter(message__conversation_id__in=conversation_ids)
+        entries = entries.filter(conversation_id__in=conversation_ids)
     referenced: dict[UUID, dict[str, list[tuple[UUID, str, int]]]] = {}
     for conversation_id, attachment_id, sha256, size, name in (
         entries.values_list(
-            "message__conversation_id", "attachment_id", "attachment__sha256", "attachment__size", "attachment__name"
+            "conversation_id", "attachment_id", "attachment__sha256", "attachment__size", "attachment__name"
         )
         .distinct()
-        .order_by("message__conversation_id", "attachment__sha256")
+        .order_by("conversation_id", "attachment__sha256")
     ):
         named = referenced.setdefault(conversation_id, {}).setdefault(sha256, [])
         if all(known != attachment_id for known, _, _ in named):
@@ -305,7 +305,7 @@ def _identities_prune(conversation_ids: list[UUID] | None) -> None:
     stale = AttachmentBlobIdentity.objects.filter(
         ~Exists(
             MessageAttachment.objects.filter(
-                message__conversation_id=OuterRef("conversation_id"), attachment__sha256=OuterRef("sha256")
+                conversation_id=OuterRef("conversation_id"), attachment__sha256=OuterRef("sha256")
             )
         )
     )

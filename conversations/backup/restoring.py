@@ -34,6 +34,7 @@ from django.db.models import Model
 
 from conversations.attachments import store
 from conversations.backup import members
+from conversations.models import MessageAttachment, manifest_entries_conversation_settle
 
 ROW_BATCH = 500
 READ_CHUNK = 1 << 16
@@ -208,7 +209,23 @@ def _rows(archive: zipfile.ZipFile, member: str, model: type[Model]) -> Iterator
             raise BackupRefused(f"{member} holds a row that cannot be read ({exc}).") from exc
 
 
+def _batch_completed(model: type[Model], batch: list[Model]) -> None:
+    """Columns derived from rows restored before: filled where an older backup lacks them, checked where not.
+
+    A manifest entry's `conversation` (conversations 0015) is its message's;
+    a backup made before the column existed has none, so each entry takes its
+    message's (read from the rows just restored); an entry naming another
+    conversation than its message's is refused, as the app refuses to write one.
+    """
+    if model is MessageAttachment:
+        try:
+            manifest_entries_conversation_settle(batch)
+        except ValueError as exc:
+            raise BackupRefused(f"The backup's attachment manifests do not fit its messages ({exc}).") from exc
+
+
 def _insert_batch(model: type[Model], batch: list[Model]) -> None:
+    _batch_completed(model, batch)
     # raw=True: every column exactly as backed up (`auto_now` and `auto_now_add` do not apply), as loaddata.
     fields = model._meta.local_concrete_fields
     size = max(1, connection.ops.bulk_batch_size(fields, batch))

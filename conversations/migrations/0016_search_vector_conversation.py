@@ -44,7 +44,7 @@ def _on_postgres(statements: list[str]):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("conversations", "0014_image_generation")]
+    dependencies = [("conversations", "0015_manifest_conversation")]
 
     operations = [
         migrations.RunPython(

@@ -143,7 +143,7 @@ def _fork_create(source: Conversation, target_id: UUID) -> Conversation:
     originals = [message.id for message in copied]
     copies = message_chain_copy(conversation=destination, originals=originals, mark_key=FORKED_FROM_KEY)
     entries = [
-        MessageAttachment(message_id=copy, position=position, attachment=attachment)
+        MessageAttachment(conversation=destination, message_id=copy, position=position, attachment=attachment)
         for original, copy in zip(originals, copies, strict=True)
         for position, attachment in enumerate(manifests.get(original, []))
     ]

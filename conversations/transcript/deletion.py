@@ -104,7 +104,7 @@ def _step_artifacts(conversation_id: UUID) -> dict[str, int]:
 def _step_messages(conversation_id: UUID) -> dict[str, int]:
     Conversation.all_objects.filter(pk=conversation_id).update(head=None)
     # Manifest entries first: the raw delete below cascades nothing.
-    manifest_entries, _ = MessageAttachment.objects.filter(message__conversation_id=conversation_id).delete()
+    manifest_entries, _ = MessageAttachment.objects.filter(conversation_id=conversation_id).delete()
     count = Message.objects.filter(conversation_id=conversation_id).count()
     # One statement: parent links inside the conversation go with it (the
     # foreign keys are checked at commit), and the search-index trigger sees

@@ -167,6 +167,10 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: Any
+    # `time.monotonic()` (CLOCK_MONOTONIC: one clock for every process of the machine) when the
+    # request line and headers had been read, and when the body had been read and parsed (benches time by them).
+    headers_at: float | None = None
+    body_at: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -404,12 +408,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(404, f"Unknown path {self.path}")
 
     def do_POST(self) -> None:
+        headers_at = time.monotonic()  # the request line and headers are read; the body is not
         body = self._read_body()
+        body_at = time.monotonic()
         path = self.path.split("?", 1)[0].rstrip("/")
         if path.startswith("/_control/"):
             self._control(path, body)
             return
-        self.provider.record(RecordedRequest("POST", self.path, self._lower_headers(), body))
+        self.provider.record(RecordedRequest("POST", self.path, self._lower_headers(), body, headers_at, body_at))
         if path == "/v1/images/generations":
             with contextlib.suppress(_Dropped):
                 self._image(self.provider.next_image())

@@ -88,7 +88,7 @@ def the_reply(conversation_id: str) -> Message:
 @sync_to_async
 def generated(conversation_id: str) -> list[Attachment]:
     return list(
-        Attachment.objects.filter(manifest_entries__message__conversation_id=conversation_id, generated=True)
+        Attachment.objects.filter(manifest_entries__conversation_id=conversation_id, generated=True)
         .order_by("created_at")
     )
 
