@@ -13,7 +13,8 @@ from bench.long_thread_build import PNG_SIGNATURE, image_payload, image_turns, p
 
 def _figures(scale: float, page_bytes: int) -> dict[str, float]:
     return {
-        "app": 0.030 * scale, "sdk": 0.010, "added": 0.020 * scale, "page": 0.050 * scale, "page_bytes": page_bytes,
+        "app": 0.030 * scale, "sdk": 0.010, "added": 0.020 * scale, "own": 0.005 * scale, "to_sdk": 0.004 * scale,
+        "page": 0.050 * scale, "page_bytes": page_bytes,
         "api": 0.010 * scale, "api_bytes": 2048, "api_items": 50, "request_items": 11, "request_bytes": 3 * 1024 * 1024,
         "request_images": 0,
     }
@@ -38,6 +39,12 @@ def test_each_figure_is_shown_with_its_ratio_to_the_first_thread():
     assert long_row["page KiB ×"] == "5.00"
     assert long_row["API ×"] == "4.00"
     assert long_row["request MiB"] == "3.00"
+    assert long_row["own ms"] == "20.0"
+    assert long_row["own ×"] == "4.00"
+    assert "to SDK ms" not in long_row  # only with --stages
+    assert _cells(long_thread.report_table(figures, ["this tree"], ["10", "1,000"], stages=True), "1,000")[
+        "to SDK ×"
+    ] == "4.00"
     assert _cells(lines, "10")["added ×"] == "1.00"
 
 
@@ -54,7 +61,8 @@ def test_with_a_baseline_each_thread_gets_both_trees_rows_and_this_tree_over_the
 
 
 def test_added_time_is_the_median_of_the_paired_differences_not_the_difference_of_medians():
-    samples = long_thread.Samples(app=[0.010, 0.050, 0.031], sdk=[0.008, 0.001, 0.030])
+    samples = long_thread.Samples(app=[0.010, 0.050, 0.031], sdk=[0.008, 0.001, 0.030],
+                                  app_headers=[0.004, 0.020, 0.009], sdk_headers=[0.001, 0.002, 0.008])
     for name in ("page", "api"):
         setattr(samples, name, [0.0] * 3)
     for name in ("page_bytes", "api_bytes", "api_items", "request_items", "request_bytes", "request_images"):
@@ -62,6 +70,7 @@ def test_added_time_is_the_median_of_the_paired_differences_not_the_difference_o
     figures = samples.figures()
     assert figures["added"] == pytest.approx(0.002)  # paired: 0.002, 0.049, 0.001
     assert figures["app"] - figures["sdk"] == pytest.approx(0.023)
+    assert figures["own"] == pytest.approx(0.003)  # paired: 0.003, 0.018, 0.001
 
 
 def test_the_attachment_case_follows_the_lengths_and_images_spread_evenly_over_user_turns():
