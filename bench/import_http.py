@@ -298,6 +298,8 @@ def run_shape(path: Path, kind: str, written: dict, database_url: str | None, ti
                 started = time.perf_counter()
                 upload_id, pieces = upload_in_pieces(client, path, piece_bytes)
                 uploaded = time.perf_counter()
+                # Daphne's peak so far: the upload's share of it (the polls that follow add theirs).
+                upload_peak = (status_kib(daphne.pid, "VmHWM") or 0) - watched[0].idle.get(daphne.pid, 0)
                 answer = ok(client.post(f"/api/archive/import/{kind}/?background=true", json={
                     "upload_ids": [upload_id], "collection": "conversations", "assistant_name": "",
                 }), 202)
@@ -318,7 +320,7 @@ def run_shape(path: Path, kind: str, written: dict, database_url: str | None, ti
                 "import_seconds": followed["seconds"], "queue_wait": followed["queue_wait"],
                 "progress_values": followed["progress_values"], "polls": followed["polls"], "total": job["total"],
                 "slices": slices(env, answer["job_id"]), "samples": sampler.samples,
-                "daphne": daphne_figures, "worker": worker_figures,
+                "daphne": {**daphne_figures, "upload_above_idle_mb": upload_peak / 1024}, "worker": worker_figures,
             }
         finally:
             if sampler is not None:
@@ -389,7 +391,8 @@ def report(rows: dict[str, dict], database: str) -> None:
               f"{row['worker']['peak_sum_above_idle_mb']:15.1f} {row['worker']['largest_above_idle_mb']:16.1f} "
               f"{row['progress_values']:9d}")
     for label, row in rows.items():
-        print(f"{label:>18}: idle Daphne {row['daphne']['idle_mb']:.1f} MB, worker tree {row['worker']['idle_mb']:.1f} "
+        print(f"{label:>18}: idle Daphne {row['daphne']['idle_mb']:.1f} MB (its peak by the upload's end "
+              f"{row['daphne']['upload_above_idle_mb']:.1f} MB above), worker tree {row['worker']['idle_mb']:.1f} "
               f"MB in {row['worker']['processes']} processes (largest: idle {row['worker']['largest_idle_mb']:.1f} MB, "
               f"VmHWM {row['worker']['hwm_above_idle_mb']:.1f} MB above); upload {row['pieces']} pieces, "
               f"{row['zip_bytes'] / MIB / row['upload_seconds']:.1f} MB/s; start answered in "
