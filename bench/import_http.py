@@ -305,6 +305,7 @@ def run_shape(path: Path, kind: str, written: dict, database_url: str | None, ti
                 }), 202)
                 asked = time.perf_counter()
                 followed = follow(client, answer["job_id"], timeout)
+                job_end_peak = (status_kib(daphne.pid, "VmHWM") or 0) - watched[0].idle.get(daphne.pid, 0)
                 sampler.stop()
                 job = followed["job"]
                 if followed["seconds"] > 10 * PAGE_POLL_SECONDS and followed["progress_values"] < 2:
@@ -320,7 +321,8 @@ def run_shape(path: Path, kind: str, written: dict, database_url: str | None, ti
                 "import_seconds": followed["seconds"], "queue_wait": followed["queue_wait"],
                 "progress_values": followed["progress_values"], "polls": followed["polls"], "total": job["total"],
                 "slices": slices(env, answer["job_id"]), "samples": sampler.samples,
-                "daphne": {**daphne_figures, "upload_above_idle_mb": upload_peak / 1024}, "worker": worker_figures,
+                "daphne": {**daphne_figures, "upload_above_idle_mb": upload_peak / 1024,
+                           "job_end_above_idle_mb": job_end_peak / 1024}, "worker": worker_figures,
             }
         finally:
             if sampler is not None:
@@ -392,7 +394,8 @@ def report(rows: dict[str, dict], database: str) -> None:
               f"{row['progress_values']:9d}")
     for label, row in rows.items():
         print(f"{label:>18}: idle Daphne {row['daphne']['idle_mb']:.1f} MB (its peak by the upload's end "
-              f"{row['daphne']['upload_above_idle_mb']:.1f} MB above), worker tree {row['worker']['idle_mb']:.1f} "
+              f"{row['daphne']['upload_above_idle_mb']:.1f} MB above, by the job's end "
+              f"{row['daphne']['job_end_above_idle_mb']:.1f} MB), worker tree {row['worker']['idle_mb']:.1f} "
               f"MB in {row['worker']['processes']} processes (largest: idle {row['worker']['largest_idle_mb']:.1f} MB, "
               f"VmHWM {row['worker']['hwm_above_idle_mb']:.1f} MB above); upload {row['pieces']} pieces, "
               f"{row['zip_bytes'] / MIB / row['upload_seconds']:.1f} MB/s; start answered in "
