@@ -167,7 +167,9 @@ class JobProgress:
         self.problems_written = len(summary.problems)
 
     def counted(self, total: int, summary: ImportSummary) -> None:
-        self._write(summary, total=total, done=0)
+        # What the export offers is known now and written only now; each conversation's write then carries
+        # only the counts (and the problems, when they changed).
+        self._write(summary, total=total, done=0, offers=summary.offers())
 
     def proceed(self) -> None:
         # Every slice handles at least one conversation, so a job always gets on.
@@ -198,12 +200,16 @@ def _finish(job: ImportJob, token: str, state: str, **fields: object) -> bool:
     ))
 
 
+def _job_summary(job: ImportJob, summary_type: type[ImportSummary]) -> ImportSummary:
+    """The import's summary as the job row holds it (its counts, what the export offers, its problems)."""
+    return summary_type.from_dict({**job.result, **job.offers, "problems": job.problems})
+
+
 def _resumption(job: ImportJob) -> Resumption | None:
     """Where an earlier run stopped (None: nothing was counted yet, start from the beginning)."""
     if job.total is None:
         return None
-    summary = _kind(job.kind).summary_type.from_dict({**job.result, "problems": job.problems})
-    return Resumption(summary=summary, done=job.done)
+    return Resumption(summary=_job_summary(job, _kind(job.kind).summary_type), done=job.done)
 
 
 def import_job_run(job_id: str) -> str:
@@ -315,7 +321,7 @@ def import_job_repr(job: ImportJob) -> dict:
         "state": job.state,
         "done": job.done,
         "total": job.total,
-        **summary_type.from_dict({**job.result, "problems": job.problems}).as_dict(),
+        **_job_summary(job, summary_type).as_dict(),
         "document_ids": list(job.documents.order_by("pk").values_list("pk", flat=True)),
         "error": job.error,
         "files": [{"name": f["name"], "size": f["size"]} for f in job.files],

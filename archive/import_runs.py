@@ -57,9 +57,14 @@ class ImportSummary:
             self.problems.append(problem)
 
     def counts(self) -> dict:
-        """What a job keeps of the summary besides its problems and documents (`from_dict` reads it back)."""
-        return {**{name: getattr(self, name) for name in SUMMARY_COUNTS},
-                "custom_instructions_suggestion": self.custom_instructions_suggestion}
+        """The counts that move conversation by conversation: what a job writes with each one (`from_dict`
+        reads them back)."""
+        return {name: getattr(self, name) for name in SUMMARY_COUNTS}
+
+    def offers(self) -> dict:
+        """What the first pass found for the owner to take (custom instructions): a job writes it once, so a
+        conversation's progress write stays the same size whatever the export offers."""
+        return {"custom_instructions_suggestion": self.custom_instructions_suggestion}
 
     def as_dict(self) -> dict:
         return {
@@ -75,7 +80,7 @@ class ImportSummary:
 
     @classmethod
     def from_dict(cls, data: dict) -> ImportSummary:
-        """A summary `counts` (with `problems`, `document_ids`) wrote, such as a job's, to go on from."""
+        """A summary `counts` and `offers` (with `problems`, `document_ids`) wrote, such as a job's, to go on from."""
         return cls(**cls.fields_from_dict(data))
 
     @classmethod

@@ -142,8 +142,11 @@ class ImportJob(models.Model):
     files = models.JSONField(default=list, blank=True)
     total = models.PositiveIntegerField(null=True, blank=True)  # conversations in the export, once counted
     done = models.PositiveIntegerField(default=0)  # conversations handled (stored, duplicate or skipped)
-    # The answer's counts ({"conversations", "messages", …, "custom_instructions_suggestion"}), as of `done`.
+    # The answer's counts ({"conversations", "messages", …}), as of `done`: written with every conversation.
     result = models.JSONField(default=dict, blank=True)
+    # What the first pass found for the owner to take ({"custom_instructions_suggestion"}, and a Claude.ai
+    # export's {"memory_suggestions", "memories_problem"}): written once, when the export has been counted.
+    offers = models.JSONField(default=dict, blank=True)
     problems = models.JSONField(default=list, blank=True)  # the answer's `problems`, as of `done`
     error = models.JSONField(null=True, blank=True)  # {"error", "detail"} of a failed import
     # The run that holds the job ("" between two slices of a long import); a run whose token no longer

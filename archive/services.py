@@ -465,7 +465,10 @@ class ClaudeImportSummary(ImportSummary):
     memories_problem: str | None = None  # why memories.json could not be read
 
     def counts(self) -> dict:
-        return {**super().counts(), "projects": self.projects, "memory_suggestions": self.memory_suggestions,
+        return {**super().counts(), "projects": self.projects}
+
+    def offers(self) -> dict:
+        return {**super().offers(), "memory_suggestions": self.memory_suggestions,
                 "memories_problem": self.memories_problem}
 
     @classmethod

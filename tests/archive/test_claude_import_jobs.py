@@ -4,7 +4,10 @@ an import at once (memory suggestions included)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from django.db import connection
 from django_q.models import OrmQ
 
 from archive import services, tasks
@@ -168,3 +171,56 @@ def test_bad_background_claude_requests_are_4xx_and_queue_nothing(client, upload
     assert response.status_code == status, response.content
     assert response.json()["error"] == code and response.json()["detail"]
     assert ImportJob.objects.count() == 0 and OrmQ.objects.count() == 0
+
+
+# --- A progress write carries only the counts --------------------------------------------------------------
+
+
+def memories_with_projects(count: int) -> bytes:
+    """memories.json with the account's memory (three suggestions) and `count` project memories."""
+    projects = {f"{i:08x}-0000-4000-8000-00000000beef": f"Project memory {i}: the lantern wick trimmed on day {i}."
+                for i in range(count)}
+    return export.as_json([{"conversations_memory": export.MEMORIES_TEXT, "project_memories": projects,
+                            "account_uuid": export.ACCOUNT["uuid"]}])
+
+
+def param_bytes(params) -> int:
+    # A JSON value reaches the driver as text (SQLite) or wrapped (psycopg's Jsonb, whose `obj` is the value).
+    return sum(len(json.dumps(p.obj) if hasattr(p, "obj") else str(p)) for p in params or ())
+
+
+def job_updates(client, start, upload, run, memories: bytes) -> tuple[list[int], list[int], dict]:
+    """Run a job of the export with `memories`; the parameter bytes of its progress writes (one a
+    conversation), of its write after the first pass, and the job's answer."""
+    job_id = start(upload("claude-export.zip", make_zip({**export.members(with_memories=False),
+                                                         "memories.json": memories})))
+    progress, counted = [], []
+
+    def capture(execute, sql, params, many, context):
+        if sql.startswith('UPDATE "archive_importjob"'):
+            assignments = sql.split(" WHERE ")[0]
+            if '"total"' in assignments:
+                counted.append(param_bytes(params))
+            elif '"done"' in assignments and '"state"' not in assignments:
+                progress.append(param_bytes(params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        assert run() == ["done"]
+    return progress, counted, client.get(job_url(job_id)).json()
+
+
+def test_a_progress_write_does_not_grow_with_the_memories_the_export_offers(client, start, upload, run_queued):  # noqa: F811
+    small_progress, small_counted, small = job_updates(client, start, upload, run_queued, memories_with_projects(10))
+    ArchiveDocument.objects.all().delete()
+    large_progress, large_counted, large = job_updates(client, start, upload, run_queued, memories_with_projects(1_000))
+    assert (len(small["memory_suggestions"]), len(large["memory_suggestions"])) == (13, 1_003)
+    assert small["memory_suggestions"][:3] == large["memory_suggestions"][:3] == export.SUGGESTIONS[:3]
+    # One write per item of the export (six), each the same size at 10 and at 1,000 memories (a timestamp's
+    # digits aside) ...
+    assert len(small_progress) == len(large_progress) == 6
+    assert max(large_progress) <= max(small_progress) + 8
+    # ... while the one write after the first pass carries the suggestions (what the capture does see).
+    assert len(small_counted) == len(large_counted) == 1
+    assert large_counted[0] > small_counted[0] + 50_000
+    assert counts(small) == counts(large)

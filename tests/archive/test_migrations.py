@@ -8,6 +8,7 @@ place; its generated `search_vector` column is untouched, and every search test 
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -71,5 +72,36 @@ def test_chunks_indexed_before_0003_stay_found_and_later_writes_stay_indexed(tmp
         db.execute("DELETE FROM archive_archivechunk WHERE text = 'foghorn'")
         db.commit()
         assert matches(db, "foghorn") == []  # and the delete trigger
+    finally:
+        db.close()
+
+
+def test_0006_moves_what_a_job_offers_out_of_its_counts_and_back(tmp_path):
+    manage(tmp_path, "migrate", "archive", "0005")
+    db = sqlite3.connect(tmp_path / "elion.sqlite3")
+    result = {"conversations": 2, "messages": 7, "alternate_messages": 0, "skipped": 3, "duplicates": 0,
+              "projects": 1, "custom_instructions_suggestion": None,
+              "memory_suggestions": [{"text": "AUMA keeps a journal.", "category": "general"}],
+              "memories_problem": None}
+    try:
+        db.execute(
+            "INSERT INTO archive_importjob (id, kind, state, options, files, total, done, result, problems, error, "
+            "runner, created_at, updated_at, finished_at) VALUES ('0f0e0d0c0b0a49088706050403020100', 'claude', "
+            "'cancelled', '{}', '[]', 6, 2, ?, '[]', NULL, '', '2026-12-01 00:00:00', '2026-12-01 00:00:00', NULL)",
+            (json.dumps(result),),
+        )
+        db.commit()
+        db.close()
+        manage(tmp_path, "migrate", "archive", "0006")
+        db = sqlite3.connect(tmp_path / "elion.sqlite3")
+        moved_result, offers = (json.loads(v) for v in db.execute("SELECT result, offers FROM archive_importjob").fetchone())
+        assert moved_result == {k: result[k] for k in ("conversations", "messages", "alternate_messages", "skipped",
+                                                       "duplicates", "projects")}
+        assert offers == {k: result[k] for k in ("custom_instructions_suggestion", "memory_suggestions",
+                                                 "memories_problem")}
+        db.close()
+        manage(tmp_path, "migrate", "archive", "0005")
+        db = sqlite3.connect(tmp_path / "elion.sqlite3")
+        assert json.loads(db.execute("SELECT result FROM archive_importjob").fetchone()[0]) == result
     finally:
         db.close()
