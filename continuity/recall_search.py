@@ -134,22 +134,32 @@ def _walk_newest_postgres(
 
 
 def _window_matches_postgres(
-    term: str, *, source_sql: str, source_params: Sequence, excluded: Sequence[UUID], before: int, since: int | None
+    term: str, *, source_sql: str, source_params: Sequence, excluded: Sequence[UUID], before: int,
+    since: int | None, limit: int,
 ) -> list[tuple[int, str]]:
-    """PostgreSQL: every eligible row holding `term` with `since <= id < before`,
-    newest first. With no ORDER BY ... LIMIT to walk for, the planner reads
-    only the matches: a bitmap AND of the GIN index (the term, less the
-    excluded conversations' rows) and the BRIN index on id (the window)."""
+    """PostgreSQL: the newest `limit` eligible rows holding `term` with `since <= id < before`, newest first.
+
+    The window's matches are found by a bitmap AND of the GIN index (the term,
+    less the excluded conversations' rows) and the BRIN index on id, kept as
+    found (`MATERIALIZED`: no ORDER BY ... LIMIT for the planner to trade for a
+    walk of the primary key). Eligibility is then asked once per conversation
+    among them, not once per row, and only the `limit` newest rows' text is read.
+    A common term can match thousands of rows of the other threads in one window.
+    """
     window = "AND c.id >= %s " if since is not None else ""
     tsquery, tsquery_params = _tsquery_postgres([term], excluded)
     sql = (
-        f"SELECT c.id, c.search_text FROM {ENTRY_TABLE} c "
-        f"WHERE c.{VECTOR_COLUMN} @@ {tsquery} AND c.id < %s {window}AND EXISTS ({source_sql})"
+        f"WITH found AS MATERIALIZED (SELECT c.id, c.conversation_id FROM {ENTRY_TABLE} c "
+        f"WHERE c.{VECTOR_COLUMN} @@ {tsquery} AND c.id < %s {window}), "
+        f"eligible AS (SELECT c.conversation_id FROM (SELECT DISTINCT conversation_id FROM found) c "
+        f"WHERE EXISTS ({source_sql})) "
+        f"SELECT found.id, e.search_text FROM found JOIN eligible ON eligible.conversation_id = found.conversation_id "
+        f"JOIN {ENTRY_TABLE} e ON e.id = found.id ORDER BY found.id DESC LIMIT %s"
     )
-    params = [*tsquery_params, before, *([since] if since is not None else [])]
+    params = [*tsquery_params, before, *([since] if since is not None else []), *source_params, limit]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, *source_params])
-        return sorted(cursor.fetchall(), reverse=True)
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def candidates_per_term(term_count: int) -> int:
@@ -283,8 +293,8 @@ def _older_matches_postgres(
             high = since
         size = max(MIN_WINDOW_ROWS, expected_rows)
         while need > 0 and high > 0:
-            since = high - size if size < MAX_WINDOW_ROWS else None
-            rows = _window_matches_postgres(term, before=high, since=since, **query)[:need]
+            since = high - size if size < MAX_WINDOW_ROWS and high > size else None
+            rows = _window_matches_postgres(term, before=high, since=since, limit=need, **query)
             found.update(rows)
             need -= len(rows)
             if since is None:

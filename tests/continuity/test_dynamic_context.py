@@ -591,12 +591,14 @@ def test_recall_index_search_leaves_the_excluded_conversations_rows_out_by_itsel
     everything = {"source_sql": "SELECT 1", "source_params": [], "excluded": sorted([current.pk, handoff_source.pk])}
     if connection.vendor == "postgresql":
         walked = recall_search._walk_newest_postgres(["lantern"], limit=100, since=0, before=None, **everything)
-        windowed = recall_search._window_matches_postgres("lantern", before=10**9, since=None, **everything)
+        windowed = recall_search._window_matches_postgres("lantern", before=10**9, since=None, limit=100, **everything)
         assert {pk for pk, _ in walked} == {pk for pk, _ in windowed} == theirs
         unexcluded = recall_search._window_matches_postgres(
-            "lantern", before=10**9, since=None, **{**everything, "excluded": []}
+            "lantern", before=10**9, since=None, limit=100, **{**everything, "excluded": []}
         )
         assert len(unexcluded) == len(theirs) + 12 + 2  # the same search without exclusions meets them all
+        newest = recall_search._window_matches_postgres("lantern", before=10**9, since=None, limit=1, **everything)
+        assert [pk for pk, _ in newest] == [max(theirs)]  # the window answers its newest `limit` rows
     else:
         found = recall_search._newest_matches(["lantern"], limit=100, **everything)
         assert {pk for pk, _ in found} == theirs
