@@ -16,6 +16,7 @@ from conversations.models import AssistantSettings
 from conversations.sending import tool_loop
 from tests.archive import chatgpt_export as export
 from tests.archive.conftest import make_zip
+from tests.support.json_fields import WRONG_TYPES, read_outcomes
 
 pytestmark = pytest.mark.django_db
 
@@ -145,31 +146,12 @@ def test_a_damaged_member_refuses_the_whole_import_and_stores_nothing(client, up
     assert not ArchiveDocument.objects.exists()
 
 
-@pytest.mark.parametrize("wrong", [None, True, 7, 2.5, "text", [], ["a"], {}, {"a": 1}])
+@pytest.mark.parametrize("wrong", WRONG_TYPES)
 def test_every_field_of_a_conversation_may_hold_any_type_without_a_5xx(wrong):
     """Each value in the written conversation, replaced by each JSON type: read, or named as a problem."""
 
-    def paths(value, prefix=()):
-        yield prefix
-        if isinstance(value, dict):
-            for key, item in value.items():
-                yield from paths(item, (*prefix, key))
-        elif isinstance(value, list):
-            for index, item in enumerate(value):
-                yield from paths(item, (*prefix, index))
-
     original = export.harbour()
-    outcomes = set()
-    for path in list(paths(original))[1:]:
-        broken = json.loads(json.dumps(original))
-        target = broken
-        for step in path[:-1]:
-            target = target[step]
-        target[path[-1]] = wrong
-        try:  # any other exception (TypeError, AttributeError…) fails the test
-            outcomes.add(type(chatgpt.read_conversation(broken, 0)).__name__)
-        except chatgpt.UnreadableConversation:
-            outcomes.add("problem")
+    outcomes = read_outcomes(chatgpt.read_conversation, chatgpt.UnreadableConversation, original, wrong)
     assert outcomes == {"ExportedConversation", "problem"}
 
 

@@ -11,6 +11,7 @@ from archive import claude
 from archive.models import ArchiveDocument
 from conversations.sending import tool_loop
 from tests.archive import claude_export as export
+from tests.support.json_fields import WRONG_TYPES, read_outcomes
 
 pytestmark = pytest.mark.django_db
 
@@ -136,30 +137,11 @@ def test_a_tree_that_cannot_be_walked_is_a_problem_and_the_rest_imports(client, 
     assert (body["conversations"], body["skipped"]) == (1, 1)
 
 
-@pytest.mark.parametrize("wrong", [None, True, 7, 2.5, "text", [], ["a"], {}, {"a": 1}])
+@pytest.mark.parametrize("wrong", WRONG_TYPES)
 def test_every_field_of_a_branched_conversation_may_hold_any_type_without_a_5xx(wrong):
-    def paths(value, prefix=()):
-        yield prefix
-        if isinstance(value, dict):
-            for key, item in value.items():
-                yield from paths(item, (*prefix, key))
-        elif isinstance(value, list):
-            for index, item in enumerate(value):
-                yield from paths(item, (*prefix, index))
-
     original = export.edited()
     original["current_leaf_message_uuid"] = "e5"
-    outcomes = set()
-    for path in list(paths(original))[1:]:
-        broken = json.loads(json.dumps(original))
-        target = broken
-        for step in path[:-1]:
-            target = target[step]
-        target[path[-1]] = wrong
-        try:  # any other exception (TypeError, AttributeError…) fails the test
-            outcomes.add(type(claude.read_conversation(broken, 0)).__name__)
-        except claude.UnreadableConversation:
-            outcomes.add("problem")
+    outcomes = read_outcomes(claude.read_conversation, claude.UnreadableConversation, original, wrong)
     assert outcomes == {"ClaudeConversation", "problem"}
 
 

@@ -15,6 +15,7 @@ from conversations.sending import tool_loop
 from tests.archive import claude_export as export
 from tests.archive.conftest import make_zip
 from tests.archive.test_import_jobs import job_url
+from tests.support.json_fields import WRONG_TYPES, read_outcomes
 
 pytestmark = pytest.mark.django_db
 
@@ -129,29 +130,10 @@ def test_wrong_types_nul_characters_and_deep_nesting_in_projects_are_problems(cl
     assert body["projects"] == 1
 
 
-@pytest.mark.parametrize("wrong", [None, True, 7, 2.5, "text", [], ["a"], {}, {"a": 1}])
+@pytest.mark.parametrize("wrong", WRONG_TYPES)
 def test_every_field_of_a_project_may_hold_any_type_without_a_5xx(wrong):
-    def paths(value, prefix=()):
-        yield prefix
-        if isinstance(value, dict):
-            for key, item in value.items():
-                yield from paths(item, (*prefix, key))
-        elif isinstance(value, list):
-            for index, item in enumerate(value):
-                yield from paths(item, (*prefix, index))
-
     original = export.projects()[0]
-    outcomes = set()
-    for path in list(paths(original))[1:]:
-        broken = json.loads(json.dumps(original))
-        target = broken
-        for step in path[:-1]:
-            target = target[step]
-        target[path[-1]] = wrong
-        try:  # any other exception (TypeError, AttributeError…) fails the test
-            outcomes.add(type(claude.read_project(broken, 0)).__name__)
-        except claude.UnreadableConversation:
-            outcomes.add("problem")
+    outcomes = read_outcomes(claude.read_project, claude.UnreadableConversation, original, wrong)
     assert outcomes == {"ClaudeProject", "problem"}
 
 
