@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs the whole pytest suite twice: on SQLite, then on a throwaway PostgreSQL.
+# Runs the whole pytest suite twice: on SQLite and on a throwaway PostgreSQL, both at
+# once (`all`, each half's output shown when it ends; ELION_TEST_SERIAL=1: one after the other).
 #
 #   scripts/test.sh [all|sqlite|postgres]      (default: all)
 #   PYTEST_ARGS="-k foo -x" scripts/test.sh    extra pytest arguments (shell-quoted)
 #
-# Stops at the first failing half; always stops PostgreSQL and removes temp dirs.
+# Serially it stops at the first failing half; always stops PostgreSQL and removes temp dirs.
 # pytest exit code 5 ("no tests collected") counts as a failure.
 set -euo pipefail
 
@@ -44,16 +45,16 @@ cleanup() {
     if ((rc == 0)); then echo "  RESULT: PASS"; else echo "  RESULT: FAIL (exit $rc)"; fi
     exit "$rc"
 }
-# pytest's pid while it runs in the background (non-interactive runs, see run_suite).
-CHILD=""
+# pytest's pids while they run in the background (non-interactive runs, see run_suite / run_both).
+CHILDREN=()
 on_signal() {
     echo "test.sh: interrupted (SIG$1)" >&2
-    if [[ -n "$CHILD" ]]; then
-        kill -TERM "$CHILD" 2>/dev/null || true
-        local i
-        for ((i = 0; i < 50; i++)); do kill -0 "$CHILD" 2>/dev/null || break; sleep 0.2; done
-        kill -KILL "$CHILD" 2>/dev/null || true
-    fi
+    local pid i
+    for pid in "${CHILDREN[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${CHILDREN[@]}"; do
+        for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+        kill -KILL "$pid" 2>/dev/null || true
+    done
     exit "$2"
 }
 trap cleanup EXIT
@@ -91,9 +92,25 @@ ensure_postgres() {
 }
 
 # ---------------------------------------------------------------- helpers
-# run_suite LABEL  (environment already prepared by the caller)
+# suite_result LABEL RC SECS: record one half's outcome; fails unless pytest passed.
+suite_result() {
+    local label="$1" rc="$2" secs="$3"
+    case "$rc" in
+        0)
+            SUMMARY+=("$label: PASSED (${secs}s)")
+            return 0 ;;
+        5)
+            echo "test.sh: pytest collected NO tests on $label -- a suite that runs nothing does not pass" >&2
+            SUMMARY+=("$label: FAILED - no tests collected (pytest exit 5)") ;;
+        *)
+            SUMMARY+=("$label: FAILED (pytest exit $rc, ${secs}s)") ;;
+    esac
+    return 1
+}
+
+# run_suite LABEL  (environment already prepared by the caller): one half, its output shown as it runs.
 run_suite() {
-    local label="$1" rc start secs
+    local label="$1" rc start
     echo
     echo "==================== pytest on $label ===================="
     start=$SECONDS
@@ -106,24 +123,57 @@ run_suite() {
         # CI / no terminal: background + wait, so a SIGTERM to this script is acted
         # on at once (trap forwards it to pytest) instead of after pytest finishes.
         "${PYTEST[@]}" &
-        CHILD=$!
-        wait "$CHILD"
+        CHILDREN=($!)
+        wait "${CHILDREN[0]}"
         rc=$?
-        CHILD=""
+        CHILDREN=()
     fi
     set -e
-    secs=$((SECONDS - start))
-    case "$rc" in
-        0)
-            SUMMARY+=("$label: PASSED (${secs}s)")
-            return 0 ;;
-        5)
-            echo "test.sh: pytest collected NO tests on $label -- a suite that runs nothing does not pass" >&2
-            SUMMARY+=("$label: FAILED - no tests collected (pytest exit 5)") ;;
-        *)
-            SUMMARY+=("$label: FAILED (pytest exit $rc, ${secs}s)") ;;
-    esac
-    return 1
+    suite_result "$label" "$rc" $((SECONDS - start))
+}
+
+# run_both: both halves at once, each in its own environment (database, ELION_DATA_DIR) and
+# with its output in a log shown whole when it ends. The halves share nothing but the
+# machine: every server a test starts takes a free port, every file lives in its half's
+# ELION_DATA_DIR. On this 2-core machine the two take about as long as the slower alone.
+run_both() {
+    local start rc_sqlite rc_postgresql
+    local log_sqlite="$SCRATCH/pytest-sqlite.log" log_postgresql="$SCRATCH/pytest-postgresql.log"
+    echo
+    echo "==================== pytest on sqlite and postgresql, at once ===================="
+    start=$SECONDS
+    set +e
+    env -u DATABASE_URL ELION_DATA_DIR="$SCRATCH/sqlite" "${PYTEST[@]}" >"$log_sqlite" 2>&1 </dev/null &
+    CHILDREN=($!)
+    ELION_DATA_DIR="$SCRATCH/postgresql" DATABASE_URL="$DATABASE_URL" "${PYTEST[@]}" >"$log_postgresql" 2>&1 </dev/null &
+    CHILDREN+=($!)
+    wait "${CHILDREN[0]}"
+    rc_sqlite=$?
+    local secs_sqlite=$((SECONDS - start))
+    wait "${CHILDREN[1]}"
+    rc_postgresql=$?
+    local secs_postgresql=$((SECONDS - start))
+    CHILDREN=()
+    set -e
+    echo
+    echo "==================== pytest on sqlite ===================="
+    cat "$log_sqlite"
+    echo
+    echo "==================== pytest on postgresql ===================="
+    cat "$log_postgresql"
+    local failed=0
+    suite_result sqlite "$rc_sqlite" "$secs_sqlite" || failed=1
+    suite_result postgresql "$rc_postgresql" "$secs_postgresql" || failed=1
+    return "$failed"
+}
+
+start_postgres() {
+    echo
+    echo "==================== starting PostgreSQL ===================="
+    PG_ENV="$("$ROOT/scripts/pg_tmp.sh" start)" || { SUMMARY+=("postgresql: FAILED - could not start server"); exit 1; }
+    eval "$PG_ENV"   # PG_TMP_DIR, PG_PORT, DATABASE_URL
+    PG_DIR="$PG_TMP_DIR"
+    echo "PostgreSQL on 127.0.0.1:$PG_PORT ($PG_DIR)"
 }
 
 # ---------------------------------------------------------------- run
@@ -155,6 +205,13 @@ if ! env -u DATABASE_URL ELION_DATA_DIR="$SCRATCH/migrations" \
 fi
 SUMMARY+=("migrations: OK")
 
+if [[ "$MODE" == all && -z "${ELION_TEST_SERIAL:-}" ]]; then
+    start_postgres
+    mkdir "$SCRATCH/sqlite" "$SCRATCH/postgresql"
+    run_both || exit 1
+    exit 0
+fi
+
 if [[ "$MODE" != postgres ]]; then
     unset DATABASE_URL
     export ELION_DATA_DIR="$SCRATCH/sqlite"
@@ -163,12 +220,7 @@ if [[ "$MODE" != postgres ]]; then
 fi
 
 if [[ "$MODE" != sqlite ]]; then
-    echo
-    echo "==================== starting PostgreSQL ===================="
-    PG_ENV="$("$ROOT/scripts/pg_tmp.sh" start)" || { SUMMARY+=("postgresql: FAILED - could not start server"); exit 1; }
-    eval "$PG_ENV"   # PG_TMP_DIR, PG_PORT, DATABASE_URL
-    PG_DIR="$PG_TMP_DIR"
-    echo "PostgreSQL on 127.0.0.1:$PG_PORT ($PG_DIR)"
+    start_postgres
     export ELION_DATA_DIR="$SCRATCH/postgresql" DATABASE_URL
     mkdir "$ELION_DATA_DIR"
     run_suite postgresql || exit 1
