@@ -55,8 +55,8 @@ MIN_CANDIDATES_PER_TERM = 20
 BEST_FIRST = 4 * MAX_EXCERPTS
 TITLE_SCAN_LIMIT = 200
 # PostgreSQL (`_candidate_entry_ids`, `_older_matches_postgres`), in index rows:
-# the probe's range; the longest walk for a term short in the probe; the id
-# windows read for rarer terms.
+# the probe's rows of the other conversations; the longest walk for a term short
+# in the probe (rows of the other conversations); the id windows read for rarer terms.
 PROBE_ROWS = 4_096
 WALK_ROWS = 4_096
 MIN_WINDOW_ROWS = 4_096
@@ -110,27 +110,58 @@ def _tsquery_postgres(terms: Sequence[str], excluded: Sequence[UUID]) -> tuple[s
     return "(to_tsquery('simple', %s) && !! %s::tsquery)", [" | ".join(terms), conversations_tsquery(excluded)]
 
 
-def _walk_newest_postgres(
-    terms: Sequence[str], *, source_sql: str, source_params: Sequence, excluded: Sequence[UUID], limit: int,
-    since: int, before: int | None,
-) -> list[tuple[int, str]]:
-    """PostgreSQL: the newest eligible rows holding ANY of `terms` with
-    `since <= id < before`, at most `limit`, by walking the primary key
-    backwards: at most `before - since` rows are read, fewer when common terms
-    fill the limit early. `ts_match_vq` is `@@` as a function, which no index
-    serves, so the planner cannot trade this bounded walk for a GIN bitmap of
-    every match of a common term (110,000 rows at 1,000,000 messages)."""
-    older = "AND c.id < %s " if before is not None else ""
-    tsquery, tsquery_params = _tsquery_postgres(terms, excluded)
+def _others_newest_sql(excluded: Sequence[UUID], before: int | None) -> tuple[str, list]:
+    """PostgreSQL: the subquery of the ids of the newest index rows of every conversation but the `excluded`
+    ones (below `before` when given), newest first, at most `%s` of them (the caller's last parameter).
+
+    An index-only scan of `message_search_id_conversation` (migration 0017: id with the row's conversation
+    beside it) walks the ids down and leaves the excluded conversations' rows out inside the index, without
+    reading them: a current thread that holds the newest ten thousand rows costs a walk of index entries,
+    not ten thousand row reads."""
+    older = "AND o.id < %s " if before is not None else ""
     sql = (
-        f"SELECT c.id, c.search_text FROM {ENTRY_TABLE} c "
-        f"WHERE ts_match_vq(c.{VECTOR_COLUMN}, {tsquery}) AND c.id >= %s {older}"
-        f"AND EXISTS ({source_sql}) ORDER BY c.id DESC LIMIT %s"
+        f"SELECT o.id FROM {ENTRY_TABLE} o WHERE o.conversation_id <> ALL(%s::uuid[]) {older}"
+        "ORDER BY o.id DESC LIMIT %s"
     )
-    params = [*tsquery_params, since, *([before] if before is not None else [])]
+    return sql, [[str(pk) for pk in excluded], *([before] if before is not None else [])]
+
+
+def _walk_others_postgres(
+    terms: Sequence[str], *, source_sql: str, source_params: Sequence, excluded: Sequence[UUID], limit: int,
+    rows: int, before: int | None,
+) -> list[tuple[int, str]]:
+    """PostgreSQL: the newest eligible rows holding ANY of `terms` among the newest `rows` index rows of the
+    other conversations (below id `before` when given), at most `limit`, newest first.
+
+    The other conversations' ids come newest first from the index (`_others_newest_sql`); each is then read
+    by its primary key and kept when its vector holds a term and its conversation may feed continuity, and
+    the walk stops at `limit` matches: common terms fill it within a few rows. `ts_match_vq` is `@@` as a
+    function, which no index serves, so the planner cannot trade this bounded walk for a GIN bitmap of every
+    match of a common term (110,000 rows at 1,000,000 messages). OFFSET 0 keeps each row's check its own
+    primary-key probe (a join would walk the whole table's ids again, the excluded rows among them)."""
+    others_sql, others_params = _others_newest_sql(excluded, before)
+    sql = (
+        f"SELECT c.id, c.search_text FROM ({others_sql}) o CROSS JOIN LATERAL ("
+        f"SELECT c.id, c.search_text FROM {ENTRY_TABLE} c WHERE c.id = o.id "
+        f"AND ts_match_vq(c.{VECTOR_COLUMN}, to_tsquery('simple', %s)) AND EXISTS ({source_sql}) OFFSET 0) c "
+        "ORDER BY o.id DESC LIMIT %s"
+    )
+    params = [*others_params, rows, " | ".join(terms), *source_params, limit]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, *source_params, limit])
+        cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def _others_span_postgres(excluded: Sequence[UUID], *, rows: int, before: int | None) -> tuple[int, int, int]:
+    """PostgreSQL: (lowest id, highest id, how many) of the newest `rows` index rows of the other
+    conversations below `before`, the rows `_walk_others_postgres` read when it did not fill its limit
+    (0, 0, 0 when there are none). One index-only walk of the ids."""
+    others_sql, others_params = _others_newest_sql(excluded, before)
+    sql = f"SELECT min(o.id), max(o.id), count(*) FROM ({others_sql}) o"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*others_params, rows])
+        low, high, count = cursor.fetchone()
+    return (low, high, count) if count else (0, 0, 0)
 
 
 def _window_matches_postgres(
@@ -177,7 +208,9 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     Done in two steps so no term costs a long walk on either database:
 
     1. One probe for the newest `candidates_per_term × len(terms)` rows holding
-       any term (on PostgreSQL, among the newest `PROBE_ROWS` index rows).
+       any term (on PostgreSQL, among the newest `PROBE_ROWS` index rows of the
+       other conversations, `_walk_others_postgres`: the current thread's own
+       newest rows, however many, are left out inside an index, not read).
        Common terms fill it at once, and every term's newest matches down to
        the probe's oldest row are in it.
     2. Only a term with fewer than `candidates_per_term` matches in the probe
@@ -204,11 +237,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     per_term = candidates_per_term(len(terms))
     probe_size = per_term * len(terms)
     if postgres:
-        top = _newest_entry_id(excluded)
-        if top is None:
-            return {}
-        since = max(top - PROBE_ROWS + 1, 0)
-        probe = _walk_newest_postgres(terms, limit=probe_size, since=since, before=top + 1, **query)
+        probe = _walk_others_postgres(terms, limit=probe_size, rows=PROBE_ROWS, before=None, **query)
     else:
         probe = _newest_matches(terms, limit=probe_size, **query)
     found: dict[int, str] = {}
@@ -224,9 +253,12 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
             found[pk] = search_text
     if len(probe) == probe_size:
         oldest = min(pk for pk, _ in probe)
-        span = top - oldest + 1 if postgres else 0
-    elif postgres and since > 0:
-        oldest, span = since, top - since + 1  # the probe holds every match in its rows
+        span = max(pk for pk, _ in probe) - oldest + 1 if postgres else 0
+    elif postgres:
+        low, high, count = _others_span_postgres(excluded, rows=PROBE_ROWS, before=None)
+        if count < PROBE_ROWS:
+            return found  # the probe read every other conversation's row
+        oldest, span = low, high - low + 1  # the probe holds every match in its rows
     else:
         return found  # the probe holds every match of every term
     short = {term: per_term - counts[term] for term in terms if counts[term] < per_term}
@@ -239,40 +271,15 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     return found
 
 
-def _newest_entry_id(exclude: Sequence[UUID]) -> int | None:
-    """PostgreSQL: an id at or above the newest index row of any conversation but the `exclude`d ones (the
-    current thread, its handoff sources), with every row above it theirs, so the probe starts below it
-    (None: the index is empty). A long current thread holds the newest thousands of rows.
-
-    One statement, bounded whatever the number of conversations or the thread's length: the newest row
-    of another conversation when one lies among the newest `PROBE_ROWS` rows (a walk of the primary key
-    that reads at most those), else the id just below them, all of which are the excluded ones'. (Asking
-    each conversation for its newest row was exact but one index probe per conversation: 58 ms a send
-    at 20,000 conversations, bench/recall.py.)"""
-    table = ENTRY_TABLE
-    others = f"AND c.conversation_id NOT IN ({', '.join(['%s'] * len(exclude))}) " if exclude else ""
-    sql = (
-        f"WITH newest(id) AS (SELECT max(id) FROM {table}) "
-        f"SELECT newest.id, (SELECT c.id FROM {table} c WHERE c.id > newest.id - %s "
-        f"{others}ORDER BY c.id DESC LIMIT 1) FROM newest"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [PROBE_ROWS, *exclude])
-        newest, other = cursor.fetchone()
-    if newest is None:
-        return None
-    return other if other is not None else newest - PROBE_ROWS
-
-
 def _older_matches_postgres(
     missing: dict[str, int], seen: dict[str, int], *, span: int, before: int, query: dict
 ) -> dict[int, str]:
     """PostgreSQL: each term's `missing[term]` newest eligible rows with id below `before`.
 
-    The probe met the term `seen[term]` times in its newest `span` index
-    rows, which estimates how many rows back its missing matches lie. A term
-    whose missing matches should lie within `WALK_ROWS` rows is walked for
-    there (`_walk_newest_postgres`). Beyond that, or for a rarer term, a
+    The probe met the term `seen[term]` times in `span` ids of the index,
+    which estimates how many ids back its missing matches lie. A term whose
+    missing matches should lie within `WALK_ROWS` rows is walked for among the
+    other conversations' next `WALK_ROWS` rows (`_walk_others_postgres`). Beyond that, or for a rarer term, a
     walk would read tens of thousands of rows at 1,000,000 messages, and a
     bitmap scan of every match costs as much for a term of middling
     frequency, so the rows are read in id windows
@@ -286,11 +293,14 @@ def _older_matches_postgres(
         expected_rows = int(need * span / (seen[term] + 1))
         high = before
         if seen[term] and expected_rows <= WALK_ROWS:
-            since = max(high - WALK_ROWS, 0)
-            rows = _walk_newest_postgres([term], limit=need, since=since, before=high, **query)
+            rows = _walk_others_postgres([term], limit=need, rows=WALK_ROWS, before=high, **query)
             found.update(rows)
             need -= len(rows)
-            high = since
+            if need > 0:
+                low, _, count = _others_span_postgres(query["excluded"], rows=WALK_ROWS, before=high)
+                if count < WALK_ROWS:
+                    continue  # the walk read every other conversation's row below the probe
+                high = low
         size = max(MIN_WINDOW_ROWS, expected_rows)
         while need > 0 and high > 0:
             since = high - size if size < MAX_WINDOW_ROWS and high > size else None

@@ -533,9 +533,9 @@ def test_candidates_stay_exact_when_rare_terms_are_found_by_bounded_walks_and_id
 def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, monkeypatch, seed, layout):
     """A long current thread holds the newest index rows, or rows all through the index when the owner
     talked there between the other threads. Recall never searches it: SQLite's MATCH excludes its
-    conversation inside FTS5; PostgreSQL's probe starts below the newest row of any other conversation
-    (`_newest_entry_id`) and every walk and window leaves its rows out by the vector's conversation
-    lexeme. The candidates are still exactly each term's newest eligible matches among the other threads."""
+    conversation inside FTS5; PostgreSQL's probe and walks read the other conversations' newest rows
+    (`_walk_others_postgres`, the excluded rows left out inside the index) and every window leaves its
+    rows out by the vector's conversation lexeme. The candidates are still exactly each term's newest eligible matches among the other threads."""
     import random
 
     from continuity import recall_search
@@ -574,7 +574,8 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
 def test_recall_index_search_leaves_the_excluded_conversations_rows_out_by_itself(thread):
     """Rule: keyword recall never searches the current conversation, and its index search itself
     leaves that conversation's rows out (SQLite: FTS5's `NOT conversation_id`; PostgreSQL: the vector's
-    conversation lexeme, migration 0016), so a long current thread costs the search nothing: with an
+    conversation lexeme, migration 0016; the walk of the newest rows: the index of ids with their
+    conversation, migration 0017), so a long current thread costs the search nothing: with an
     eligibility probe that accepts every row, the probe, the walk and the window still return none of
     the excluded thread's rows."""
     from django.db import connection
@@ -590,7 +591,10 @@ def test_recall_index_search_leaves_the_excluded_conversations_rows_out_by_itsel
     theirs = set(MessageSearchEntry.objects.filter(conversation=other).values_list("id", flat=True))
     everything = {"source_sql": "SELECT 1", "source_params": [], "excluded": sorted([current.pk, handoff_source.pk])}
     if connection.vendor == "postgresql":
-        walked = recall_search._walk_newest_postgres(["lantern"], limit=100, since=0, before=None, **everything)
+        walked = recall_search._walk_others_postgres(["lantern"], limit=100, rows=10**6, before=None, **everything)
+        assert recall_search._others_span_postgres(everything["excluded"], rows=10**6, before=None) == (
+            min(theirs), max(theirs), len(theirs)
+        )
         windowed = recall_search._window_matches_postgres("lantern", before=10**9, since=None, limit=100, **everything)
         assert {pk for pk, _ in walked} == {pk for pk, _ in windowed} == theirs
         unexcluded = recall_search._window_matches_postgres(
@@ -602,6 +606,29 @@ def test_recall_index_search_leaves_the_excluded_conversations_rows_out_by_itsel
     else:
         found = recall_search._newest_matches(["lantern"], limit=100, **everything)
         assert {pk for pk, _ in found} == theirs
+
+
+@pytest.mark.django_db
+def test_recall_walks_the_other_conversations_ids_in_an_index_that_holds_their_conversation():
+    """PostgreSQL (migration 0017): recall's walk of the newest rows of the other conversations
+    (`_walk_others_postgres`) runs on an index of ids with each row's conversation beside it, so an
+    index-only scan leaves a long current thread's rows out without reading them; and the table is
+    vacuumed after a hundredth of it is new, so the newest rows are index-only soon after they are
+    written. SQLite's FTS5 query does the same inside its index (migration 0013)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite leaves the current thread out inside FTS5 (NOT conversation_id)")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexdef FROM pg_indexes WHERE tablename = 'conversations_messagesearchentry' "
+            "AND indexname = 'message_search_id_conversation'"
+        )
+        (definition,) = cursor.fetchone()
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'conversations_messagesearchentry'")
+        (options,) = cursor.fetchone()
+    assert definition.endswith("USING btree (id) INCLUDE (conversation_id)")
+    assert "autovacuum_vacuum_insert_scale_factor=0.01" in options
 
 
 def test_the_conversation_lexeme_is_never_a_search_match(thread):
