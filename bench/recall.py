@@ -132,7 +132,8 @@ def load(conversations: int, per_conversation: int, words: list[str], seed: int)
             f"WHERE m.id = {table}.message_id) WHERE search_text IS NULL"
         )
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+        # As autovacuum keeps a months-old table: its visibility map set (index-only scans skip the table).
+        cursor.execute("VACUUM ANALYZE" if connection.vendor == "postgresql" else "ANALYZE")
     return time.perf_counter() - started
 
 
