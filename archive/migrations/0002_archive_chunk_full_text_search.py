@@ -14,6 +14,8 @@ table, which drops these triggers: such a migration must create them again
 
 from django.db import migrations
 
+from elion.db.vendor_sql import vendor_statements
+
 SQLITE_FORWARD = [
     """CREATE VIRTUAL TABLE archive_chunk_fts USING fts5(
         search_text,
@@ -51,20 +53,12 @@ POSTGRES_BACKWARD = [
 ]
 
 
-def _run(statements_by_vendor):
-    def run(apps, schema_editor):
-        for statement in statements_by_vendor.get(schema_editor.connection.vendor, []):
-            schema_editor.execute(statement)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [("archive", "0001_archive_documents_chunks_library")]
 
     operations = [
         migrations.RunPython(
-            _run({"sqlite": SQLITE_FORWARD, "postgresql": POSTGRES_FORWARD}),
-            _run({"sqlite": SQLITE_BACKWARD, "postgresql": POSTGRES_BACKWARD}),
+            vendor_statements({"sqlite": SQLITE_FORWARD, "postgresql": POSTGRES_FORWARD}),
+            vendor_statements({"sqlite": SQLITE_BACKWARD, "postgresql": POSTGRES_BACKWARD}),
         ),
     ]

@@ -20,6 +20,8 @@ the triggers are missing after all migrations.
 import django.db.models.deletion
 from django.db import migrations, models
 
+from elion.db.vendor_sql import vendor_statements
+
 ENTRY = "conversations_messagesearchentry"
 MESSAGE = "conversations_message"
 FTS = "message_search_fts"
@@ -107,14 +109,6 @@ BACKFILL = (
 )
 
 
-def _run(statements_by_vendor):
-    def run(apps, schema_editor):
-        for statement in statements_by_vendor.get(schema_editor.connection.vendor, []):
-            schema_editor.execute(statement)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [("conversations", "0003_character_studio")]
 
@@ -147,7 +141,7 @@ class Migration(migrations.Migration):
             },
         ),
         migrations.RunPython(
-            _run({"sqlite": [*SQLITE_FORWARD, BACKFILL], "postgresql": [*POSTGRES_FORWARD, BACKFILL]}),
-            _run({"sqlite": SQLITE_BACKWARD, "postgresql": POSTGRES_BACKWARD}),
+            vendor_statements({"sqlite": [*SQLITE_FORWARD, BACKFILL], "postgresql": [*POSTGRES_FORWARD, BACKFILL]}),
+            vendor_statements({"sqlite": SQLITE_BACKWARD, "postgresql": POSTGRES_BACKWARD}),
         ),
     ]

@@ -13,6 +13,8 @@
 
 from django.db import migrations
 
+from elion.db.vendor_sql import vendor_statements
+
 ENTRY = "conversations_messagesearchentry"
 CONVERSATION = "conversations_conversation"
 
@@ -28,16 +30,9 @@ POSTGRES_BACKWARD = [
 ]
 
 
-def _run(statements):
-    def run(apps, schema_editor):
-        if schema_editor.connection.vendor == "postgresql":
-            for statement in statements:
-                schema_editor.execute(statement)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [("conversations", "0006_conversation_permanent_deletion")]
 
-    operations = [migrations.RunPython(_run(POSTGRES_FORWARD), _run(POSTGRES_BACKWARD))]
+    operations = [migrations.RunPython(
+            vendor_statements({"postgresql": POSTGRES_FORWARD}), vendor_statements({"postgresql": POSTGRES_BACKWARD})
+        )]

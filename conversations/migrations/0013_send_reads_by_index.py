@@ -18,6 +18,8 @@
 
 from django.db import migrations, models
 
+from elion.db.vendor_sql import vendor_statements
+
 ENTRY = "conversations_messagesearchentry"
 FTS = "message_search_fts"
 
@@ -52,15 +54,6 @@ def _fts_create(columns: list[str]) -> list[str]:
     ]
 
 
-def _on_sqlite(statements: list[str]):
-    def run(apps, schema_editor):
-        if schema_editor.connection.vendor == "sqlite":
-            for statement in statements:
-                schema_editor.execute(statement)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [("conversations", "0012_conversation_private")]
 
@@ -90,7 +83,7 @@ class Migration(migrations.Migration):
             index=models.Index(fields=["conversation", "id"], name="message_search_conv_newest"),
         ),
         migrations.RunPython(
-            _on_sqlite([*SQLITE_TRIGGERS_DROP, *_fts_create(["search_text", "conversation_id"])]),
-            _on_sqlite([*SQLITE_TRIGGERS_DROP, *_fts_create(["search_text"])]),
+            vendor_statements({"sqlite": [*SQLITE_TRIGGERS_DROP, *_fts_create(["search_text", "conversation_id"])]}),
+            vendor_statements({"sqlite": [*SQLITE_TRIGGERS_DROP, *_fts_create(["search_text"])]}),
         ),
     ]

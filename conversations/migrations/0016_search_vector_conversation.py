@@ -19,6 +19,8 @@ and the GIN index is built again. Search text and every id are unchanged.
 
 from django.db import migrations
 
+from elion.db.vendor_sql import vendor_statements
+
 ENTRY = "conversations_messagesearchentry"
 TEXT_VECTOR = "to_tsvector('simple', coalesce(search_text, ''))"
 # uuid → text is immutable (text || uuid would not be, which a generated column refuses).
@@ -34,21 +36,12 @@ def _vector(expression: str) -> list[str]:
     ]
 
 
-def _on_postgres(statements: list[str]):
-    def run(apps, schema_editor):
-        if schema_editor.connection.vendor == "postgresql":
-            for statement in statements:
-                schema_editor.execute(statement)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [("conversations", "0015_manifest_conversation")]
 
     operations = [
         migrations.RunPython(
-            _on_postgres(_vector(f"{TEXT_VECTOR} || {CONVERSATION_LEXEME}")),
-            _on_postgres(_vector(TEXT_VECTOR)),
+            vendor_statements({"postgresql": _vector(f"{TEXT_VECTOR} || {CONVERSATION_LEXEME}")}),
+            vendor_statements({"postgresql": _vector(TEXT_VECTOR)}),
         ),
     ]

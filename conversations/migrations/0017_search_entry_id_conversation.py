@@ -16,17 +16,10 @@ index: vacuum here after a hundredth instead.
 
 from django.db import migrations
 
+from elion.db.vendor_sql import vendor_statements
+
 ENTRY = "conversations_messagesearchentry"
 INDEX = "message_search_id_conversation"
-
-
-def _on_postgres(statements: list[str]):
-    def run(apps, schema_editor):
-        if schema_editor.connection.vendor == "postgresql":
-            for statement in statements:
-                schema_editor.execute(statement)
-
-    return run
 
 
 class Migration(migrations.Migration):
@@ -34,13 +27,13 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.RunPython(
-            _on_postgres([
+            vendor_statements({"postgresql": [
                 f"CREATE UNIQUE INDEX IF NOT EXISTS {INDEX} ON {ENTRY} (id) INCLUDE (conversation_id)",
                 f"ALTER TABLE {ENTRY} SET (autovacuum_vacuum_insert_scale_factor = 0.01)",
-            ]),
-            _on_postgres([
+            ]}),
+            vendor_statements({"postgresql": [
                 f"DROP INDEX IF EXISTS {INDEX}",
                 f"ALTER TABLE {ENTRY} RESET (autovacuum_vacuum_insert_scale_factor)",
-            ]),
+            ]}),
         ),
     ]
