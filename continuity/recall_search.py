@@ -110,6 +110,28 @@ def _tsquery_postgres(terms: Sequence[str], excluded: Sequence[UUID]) -> tuple[s
     return "(to_tsquery('simple', %s) && !! %s::tsquery)", [" | ".join(terms), conversations_tsquery(excluded)]
 
 
+def _walk_range_postgres(
+    terms: Sequence[str], *, source_sql: str, source_params: Sequence, excluded: Sequence[UUID], limit: int,
+    since: int, before: int,
+) -> list[tuple[int, str]]:
+    """PostgreSQL: the newest eligible rows holding ANY of `terms` with `since <= id < before`, at most
+    `limit`, by walking the primary key backwards: at most `before - since` rows are read, fewer when
+    common terms fill the limit early. The cheaper walk where the other conversations hold most of the
+    ids (`_walk_postgres`); the excluded conversations' rows met on the way are refused on the vector's
+    conversation lexeme. `ts_match_vq` is `@@` as a function, which no index serves, so the planner cannot
+    trade this bounded walk for a GIN bitmap of every match of a common term (110,000 rows at 1,000,000
+    messages)."""
+    tsquery, tsquery_params = _tsquery_postgres(terms, excluded)
+    sql = (
+        f"SELECT c.id, c.search_text FROM {ENTRY_TABLE} c "
+        f"WHERE ts_match_vq(c.{VECTOR_COLUMN}, {tsquery}) AND c.id >= %s AND c.id < %s "
+        f"AND EXISTS ({source_sql}) ORDER BY c.id DESC LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*tsquery_params, since, before, *source_params, limit])
+        return cursor.fetchall()
+
+
 def _others_newest_sql(excluded: Sequence[UUID], before: int | None) -> tuple[str, list]:
     """PostgreSQL: the subquery of the ids of the newest index rows of every conversation but the `excluded`
     ones (below `before` when given), newest first, at most `%s` of them (the caller's last parameter).
@@ -135,10 +157,11 @@ def _walk_others_postgres(
 
     The other conversations' ids come newest first from the index (`_others_newest_sql`); each is then read
     by its primary key and kept when its vector holds a term and its conversation may feed continuity, and
-    the walk stops at `limit` matches: common terms fill it within a few rows. `ts_match_vq` is `@@` as a
-    function, which no index serves, so the planner cannot trade this bounded walk for a GIN bitmap of every
-    match of a common term (110,000 rows at 1,000,000 messages). OFFSET 0 keeps each row's check its own
-    primary-key probe (a join would walk the whole table's ids again, the excluded rows among them)."""
+    the walk stops at `limit` matches: common terms fill it within a few rows. The cheaper walk where the
+    excluded conversations hold most of the ids (a long current thread's newest rows): they cost index
+    entries, not row reads (`_walk_postgres`). `ts_match_vq`, as in `_walk_range_postgres`; OFFSET 0 keeps
+    each row's check its own primary-key probe (a join would walk the whole table's ids again, the excluded
+    rows among them)."""
     others_sql, others_params = _others_newest_sql(excluded, before)
     sql = (
         f"SELECT c.id, c.search_text FROM ({others_sql}) o CROSS JOIN LATERAL ("
@@ -162,6 +185,28 @@ def _others_span_postgres(excluded: Sequence[UUID], *, rows: int, before: int | 
         cursor.execute(sql, [*others_params, rows])
         low, high, count = cursor.fetchone()
     return (low, high, count) if count else (0, 0, 0)
+
+
+def _walk_postgres(
+    terms: Sequence[str], *, rows: int, before: int | None, limit: int, query: dict
+) -> tuple[list[tuple[int, str]], tuple[int, int, int]]:
+    """PostgreSQL: the newest eligible rows holding ANY of `terms` among the newest `rows` index rows of the
+    other conversations below `before`, at most `limit`; and those rows' (lowest id, highest id, how many).
+
+    Where the other conversations hold at least half the ids between the lowest and the highest of those
+    rows (the usual case: many threads, the current one a part of them), the primary key is walked over
+    that range (`_walk_range_postgres`); where the excluded conversations hold most of them (a long
+    current thread's newest rows), each other row is looked up by its id from the index that leaves the
+    excluded rows out (`_walk_others_postgres`). Either way a row of the excluded conversations is never
+    a match, and the answer is the same."""
+    low, high, count = _others_span_postgres(query["excluded"], rows=rows, before=before)
+    if not count:
+        return [], (low, high, count)
+    if 2 * count >= high - low + 1:
+        found = _walk_range_postgres(terms, limit=limit, since=low, before=high + 1, **query)
+    else:
+        found = _walk_others_postgres(terms, limit=limit, rows=rows, before=before, **query)
+    return found, (low, high, count)
 
 
 def _window_matches_postgres(
@@ -209,7 +254,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
 
     1. One probe for the newest `candidates_per_term × len(terms)` rows holding
        any term (on PostgreSQL, among the newest `PROBE_ROWS` index rows of the
-       other conversations, `_walk_others_postgres`: the current thread's own
+       other conversations, `_walk_postgres`: the current thread's own
        newest rows, however many, are left out inside an index, not read).
        Common terms fill it at once, and every term's newest matches down to
        the probe's oldest row are in it.
@@ -237,7 +282,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     per_term = candidates_per_term(len(terms))
     probe_size = per_term * len(terms)
     if postgres:
-        probe = _walk_others_postgres(terms, limit=probe_size, rows=PROBE_ROWS, before=None, **query)
+        probe, (low, high, count) = _walk_postgres(terms, rows=PROBE_ROWS, before=None, limit=probe_size, query=query)
     else:
         probe = _newest_matches(terms, limit=probe_size, **query)
     found: dict[int, str] = {}
@@ -253,9 +298,8 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
             found[pk] = search_text
     if len(probe) == probe_size:
         oldest = min(pk for pk, _ in probe)
-        span = max(pk for pk, _ in probe) - oldest + 1 if postgres else 0
+        span = high - oldest + 1 if postgres else 0
     elif postgres:
-        low, high, count = _others_span_postgres(excluded, rows=PROBE_ROWS, before=None)
         if count < PROBE_ROWS:
             return found  # the probe read every other conversation's row
         oldest, span = low, high - low + 1  # the probe holds every match in its rows
@@ -279,7 +323,7 @@ def _older_matches_postgres(
     The probe met the term `seen[term]` times in `span` ids of the index,
     which estimates how many ids back its missing matches lie. A term whose
     missing matches should lie within `WALK_ROWS` rows is walked for among the
-    other conversations' next `WALK_ROWS` rows (`_walk_others_postgres`). Beyond that, or for a rarer term, a
+    other conversations' next `WALK_ROWS` rows (`_walk_postgres`). Beyond that, or for a rarer term, a
     walk would read tens of thousands of rows at 1,000,000 messages, and a
     bitmap scan of every match costs as much for a term of middling
     frequency, so the rows are read in id windows
@@ -293,14 +337,12 @@ def _older_matches_postgres(
         expected_rows = int(need * span / (seen[term] + 1))
         high = before
         if seen[term] and expected_rows <= WALK_ROWS:
-            rows = _walk_others_postgres([term], limit=need, rows=WALK_ROWS, before=high, **query)
+            rows, (low, _, count) = _walk_postgres([term], rows=WALK_ROWS, before=high, limit=need, query=query)
             found.update(rows)
             need -= len(rows)
-            if need > 0:
-                low, _, count = _others_span_postgres(query["excluded"], rows=WALK_ROWS, before=high)
-                if count < WALK_ROWS:
-                    continue  # the walk read every other conversation's row below the probe
-                high = low
+            if count < WALK_ROWS:
+                continue  # the walk read every other conversation's row below the probe
+            high = low
         size = max(MIN_WINDOW_ROWS, expected_rows)
         while need > 0 and high > 0:
             since = high - size if size < MAX_WINDOW_ROWS and high > size else None

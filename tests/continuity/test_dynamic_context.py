@@ -528,15 +528,20 @@ def test_candidates_stay_exact_when_rare_terms_are_found_by_bounded_walks_and_id
         assert all(found[pk] == dict(eligible)[pk] for pk in found)
 
 
-@pytest.mark.parametrize("layout", ["newest", "interleaved"])
+@pytest.mark.parametrize("layout", ["newest", "interleaved", "mostly_current"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, monkeypatch, seed, layout):
     """A long current thread holds the newest index rows, or rows all through the index when the owner
     talked there between the other threads. Recall never searches it: SQLite's MATCH excludes its
     conversation inside FTS5; PostgreSQL's probe and walks read the other conversations' newest rows
-    (`_walk_others_postgres`, the excluded rows left out inside the index) and every window leaves its
-    rows out by the vector's conversation lexeme. The candidates are still exactly each term's newest eligible matches among the other threads."""
+    (`_walk_postgres`) and every window leaves its rows out by the vector's conversation lexeme. The
+    candidates are still exactly each term's newest eligible matches among the other threads, whichever
+    walk PostgreSQL takes: the primary key over a range the other threads hold at least half of, or each
+    other row by its id from the index that leaves the current thread out, where the current thread holds
+    most of the range (`mostly_current`)."""
     import random
+
+    from django.db import connection
 
     from continuity import recall_search
     from conversations.models import MessageSearchEntry
@@ -554,6 +559,9 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
         thread(("user", f"{text} {number}"), ("assistant", "noted"))
         if layout == "interleaved":
             turns_append(current, ("user", f"common usual sparse rare {number}"), ("assistant", "common usual rare"))
+        if layout == "mostly_current":
+            turns_append(current, *[("user" if n % 2 == 0 else "assistant", f"common usual sparse rare {number}")
+                                    for n in range(6)])
     if layout == "newest":
         turns_append(current, *[("user" if n % 2 == 0 else "assistant", f"common usual sparse rare {n}")
                                 for n in range(40)])
@@ -562,6 +570,12 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
         MessageSearchEntry.objects.exclude(conversation=current).order_by("-id").values_list("id", "search_text")
     )
     assert MessageSearchEntry.objects.order_by("-id").first().conversation_id == current.pk
+    walks = []
+    for name in ("_walk_range_postgres", "_walk_others_postgres"):
+        walk = getattr(recall_search, name)
+        monkeypatch.setattr(
+            recall_search, name, lambda *a, _walk=walk, _name=name, **k: walks.append(_name) or _walk(*a, **k)
+        )
     for terms in (["common", "rare"], ["sparse"], ["usual", "rare", "absent"]):
         per_term = recall_search.candidates_per_term(len(terms))
         expected: set[int] = set()
@@ -569,6 +583,8 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
             expected |= set([pk for pk, text in eligible if term in text.split()][:per_term])
         found = recall_search._candidate_entry_ids(terms, persona="elion", exclude=[current.pk])
         assert set(found) == expected, terms
+    if connection.vendor == "postgresql":  # the layout takes the walk it is meant to take
+        assert ("_walk_others_postgres" in walks) == (layout == "mostly_current"), walks
 
 
 def test_recall_index_search_leaves_the_excluded_conversations_rows_out_by_itself(thread):
