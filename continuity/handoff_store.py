@@ -216,15 +216,6 @@ def _as_uuid(value: object) -> UUID | None:
         return None
 
 
-def _handoff_rows(conversation_ids: Iterable[UUID] | QuerySet) -> QuerySet[ThreadHandoff]:
-    """The handoff rows of these conversations that name a source conversation (retired columns deferred)."""
-    return (
-        ThreadHandoff.objects.filter(destination_id__in=conversation_ids, source__isnull=False)
-        .defer(*RETIRED_COLUMNS)
-        .select_related("destination", "source")
-    )
-
-
 def _stored_prompts(conversation_ids: list[UUID]) -> dict[UUID, str]:
     """The stored prompt of each of these conversations that has one, by conversation."""
     stored: dict[UUID, str] = {}
@@ -253,13 +244,20 @@ def handoff_blocks_for(conversation_ids: Iterable[UUID] | QuerySet, *, settings_
     rebuilding an unchanged prompt gives identical text. A fixed number of
     queries, however many conversations are in scope.
     """
-    return handoff_blocks_from(list(_handoff_rows(conversation_ids).exclude(handoff="")), settings_row=settings_row)
+    rows = (
+        ThreadHandoff.objects.filter(destination_id__in=conversation_ids, source__isnull=False)
+        .exclude(handoff="")
+        .defer(*RETIRED_COLUMNS)
+        .select_related("destination", "source")
+    )
+    return handoff_blocks_from(rows, settings_row=settings_row)
 
 
 def handoff_blocks_from(
     rows: Iterable[ThreadHandoff], *, settings_row: AssistantSettings, stored_prompts: dict[UUID, str] | None = None
 ) -> dict[UUID, str]:
-    """`handoff_blocks_for` over handoff rows already read (`_handoff_rows`). `stored_prompts`: the
+    """`handoff_blocks_for` over handoff rows naming a source (each with its destination and source
+    conversations, its retired columns deferred), read by the caller. `stored_prompts`: the
     destinations' stored prompts by conversation, when the caller holds them (a send: its own, or none yet);
     otherwise they are read."""
     rows = [row for row in rows if row.handoff.strip()]
@@ -517,8 +515,15 @@ class ThreadHandoffs:
 def thread_handoffs_read(conversation: Conversation, messages: Iterable[Message]) -> ThreadHandoffs:
     """`conversation`'s handoffs in one query (its handoff row); the bubbles are picked from `messages`,
     every row of the conversation the caller read (a send's, under its lock)."""
+    rows = tuple(
+        ThreadHandoff.objects.filter(destination_id=conversation.pk, source__isnull=False)
+        .defer(*RETIRED_COLUMNS)
+        .select_related("source")  # its destination is `conversation`, not joined again
+    )
+    for row in rows:
+        row.destination = conversation
     bubbles = sorted((m for m in messages if m.kind == MessageKind.HANDOFF_ARTIFACT), key=lambda m: m.seq)
-    return ThreadHandoffs(conversation=conversation, rows=tuple(_handoff_rows([conversation.pk])), bubbles=tuple(bubbles))
+    return ThreadHandoffs(conversation=conversation, rows=rows, bubbles=tuple(bubbles))
 
 
 def handoff_destinations(source_ids: Iterable[UUID]) -> list[UUID]:
