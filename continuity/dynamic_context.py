@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from uuid import UUID
 
 from continuity import keyword_recall as kr
 from continuity.recall_search import (
@@ -98,6 +99,7 @@ def recall_section(
     owner_name: str,
     display_name: str,
     carried_lineage: object = None,
+    handoff_sources: set[UUID] | None = None,
 ) -> tuple[str, kr.RecallDecision, int]:
     """The recall section for `text` (the current message), its decision, and its excerpt count.
 
@@ -106,13 +108,15 @@ def recall_section(
     are suppressed. It is the history before any budget trimming (the
     dynamic context's own size is part of what trimming needs), so an excerpt
     repeating a turn that is then trimmed away stays suppressed: the safe side.
+    `handoff_sources`: the conversations this thread's handoffs came from, when
+    the caller has read them (`ThreadHandoffs.source_ids`); else read here.
     """
     keywords = kr.extract_keywords(text)
     if birth_period or not keywords:
         return "", kr.recall_decision(text, keywords=keywords, birth_period=birth_period), 0
     persona = conversation.persona
     # Never the current thread; never the source a handoff already carried in.
-    exclude = {conversation.pk} | handoff_source_ids(conversation.pk)
+    exclude = {conversation.pk} | (handoff_sources if handoff_sources is not None else handoff_source_ids(conversation.pk))
     topics: frozenset[str] = frozenset()
     named: list[str] = []
     named_hits: list[kr.RecallHit] = []
@@ -162,12 +166,14 @@ def dynamic_context_build(
     history: Sequence[str],
     settings_row: AssistantSettings,
     history_lineage: object = None,
+    handoff_sources: set[UUID] | None = None,
 ) -> DynamicContext:
     """The dynamic context for the reply to the last user turn of `branch`.
 
     `history` is the thread's projectable history text (the current message last);
     `settings_row` is the AssistantSettings row the send read; `history_lineage`
-    the history's lineage when it has one (`continuity.kept_history.BranchHistory.lineage`).
+    the history's lineage when it has one (`continuity.kept_history.BranchHistory.lineage`);
+    `handoff_sources` as `recall_section`'s.
     """
     user_message = next((m for m in reversed(branch) if m.role == Role.USER), None)
     birth = in_birth_period(branch)
@@ -180,6 +186,7 @@ def dynamic_context_build(
         owner_name=settings_row.owner_name,
         display_name=settings_row.display_name,
         carried_lineage=history_lineage,
+        handoff_sources=handoff_sources,
     )
     text = "\n\n".join(part for part in (pinned, recall) if part)
     return DynamicContext(

@@ -216,6 +216,16 @@ def _as_uuid(value: object) -> UUID | None:
         return None
 
 
+def _stored_prompts(conversation_ids: list[UUID]) -> dict[UUID, str]:
+    """The stored prompt of each of these conversations that has one, by conversation."""
+    stored: dict[UUID, str] = {}
+    for part in _chunks(conversation_ids):
+        stored.update(
+            Message.objects.filter(conversation_id__in=part, role=Role.SYSTEM).values_list("conversation_id", "content")
+        )
+    return stored
+
+
 def handoff_blocks_for(conversation_ids: Iterable[UUID] | QuerySet, *, settings_row: AssistantSettings) -> dict[UUID, str]:
     """The rendered continuity slot of each conversation that has a handoff.
 
@@ -234,14 +244,23 @@ def handoff_blocks_for(conversation_ids: Iterable[UUID] | QuerySet, *, settings_
     rebuilding an unchanged prompt gives identical text. A fixed number of
     queries, however many conversations are in scope.
     """
-    rows = [
-        row
-        for row in ThreadHandoff.objects.filter(destination_id__in=conversation_ids, source__isnull=False)
+    rows = (
+        ThreadHandoff.objects.filter(destination_id__in=conversation_ids, source__isnull=False)
         .exclude(handoff="")
         .defer(*RETIRED_COLUMNS)
         .select_related("destination", "source")
-        if row.handoff.strip()
-    ]
+    )
+    return handoff_blocks_from(rows, settings_row=settings_row)
+
+
+def handoff_blocks_from(
+    rows: Iterable[ThreadHandoff], *, settings_row: AssistantSettings, stored_prompts: dict[UUID, str] | None = None
+) -> dict[UUID, str]:
+    """`handoff_blocks_for` over handoff rows naming a source (each with its destination and source
+    conversations, its retired columns deferred), read by the caller. `stored_prompts`: the
+    destinations' stored prompts by conversation, when the caller holds them (a send: its own, or none yet);
+    otherwise they are read."""
+    rows = [row for row in rows if row.handoff.strip()]
     if not rows:
         return {}
 
@@ -265,12 +284,8 @@ def handoff_blocks_for(conversation_ids: Iterable[UUID] | QuerySet, *, settings_
     for part in _chunks(list(wanted)):
         messages.update((message.id, message) for message in Message.objects.filter(pk__in=part))
 
-    stored_prompts: dict[UUID, str] = {}
-    destination_ids = [row.destination_id for row in rows]
-    for part in _chunks(destination_ids):
-        stored_prompts.update(
-            Message.objects.filter(conversation_id__in=part, role=Role.SYSTEM).values_list("conversation_id", "content")
-        )
+    if stored_prompts is None:
+        stored_prompts = _stored_prompts([row.destination_id for row in rows])
 
     limits = handoff_limits()
     marker = policy_marker(limits)
@@ -415,16 +430,24 @@ def archive_handoff_blocks_for(
             conversation_id__in=conversation_ids, kind=MessageKind.HANDOFF_ARTIFACT, metadata__has_key="source_document_id"
         ).values_list("conversation_id", "conversation__persona", "metadata")
     )
+    return archive_handoff_blocks_from(bubbles, settings_row=settings_row)
+
+
+def archive_handoff_blocks_from(
+    bubbles: list[tuple[UUID, str, dict]],
+    *,
+    settings_row: AssistantSettings,
+    stored_prompts: dict[UUID, str] | None = None,
+) -> dict[UUID, str]:
+    """`archive_handoff_blocks_for` over bubbles already read: `(conversation id, persona, metadata)` of each
+    handoff bubble recording a `source_document_id`, in seq order. `stored_prompts` as `handoff_blocks_from`."""
     if not bubbles:
         return {}
     documents = ArchiveDocument.objects.defer("text").in_bulk(
         {metadata.get("source_document_id") for _, _, metadata in bubbles if isinstance(metadata.get("source_document_id"), int)}
     )
-    stored_prompts = dict(
-        Message.objects.filter(conversation_id__in=[row[0] for row in bubbles], role=Role.SYSTEM).values_list(
-            "conversation_id", "content"
-        )
-    )
+    if stored_prompts is None:
+        stored_prompts = _stored_prompts(list(dict.fromkeys(row[0] for row in bubbles)))
     carried = {
         conversation_id: (metadata.get("source_document_id"), {t for t in metadata.get("source_turns") or [] if isinstance(t, int)})
         for conversation_id, _, metadata in bubbles
@@ -449,6 +472,58 @@ def archive_handoff_blocks_for(
             boundary = new_boundary_id()
         blocks[conversation_id] = handoff.model_block(boundary)
     return blocks
+
+
+# --- One conversation's handoffs, as a send reads them ------------------------
+
+
+@dataclass(frozen=True)
+class ThreadHandoffs:
+    """One conversation's handoffs: its handoff row naming a source (New Chat continuity, Branch / Fresh
+    Chat), if any, and its handoff bubbles (Branch / Fresh Chat, an archived conversation continued), in seq
+    order. Read once by a send that builds its stored prompt (`thread_handoffs_read`)."""
+
+    conversation: Conversation
+    rows: tuple[ThreadHandoff, ...]
+    bubbles: tuple[Message, ...]
+
+    def blocks(self, *, settings_row: AssistantSettings, stored_prompt: str) -> dict[UUID, str]:
+        """The conversation's rendered continuity slot (as `handoff_blocks_for` and
+        `archive_handoff_blocks_for` render it), given its stored prompt ("" when it has none yet)."""
+        stored_prompts = {self.conversation.pk: stored_prompt}
+        archived = [
+            (self.conversation.pk, self.conversation.persona, bubble.metadata)
+            for bubble in self.bubbles
+            if isinstance(bubble.metadata, dict) and "source_document_id" in bubble.metadata
+        ]
+        return {
+            **archive_handoff_blocks_from(archived, settings_row=settings_row, stored_prompts=stored_prompts),
+            **handoff_blocks_from(self.rows, settings_row=settings_row, stored_prompts=stored_prompts),
+        }
+
+    def source_ids(self) -> set[UUID]:
+        """The conversations these handoffs came from (automatic recall never searches them): each row's
+        source and each bubble's recorded `source_conversation_id`."""
+        sources = {row.source_id for row in self.rows}
+        for bubble in self.bubbles:
+            recorded = _as_uuid(bubble.metadata.get("source_conversation_id")) if isinstance(bubble.metadata, dict) else None
+            if recorded is not None:
+                sources.add(recorded)
+        return sources
+
+
+def thread_handoffs_read(conversation: Conversation, messages: Iterable[Message]) -> ThreadHandoffs:
+    """`conversation`'s handoffs in one query (its handoff row); the bubbles are picked from `messages`,
+    every row of the conversation the caller read (a send's, under its lock)."""
+    rows = tuple(
+        ThreadHandoff.objects.filter(destination_id=conversation.pk, source__isnull=False)
+        .defer(*RETIRED_COLUMNS)
+        .select_related("source")  # its destination is `conversation`, not joined again
+    )
+    for row in rows:
+        row.destination = conversation
+    bubbles = sorted((m for m in messages if m.kind == MessageKind.HANDOFF_ARTIFACT), key=lambda m: m.seq)
+    return ThreadHandoffs(conversation=conversation, rows=rows, bubbles=tuple(bubbles))
 
 
 def handoff_destinations(source_ids: Iterable[UUID]) -> list[UUID]:

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from uuid import UUID
 
-from django.db import IntegrityError, connection, transaction
+from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from continuity.handoff_store import archive_handoff_blocks_for, handoff_blocks_for
+from continuity.handoff_store import ThreadHandoffs, archive_handoff_blocks_for, handoff_blocks_for
 from continuity.policies import policy_markers
 from continuity.static_prompt import (
     PromptCharacter,
@@ -35,6 +35,7 @@ from conversations.transcript.append import message_append
 from memories.models import Memory, MemoryCategory, SnapshotMembership
 
 __all__ = [
+    "conversation_snapshot_memories",
     "markers_are_current",
     "policy_markers",
     "prompt_inputs_for",
@@ -65,11 +66,18 @@ def _category_label(code: str) -> str:
         return code.replace("_", " ").title()
 
 
-def snapshot_memories(conversation_ids: Iterable[UUID] | QuerySet) -> dict[UUID, tuple[PromptMemory, ...]]:
-    """Each conversation's snapshot members with their current text, in global order.
+def _shown_members(conversation_ids: Iterable[UUID] | QuerySet) -> QuerySet[SnapshotMembership]:
+    """The snapshot members a prompt shows: only the snapshot's ids count (a conversation without membership
+    rows gets nothing, never "all memories"); inactive members are held but not shown; in global order."""
+    return SnapshotMembership.objects.filter(conversation_id__in=conversation_ids, memory__active=True).order_by(
+        "memory__position", "memory_id"
+    )
 
-    Only the snapshot's ids count: a conversation without membership rows gets
-    nothing, never "all memories". Inactive members are held but not shown.
+
+def snapshot_memories(conversation_ids: Iterable[UUID] | QuerySet) -> dict[UUID, tuple[PromptMemory, ...]]:
+    """Each conversation's snapshot members with their current text, in global order (`_shown_members`).
+
+    Each memory's text is read once however many threads hold it (two queries).
     `conversation_ids` is a list of ids or a `values("pk")` queryset.
     """
     members = SnapshotMembership.objects.filter(conversation_id__in=conversation_ids)
@@ -79,13 +87,22 @@ def snapshot_memories(conversation_ids: Iterable[UUID] | QuerySet) -> dict[UUID,
             active=True, pk__in=members.values("memory_id")
         ).values_list("pk", "text", "category", "importance")
     }
-    rows = members.filter(memory__active=True).order_by("memory__position", "memory_id")
     result: dict[UUID, list[PromptMemory]] = {}
-    for conversation_id, memory_id in rows.values_list("conversation_id", "memory_id"):
+    for conversation_id, memory_id in _shown_members(conversation_ids).values_list("conversation_id", "memory_id"):
         memory = shared.get(memory_id)
         if memory is not None:
             result.setdefault(conversation_id, []).append(memory)
     return {key: tuple(value) for key, value in result.items()}
+
+
+def conversation_snapshot_memories(conversation_id: UUID) -> tuple[PromptMemory, ...]:
+    """One conversation's snapshot members with their current text, in global order, in one query."""
+    return tuple(
+        PromptMemory(text, _category_label(category), importance)
+        for text, category, importance in _shown_members([conversation_id]).values_list(
+            "memory__text", "memory__category", "memory__importance"
+        )
+    )
 
 
 def saved_characters() -> tuple[PromptCharacter, ...]:
@@ -139,8 +156,30 @@ def prompt_inputs_many(
     }
 
 
-def prompt_inputs_for(conversation: Conversation, *, settings_row: AssistantSettings) -> PromptInputs:
-    return prompt_inputs_many([conversation], settings_row=settings_row)[conversation.pk]
+def prompt_inputs_for(
+    conversation: Conversation,
+    *,
+    settings_row: AssistantSettings,
+    handoffs: ThreadHandoffs | None = None,
+    stored_prompt: str = "",
+) -> PromptInputs:
+    """One conversation's prompt inputs (as `prompt_inputs_many` gives them).
+
+    `handoffs`: the conversation's handoffs when the caller read them (a send,
+    `thread_handoffs_read`), with `stored_prompt` its stored prompt's text
+    ("" before the first); without them they are read here.
+    """
+    if handoffs is None:
+        blocks = continuity_blocks([conversation.pk], settings_row)
+    else:
+        blocks = handoffs.blocks(settings_row=settings_row, stored_prompt=stored_prompt)
+    return PromptInputs(
+        persona=conversation.persona,
+        settings=prompt_settings(settings_row),
+        memories=conversation_snapshot_memories(conversation.pk),
+        characters=saved_characters(),
+        continuity_block=blocks.get(conversation.pk, ""),
+    )
 
 
 def markers_are_current(message: Message, markers: dict[str, str] | None = None) -> bool:
@@ -167,7 +206,11 @@ def static_prompt_ensure(conversation: Conversation) -> Message:
 
 
 def static_prompt_ready(
-    conversation: Conversation, existing: Message | None, *, settings_row: AssistantSettings
+    conversation: Conversation,
+    existing: Message | None,
+    *,
+    settings_row: AssistantSettings,
+    handoffs: Callable[[], ThreadHandoffs] | None = None,
 ) -> Message:
     """The stored prompt for the send about to be made: `existing` reused (rebuilt if its policy is stale),
     or a new one appended.
@@ -180,31 +223,39 @@ def static_prompt_ready(
     memory edit/delete/refresh either finished before we read the snapshot or
     rebuilds this prompt after we commit; the unique constraint is the last
     guard if it does not. `existing` is the conversation's stored prompt (or
-    None) read under that same lock. A new prompt is appended with the
-    conversation's next seq (`message_append`), so, as after every append, the
-    caller saves the conversation's `APPENDED_FIELDS` before committing.
+    None) read under that same lock. So no other prompt can be stored
+    meanwhile, and the insert needs no savepoint of its own: the partial unique
+    constraint stays the last guard (a second prompt fails the whole
+    transaction, never stands beside the first). A new prompt is appended
+    with the conversation's next seq (`message_append`), so, as after every
+    append, the caller saves the conversation's `APPENDED_FIELDS` before
+    committing. `handoffs`: how to get the conversation's handoffs the caller
+    read (`thread_handoffs_read`), asked only when the prompt is built;
+    without it they are read here.
     """
-    if existing is not None:
-        if not markers_are_current(existing):
-            existing.content = build_static_prompt(prompt_inputs_for(conversation, settings_row=settings_row))
-            existing.metadata = {**existing.metadata, "policy_markers": policy_markers()}
-            existing.save(update_fields=["content", "metadata", "updated_at"])
+    if existing is not None and markers_are_current(existing):
         return existing
-    content = build_static_prompt(prompt_inputs_for(conversation, settings_row=settings_row))
-    try:
-        with transaction.atomic():
-            return message_append(
-                conversation=conversation,
-                parent=None,
-                role=Role.SYSTEM,
-                binding=None,  # no provider produced it
-                make_head=False,
-                kind=MessageKind.STATIC_PROMPT,
-                content=content,
-                metadata={"policy_markers": policy_markers()},
-            )
-    except IntegrityError:
-        return Message.objects.get(conversation=conversation, role=Role.SYSTEM)
+    inputs = prompt_inputs_for(
+        conversation,
+        settings_row=settings_row,
+        handoffs=handoffs() if handoffs is not None else None,
+        stored_prompt=existing.content if existing is not None else "",
+    )
+    if existing is not None:
+        existing.content = build_static_prompt(inputs)
+        existing.metadata = {**existing.metadata, "policy_markers": policy_markers()}
+        existing.save(update_fields=["content", "metadata", "updated_at"])
+        return existing
+    return message_append(
+        conversation=conversation,
+        parent=None,
+        role=Role.SYSTEM,
+        binding=None,  # no provider produced it
+        make_head=False,
+        kind=MessageKind.STATIC_PROMPT,
+        content=build_static_prompt(inputs),
+        metadata={"policy_markers": policy_markers()},
+    )
 
 
 def _conversation_pks(conversations: QuerySet[Conversation] | Iterable[Conversation | UUID]) -> QuerySet | list:

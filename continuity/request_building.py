@@ -17,6 +17,7 @@ from django.conf import settings
 
 from continuity.compaction import compaction_on_branch
 from continuity.dynamic_context import carried_text_index_warm, dynamic_context_build
+from continuity.handoff_store import ThreadHandoffs, thread_handoffs_read
 from continuity.kept_history import branch_history
 from continuity.request_assembly import AssembledRequest, assemble_request, tool_definitions_text
 from continuity.static_prompt import prior_thread_section_in
@@ -48,6 +49,14 @@ class SendContext:
     streaming: list[Message]
     # Attachment request parts this send verified before it took the lock, by attachment id.
     verified_parts: dict[UUID, dict] = field(default_factory=dict)
+    # The conversation's handoffs, once this send has read them (`handoffs_read`: to build its stored prompt).
+    handoffs: ThreadHandoffs | None = None
+
+    def handoffs_read(self) -> ThreadHandoffs:
+        """The conversation's handoff row (one query) and bubbles (from `tree`), read once per send."""
+        if self.handoffs is None:
+            self.handoffs = thread_handoffs_read(self.conversation, self.tree.values())
+        return self.handoffs
 
     def get(self, message_id: object) -> Message:
         try:
@@ -109,6 +118,8 @@ def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list
         history=history.texts,
         settings_row=context.settings_row,
         history_lineage=history.lineage,
+        # Read already when this send built its stored prompt; else recall reads them itself.
+        handoff_sources=context.handoffs.source_ids() if context.handoffs is not None else None,
     )
     return assemble_request(
         static_prompt=static_prompt,

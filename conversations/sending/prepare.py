@@ -236,7 +236,9 @@ def _prompt_ready(context: SendContext) -> None:
 
     Its seq, when it was appended now, is saved with the send's one
     conversation update (`_start_reply`)."""
-    context.prompt = static_prompt_ready(context.conversation, context.prompt, settings_row=context.settings_row)
+    context.prompt = static_prompt_ready(
+        context.conversation, context.prompt, settings_row=context.settings_row, handoffs=context.handoffs_read
+    )
 
 
 def _start_reply(context: SendContext, user_message: Message, config: ProviderConfig) -> PreparedReply:

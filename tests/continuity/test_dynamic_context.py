@@ -325,6 +325,29 @@ def test_with_a_handoff_recall_excludes_its_source_and_suppresses_overlapping_ex
     assert unrelated.title in titles(section)
 
 
+def test_recall_excludes_a_source_recorded_only_by_a_handoff_bubble_on_the_first_send_and_later(
+    thread, make_turns, scripted_provider
+):
+    """A historical Branch bubble (no handoff row) names its source: recall leaves it out on the send that
+    stores the prompt (which reads the thread's handoffs for it) and on every later send."""
+    conversation = thread(title="Branched")  # the first thread: no New Chat handoff
+    source = thread(("user", "The heron stood in the millpond all morning."), ("assistant", "Patient bird."),
+                    title="Heron source")
+    thread(("user", "A heron landed on the boathouse roof."), ("assistant", "Grey and tall."), title="Boathouse")
+    message_append(
+        conversation=conversation, parent=None, role="assistant", binding=None, make_head=True,
+        kind=MessageKind.HANDOFF_ARTIFACT, status="complete", content="### Continued from Heron source",
+        metadata={"source_conversation_id": str(source.pk)},
+    )
+    conversation.save(update_fields=APPENDED_FIELDS)
+    make_turns(conversation, ("user", "hello"), ("assistant", "Hello, AUMA."))
+    assert not Message.objects.filter(conversation=conversation, role="system").exists()
+    for content in ("Do you remember the heron?", "What else do you remember about the heron?"):
+        send(conversation, content)
+        section = dynamic_context(scripted_provider)
+        assert titles(section) == ["Boathouse"]
+
+
 def test_excerpts_copying_the_current_threads_own_history_are_suppressed(current, thread, make_turns, scripted_provider):
     make_turns(current, ("user", "Our plan: paint the boat red, name it Gull, launch it in May."),
                ("assistant", "Gull it is."))

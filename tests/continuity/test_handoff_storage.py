@@ -10,12 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from continuity.handoff_store import handoff_block_for, handoff_blocks_for, handoff_limits
+from continuity.branching import conversation_branch
+from continuity.handoff_store import handoff_block_for, handoff_blocks_for, handoff_limits, thread_handoffs_read
 from continuity.models import ThreadHandoff
-from continuity.prompt_store import markers_are_current, policy_markers, static_prompt_ensure
+from continuity.prompt_store import continuity_blocks, markers_are_current, policy_markers, static_prompt_ensure
+from continuity.recall_search import handoff_source_ids
 from continuity.selectors import conversation_handoff_provenance
 from conversations.assistant_settings import assistant_settings_read
-from conversations.models import Conversation, Folder, Message, Role
+from conversations.models import Conversation, Folder, Message, MessageKind, Role
+from conversations.transcript.append import APPENDED_FIELDS, message_append
 
 pytestmark = pytest.mark.django_db
 
@@ -216,3 +219,22 @@ def test_invalid_overridden_limits_never_make_new_chat_fail(thread, settings, ba
     thread(("user", "q"), ("assistant", "r"))
     destination = thread()
     assert '"q"' in prompt_of(destination)
+
+
+def test_a_sends_one_read_of_its_handoffs_gives_the_blocks_and_recall_sources_of_the_separate_reads(thread):
+    source = thread(("user", "The kite string snapped at the pier."), ("assistant", "It flew off east."), title="Kite")
+    other = thread(("user", "unrelated"), ("assistant", "fine"), title="Other")
+    branch, _ = conversation_branch(conversation_id=source.id, idempotency_key="k")
+    # A historical bubble naming another source, and one whose recorded source is not an id.
+    for metadata in ({"source_conversation_id": str(other.pk)}, {"source_conversation_id": "not-an-id"}):
+        message_append(conversation=branch, parent=branch.head, role=Role.ASSISTANT, binding=None, make_head=True,
+                       kind=MessageKind.HANDOFF_ARTIFACT, status="complete", content="### Continued", metadata=metadata)
+    branch.save(update_fields=APPENDED_FIELDS)
+    prompt = static_prompt_ensure(branch).content  # the blocks keep its boundary id
+    settings_row = assistant_settings_read()
+
+    handoffs = thread_handoffs_read(branch, Message.objects.filter(conversation=branch).exclude(role=Role.SYSTEM))
+    assert handoffs.source_ids() == handoff_source_ids(branch.pk) == {source.pk, other.pk}
+    blocks = handoffs.blocks(settings_row=settings_row, stored_prompt=prompt)
+    assert blocks == continuity_blocks([branch.pk], settings_row)
+    assert "The kite string snapped at the pier." in blocks[branch.pk] and blocks[branch.pk] in prompt

@@ -129,3 +129,21 @@ def test_a_whole_send_stays_within_its_statement_budget(make_conversation, make_
     # (PostgreSQL's recall asks one more: its rare-term id window).
     with django_assert_max_num_queries(20 if settings.DATABASE_IS_POSTGRES else 19):
         send_prepare(SendCommand(conversation_id=conversation.id, content="Do you remember the lighthouse foxgloves?"))
+
+
+def test_a_first_send_stays_within_its_statement_budget(make_conversation, make_turns, django_assert_max_num_queries):
+    from conversations.assistant_settings import assistant_settings_get
+
+    assistant_settings_get()
+    other = make_conversation(persona="elion", title="Lighthouse")
+    make_turns(other, (Role.USER, "The lighthouse garden had foxgloves."), (Role.ASSISTANT, "Purple ones."))
+    # New Chat continuity gives it a handoff from the Lighthouse thread; past its birth period, recall runs.
+    conversation = make_conversation(persona="elion")
+    make_turns(conversation, (Role.USER, "hello"), (Role.ASSISTANT, "hi"))
+    # The stored prompt is built too: its handoff row (read once, for recall too), its source's eligibility,
+    # live branch and captured messages, the snapshot's memories, the characters, one insert (no savepoint).
+    # PostgreSQL's recall asks one more, as in a later send.
+    with django_assert_max_num_queries(20 if settings.DATABASE_IS_POSTGRES else 19):
+        send_prepare(SendCommand(conversation_id=conversation.id, content="Do you remember the lighthouse foxgloves?"))
+    assert Message.objects.filter(conversation=conversation, role=Role.SYSTEM).count() == 1
+

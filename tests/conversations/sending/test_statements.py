@@ -56,13 +56,41 @@ def test_a_send_reads_the_settings_once_and_updates_the_conversation_once(thread
     assert any("conversations_messagesearchentry" in sql for sql in second)  # recall searched the index
 
 
-def test_savepoints_only_guard_the_stored_prompt_insert(threads):
+def test_a_send_takes_no_savepoint_not_even_the_first_which_stores_the_prompt(threads):
     conversation = threads
     first = send(conversation, "Hello there.")
     finish_reply(conversation, "Hello!")
     second = send(conversation, "Do you remember the lighthouse garden foxgloves?")
-    assert len([sql for sql in first if sql.startswith("SAVEPOINT")]) == 1
-    assert not [sql for sql in second if sql.startswith("SAVEPOINT")]
+    assert Message.objects.filter(conversation=conversation, role=Role.SYSTEM).count() == 1
+    assert not [sql for sql in first + second if sql.startswith("SAVEPOINT")]
+
+
+@pytest.fixture
+def imported(threads, make_turns):
+    """A thread past its birth period whose prompt is not stored yet (its first send builds it, and recall
+    runs in that send): New Chat continuity gave it a handoff from the Lighthouse thread, and a memory is in
+    its snapshot."""
+    from memories.models import Memory, SnapshotMembership
+
+    conversation = threads
+    make_turns(conversation, (Role.USER, "Good morning."), (Role.ASSISTANT, "Morning, AUMA."))
+    memory = Memory.objects.create(text="AUMA keeps bees.")
+    SnapshotMembership.objects.create(conversation=conversation, memory=memory)
+    return conversation
+
+
+def test_a_first_send_reads_its_handoffs_once_for_the_prompt_and_recall(imported):
+    first = send(imported, "Do you remember the lighthouse garden foxgloves?")
+    assert any("conversations_messagesearchentry" in sql for sql in first)  # recall ran
+    assert len(touching(first, "conversation_summaries")) == 1
+    prompt = Message.objects.get(conversation=imported, role=Role.SYSTEM).content
+    assert "Continuity from a prior thread" in prompt and "AUMA keeps bees." in prompt
+
+
+def test_a_first_send_reads_the_snapshot_memories_in_one_statement(imported):
+    first = send(imported, "Do you remember the lighthouse garden foxgloves?")
+    assert len(touching(first, "memories_snapshotmembership")) == 1
+    assert len(touching(first, "memories_memory")) == 1
 
 
 def test_the_stored_prompt_seq_is_saved_with_the_turns(threads):
