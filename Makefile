@@ -3,7 +3,7 @@
 #   make run HOST=0.0.0.0 PORT=9000
 #   make run-scaled          PostgreSQL + Redis (started on loopback if not running), 2 Daphne workers and
 #                            2 qcluster processes behind nginx on HOST:PORT (scripts/run_scaled.sh; see Procfile)
-#   make test                whole suite on SQLite, then on a throwaway PostgreSQL
+#   make test                whole suite on SQLite and on a throwaway PostgreSQL, both at once
 #   make test ARGS="-k foo"  extra pytest arguments (or set PYTEST_ARGS)
 #   make test-sqlite | test-postgres | lint   (lint: ruff, then lint-imports against .importlinter)
 
