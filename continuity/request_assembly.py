@@ -43,6 +43,13 @@ class HistoryTurn:
         """The turn's estimate (`turn_tokens`), counted once: a turn is trimmed and totalled on every send."""
         return _turn_tokens_counted(self)
 
+    @cached_property
+    def messages(self) -> tuple[dict, ...]:
+        """The turn's request messages: its tool rounds, then its text (`turn_content`). Built once: a kept
+        turn (`continuity.kept_history`) goes into every later send's request, which reads them and never
+        changes them."""
+        return (*self.tool_messages, {"role": self.role, "content": turn_content(self)})
+
 
 IMAGE_TOKEN_ESTIMATE = 765  # one high-detail 1024x1024 image, the providers' usual figure
 
@@ -71,10 +78,6 @@ def turn_content(turn: HistoryTurn) -> str | list[dict]:
         return turn.content
     text = [{"type": "text", "text": turn.content}] if turn.content else []
     return [*text, *turn.attachments]
-
-
-def turn_messages(turn: HistoryTurn) -> list[dict]:
-    return [*turn.tool_messages, {"role": turn.role, "content": turn_content(turn)}]
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,7 @@ def assemble_request(
     if compacted_summary:
         messages.append({"role": "system", "content": compacted_summary})
     for turn in kept:
-        messages.extend(turn_messages(turn))
+        messages.extend(turn.messages)
     # Dynamic context, fresh for each send, comes last, right after the current
     # message, and is omitted entirely when empty: everything before it is
     # what the previous send sent plus the turns since, byte for byte, so the
