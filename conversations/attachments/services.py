@@ -273,14 +273,6 @@ def manifests_in_conversation(conversation_id: UUID) -> dict[UUID, list[Attachme
     return manifests
 
 
-def manifests_on_branch(conversation_id: UUID, branch: Iterable[Message]) -> dict[UUID, list[Attachment]]:
-    """`manifests_for` the messages of one conversation's branch, asked of the conversation
-    (`manifests_in_conversation`), so the query stays small however long the branch."""
-    on_branch = {m.id for m in branch}
-    return {message_id: manifest for message_id, manifest in manifests_in_conversation(conversation_id).items()
-            if message_id in on_branch}
-
-
 def manifest_ids(message: Message) -> list[UUID]:
     return list(
         MessageAttachment.objects.filter(message=message).order_by("position").values_list("attachment_id", flat=True)
