@@ -115,7 +115,8 @@ def test_a_sends_statement_count_does_not_grow_with_thread_length(make_conversat
     assert short_count == long_count
 
 
-def test_a_whole_send_stays_within_its_statement_budget(make_conversation, make_turns, django_assert_max_num_queries):
+def _recalling_thread(make_conversation, make_turns):
+    """A short thread past its birth period, and an older one recall can find for the budget tests' message."""
     from conversations.assistant_settings import assistant_settings_get
 
     assistant_settings_get()
@@ -123,6 +124,11 @@ def test_a_whole_send_stays_within_its_statement_budget(make_conversation, make_
     make_turns(other, (Role.USER, "The lighthouse garden had foxgloves."), (Role.ASSISTANT, "Purple ones."))
     conversation = make_conversation(persona="elion")
     make_turns(conversation, (Role.USER, "hello"), (Role.ASSISTANT, "hi"))
+    return conversation
+
+
+def test_a_whole_send_stays_within_its_statement_budget(make_conversation, make_turns, django_assert_max_num_queries):
+    conversation = _recalling_thread(make_conversation, make_turns)
     _send_statements(conversation, "first")  # stores the prompt
     finish_reply(conversation)
     # Recall runs (the other thread matches): the budget covers the whole send, both phases
@@ -132,14 +138,8 @@ def test_a_whole_send_stays_within_its_statement_budget(make_conversation, make_
 
 
 def test_a_first_send_stays_within_its_statement_budget(make_conversation, make_turns, django_assert_max_num_queries):
-    from conversations.assistant_settings import assistant_settings_get
-
-    assistant_settings_get()
-    other = make_conversation(persona="elion", title="Lighthouse")
-    make_turns(other, (Role.USER, "The lighthouse garden had foxgloves."), (Role.ASSISTANT, "Purple ones."))
     # New Chat continuity gives it a handoff from the Lighthouse thread; past its birth period, recall runs.
-    conversation = make_conversation(persona="elion")
-    make_turns(conversation, (Role.USER, "hello"), (Role.ASSISTANT, "hi"))
+    conversation = _recalling_thread(make_conversation, make_turns)
     # The stored prompt is built too: its handoff row (read once, for recall too), its source's eligibility,
     # live branch and captured messages, the snapshot's memories, the characters, one insert (no savepoint).
     # PostgreSQL's recall asks one more, as in a later send.
