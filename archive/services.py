@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -366,22 +366,45 @@ def chatgpt_reader(*, collection: object, assistant_name: str = "") -> ImportRea
             export = stack.enter_context(chatgpt.export_files(file.stream, _export_limits(), file.name))
             for name in export.json_names:
                 with export.open_json(name) as stream:
-                    for item in chatgpt.parse_conversations(stream, file=name, first_index=next_index):
-                        next_index = item.index + 1
-                        if isinstance(item, ConversationProblem):
-                            yield item
-                            continue
-                        yield ReadConversation(
-                            index=item.index,
-                            store=functools.partial(
-                                _chatgpt_store, item, export=export, collection=collection, owner=owner,
-                                assistant=assistant,
-                            ),
-                            custom_instructions=item.custom_instructions,
-                            moment=item.updated_at or item.created_at,
-                        )
+                    next_index = yield from _items_read(
+                        chatgpt.parse_conversations(stream, file=name, first_index=next_index),
+                        next_index,
+                        store=lambda item, export=export: functools.partial(
+                            _chatgpt_store, item, export=export, collection=collection, owner=owner,
+                            assistant=assistant,
+                        ),
+                        instructions=lambda item: item.custom_instructions,
+                    )
 
     return read
+
+
+# What an export's parsers read besides problems: one archive document each.
+ParsedItem = chatgpt.ExportedConversation | claude.ClaudeConversation | claude.ClaudeProject
+
+
+def _items_read(
+    items: Iterable[ParsedItem | ConversationProblem],
+    next_index: int,
+    *,
+    store: Callable[[ParsedItem], Callable[[ImportSummary], int | None]],
+    instructions: Callable[[ParsedItem], str] = lambda item: "",
+) -> Generator[ReadConversation | ConversationProblem, None, int]:
+    """An export's parsed items (conversations or projects) as `import_runs` takes them, one at a time:
+    a problem as it is, anything else as a `ReadConversation` that stores itself with `store(item)`,
+    carrying `instructions(item)`. Returns the index after the last item (`next_index` when none)."""
+    for item in items:
+        next_index = item.index + 1
+        if isinstance(item, ConversationProblem):
+            yield item
+            continue
+        yield ReadConversation(
+            index=item.index,
+            store=store(item),
+            custom_instructions=instructions(item),
+            moment=item.updated_at or item.created_at,
+        )
+    return next_index
 
 
 def _chatgpt_store(
@@ -714,32 +737,22 @@ def claude_reader(*, collection: object, assistant_name: str = "") -> ImportRead
             export = _claude_export_files(file, stack)
             for name in export.json_names:
                 with export.open_json(name) as stream:
-                    for item in claude.parse_conversations(stream, file=name, first_index=next_index):
-                        next_index = item.index + 1
-                        if isinstance(item, ConversationProblem):
-                            yield item
-                            continue
-                        yield ReadConversation(
-                            index=item.index,
-                            store=functools.partial(
-                                _claude_store, item, source_name=export.name, collection=collection, owner=owner,
-                                assistant=assistant,
-                            ),
-                            moment=item.updated_at or item.created_at,
-                        )
-            for item in _claude_projects(export, next_index):
-                next_index = item.index + 1
-                if isinstance(item, ConversationProblem):
-                    yield item
-                    continue
-                yield ReadConversation(
-                    index=item.index,
-                    store=functools.partial(
-                        _claude_project_store, item, source_name=export.name, collection=collection
-                    ),
-                    custom_instructions=item.prompt_template,
-                    moment=item.updated_at or item.created_at,
-                )
+                    next_index = yield from _items_read(
+                        claude.parse_conversations(stream, file=name, first_index=next_index),
+                        next_index,
+                        store=lambda item, export=export: functools.partial(
+                            _claude_store, item, source_name=export.name, collection=collection, owner=owner,
+                            assistant=assistant,
+                        ),
+                    )
+            next_index = yield from _items_read(
+                _claude_projects(export, next_index),
+                next_index,
+                store=lambda item, export=export: functools.partial(
+                    _claude_project_store, item, source_name=export.name, collection=collection
+                ),
+                instructions=lambda item: item.prompt_template,
+            )
             yield ReadOffer(functools.partial(claude_memories_offer, export))
 
     return read
