@@ -649,25 +649,32 @@ def test_recall_index_search_leaves_the_excluded_conversations_rows_out_by_itsel
 
 @pytest.mark.django_db
 def test_recall_walks_the_other_conversations_ids_in_an_index_that_holds_their_conversation():
-    """PostgreSQL (migration 0017): recall's walk of the newest rows of the other conversations
-    (`_walk_others_postgres`) runs on an index of ids with each row's conversation beside it, so an
-    index-only scan leaves a long current thread's rows out without reading them; and the table is
-    vacuumed after a hundredth of it is new, so the newest rows are index-only soon after they are
-    written. SQLite's FTS5 query does the same inside its index (migration 0013)."""
+    """Recall's index search holds each row's conversation inside an index, so a long current thread's
+    rows are left out without being read. PostgreSQL (migration 0017): the walk of the other
+    conversations' newest rows (`_walk_others_postgres`) runs on an index of ids with each row's
+    conversation beside it (an index-only scan), and the table is vacuumed after a hundredth of it is
+    new, so the newest rows are index-only soon after they are written. SQLite (migration 0013): the
+    FTS5 table indexes the conversation beside the text, which `NOT conversation_id : …` matches."""
     from django.db import connection
 
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite leaves the current thread out inside FTS5 (NOT conversation_id)")
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT indexdef FROM pg_indexes WHERE tablename = 'conversations_messagesearchentry' "
-            "AND indexname = 'message_search_id_conversation'"
-        )
-        (definition,) = cursor.fetchone()
-        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'conversations_messagesearchentry'")
-        (options,) = cursor.fetchone()
-    assert definition.endswith("USING btree (id) INCLUDE (conversation_id)")
-    assert "autovacuum_vacuum_insert_scale_factor=0.01" in options
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT indexdef FROM pg_indexes WHERE tablename = 'conversations_messagesearchentry' "
+                "AND indexname = 'message_search_id_conversation'"
+            )
+            (definition,) = cursor.fetchone()
+            cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'conversations_messagesearchentry'")
+            (options,) = cursor.fetchone()
+            assert definition.endswith("USING btree (id) INCLUDE (conversation_id)")
+            assert "autovacuum_vacuum_insert_scale_factor=0.01" in options
+        else:
+            cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'message_search_fts'")
+            (definition,) = cursor.fetchone()
+            columns = definition[definition.index("fts5(") + len("fts5("):].split("content=")[0]
+            assert [column.strip() for column in columns.split(",") if column.strip()] == [
+                "search_text", "conversation_id",
+            ]
 
 
 def test_the_conversation_lexeme_is_never_a_search_match(thread):
