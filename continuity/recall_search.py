@@ -177,8 +177,8 @@ def _walk_others_postgres(
 
 def _others_span_postgres(excluded: Sequence[UUID], *, rows: int, before: int | None) -> tuple[int, int, int]:
     """PostgreSQL: (lowest id, highest id, how many) of the newest `rows` index rows of the other
-    conversations below `before`, the rows `_walk_others_postgres` read when it did not fill its limit
-    (0, 0, 0 when there are none). One index-only walk of the ids."""
+    conversations below `before` (0, 0, 0 when there are none): the rows a walk (`_walk_postgres`) covers,
+    which tell it which walk to take and where the id windows below it start. One index-only walk of the ids."""
     others_sql, others_params = _others_newest_sql(excluded, before)
     sql = f"SELECT min(o.id), max(o.id), count(*) FROM ({others_sql}) o"
     with connection.cursor() as cursor:
