@@ -24,6 +24,7 @@ a whole table.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 from uuid import UUID
 
 from django.db import connection
@@ -35,7 +36,7 @@ from django.db.models.functions import Cast
 from continuity.eligibility import continuity_sources
 from continuity.keyword_recall import MAX_EXCERPTS, RecallHit, hit_score, words
 from continuity.models import ThreadHandoff
-from conversations.models import Message, MessageKind, MessageStatus, Role
+from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
 from conversations.transcript.search_index import (
     ENTRY_TABLE,
     FTS_TABLE,
@@ -55,10 +56,12 @@ MIN_CANDIDATES_PER_TERM = 20
 BEST_FIRST = 4 * MAX_EXCERPTS
 TITLE_SCAN_LIMIT = 200
 # PostgreSQL (`_candidate_entry_ids`, `_older_matches_postgres`), in index rows:
-# the probe's rows of the other conversations; the longest walk for a term short
-# in the probe (rows of the other conversations); the id windows read for rarer terms.
+# the probe's rows of the other conversations; the longest and the shortest walk for
+# a term short in the probe (rows of the other conversations); the id windows read
+# for rarer terms.
 PROBE_ROWS = 4_096
 WALK_ROWS = 4_096
+MIN_WALK_ROWS = 512
 MIN_WINDOW_ROWS = 4_096
 MAX_WINDOW_ROWS = 1_048_576
 RECALLABLE_ROLES = (Role.USER, Role.ASSISTANT)
@@ -187,26 +190,59 @@ def _others_span_postgres(excluded: Sequence[UUID], *, rows: int, before: int | 
     return (low, high, count) if count else (0, 0, 0)
 
 
-def _walk_postgres(
-    terms: Sequence[str], *, rows: int, before: int | None, limit: int, query: dict
-) -> tuple[list[tuple[int, str]], tuple[int, int, int]]:
-    """PostgreSQL: the newest eligible rows holding ANY of `terms` among the newest `rows` index rows of the
-    other conversations below `before`, at most `limit`; and those rows' (lowest id, highest id, how many).
+def _index_top_postgres(excluded: Sequence[UUID]) -> tuple[int | None, int]:
+    """PostgreSQL: the newest index row's id (None when the index is empty), and at most how many index rows
+    the `excluded` conversations hold: the sum of their `last_seq`, since each of their messages has its
+    own seq up to it and an index row belongs to one message. One statement, two primary-key lookups."""
+    conversations = connection.ops.quote_name(Conversation._meta.db_table)
+    sql = (
+        f"SELECT (SELECT max(e.id) FROM {ENTRY_TABLE} e), "
+        f"(SELECT coalesce(sum(c.last_seq), 0) FROM {conversations} c WHERE c.id = ANY(%s::uuid[]))"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [[str(pk) for pk in excluded]])
+        newest, excluded_rows = cursor.fetchone()
+    return newest, int(excluded_rows)
 
-    Where the other conversations hold at least half the ids between the lowest and the highest of those
-    rows (the usual case: many threads, the current one a part of them), the primary key is walked over
-    that range (`_walk_range_postgres`); where the excluded conversations hold most of them (a long
-    current thread's newest rows), each other row is looked up by its id from the index that leaves the
-    excluded rows out (`_walk_others_postgres`). Either way a row of the excluded conversations is never
-    a match, and the answer is the same."""
+
+class WalkCover(NamedTuple):
+    """The index ids a walk (`_walk_postgres`) covered: `low` to `high`, and whether no row of the other
+    conversations lies below `low` (the walk met every row below `high`)."""
+
+    low: int
+    high: int
+    every_row: bool
+
+
+def _walk_postgres(
+    terms: Sequence[str], *, rows: int, before: int, limit: int, excluded_rows: int, query: dict
+) -> tuple[list[tuple[int, str]], WalkCover]:
+    """PostgreSQL: the newest eligible rows holding ANY of `terms` among about the newest `rows` index rows
+    of the other conversations below id `before`, at most `limit`; and the ids the walk covered.
+
+    Which walk, from how many index rows the excluded conversations can hold (`excluded_rows`):
+    - at most `rows` (the usual case: a thread of fewer than 4,096 messages and its handoff sources): the
+      primary key is walked over the newest `rows + excluded_rows` ids below `before`
+      (`_walk_range_postgres`), at least `rows` of them the other conversations', with no statement first;
+    - more: one index-only walk of the ids (`_others_span_postgres`) finds the range of the other
+      conversations' newest `rows` rows. Where they hold at least half its ids, the primary key is walked
+      over it; where the excluded conversations hold most of them (a long current thread's newest rows),
+      each other row is looked up by its id from the index that leaves the excluded rows out
+      (`_walk_others_postgres`).
+    Either way a row of the excluded conversations is never a match, and the answer is the same."""
+    if excluded_rows <= rows:
+        since = max(before - rows - excluded_rows, 1)
+        found = _walk_range_postgres(terms, limit=limit, since=since, before=before, **query)
+        return found, WalkCover(low=since, high=before - 1, every_row=since == 1)
     low, high, count = _others_span_postgres(query["excluded"], rows=rows, before=before)
+    cover = WalkCover(low=low, high=high, every_row=count < rows)
     if not count:
-        return [], (low, high, count)
+        return [], cover
     if 2 * count >= high - low + 1:
         found = _walk_range_postgres(terms, limit=limit, since=low, before=high + 1, **query)
     else:
         found = _walk_others_postgres(terms, limit=limit, rows=rows, before=before, **query)
-    return found, (low, high, count)
+    return found, cover
 
 
 def _window_matches_postgres(
@@ -282,7 +318,12 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     per_term = candidates_per_term(len(terms))
     probe_size = per_term * len(terms)
     if postgres:
-        probe, (low, high, count) = _walk_postgres(terms, rows=PROBE_ROWS, before=None, limit=probe_size, query=query)
+        newest, excluded_rows = _index_top_postgres(excluded)
+        if newest is None:
+            return {}  # nothing is indexed yet
+        probe, cover = _walk_postgres(
+            terms, rows=PROBE_ROWS, before=newest + 1, limit=probe_size, excluded_rows=excluded_rows, query=query
+        )
     else:
         probe = _newest_matches(terms, limit=probe_size, **query)
     found: dict[int, str] = {}
@@ -298,16 +339,18 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
             found[pk] = search_text
     if len(probe) == probe_size:
         oldest = min(pk for pk, _ in probe)
-        span = high - oldest + 1 if postgres else 0
+        span = cover.high - oldest + 1 if postgres else 0
     elif postgres:
-        if count < PROBE_ROWS:
+        if cover.every_row:
             return found  # the probe read every other conversation's row
-        oldest, span = low, high - low + 1  # the probe holds every match in its rows
+        oldest, span = cover.low, cover.high - cover.low + 1  # the probe holds every match in its rows
     else:
         return found  # the probe holds every match of every term
     short = {term: per_term - counts[term] for term in terms if counts[term] < per_term}
     if postgres:
-        found.update(_older_matches_postgres(short, counts, span=span, before=oldest, query=query))
+        found.update(
+            _older_matches_postgres(short, counts, span=span, before=oldest, excluded_rows=excluded_rows, query=query)
+        )
         return found
     for term, missing in short.items():
         older = _newest_matches([term], limit=missing, before=oldest, **query)
@@ -316,14 +359,17 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
 
 
 def _older_matches_postgres(
-    missing: dict[str, int], seen: dict[str, int], *, span: int, before: int, query: dict
+    missing: dict[str, int], seen: dict[str, int], *, span: int, before: int, excluded_rows: int, query: dict
 ) -> dict[int, str]:
     """PostgreSQL: each term's `missing[term]` newest eligible rows with id below `before`.
 
     The probe met the term `seen[term]` times in `span` ids of the index,
     which estimates how many ids back its missing matches lie. A term whose
     missing matches should lie within `WALK_ROWS` rows is walked for among the
-    other conversations' next `WALK_ROWS` rows (`_walk_postgres`). Beyond that, or for a rarer term, a
+    other conversations' next rows (`_walk_postgres`), twice as many as expected
+    (at least `MIN_WALK_ROWS`, at most `WALK_ROWS`): a term met in a burst lately
+    and rare before it is not walked for through thousands of rows that cannot
+    hold it, it goes on to the windows. Beyond that, or for a rarer term, a
     walk would read tens of thousands of rows at 1,000,000 messages, and a
     bitmap scan of every match costs as much for a term of middling
     frequency, so the rows are read in id windows
@@ -337,12 +383,15 @@ def _older_matches_postgres(
         expected_rows = int(need * span / (seen[term] + 1))
         high = before
         if seen[term] and expected_rows <= WALK_ROWS:
-            rows, (low, _, count) = _walk_postgres([term], rows=WALK_ROWS, before=high, limit=need, query=query)
+            walk_rows = min(WALK_ROWS, max(MIN_WALK_ROWS, 2 * expected_rows))
+            rows, cover = _walk_postgres(
+                [term], rows=walk_rows, before=high, limit=need, excluded_rows=excluded_rows, query=query
+            )
             found.update(rows)
             need -= len(rows)
-            if count < WALK_ROWS:
+            if cover.every_row:
                 continue  # the walk read every other conversation's row below the probe
-            high = low
+            high = cover.low
         size = max(MIN_WINDOW_ROWS, expected_rows)
         while need > 0 and high > 0:
             since = high - size if size < MAX_WINDOW_ROWS and high > size else None

@@ -524,8 +524,8 @@ def test_candidates_stay_exact_when_rare_terms_are_found_by_bounded_walks_and_id
     from conversations.models import MessageSearchEntry
     from conversations.transcript.search_index import message_search_index_sync
 
-    for name, value in (("CANDIDATES_PER_TERM", 3), ("PROBE_ROWS", 4), ("WALK_ROWS", 3), ("MIN_WINDOW_ROWS", 2),
-                        ("MAX_WINDOW_ROWS", 40)):
+    for name, value in (("CANDIDATES_PER_TERM", 3), ("PROBE_ROWS", 4), ("WALK_ROWS", 3), ("MIN_WALK_ROWS", 1),
+                        ("MIN_WINDOW_ROWS", 2), ("MAX_WINDOW_ROWS", 40)):
         monkeypatch.setattr(recall_search, name, value)
     rng = random.Random(seed)
     vocabulary = ["common", "usual", "middling", "sparse", "rare", "unique", "filler"]
@@ -551,7 +551,7 @@ def test_candidates_stay_exact_when_rare_terms_are_found_by_bounded_walks_and_id
         assert all(found[pk] == dict(eligible)[pk] for pk in found)
 
 
-@pytest.mark.parametrize("layout", ["newest", "interleaved", "mostly_current"])
+@pytest.mark.parametrize("layout", ["short", "newest", "interleaved", "mostly_current"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, monkeypatch, seed, layout):
     """A long current thread holds the newest index rows, or rows all through the index when the owner
@@ -561,7 +561,9 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
     candidates are still exactly each term's newest eligible matches among the other threads, whichever
     walk PostgreSQL takes: the primary key over a range the other threads hold at least half of, or each
     other row by its id from the index that leaves the current thread out, where the current thread holds
-    most of the range (`mostly_current`)."""
+    most of the range (`mostly_current`). A current thread (and sources) of at most `PROBE_ROWS` messages
+    (`short`) needs no walk of the ids first: the primary key's newest `PROBE_ROWS` + its `last_seq` ids
+    hold at least `PROBE_ROWS` rows of the others."""
     import random
 
     from django.db import connection
@@ -571,8 +573,8 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
     from conversations.transcript.search_index import message_search_index_sync
     from tests.support.factories import turns_append
 
-    for name, value in (("CANDIDATES_PER_TERM", 3), ("PROBE_ROWS", 4), ("WALK_ROWS", 3), ("MIN_WINDOW_ROWS", 2),
-                        ("MAX_WINDOW_ROWS", 40)):
+    for name, value in (("CANDIDATES_PER_TERM", 3), ("PROBE_ROWS", 4), ("WALK_ROWS", 3), ("MIN_WALK_ROWS", 1),
+                        ("MIN_WINDOW_ROWS", 2), ("MAX_WINDOW_ROWS", 40)):
         monkeypatch.setattr(recall_search, name, value)
     rng = random.Random(seed)
     vocabulary = ["common", "usual", "sparse", "rare", "filler"]
@@ -592,9 +594,10 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
     eligible = list(
         MessageSearchEntry.objects.exclude(conversation=current).order_by("-id").values_list("id", "search_text")
     )
-    assert MessageSearchEntry.objects.order_by("-id").first().conversation_id == current.pk
+    if layout != "short":
+        assert MessageSearchEntry.objects.order_by("-id").first().conversation_id == current.pk
     walks = []
-    for name in ("_walk_range_postgres", "_walk_others_postgres"):
+    for name in ("_walk_range_postgres", "_walk_others_postgres", "_others_span_postgres"):
         walk = getattr(recall_search, name)
         monkeypatch.setattr(
             recall_search, name, lambda *a, _walk=walk, _name=name, **k: walks.append(_name) or _walk(*a, **k)
@@ -608,6 +611,8 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
         assert set(found) == expected, terms
     if connection.vendor == "postgresql":  # the layout takes the walk it is meant to take
         assert ("_walk_others_postgres" in walks) == (layout == "mostly_current"), walks
+        assert ("_others_span_postgres" in walks) == (layout != "short"), walks
+        assert ("_walk_range_postgres" in walks) == (layout != "mostly_current"), walks
 
 
 def test_recall_index_search_leaves_the_excluded_conversations_rows_out_by_itself(thread):
