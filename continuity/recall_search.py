@@ -289,9 +289,10 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     Done in two steps so no term costs a long walk on either database:
 
     1. One probe for the newest `candidates_per_term × len(terms)` rows holding
-       any term (on PostgreSQL, among the newest `PROBE_ROWS` index rows of the
-       other conversations, `_walk_postgres`: the current thread's own
-       newest rows, however many, are left out inside an index, not read).
+       any term (on PostgreSQL, among about the newest `PROBE_ROWS` index rows
+       of the other conversations, `_walk_postgres`: a current thread of more
+       than `PROBE_ROWS` messages has its own newest rows left out inside an
+       index, not read; a shorter one's are refused on the conversation lexeme).
        Common terms fill it at once, and every term's newest matches down to
        the probe's oldest row are in it.
     2. Only a term with fewer than `candidates_per_term` matches in the probe
