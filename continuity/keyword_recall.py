@@ -24,7 +24,7 @@ import re
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property, lru_cache
 
@@ -324,11 +324,15 @@ class ContextText:
 
     @cached_property
     def _joined(self) -> str:
-        prefix = self._prefix.parts if self._prefix is not None else []
-        return " " + " \n ".join([*self._parts[:1], *prefix, *self._parts[1:]]) + " "
+        """The words of the texts indexed on this send (the kept older turns are the prefix's own)."""
+        return _joined(self._parts)
 
     def _carries(self, gram: tuple[str, ...]) -> bool:
         return gram in self._grams or (self._prefix is not None and gram in self._prefix.grams)
+
+    def _carries_phrase(self, phrase: str) -> bool:
+        """Whether the context holds `phrase` (words, space-padded) within one of its texts."""
+        return phrase in self._joined or (self._prefix is not None and self._prefix.carries_phrase(phrase))
 
     def overlap(self, text: str) -> float:
         """The share of `text`'s word n-grams found in the context (0.0 to 1.0)."""
@@ -337,7 +341,7 @@ class ContextText:
             return 0.0
         self._index()
         if len(tokens) < self.n:
-            return 1.0 if f" {' '.join(tokens)} " in self._joined else 0.0
+            return 1.0 if self._carries_phrase(f" {' '.join(tokens)} ") else 0.0
         own = [tuple(tokens[i : i + self.n]) for i in range(len(tokens) - self.n + 1)]
         return sum(1 for gram in own if self._carries(gram)) / len(own)
 
@@ -350,6 +354,12 @@ def _grams_and_parts(texts: Iterable[str], n: int) -> tuple[set[tuple[str, ...]]
         parts.append(part)
         grams |= text_grams
     return grams, parts
+
+
+def _joined(parts: Sequence[str]) -> str:
+    """Texts' words, each text's apart: a phrase padded with spaces is found in it only within one text
+    (the separator holds a line break, which no phrase of words does)."""
+    return " " + " \n ".join(parts) + " "
 
 
 def _grams_of(text: str, n: int) -> tuple[frozenset[tuple[str, ...]], str]:
@@ -370,10 +380,21 @@ class _CarriedPrefix:
 
     texts: list[str]  # the very strings indexed (the next history must begin with them, by identity)
     grams: frozenset[tuple[str, ...]]
-    parts: list[str]
+    joined: str  # their words, each text's apart (`_joined`)
     # Histories of one lineage only ever grow at the end (`continuity.kept_history.BranchHistory.lineage`):
     # a history of the same lineage begins with `texts` without comparing them.
     lineage: object = None
+    # Phrases shorter than an n-gram already looked for in `joined`, and whether it holds them: the same
+    # short candidates come back send after send, and each search reads the whole older history.
+    phrases: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+
+    def carries_phrase(self, phrase: str) -> bool:
+        found = self.phrases.get(phrase)
+        if found is None:
+            if len(self.phrases) >= PHRASES_KEPT:
+                self.phrases.clear()
+            found = self.phrases[phrase] = phrase in self.joined
+        return found
 
 
 # The newest turns are indexed on each send (an edit, retry or rewind usually changes only them);
@@ -381,6 +402,7 @@ class _CarriedPrefix:
 PREFIX_TAIL_TEXTS = 16
 PREFIX_MIN_TEXTS = 200
 PREFIXES_KEPT = 4
+PHRASES_KEPT = 4_096
 _PREFIXES: OrderedDict[object, _CarriedPrefix] = OrderedDict()
 _PREFIXES_LOCK = threading.Lock()
 
@@ -401,13 +423,13 @@ def _carried_prefix(key: object, history: list[str], n: int, *, lineage: object 
             return kept
         more = history[len(kept.texts) : len(history) - PREFIX_TAIL_TEXTS]
         grams, parts = _grams_and_parts(more, n)
-        prefix = _CarriedPrefix(kept.texts + more, kept.grams | grams, kept.parts + parts, lineage)
+        prefix = _CarriedPrefix(kept.texts + more, kept.grams | grams, kept.joined + "\n" + _joined(parts), lineage)
     else:
         older = history[: len(history) - PREFIX_TAIL_TEXTS]
         if len(older) < PREFIX_MIN_TEXTS:
             return None
         grams, parts = _grams_and_parts(older, n)
-        prefix = _CarriedPrefix(list(older), frozenset(grams), parts, lineage)
+        prefix = _CarriedPrefix(list(older), frozenset(grams), _joined(parts), lineage)
     with _PREFIXES_LOCK:
         _PREFIXES[key] = prefix
         _PREFIXES.move_to_end(key)
