@@ -190,19 +190,29 @@ def _others_span_postgres(excluded: Sequence[UUID], *, rows: int, before: int | 
     return (low, high, count) if count else (0, 0, 0)
 
 
-def _index_top_postgres(excluded: Sequence[UUID]) -> tuple[int | None, int]:
-    """PostgreSQL: the newest index row's id (None when the index is empty), and at most how many index rows
-    the `excluded` conversations hold: the sum of their `last_seq`, since each of their messages has its
-    own seq up to it and an index row belongs to one message. One statement, two primary-key lookups."""
+class IndexTop(NamedTuple):
+    """The index's lowest and newest row ids, and at most how many of its rows the conversations recall
+    leaves out hold (`_index_top_postgres`)."""
+
+    lowest: int
+    newest: int
+    excluded_rows: int
+
+
+def _index_top_postgres(excluded: Sequence[UUID]) -> IndexTop | None:
+    """PostgreSQL: the index's lowest and newest row ids (None when the index is empty), and at most how
+    many index rows the `excluded` conversations hold: the sum of their `last_seq`, since each of their
+    messages has its own seq up to it and an index row belongs to one message. One statement, three
+    primary-key lookups."""
     conversations = connection.ops.quote_name(Conversation._meta.db_table)
     sql = (
-        f"SELECT (SELECT max(e.id) FROM {ENTRY_TABLE} e), "
+        f"SELECT (SELECT min(e.id) FROM {ENTRY_TABLE} e), (SELECT max(e.id) FROM {ENTRY_TABLE} e), "
         f"(SELECT coalesce(sum(c.last_seq), 0) FROM {conversations} c WHERE c.id = ANY(%s::uuid[]))"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [[str(pk) for pk in excluded]])
-        newest, excluded_rows = cursor.fetchone()
-    return newest, int(excluded_rows)
+        lowest, newest, excluded_rows = cursor.fetchone()
+    return IndexTop(lowest, newest, int(excluded_rows)) if newest is not None else None
 
 
 class WalkCover(NamedTuple):
@@ -215,14 +225,14 @@ class WalkCover(NamedTuple):
 
 
 def _walk_postgres(
-    terms: Sequence[str], *, rows: int, before: int, limit: int, excluded_rows: int, query: dict
+    terms: Sequence[str], *, rows: int, before: int, limit: int, index: IndexTop, query: dict
 ) -> tuple[list[tuple[int, str]], WalkCover]:
     """PostgreSQL: the newest eligible rows holding ANY of `terms` among about the newest `rows` index rows
     of the other conversations below id `before`, at most `limit`; and the ids the walk covered.
 
-    Which walk, from how many index rows the excluded conversations can hold (`excluded_rows`):
+    Which walk, from how many index rows the excluded conversations can hold (`index.excluded_rows`):
     - at most `rows` (the usual case: a thread of fewer than 4,096 messages and its handoff sources): the
-      primary key is walked over the newest `rows + excluded_rows` ids below `before`
+      primary key is walked over the newest `rows + index.excluded_rows` ids below `before`
       (`_walk_range_postgres`), at least `rows` of them the other conversations', with no statement first;
     - more: one index-only walk of the ids (`_others_span_postgres`) finds the range of the other
       conversations' newest `rows` rows. Where they hold at least half its ids, the primary key is walked
@@ -230,10 +240,10 @@ def _walk_postgres(
       each other row is looked up by its id from the index that leaves the excluded rows out
       (`_walk_others_postgres`).
     Either way a row of the excluded conversations is never a match, and the answer is the same."""
-    if excluded_rows <= rows:
-        since = max(before - rows - excluded_rows, 1)
+    if index.excluded_rows <= rows:
+        since = max(before - rows - index.excluded_rows, index.lowest)
         found = _walk_range_postgres(terms, limit=limit, since=since, before=before, **query)
-        return found, WalkCover(low=since, high=before - 1, every_row=since == 1)
+        return found, WalkCover(low=since, high=before - 1, every_row=since == index.lowest)
     low, high, count = _others_span_postgres(query["excluded"], rows=rows, before=before)
     cover = WalkCover(low=low, high=high, every_row=count < rows)
     if not count:
@@ -319,11 +329,11 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     per_term = candidates_per_term(len(terms))
     probe_size = per_term * len(terms)
     if postgres:
-        newest, excluded_rows = _index_top_postgres(excluded)
-        if newest is None:
+        index = _index_top_postgres(excluded)
+        if index is None:
             return {}  # nothing is indexed yet
         probe, cover = _walk_postgres(
-            terms, rows=PROBE_ROWS, before=newest + 1, limit=probe_size, excluded_rows=excluded_rows, query=query
+            terms, rows=PROBE_ROWS, before=index.newest + 1, limit=probe_size, index=index, query=query
         )
     else:
         probe = _newest_matches(terms, limit=probe_size, **query)
@@ -350,7 +360,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     short = {term: per_term - counts[term] for term in terms if counts[term] < per_term}
     if postgres:
         found.update(
-            _older_matches_postgres(short, counts, span=span, before=oldest, excluded_rows=excluded_rows, query=query)
+            _older_matches_postgres(short, counts, span=span, before=oldest, index=index, query=query)
         )
         return found
     for term, missing in short.items():
@@ -360,7 +370,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
 
 
 def _older_matches_postgres(
-    missing: dict[str, int], seen: dict[str, int], *, span: int, before: int, excluded_rows: int, query: dict
+    missing: dict[str, int], seen: dict[str, int], *, span: int, before: int, index: IndexTop, query: dict
 ) -> dict[int, str]:
     """PostgreSQL: each term's `missing[term]` newest eligible rows with id below `before`.
 
@@ -386,7 +396,7 @@ def _older_matches_postgres(
         if seen[term] and expected_rows <= WALK_ROWS:
             walk_rows = min(WALK_ROWS, max(MIN_WALK_ROWS, 2 * expected_rows))
             rows, cover = _walk_postgres(
-                [term], rows=walk_rows, before=high, limit=need, excluded_rows=excluded_rows, query=query
+                [term], rows=walk_rows, before=high, limit=need, index=index, query=query
             )
             found.update(rows)
             need -= len(rows)

@@ -639,13 +639,15 @@ def test_recall_index_search_leaves_the_excluded_conversations_rows_out_by_itsel
         assert recall_search._others_span_postgres(everything["excluded"], rows=10**6, before=None) == (
             min(theirs), max(theirs), len(theirs)
         )
-        # The newest id, and a bound on the excluded threads' rows (their last_seq) that the walk relies on.
-        newest, excluded_rows = recall_search._index_top_postgres(everything["excluded"])
-        assert newest == MessageSearchEntry.objects.order_by("-id").values_list("id", flat=True)[0]
-        assert excluded_rows >= MessageSearchEntry.objects.filter(conversation__in=everything["excluded"]).count() > 0
+        # The lowest and newest ids, and a bound on the excluded threads' rows (their last_seq) for the walk.
+        index = recall_search._index_top_postgres(everything["excluded"])
+        ids = MessageSearchEntry.objects.order_by("id").values_list("id", flat=True)
+        assert (index.lowest, index.newest) == (ids.first(), ids.last())
+        assert index.excluded_rows >= MessageSearchEntry.objects.filter(conversation__in=everything["excluded"]).count()
+        assert index.excluded_rows > 0
         for rows in (10**6, 1):  # the primary key's newest rows + the bound; the walk of the other threads' ids
             ranged, cover = recall_search._walk_postgres(
-                ["lantern"], rows=rows, before=newest + 1, limit=100, excluded_rows=excluded_rows, query=everything
+                ["lantern"], rows=rows, before=index.newest + 1, limit=100, index=index, query=everything
             )
             assert {pk for pk, _ in ranged} == (theirs if rows > 1 else {max(theirs)})
             assert cover.every_row == (rows > 1)
