@@ -14,14 +14,14 @@ Reads only; the request stays a function of stored rows plus this text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
 from continuity import keyword_recall as kr
+from continuity.handoff_store import thread_handoff_source_ids
 from continuity.recall_search import (
     best_recall_candidates,
-    handoff_source_ids,
     live_message_ids,
     recall_candidates,
     title_terms,
@@ -99,7 +99,7 @@ def recall_section(
     owner_name: str,
     display_name: str,
     carried_lineage: object = None,
-    handoff_sources: set[UUID] | None = None,
+    handoff_sources: Callable[[], set[UUID]] | None = None,
 ) -> tuple[str, kr.RecallDecision, int]:
     """The recall section for `text` (the current message), its decision, and its excerpt count.
 
@@ -108,15 +108,17 @@ def recall_section(
     are suppressed. It is the history before any budget trimming (the
     dynamic context's own size is part of what trimming needs), so an excerpt
     repeating a turn that is then trimmed away stays suppressed: the safe side.
-    `handoff_sources`: the conversations this thread's handoffs came from, when
-    the caller has read them (`ThreadHandoffs.source_ids`); else read here.
+    `handoff_sources`: how to get the conversations this thread's handoffs came
+    from (a send's `ThreadHandoffs.source_ids`), asked only when recall runs;
+    without it they are read here (`thread_handoff_source_ids`).
     """
     keywords = kr.extract_keywords(text)
     if birth_period or not keywords:
         return "", kr.recall_decision(text, keywords=keywords, birth_period=birth_period), 0
     persona = conversation.persona
     # Never the current thread; never the source a handoff already carried in.
-    exclude = {conversation.pk} | (handoff_sources if handoff_sources is not None else handoff_source_ids(conversation.pk))
+    sources = handoff_sources() if handoff_sources is not None else thread_handoff_source_ids(conversation)
+    exclude = {conversation.pk} | sources
     topics: frozenset[str] = frozenset()
     named: list[str] = []
     named_hits: list[kr.RecallHit] = []
@@ -166,7 +168,7 @@ def dynamic_context_build(
     history: Sequence[str],
     settings_row: AssistantSettings,
     history_lineage: object = None,
-    handoff_sources: set[UUID] | None = None,
+    handoff_sources: Callable[[], set[UUID]] | None = None,
 ) -> DynamicContext:
     """The dynamic context for the reply to the last user turn of `branch`.
 

@@ -526,6 +526,16 @@ def thread_handoffs_read(conversation: Conversation, messages: Iterable[Message]
     return ThreadHandoffs(conversation=conversation, rows=rows, bubbles=tuple(bubbles))
 
 
+def thread_handoff_source_ids(conversation: Conversation) -> set[UUID]:
+    """`ThreadHandoffs.source_ids` for a caller that holds none of the conversation's rows (a send reads its
+    handoffs from its own rows, `SendContext.handoffs_read`): its handoff row and its handoff bubbles, two
+    queries."""
+    bubbles = Message.objects.filter(conversation=conversation, kind=MessageKind.HANDOFF_ARTIFACT).only(
+        "id", "conversation_id", "kind", "seq", "metadata"
+    )
+    return thread_handoffs_read(conversation, bubbles).source_ids()
+
+
 def handoff_destinations(source_ids: Iterable[UUID]) -> list[UUID]:
     """Conversations whose handoff came from any of `source_ids`: the prompts a
     visibility change of those sources must rebuild."""

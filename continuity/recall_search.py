@@ -28,14 +28,11 @@ from typing import NamedTuple
 from uuid import UUID
 
 from django.db import connection
-from django.db.models import CharField, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
 
 from continuity.eligibility import continuity_sources
 from continuity.keyword_recall import MAX_EXCERPTS, RecallHit, hit_score, words
-from continuity.models import ThreadHandoff
 from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
 from conversations.transcript.search_index import (
     ENTRY_TABLE,
@@ -553,21 +550,3 @@ def title_terms(terms: Sequence[str], *, persona: str, exclude: Iterable[UUID]) 
     for title in titles:
         found |= wanted.intersection(words(title))
     return frozenset(found)
-
-
-def handoff_source_ids(conversation_id: UUID) -> set[UUID]:
-    """The conversations this thread's handoffs came from (New Chat continuity or Branch): the handoff rows'
-    sources and the handoff bubbles' recorded sources, in one query."""
-    handoffs = ThreadHandoff.objects.filter(destination_id=conversation_id, source__isnull=False).annotate(
-        source_text=Cast("source_id", CharField())
-    ).values_list("source_text", flat=True)
-    bubbles = Message.objects.filter(conversation_id=conversation_id, kind=MessageKind.HANDOFF_ARTIFACT).annotate(
-        source_text=KT("metadata__source_conversation_id")
-    ).values_list("source_text", flat=True)
-    sources = set()
-    for value in handoffs.order_by().union(bubbles.order_by(), all=True):
-        try:
-            sources.add(UUID(str(value)))
-        except (TypeError, ValueError):
-            continue
-    return sources

@@ -118,8 +118,8 @@ def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list
         history=history.texts,
         settings_row=context.settings_row,
         history_lineage=history.lineage,
-        # Read already when this send built its stored prompt; else recall reads them itself.
-        handoff_sources=context.handoffs.source_ids() if context.handoffs is not None else None,
+        # Read once per send, and only if recall runs: already, when this send built its stored prompt.
+        handoff_sources=lambda: context.handoffs_read().source_ids(),
     )
     return assemble_request(
         static_prompt=static_prompt,

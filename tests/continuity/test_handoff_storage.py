@@ -11,10 +11,15 @@ from pathlib import Path
 import pytest
 
 from continuity.branching import conversation_branch
-from continuity.handoff_store import handoff_block_for, handoff_blocks_for, handoff_limits, thread_handoffs_read
+from continuity.handoff_store import (
+    handoff_block_for,
+    handoff_blocks_for,
+    handoff_limits,
+    thread_handoff_source_ids,
+    thread_handoffs_read,
+)
 from continuity.models import ThreadHandoff
 from continuity.prompt_store import continuity_blocks, markers_are_current, policy_markers, static_prompt_ensure
-from continuity.recall_search import handoff_source_ids
 from continuity.selectors import conversation_handoff_provenance
 from conversations.assistant_settings import assistant_settings_read
 from conversations.models import Conversation, Folder, Message, MessageKind, Role
@@ -234,7 +239,7 @@ def test_a_sends_one_read_of_its_handoffs_gives_the_blocks_and_recall_sources_of
     settings_row = assistant_settings_read()
 
     handoffs = thread_handoffs_read(branch, Message.objects.filter(conversation=branch).exclude(role=Role.SYSTEM))
-    assert handoffs.source_ids() == handoff_source_ids(branch.pk) == {source.pk, other.pk}
+    assert handoffs.source_ids() == thread_handoff_source_ids(branch) == {source.pk, other.pk}
     blocks = handoffs.blocks(settings_row=settings_row, stored_prompt=prompt)
     assert blocks == continuity_blocks([branch.pk], settings_row)
     assert "The kite string snapped at the pier." in blocks[branch.pk] and blocks[branch.pk] in prompt
