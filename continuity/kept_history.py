@@ -8,7 +8,8 @@ were kept (`conversations.transcript.tree_cache`). Here a process keeps, per
 conversation, the turns it projected from the last branch read, with their
 running token totals, and the next send projects only the messages its read
 does not share with that one (`BranchRead.unchanged`). Trimming is then a
-binary search over the totals, and only the turns that fit are listed.
+binary search over the totals (`continuity.request_assembly.trim_start`), and only the turns that fit
+are listed.
 
 What may differ between two sends of the same rows is per send and small:
 which messages have attachments (their verified parts are built again for
@@ -28,7 +29,7 @@ from dataclasses import dataclass, replace
 from itertools import accumulate
 from uuid import UUID
 
-from continuity.request_assembly import HistoryTurn
+from continuity.request_assembly import HistoryTurn, trim_start
 from conversations.models import Message
 from conversations.transcript.tool_pairing import project_tool_parts
 from conversations.transcript.tree import is_projectable
@@ -107,25 +108,24 @@ class BranchHistory:
         extra = sum(turn.tokens - projected.turns[at].tokens for at, turn in self.attached.items() if at >= position)
         return projected.totals[-1] - projected.totals[position] + extra
 
-    def trimmed(self, budget_tokens: int) -> tuple[list[HistoryTurn], int, int]:
+    def trimmed(self, budget_tokens: int, step_tokens: int = 0) -> tuple[list[HistoryTurn], int, int]:
         """`trim_history` of `turns()`: the kept turns, how many were dropped, and the kept turns' tokens."""
         end = len(self.projected.turns)
         if end == self.first:
             return [], 0, 0
-        last = end - 1
-        # The oldest position whose suffix fits (totals only shrink as it moves on); at most `last`.
-        low, high = self.first, last
-        while low < high:
-            middle = (low + high) // 2
-            if self._tokens_from(middle) <= budget_tokens:
-                high = middle
-            else:
-                low = middle + 1
-        first = low
-        # A conversation must not open on an assistant turn after trimming.
-        while first < last and self._turn(first).role == "assistant":
-            first += 1
-        return [self._turn(i) for i in range(first, end)], first - self.first, self._tokens_from(first)
+        whole = self._tokens_from(self.first)
+        start = self.first + trim_start(
+            end - self.first,
+            lambda at: whole - self._tokens_from(self.first + at),
+            lambda at: self._turn(self.first + at).role != "assistant",
+            budget_tokens,
+            step_tokens,
+        )
+        return [self._turn(i) for i in range(start, end)], start - self.first, self._tokens_from(start)
+
+    def message_at(self, position: int) -> Message:
+        """The message of the history's turn at `position` (0: its first turn)."""
+        return self.projected.messages[self.first + position]
 
 
 def branch_history(

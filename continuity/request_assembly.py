@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import accumulate
 from typing import Protocol
 
 from continuity.keyword_recall import contains_recall_section
@@ -84,6 +86,10 @@ def turn_content(turn: HistoryTurn) -> str | list[dict]:
 class AssembledRequest:
     messages: list[dict]
     diagnostics: dict = field(default_factory=dict)
+    # The position in the history (as given, after any compaction) of the first turn the request carries.
+    history_start: int = 0
+    # Where the model's view of the branch begins (`continuity.request_building.in_view_of`), once known.
+    in_view: dict | None = None
 
 
 class RecallInBirthPeriod(Exception):
@@ -96,29 +102,91 @@ class RecallInBirthPeriod(Exception):
     """
 
 
-def trim_history(turns: list[HistoryTurn], budget_tokens: int) -> tuple[list[HistoryTurn], int]:
+def trim_history(
+    turns: list[HistoryTurn], budget_tokens: int, step_tokens: int = 0
+) -> tuple[list[HistoryTurn], int]:
     """Drop the oldest turns until the history fits; the newest turn always stays.
 
+    `step_tokens` 0 drops just enough; more cuts back to a point of the trim chain (`trim_start`).
     Returns the kept turns and how many were dropped.
     """
-    total = sum(turn_tokens(turn) for turn in turns)
-    first, last = 0, len(turns) - 1  # the kept turns are turns[first:]
-    while first < last and total > budget_tokens:
-        total -= turn_tokens(turns[first])
-        first += 1
-    # A conversation must not open on an assistant turn after trimming: the
-    # model would read a reply with no question.
-    while first < last and turns[first].role == "assistant":
-        total -= turn_tokens(turns[first])
-        first += 1
-    kept, dropped = list(turns[first:]), first
-    return kept, dropped
+    totals = list(accumulate((turn_tokens(turn) for turn in turns), initial=0))
+    first = trim_start(
+        len(turns), totals.__getitem__, lambda at: turns[at].role != "assistant", budget_tokens, step_tokens
+    )
+    return list(turns[first:]), first
+
+
+def trim_start(
+    count: int,
+    before: Callable[[int], int],
+    opens: Callable[[int], bool],
+    budget_tokens: int,
+    step_tokens: int = 0,
+) -> int:
+    """Where a trimmed history starts: the first of `count` turns it keeps (the last one always stays).
+
+    `before(p)`: the tokens of the turns before turn p (`before(count)` is the whole history's);
+    `opens(p)`: may the history open on turn p (not on an assistant turn: a reply with no question)?
+
+    Nothing is dropped unless the history exceeds `budget_tokens`. Step 0 drops just enough: the
+    first turn that may open from which the rest fits. A positive step keeps a prompt cache past the
+    budget: the cut may only fall on the trim chain, positions fixed by the rows alone, each the last
+    turn that may open within `step_tokens` of the one before (or, past a longer turn, the next one
+    that may open). The cut is the first chain point from which the rest fits, so the same rows give
+    the same start until the history from there no longer fits, and a cut keeps at least
+    `budget_tokens - step_tokens` unless step 0 would keep less itself.
+    """
+    if count == 0:
+        return 0
+    last = count - 1
+    need = before(count) - budget_tokens  # the tokens that must go
+
+    def opening_from(at: int) -> int:
+        while at < last and not opens(at):
+            at += 1
+        return at
+
+    if need <= 0 or step_tokens <= 0:
+        return opening_from(_first_reaching(before, need, last))
+    at = 0
+    while True:
+        reach = _last_within(before, before(at) + step_tokens, last)
+        while reach > at and not opens(reach):
+            reach -= 1
+        at = reach if reach > at else opening_from(at + 1)
+        if at == last or before(at) >= need:
+            return at
+
+
+def _first_reaching(before: Callable[[int], int], tokens: int, last: int) -> int:
+    """The first position p <= last with before(p) >= tokens (before only grows), else last."""
+    low, high = 0, last
+    while low < high:
+        middle = (low + high) // 2
+        if before(middle) >= tokens:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def _last_within(before: Callable[[int], int], tokens: int, last: int) -> int:
+    """The last position p <= last with before(p) <= tokens (before(0) is 0)."""
+    low, high = 0, last
+    while low < high:
+        middle = (low + high + 1) // 2
+        if before(middle) <= tokens:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 class TrimmableHistory(Protocol):
     """History turns that can be trimmed to a budget without listing every one (`continuity.kept_history`)."""
 
-    def trimmed(self, budget_tokens: int) -> tuple[list[HistoryTurn], int, int]:
+    def trimmed(self, budget_tokens: int, step_tokens: int = 0) -> tuple[list[HistoryTurn], int, int]:
         """`trim_history` of every turn: the kept turns, how many were dropped, and the kept turns' tokens."""
         ...
 
@@ -129,8 +197,8 @@ class ListedHistory:
 
     turns: list[HistoryTurn]
 
-    def trimmed(self, budget_tokens: int) -> tuple[list[HistoryTurn], int, int]:
-        kept, dropped = trim_history(self.turns, budget_tokens)
+    def trimmed(self, budget_tokens: int, step_tokens: int = 0) -> tuple[list[HistoryTurn], int, int]:
+        kept, dropped = trim_history(self.turns, budget_tokens, step_tokens)
         return kept, dropped, sum(turn_tokens(turn) for turn in kept)
 
 
@@ -142,6 +210,7 @@ def assemble_request(
     handoff_text: str = "",
     tool_definitions_text: str = "",
     input_budget_tokens: int,
+    trim_step_tokens: int = 0,
     birth_period: bool = False,
     compacted_summary: str = "",
 ) -> AssembledRequest:
@@ -154,6 +223,7 @@ def assemble_request(
     `compacted_summary` (the labelled text of a compaction, `continuity.compaction`)
     stands in for the history before its boundary: it follows the static
     prompt, is never trimmed, and counts as history in the diagnostics.
+    `trim_step_tokens`: how far back a trim may cut past what the budget needs (`trim_start`).
     """
     static_tokens = estimate_tokens(static_prompt)
     dynamic_tokens = estimate_tokens(dynamic_context)
@@ -162,7 +232,7 @@ def assemble_request(
     history_budget = max(input_budget_tokens - static_tokens - dynamic_tokens - tool_tokens - summary_tokens, 0)
     if isinstance(history, list):
         history = ListedHistory(history)
-    kept, trimmed, kept_tokens = history.trimmed(history_budget)
+    kept, trimmed, kept_tokens = history.trimmed(history_budget, trim_step_tokens)
     history_tokens = kept_tokens + summary_tokens
 
     messages: list[dict] = []
@@ -197,7 +267,7 @@ def assemble_request(
         "trimmed_messages": trimmed,
         "estimate_method": ESTIMATE_METHOD,
     }
-    return AssembledRequest(messages=messages, diagnostics=diagnostics)
+    return AssembledRequest(messages=messages, diagnostics=diagnostics, history_start=trimmed)
 
 
 def tool_definitions_text(tools: list[dict]) -> str:

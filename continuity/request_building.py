@@ -10,7 +10,7 @@ The pure assembly is `continuity.request_assembly`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from uuid import UUID
 
 from django.conf import settings
@@ -18,7 +18,7 @@ from django.conf import settings
 from continuity.compaction import compaction_on_branch
 from continuity.dynamic_context import carried_text_index_warm, dynamic_context_build
 from continuity.handoff_store import ThreadHandoffs, thread_handoffs_read
-from continuity.kept_history import branch_history
+from continuity.kept_history import BranchHistory, branch_history
 from continuity.request_assembly import AssembledRequest, assemble_request, tool_definitions_text
 from continuity.static_prompt import prior_thread_section_in
 from conversations.assistant_settings import assistant_settings_get
@@ -121,16 +121,32 @@ def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list
         # Read once per send, and only if recall runs: already, when this send built its stored prompt.
         handoff_sources=lambda: context.handoffs_read().source_ids(),
     )
-    return assemble_request(
+    request = assemble_request(
         static_prompt=static_prompt,
         history=history,
         dynamic_context=dynamic.text,
         handoff_text=prior_thread_section_in(static_prompt),
         tool_definitions_text=tool_definitions_text(tools),
         input_budget_tokens=settings.ELION_INPUT_BUDGET_TOKENS,
+        trim_step_tokens=trim_step_tokens(),
         birth_period=dynamic.birth_period,
         compacted_summary=compacted.summary_text,
     )
+    return replace(request, in_view=in_view_of(request, history, branch))
+
+
+def trim_step_tokens() -> int:
+    """`ELION_TRIM_STEP` (a share of the input budget) in tokens: how far back past the budget a trim cuts."""
+    return int(settings.ELION_INPUT_BUDGET_TOKENS * settings.ELION_TRIM_STEP)
+
+
+def in_view_of(request: AssembledRequest, history: BranchHistory, branch: BranchRead) -> dict:
+    """Where the model's view of the branch begins: the first message a trim kept, and how many branch
+    messages lie above it (none trimmed: `first_message_id` null). A compaction's summary is not a trim."""
+    if request.history_start == 0 or request.history_start >= len(history):
+        return {"first_message_id": None, "out_of_view": 0}
+    first = history.message_at(request.history_start)
+    return {"first_message_id": str(first.id), "out_of_view": branch.positions[first.id]}
 
 
 def branch_attachment_parts(

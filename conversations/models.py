@@ -122,6 +122,9 @@ class Conversation(models.Model):
     # Set (with a fresh value) when the owner deletes it forever: the generation
     # a `ConversationDeletion` removes. Never cleared; the row goes away.
     deletion_generation = models.UUIDField(null=True, blank=True, editable=False)
+    # Where the model's view began in the last send's request: {"first_message_id": id | None,
+    # "out_of_view": n} (`continuity.request_building.in_view_of`), written by the send's own save.
+    in_view = models.JSONField(null=True, blank=True, default=None)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

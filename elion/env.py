@@ -65,6 +65,20 @@ def optional_decimal(name: str, *, minimum: Decimal = Decimal(0)) -> Decimal | N
     return value
 
 
+def share(name: str, default: Decimal, *, maximum: Decimal) -> Decimal:
+    """A share between 0 and `maximum`, as a fraction (`0.1`) or a percentage (`10%`); `default` when unset."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = Decimal(raw[:-1].strip()) / 100 if raw.endswith("%") else Decimal(raw)
+    except InvalidOperation as exc:
+        raise ConfigurationError(f"{name} must be a share such as 0.1 or 10%, got {raw!r}") from exc
+    if not value.is_finite() or not Decimal(0) <= value <= maximum:
+        raise ConfigurationError(f"{name} must be a share from 0 to {maximum}, got {raw!r}")
+    return value
+
+
 def int_or_default(name: str, default: int, *, minimum: int = 1) -> int:
     """Positive integer, or `default` when missing or invalid.
 

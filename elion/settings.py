@@ -6,6 +6,7 @@ The table of variables is API.md's "Configuration" section.
 from __future__ import annotations
 
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import dj_database_url
@@ -249,6 +250,10 @@ _default_budget = next(
     32_000,
 )
 ELION_INPUT_BUDGET_TOKENS = env.integer("ELION_INPUT_BUDGET_TOKENS", _default_budget, minimum=1000)
+# When a history must be trimmed, how far back past what the budget needs it may be cut, as a share of
+# the input budget (at most 25%; 0: just enough). The sends after a trim then extend the same prefix,
+# which the provider's prompt cache serves (docs/budget.md; the default is measured by bench/budget_cost.py).
+ELION_TRIM_STEP = env.share("ELION_TRIM_STEP", Decimal("0.1"), maximum=Decimal("0.25"))
 
 # Prices for the Settings -> Usage cost estimate, USD per million tokens (unset: no estimate).
 # Cached input unset: billed at the input price. See conversations/usage.py.

@@ -268,7 +268,8 @@ def _start_reply(context: SendContext, user_message: Message, config: ProviderCo
         lease_expires_at=lease_deadline(),
         metadata={"diagnostics": request.diagnostics},
     )
-    conversation.save(update_fields=[*APPENDED_FIELDS, "title"])
+    conversation.in_view = request.in_view
+    conversation.save(update_fields=[*APPENDED_FIELDS, "title", "in_view"])
     return FreshReply(
         conversation_id=conversation.id,
         user_message_id=user_message.id,

@@ -45,7 +45,17 @@ def conversation_repr(conversation: Conversation) -> dict:
         "handoff": conversation_handoff(conversation),
         "memory_snapshot": conversation_memory_snapshot(conversation),
         "provider": conversation_provider(conversation),
+        "in_view": conversation_in_view(conversation),
     }
+
+
+NOTHING_OUT_OF_VIEW = {"first_message_id": None, "out_of_view": 0}
+
+
+def conversation_in_view(conversation: Conversation) -> dict:
+    """Where the model's view began in the last send's request (stored by that send; before any send, all)."""
+    stored = conversation.in_view or NOTHING_OUT_OF_VIEW
+    return {"first_message_id": stored.get("first_message_id"), "out_of_view": int(stored.get("out_of_view") or 0)}
 
 
 def message_repr(message: Message, attachments: list | None = None, siblings: Siblings | None = None) -> dict:

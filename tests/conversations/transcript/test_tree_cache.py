@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from decimal import Decimal
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -156,7 +157,7 @@ def test_a_sends_statement_count_does_not_grow_with_thread_length():
 # --- The property: kept rows and the once-built turns give the earlier code's request ------------------
 
 
-def reference_request(conversation, budget: int) -> list[dict] | str:
+def reference_request(conversation, budget: int, step: Decimal = Decimal(0)) -> list[dict] | str:
     """The request as the code before the tree cache built it: every row read afresh, every turn built anew."""
     conversation.refresh_from_db()
     rows = list(Message.objects.filter(conversation=conversation))
@@ -176,14 +177,16 @@ def reference_request(conversation, budget: int) -> list[dict] | str:
     request = assemble_request(
         static_prompt=static_prompt, history=history, dynamic_context=dynamic.text,
         handoff_text=prior_thread_section_in(static_prompt), tool_definitions_text=tool_definitions_text([]),
-        input_budget_tokens=budget, birth_period=dynamic.birth_period, compacted_summary=compacted.summary_text,
+        input_budget_tokens=budget, trim_step_tokens=int(budget * step), birth_period=dynamic.birth_period,
+        compacted_summary=compacted.summary_text,
     )
     return json.dumps([request.messages, request.diagnostics])
 
 
-def kept_request(conversation, budget: int, settings_override) -> str:
+def kept_request(conversation, budget: int, settings_override, step: Decimal = Decimal(0)) -> str:
     conversation.refresh_from_db()
     settings_override.ELION_INPUT_BUDGET_TOKENS = budget
+    settings_override.ELION_TRIM_STEP = step
     context = send_context_load(conversation)
     request = reply_request_build(context, branch=context.branch_to(conversation.head_id), tools=[])
     return json.dumps([request.messages, request.diagnostics])
@@ -251,8 +254,10 @@ def apply_step(conversation, step) -> None:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
-@given(steps=st.lists(STEP, min_size=1, max_size=25), budget=st.sampled_from([1_000, 1_200, 1_500, 200_000]))
-def test_projection_from_kept_rows_equals_the_earlier_projection(steps, budget, settings):
+@given(steps=st.lists(STEP, min_size=1, max_size=25), budget=st.sampled_from([1_000, 1_200, 1_500, 200_000]),
+       trim_step=st.sampled_from([Decimal(0), Decimal("0.05"), Decimal("0.25")]))
+def test_projection_from_kept_rows_equals_the_earlier_projection(steps, budget, trim_step, settings):
+    """Also with a trim step: the kept turns are trimmed to the same chain point as the whole list."""
     conversation = thread(("user", "Hello"), ("assistant", "Hi there"))
     for step in steps:
         apply_step(conversation, step)
@@ -260,7 +265,9 @@ def test_projection_from_kept_rows_equals_the_earlier_projection(steps, budget, 
         if conversation.head_id is None:
             continue
         settings.ELION_INPUT_BUDGET_TOKENS = budget
-        assert kept_request(conversation, budget, settings) == reference_request(conversation, budget)
+        assert kept_request(conversation, budget, settings, trim_step) == reference_request(
+            conversation, budget, trim_step
+        )
 
 
 # --- A thread made ready when its page opens (`conversations.sending.warm`) -----------------------------

@@ -74,7 +74,7 @@ def test_conversation_representation_has_the_contract_fields(client):
     body = client.post("/api/conversations/", {"persona": "clipboard", "title": "Notes"}, content_type="application/json").json()
     assert set(body) == {
         "id", "title", "persona", "folder_id", "trashed", "shielded", "private", "origin", "created_at", "updated_at",
-        "handoff", "memory_snapshot", "provider",
+        "handoff", "memory_snapshot", "provider", "in_view",
     }
     assert body["persona"] == "clipboard" and body["title"] == "Notes" and body["origin"] == "new_chat"
     patched = client.patch(f"/api/conversations/{body['id']}/", {"title": "Renamed"}, content_type="application/json")
