@@ -205,6 +205,8 @@ class ScriptedProvider:
         # Signs the encrypted content of the reasoning items it hands out; change it to play a provider
         # (a key or a model) that no longer accepts them: such an item is then refused with a 400.
         self.reasoning_secret = uuid.uuid4().hex
+        # The provider's prefix cache, simulated: what `cached_tokens` reports (`PromptCache`).
+        self.prompt_cache = PromptCache()
 
     # -- lifecycle -------------------------------------------------------
     def start(self) -> Self:
@@ -288,6 +290,7 @@ class ScriptedProvider:
             self._queue.clear()
             self._image_queue.clear()
             self.abandoned_streams = 0
+        self.prompt_cache.clear()
 
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
@@ -520,6 +523,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not stream and reply.drop_after_chunks is not None:
             self._drop()
         turn = _Turn(body, reply, self.provider.reasoning_secret)
+        prompt_cache_usage(self.provider.prompt_cache, path, body, turn)
         if path == "/v1/chat/completions":
             if stream:
                 self._stream_chat(
@@ -667,6 +671,87 @@ class _Handler(BaseHTTPRequestHandler):
         if turn.reply.finish:
             emit("response.completed", response=turn.response("completed", output))
         self._end_stream()
+
+
+# -- the provider's prompt cache, simulated ------------------------------------------------------------
+#
+# OpenAI caches the prefix of a prompt (tools, then the messages or input items, in order) automatically:
+# a request is served from the cache up to its first token that differs from a recent request routed to
+# the same machine (the `prompt_cache_key` joins the routing), from 1,024 tokens on and in blocks of 128
+# tokens ("Prompt caching 201", developers.openai.com/cookbook/examples/prompt_caching_201). Here a token
+# is four characters of the request's JSON, and "recent" is the last `PromptCache.RECENT` requests per key.
+
+CACHE_MIN_TOKENS = 1_024
+CACHE_BLOCK_TOKENS = 128
+CHARACTERS_PER_TOKEN = 4
+
+
+class PromptCache:
+    """The prompts recently seen under each `prompt_cache_key` (None: requests without one)."""
+
+    RECENT = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._recent: dict[str | None, deque[str]] = {}
+
+    def clear(self) -> None:
+        with self._lock:
+            self._recent.clear()
+
+    def serve(self, key: str | None, prompt: str) -> int:
+        """The tokens of `prompt` served from the cache, and `prompt` remembered for the requests after it."""
+        with self._lock:
+            recent = self._recent.setdefault(key, deque(maxlen=self.RECENT))
+            served = max((cached_prefix_tokens(prompt, seen) for seen in recent), default=0)
+            recent.append(prompt)
+        return served
+
+
+def prompt_text(path: str, body: dict[str, Any]) -> str:
+    """The prompt as the cache sees it, in the order the model reads it: tools, then instructions and
+    input (Responses) or the messages (Chat Completions), each as sent."""
+    pieces = [json.dumps(body.get("tools") or [])]
+    if path == "/v1/responses":
+        pieces.append(json.dumps(body.get("instructions")))
+        items = body.get("input")
+        pieces += [json.dumps(item) for item in items] if isinstance(items, list) else [json.dumps(items)]
+    else:
+        messages = body.get("messages")
+        pieces += [json.dumps(m) for m in messages] if isinstance(messages, list) else [json.dumps(messages)]
+    return "".join(pieces)
+
+
+def prompt_tokens(prompt: str) -> int:
+    return -(-len(prompt) // CHARACTERS_PER_TOKEN)
+
+
+def cached_prefix_tokens(prompt: str, seen: str) -> int:
+    """The tokens a cache holding `seen` serves of `prompt`: their common prefix, in whole 128-token blocks
+    from 1,024 tokens on (0 below), and never the whole prompt's last partial token."""
+    limit = min(len(prompt), len(seen))
+    low, high = 0, limit  # the longest common prefix, in characters (binary search over slices: fast in C)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if prompt[:middle] == seen[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    common = low // CHARACTERS_PER_TOKEN
+    return common // CACHE_BLOCK_TOKENS * CACHE_BLOCK_TOKENS if common >= CACHE_MIN_TOKENS else 0
+
+
+def prompt_cache_usage(cache: PromptCache, path: str, body: dict[str, Any], turn: _Turn) -> None:
+    """The reply's input usage from the simulated cache, unless its script set it: `input_tokens` the
+    prompt's tokens, `cached_tokens` the part a recent request with the same key already had."""
+    prompt = prompt_text(path, body)
+    key = body.get("prompt_cache_key")
+    served = cache.serve(key if isinstance(key, str) else None, prompt)
+    scripted = turn.reply.usage or {}
+    if "input_tokens" not in scripted:
+        turn.input_tokens = prompt_tokens(prompt)
+    if "cached_tokens" not in scripted and (served or path == "/v1/responses"):
+        turn.cached_tokens = min(served, turn.input_tokens)
 
 
 def _seal(item_id: str, secret: str) -> str:
