@@ -253,7 +253,7 @@ ELION_INPUT_BUDGET_TOKENS = env.integer("ELION_INPUT_BUDGET_TOKENS", _default_bu
 # When a history must be trimmed, how far back past what the budget needs it may be cut, as a share of
 # the input budget (at most 25%; 0: just enough). The sends after a trim then extend the same prefix,
 # which the provider's prompt cache serves (docs/budget.md; the default is measured by bench/budget_cost.py).
-ELION_TRIM_STEP = env.share("ELION_TRIM_STEP", Decimal("0.1"), maximum=Decimal("0.25"))
+ELION_TRIM_STEP = env.share("ELION_TRIM_STEP", Decimal("0.15"), maximum=Decimal("0.25"))
 
 # Prices for the Settings -> Usage cost estimate, USD per million tokens (unset: no estimate).
 # Cached input unset: billed at the input price. See conversations/usage.py.

@@ -28,6 +28,7 @@ from conversations.transcript.leases import stale_streams_read_as_interrupted
 from conversations.visibility.past_search import quoted_excerpt
 from conversations.visibility.selectors import chat_visibility
 from conversations.web import message_pages, page_selectors
+from conversations.web.serializers import conversation_in_view
 from elion import access
 from elion.errors import ServiceError
 from elion.login_throttle import login_failed, login_retry_after, login_succeeded
@@ -95,6 +96,8 @@ def _window_context(conversation: Conversation, window: BranchWindow, settings_r
         "token_estimate": token_estimate,
         "tokens_outside": token_estimate - sum(bubble.tokens for bubble in bubbles),
         "compaction": page_selectors.compaction_in_force(conversation),
+        # Where the last send's request began (a divider above that message): stored by the send.
+        "in_view": conversation_in_view(conversation),
     }
 
 

@@ -17,12 +17,14 @@ import {
   makeLiveBubble,
   makeUserBubble,
   nearBottom,
+  placeInView,
   placeWindow,
   refreshBubble,
   renderDiagnostics,
   scrollToBottom,
   showNotice,
   updateEstimate,
+  updateTrimWarning,
   watchWindowTop,
   windowBecomesNewest,
 } from "./chat/thread.js";
@@ -288,7 +290,7 @@ class Turn {
     }
     if (this.payload.client_message_id) pending.clear(this.payload.client_message_id);
     this.end();
-    if (!titleButton.dataset.title) refreshTitle();
+    refreshConversation();
   }
 
   // The transport went away mid-turn. The reply keeps running server-side:
@@ -651,10 +653,13 @@ function showTitle(title) {
 }
 
 // The first send names an untitled conversation server-side; show that name.
-async function refreshTitle() {
+// After a reply: the title a first send gave, and where Elion's view now begins (`in_view`).
+async function refreshConversation() {
   try {
     const data = await apiJson("GET", `${API}/`);
-    if (data.title && titleInput.hidden) showTitle(data.title);
+    if (!titleButton.dataset.title && data.title && titleInput.hidden) showTitle(data.title);
+    placeInView(data.in_view);
+    updateTrimWarning();
   } catch {
     /* cosmetic only */
   }
@@ -735,7 +740,10 @@ function init() {
       composer.requestSubmit();
     }
   });
-  input.addEventListener("input", autosize);
+  input.addEventListener("input", () => {
+    autosize();
+    updateTrimWarning(input.value);
+  });
   // A quote inserted from Search arrives in the box: grow it to show the quote, the caret after it.
   if (input.value) {
     autosize();
@@ -746,6 +754,11 @@ function init() {
   stopButton.addEventListener("click", stopReply);
 
   list.addEventListener("click", (event) => {
+    if (event.target.closest("[data-open-request-size]")) {
+      event.preventDefault();
+      setPanelOpen(true);
+      return;
+    }
     const button = event.target.closest("[data-action]");
     if (!button || busy) return;
     const bubble = button.closest(".message");

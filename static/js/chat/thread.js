@@ -11,6 +11,9 @@ const notice = root?.querySelector("[data-notice]");
 const panel = root?.querySelector("[data-diagnostics-panel]");
 const estimateButton = document.querySelector("[data-estimate-button]");
 const estimateValue = document.querySelector("[data-estimate]");
+const trimWarning = document.querySelector("[data-trim-warning]");
+let lastDiagnostics = null;
+let draftTokens = 0;
 
 export function showNotice(text) {
   notice.textContent = text;
@@ -70,6 +73,36 @@ export function updateEstimate() {
   estimateValue.textContent = formatCompact(total);
   estimateValue.dataset.value = String(total);
   estimateButton.title = `About ${total.toLocaleString()} tokens in the visible messages (app estimate) — click for request size details`;
+  updateTrimWarning();
+}
+
+// The header estimate warns before the next send will trim: the last request's total, plus the reply
+// it got and the message being written, would pass the input budget (app estimates, as the panel's).
+export function updateTrimWarning(draft) {
+  if (draft !== undefined) draftTokens = estimateTokens(draft);
+  const d = lastDiagnostics;
+  const known = d && typeof d.total_input_tokens === "number" && typeof d.input_budget_tokens === "number";
+  const reply = bubbles().filter((b) => b.dataset.role === "assistant" && !b.hidden).at(-1);
+  const next = known ? d.total_input_tokens + (Number.parseInt(reply?.dataset.tokens, 10) || 0) + draftTokens : 0;
+  const trims = known && next > d.input_budget_tokens;
+  estimateButton.classList.toggle("estimate-trims", trims);
+  estimateButton.dataset.trimsNext = String(trims);
+  if (trimWarning) trimWarning.hidden = !trims;
+  if (trims) {
+    estimateButton.title = `The next send passes the input budget (about ${next.toLocaleString()} of ${d.input_budget_tokens.toLocaleString()} tokens): Elion will no longer see the oldest messages — click for request size details`;
+  }
+}
+
+// --- where Elion's view begins ------------------------------------------------------
+// A trim leaves the oldest messages out of the request: a divider sits above the first one it kept
+// (the conversation's `in_view`, stored by each send), or nowhere when nothing was left out.
+export function placeInView(inView) {
+  list.querySelector("[data-in-view-divider]")?.remove();
+  const first = findBubble(inView?.first_message_id);
+  if (!first) return;
+  const divider = fromTemplate("tpl-in-view-divider");
+  divider.querySelector("[data-out-of-view]").textContent = String(inView.out_of_view ?? "");
+  first.before(divider);
 }
 
 // Replace a bubble with the server's rendering; answers its status.
@@ -92,6 +125,8 @@ export async function refreshBubble(id) {
 
 export function renderDiagnostics(diagnostics) {
   if (!diagnostics || typeof diagnostics !== "object") return;
+  lastDiagnostics = diagnostics;
+  updateTrimWarning();
   for (const cell of panel.querySelectorAll("[data-diag]")) {
     const value = diagnostics[cell.dataset.diag];
     cell.textContent = typeof value === "number" ? value.toLocaleString() : "—";
