@@ -102,14 +102,14 @@ def import_page(request: HttpRequest) -> HttpResponse:
         text = request.POST.get("text", "")
         fmt = request.POST.get("format") or None
         upload = request.FILES.get("file")
+        # The file's name rides along from the preview to the import step: the memories' source.
+        filename = request.POST.get("filename", "") if upload is None else (upload.name or "")
         try:
-            filename = ""
             if upload is not None:
                 text = importing.import_file_read(upload)
-                filename = upload.name or ""
             drafts = importing.memories_parse(text=text, fmt=fmt, filename=filename)
             if request.POST.get("action") == "import":
-                created = importing.memories_import(drafts=drafts)
+                created = importing.memories_import(drafts=drafts, source_file=filename)
                 messages.success(
                     request,
                     f"Imported {len(created)} memories. They reach new threads only; existing threads are unchanged.",
@@ -120,7 +120,7 @@ def import_page(request: HttpRequest) -> HttpResponse:
             context.update(drafts=[(d, labels.get(d.category, d.category)) for d in drafts])
         except ServiceError as exc:
             context["error"], status = exc.detail, exc.status
-        context.update(text=text, format=fmt or "")
+        context.update(text=text, format=fmt or "", filename=filename)
     return render(request, "memories/import.html", context, status=status)
 
 
