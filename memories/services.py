@@ -22,11 +22,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Max, QuerySet
 from django.utils import timezone
 
-from continuity.prompt_store import static_prompts_rebuild
+from continuity.prompt_store import prompt_settings, static_prompts_rebuild
+from continuity.request_assembly import estimate_tokens
+from continuity.static_prompt import PromptInputs, PromptMemory, section_long_term_memories
+from conversations.assistant_settings import assistant_settings_read
 from conversations.models import Conversation
 from elion.errors import InvalidInput
 from elion.rows import access_row
@@ -256,3 +260,33 @@ def memory_with_counts(memory_id: int | str) -> Memory:
 def memory_history(memory: Memory) -> list[MemoryVersion]:
     """What the memory said before each edit, newest first."""
     return list(MemoryVersion.objects.filter(memory=memory).order_by("-replaced_at", "-id"))
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """The static prompt's memory section, as a new chat would carry it, against the input budget."""
+
+    memories: int
+    section_tokens: int
+    input_budget_tokens: int
+
+    @property
+    def percent(self) -> float:
+        return round(100 * self.section_tokens / self.input_budget_tokens, 1) if self.input_budget_tokens else 0.0
+
+
+def memory_section_budget() -> MemoryBudget:
+    """Estimated tokens (the request-size estimate) of the memory section built from every active memory:
+    what a new chat's stored prompt holds, so the owner sees when memories crowd out history."""
+    memories = tuple(
+        PromptMemory(text, MemoryCategory(category).label, importance)
+        for text, category, importance in Memory.objects.filter(active=True)
+        .order_by("position", "id")
+        .values_list("text", "category", "importance")
+    )
+    inputs = PromptInputs(persona="elion", settings=prompt_settings(assistant_settings_read()), memories=memories)
+    return MemoryBudget(
+        memories=len(memories),
+        section_tokens=estimate_tokens(section_long_term_memories(inputs)),
+        input_budget_tokens=settings.ELION_INPUT_BUDGET_TOKENS,
+    )

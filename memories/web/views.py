@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from elion.errors import ServiceError
 from memories import importing, services
-from memories.models import IMPORTANCE_MAX, IMPORTANCE_MIN, Memory, MemoryCategory
+from memories.models import IMPORTANCE_MAX, IMPORTANCE_MIN, Memory, MemoryCategory, MemoryProposal, ProposalStatus
 from memories.snapshots import snapshot_refresh
 
 
@@ -43,7 +43,10 @@ def memories_page(request: HttpRequest) -> HttpResponse:
             messages.success(request, "Memory saved. It reaches new threads only; existing threads are unchanged.")
             return redirect("memories")
     rows = Memory.objects.annotate(held_by=Count("memberships")).order_by("position", "id")
-    context = _form_context(memories=rows, error=error, draft=draft)
+    context = _form_context(
+        memories=rows, error=error, draft=draft, budget=services.memory_section_budget(),
+        pending_suggestions=MemoryProposal.objects.filter(status=ProposalStatus.PENDING).count(),
+    )
     return render(request, "memories/list.html", context, status=status)
 
 
