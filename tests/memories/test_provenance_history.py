@@ -131,15 +131,19 @@ def test_new_memories_affect_future_threads_and_branches_when_approved(client: C
     assert not SnapshotMembership.objects.filter(memory_id=memory_id, conversation=existing).exists()
 
 
-def test_edits_affect_threads_that_already_contain_that_memory_from_a_proposal(client: Client):
-    """Seed: "Edits affect threads that already contain that memory." — also for an approved proposal."""
+def test_edits_affect_threads_that_already_contain_that_memory_from_a_proposal(client: Client, store_prompt):
+    """Seed: "Edits affect threads that already contain that memory." — also for an approved proposal, and
+    the edit pulls no newer memory in; the proposing thread, which does not hold it, is unchanged."""
     source = conversation_create()
     proposal = proposal_in(source)
     memory_id = api_call(client, "post", f"/api/memory-proposals/{proposal.pk}/approve/", {}, status=201)["memory"]["id"]
     holder = conversation_create()
-    api_call(client, "get", f"/api/conversations/{holder.pk}/memories/")
+    store_prompt(holder)
+    store_prompt(source)
     memory_add(text="A later memory.")
     api_call(client, "patch", f"/api/memories/{memory_id}/", {"text": "AUMA plays the cello every Sunday."})
+    assert memory_texts(stored_prompt(holder)) == ["AUMA plays the cello every Sunday."]
+    assert memory_texts(stored_prompt(source)) == []
     listed = api_call(client, "get", f"/api/conversations/{holder.pk}/memories/")["results"]
     assert [m["text"] for m in listed] == ["AUMA plays the cello every Sunday."]
 
