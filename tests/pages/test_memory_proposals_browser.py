@@ -149,5 +149,12 @@ def test_a_memorys_history_and_source_and_the_chats_memories_view(live_app, page
     items = page.locator("[data-chat-memory-list] [data-memory-id]")
     expect(items).to_have_count(2)
     expect(items.first).to_contain_text("AUMA keeps three hives on the hill.")
-    expect(page.get_by_role("button", name="Refresh memory")).to_be_visible()
+    assert "newer" not in page.locator("[data-chat-memories]").inner_text().lower()
+
+    memory_add(text="Added after the chat was opened.")
+    page.reload()
+    expect(items).to_have_count(2)  # a new memory joins only by Refresh memory
+    page.get_by_role("button", name="Refresh memory").click()
+    expect(items).to_have_count(3)
+    expect(items.last).to_contain_text("Added after the chat was opened.")
     assert page.js_errors == []
