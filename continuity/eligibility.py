@@ -35,6 +35,11 @@ channel carries it; the model reads one back only with `read_artifact`,
 which reaches the current conversation's artifacts and those born in a
 conversation this module lets feed automatic continuity for its persona.
 
+Memory suggestions (issue 35) follow the same line: only a conversation in
+the `normal` state may be offered `propose_memory` (`may_suggest_memories`),
+and the proposal service asks again when the call runs. A private, shielded or
+quarantined conversation cannot shape memory silently, nor suggest.
+
 Deliberate access is not decided here: opening a conversation, reading it,
 and an explicit Branch / Fresh Chat work whatever this module says.
 
@@ -132,6 +137,12 @@ def model_search_sources(*, persona: str, current_conversation_id: UUID | str | 
     if current_conversation_id is not None:
         sources = sources.exclude(pk=current_conversation_id)
     return sources
+
+
+def may_suggest_memories(conversation: Conversation) -> bool:
+    """May Elion propose a memory from this conversation? Only in the `normal` state
+    (never private, shielded, trashed or in a hidden folder). The setting is the caller's."""
+    return visibility_state(conversation) == VisibilityState.NORMAL
 
 
 # --- Deliberate search ------------------------------------------------------------

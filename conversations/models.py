@@ -61,6 +61,8 @@ class AssistantSettings(models.Model):
     # Image generation (off by default): the built-in `image_generation` tool on `responses`,
     # the app's `generate_image` tool (the Images API) on `chat.completions`.
     image_generation = models.BooleanField(default=False)
+    # "Elion may suggest memories": the `propose_memory` tool is offered (issue 35); it saves nothing by itself.
+    memory_suggestions = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -24,11 +24,14 @@ EDITABLE_FIELDS = (
     "verbosity",
     "reasoning_summary_shown",
     "image_generation",
+    "memory_suggestions",
 )
 # Settings no stored prompt reads: saving only these rebuilds nothing.
-OUTSIDE_THE_PROMPT = frozenset({"provider_store_responses", "reasoning_effort", "verbosity", "reasoning_summary_shown"})
+OUTSIDE_THE_PROMPT = frozenset(
+    {"provider_store_responses", "reasoning_effort", "verbosity", "reasoning_summary_shown", "memory_suggestions"}
+)
 # Switches that take only true or false (not "yes", 1 or "on": those are a form's business).
-STRICT_FLAGS = ("image_generation",)
+STRICT_FLAGS = ("image_generation", "memory_suggestions")
 # Settings with a fixed set of values, each checked against its choices.
 CHOICES = {"personality": Personality, "reasoning_effort": ReasoningEffort, "verbosity": Verbosity}
 

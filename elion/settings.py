@@ -271,6 +271,8 @@ ELION_FLUSH_CHARACTERS = 2_000
 # A private chat is deleted forever (the permanent-deletion steps, with a
 # receipt) after this many days without activity (django-q2, hourly).
 ELION_PRIVATE_CHAT_DAYS = env.integer("ELION_PRIVATE_CHAT_DAYS", 30, minimum=1)
+# Memory proposals (issue 35): at most this many wait for the owner per conversation.
+ELION_MEMORY_PROPOSALS_PENDING_MAX = env.integer("ELION_MEMORY_PROPOSALS_PENDING_MAX", 3, minimum=1)
 
 # --- Attachments --------------------------------------------------------------
 # Content-addressed blobs live under ELION_ATTACHMENT_ROOT (uploads/, one store

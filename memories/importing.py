@@ -26,7 +26,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
 from elion.errors import InvalidInput
-from memories.models import MEMORY_TEXT_MAX, Memory, MemoryCategory
+from memories.models import MEMORY_TEXT_MAX, SOURCE_FILE_MAX, Memory, MemoryCategory, MemorySource
 from memories.services import MemoryDraft, memory_draft, next_position
 from memories.snapshots import memory_set_lock
 
@@ -270,10 +270,14 @@ def memories_parse(*, text: object, fmt: str | None = None, filename: str = "") 
 
 
 @transaction.atomic
-def memories_import(*, drafts: list[MemoryDraft]) -> list[Memory]:
-    """Save checked drafts together, after the existing memories. New threads only."""
+def memories_import(*, drafts: list[MemoryDraft], source_file: object = "") -> list[Memory]:
+    """Save checked drafts together, after the existing memories. New threads only.
+
+    Each records its source: imported, from `source_file` (the uploaded
+    file's name; empty for pasted text)."""
     memory_set_lock()
     start = next_position()
+    file_name = source_file.strip()[:SOURCE_FILE_MAX] if isinstance(source_file, str) else ""
     return Memory.objects.bulk_create(
         [
             Memory(
@@ -282,6 +286,8 @@ def memories_import(*, drafts: list[MemoryDraft]) -> list[Memory]:
                 importance=draft.importance,
                 active=draft.active,
                 position=start + offset,
+                source=MemorySource.IMPORTED,
+                source_file=file_name,
             )
             for offset, draft in enumerate(drafts)
         ]

@@ -16,6 +16,15 @@ every stored snapshot and prompt."
   provenance), never ids or text. A conversation with no record is legacy.
 - `MemorySetLock`: a singleton row every memory-set write locks first; see
   `memories.snapshots.memory_set_lock`.
+- Provenance (issue 35): every memory says where it came from (`source`:
+  typed by the owner, imported from a file, approved from Elion's proposal,
+  or `unrecorded` for rows saved before sources were kept: never inferred).
+- `MemoryVersion`: the text, category and importance a memory had before
+  an edit, with the time it was replaced. Deleting the memory deletes them.
+- `MemoryProposal`: a memory Elion suggested with `propose_memory`. Not a
+  memory: no snapshot, prompt, recall or export of memories reads this
+  table. Approving creates an ordinary memory (new threads only) and links
+  it here; deleting that memory deletes the approved proposal with it.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from conversations.models import Conversation
+from conversations.models import Conversation, Message
 
 MEMORY_TEXT_MAX = 4_000
 IMPORTANCE_MIN = 1
@@ -42,6 +51,16 @@ class MemoryCategory(models.TextChoices):
     SACRED = "sacred", "Sacred"
 
 
+class MemorySource(models.TextChoices):
+    TYPED = "typed", "Typed by the owner"
+    IMPORTED = "imported", "Imported"
+    PROPOSAL = "proposal", "Suggested by Elion, approved by the owner"
+    UNRECORDED = "unrecorded", "Saved before sources were recorded"
+
+
+SOURCE_FILE_MAX = 255
+
+
 class Memory(models.Model):
     text = models.TextField()
     category = models.CharField(max_length=30, choices=MemoryCategory.choices, default=MemoryCategory.GENERAL)
@@ -49,6 +68,9 @@ class Memory(models.Model):
     # Manual global order (1 is first); prompts list a thread's memories in it.
     position = models.PositiveIntegerField(default=0)
     active = models.BooleanField(default=True)
+    # Where it came from; an import's file name (empty for pasted text).
+    source = models.CharField(max_length=20, choices=MemorySource.choices, default=MemorySource.TYPED)
+    source_file = models.CharField(max_length=SOURCE_FILE_MAX, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -110,3 +132,75 @@ class MemorySetLock(models.Model):
 
     class Meta:
         verbose_name = "memory set lock"
+
+
+class MemoryVersion(models.Model):
+    """What a memory said before one edit. Purged with the memory (cascade)."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="versions")
+    text = models.TextField()
+    category = models.CharField(max_length=30, choices=MemoryCategory.choices)
+    importance = models.PositiveSmallIntegerField()
+    replaced_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["memory_id", "-replaced_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"memory {self.memory_id} before {self.replaced_at:%Y-%m-%d %H:%M}"
+
+
+class ProposalStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    APPROVED = "approved", "Approved"
+    DISMISSED = "dismissed", "Dismissed"
+
+
+PROPOSAL_REASON_MAX = 500
+TOOL_CALL_ID_MAX = 200
+
+
+class MemoryProposal(models.Model):
+    """A memory Elion suggested; only the owner turns it into one.
+
+    `conversation`, `source_message` (the owner's turn the reply answered) and
+    `reply` (the assistant message whose tool call proposed it) are set to
+    null when that conversation is deleted forever (an approved proposal
+    stays with its memory; a pending or dismissed one goes with the
+    conversation). `text_key` is the text as duplicates are compared.
+    """
+
+    text = models.TextField()
+    text_key = models.TextField(db_index=True)
+    category = models.CharField(max_length=30, choices=MemoryCategory.choices, default=MemoryCategory.GENERAL)
+    importance = models.PositiveSmallIntegerField(default=IMPORTANCE_DEFAULT)
+    reason = models.CharField(max_length=PROPOSAL_REASON_MAX, blank=True, default="")
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="memory_proposals"
+    )
+    source_message = models.ForeignKey(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    reply = models.ForeignKey(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    tool_call_id = models.CharField(max_length=TOOL_CALL_ID_MAX, blank=True, default="")
+    status = models.CharField(max_length=20, choices=ProposalStatus.choices, default=ProposalStatus.PENDING)
+    memory = models.OneToOneField(Memory, null=True, blank=True, on_delete=models.CASCADE, related_name="proposal")
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["conversation", "status"], name="proposal_conversation_status")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(importance__gte=IMPORTANCE_MIN, importance__lte=IMPORTANCE_MAX),
+                name="proposal_importance_1_to_5",
+            ),
+            # An approved proposal always names its memory; no other one does.
+            models.CheckConstraint(
+                condition=Q(status=ProposalStatus.APPROVED, memory__isnull=False)
+                | (~Q(status=ProposalStatus.APPROVED) & Q(memory__isnull=True)),
+                name="proposal_memory_iff_approved",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.status}: {self.text[:60]}"

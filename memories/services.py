@@ -8,6 +8,11 @@
   prompt before it returns.
 - Reordering changes the global order prompts list memories in, so threads
   holding a moved memory are rebuilt like an edit.
+- Every memory records its source (typed, imported with its file, or an
+  approved proposal: `memories.proposals`), and every edit of its text,
+  category or importance keeps what it said before (`MemoryVersion`).
+  Deleting the memory deletes those versions and its approved proposal with
+  it: a deletion removes the memory's past wording too.
 
 Each refresh runs inside the transaction that made the change, under the
 lock order documented in `memories.snapshots`.
@@ -17,10 +22,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
-from django.db.models import Max, QuerySet
+from django.db.models import Count, Max, QuerySet
+from django.utils import timezone
 
-from continuity.prompt_store import static_prompts_rebuild
+from continuity.prompt_store import prompt_settings, static_prompts_rebuild
+from continuity.request_assembly import estimate_tokens
+from continuity.static_prompt import PromptInputs, PromptMemory, section_long_term_memories
+from conversations.assistant_settings import assistant_settings_read
 from conversations.models import Conversation
 from elion.errors import InvalidInput
 from elion.rows import access_row
@@ -31,11 +41,15 @@ from memories.models import (
     MEMORY_TEXT_MAX,
     Memory,
     MemoryCategory,
+    MemorySource,
+    MemoryVersion,
     SnapshotMembership,
 )
 from memories.snapshots import memory_set_lock
 
 EDITABLE_FIELDS = ("text", "category", "importance", "active")
+# The fields a memory's history keeps (`active` is a switch, not wording).
+VERSIONED_FIELDS = ("text", "category", "importance")
 
 
 @dataclass(frozen=True)
@@ -129,9 +143,13 @@ def memory_edit_impact(memory_id: int | str) -> int:
 
 @transaction.atomic
 def memory_add(
-    *, text: object, category: object = None, importance: object = None, active: object = True
+    *, text: object, category: object = None, importance: object = None, active: object = True,
+    source: str = MemorySource.TYPED,
 ) -> Memory:
-    """Save a new memory at the end of the global order. It reaches new threads only."""
+    """Save a new memory at the end of the global order. It reaches new threads only.
+
+    `source`: typed by the owner (the form and the API), or `proposal` when
+    `memories.proposals.proposal_approve` calls it."""
     draft = memory_draft(text=text, category=category, importance=importance, active=active)
     memory_set_lock()
     return Memory.objects.create(
@@ -140,6 +158,7 @@ def memory_add(
         importance=draft.importance,
         active=draft.active,
         position=next_position(),
+        source=source,
     )
 
 
@@ -155,6 +174,11 @@ def memory_edit(*, memory_id: int | str, changes: dict) -> Memory:
     changed = [name for name, value in cleaned.items() if getattr(memory, name) != value]
     if not changed:
         return memory
+    if set(changed) & set(VERSIONED_FIELDS):
+        MemoryVersion.objects.create(
+            memory=memory, text=memory.text, category=memory.category, importance=memory.importance,
+            replaced_at=timezone.now(),
+        )
     for name in changed:
         setattr(memory, name, cleaned[name])
     memory.save(update_fields=[*changed, "updated_at"])
@@ -214,4 +238,55 @@ def memories_reorder(*, ids: object) -> list[Memory]:
 
 
 def memories_list() -> list[Memory]:
-    return list(Memory.objects.order_by("position", "id"))
+    """Every memory in global order, each with `held_by`: how many chats' snapshots hold it."""
+    return list(
+        Memory.objects.annotate(held_by=Count("memberships"))
+        .select_related("proposal")
+        .prefetch_related("versions")
+        .order_by("position", "id")
+    )
+
+
+def memory_with_counts(memory_id: int | str) -> Memory:
+    """One memory with `held_by` (how many chats hold it, from snapshots; never which)."""
+    memory = access_row(
+        Memory.objects.select_related("proposal").prefetch_related("versions"), memory_id, kind="int",
+        missing="No memory has that id.", code="memory_not_found",
+    )
+    memory.held_by = SnapshotMembership.objects.filter(memory=memory).count()
+    return memory
+
+
+def memory_history(memory: Memory) -> list[MemoryVersion]:
+    """What the memory said before each edit, newest first."""
+    return list(MemoryVersion.objects.filter(memory=memory).order_by("-replaced_at", "-id"))
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """The static prompt's memory section, as a new chat would carry it, against the input budget."""
+
+    memories: int
+    section_tokens: int
+    input_budget_tokens: int
+
+    @property
+    def percent(self) -> float:
+        return round(100 * self.section_tokens / self.input_budget_tokens, 1) if self.input_budget_tokens else 0.0
+
+
+def memory_section_budget() -> MemoryBudget:
+    """Estimated tokens (the request-size estimate) of the memory section built from every active memory:
+    what a new chat's stored prompt holds, so the owner sees when memories crowd out history."""
+    memories = tuple(
+        PromptMemory(text, MemoryCategory(category).label, importance)
+        for text, category, importance in Memory.objects.filter(active=True)
+        .order_by("position", "id")
+        .values_list("text", "category", "importance")
+    )
+    inputs = PromptInputs(persona="elion", settings=prompt_settings(assistant_settings_read()), memories=memories)
+    return MemoryBudget(
+        memories=len(memories),
+        section_tokens=estimate_tokens(section_long_term_memories(inputs)),
+        input_budget_tokens=settings.ELION_INPUT_BUDGET_TOKENS,
+    )

@@ -112,6 +112,20 @@ def snapshot_refresh(conversation_id: UUID | str) -> Conversation:
     return conversation
 
 
+def snapshot_members(conversation_id: UUID | str) -> list[Memory]:
+    """"Memories in this chat": the memories this conversation's snapshot holds, current text, global order.
+
+    Owner-opened (a deliberate read, so a hidden conversation opens too).
+    Inactive members are listed (the snapshot holds them; the prompt shows
+    them again if they are switched back on). Nothing here says whether newer
+    memories exist: the seed forbids a stale warning.
+    """
+    conversation = access_conversation(conversation_id)
+    return list(
+        Memory.objects.filter(memberships__conversation=conversation).order_by("position", "id")
+    )
+
+
 def legacy_conversations() -> QuerySet[Conversation]:
     """Conversations with no snapshot record: created before snapshots existed."""
     record = ConversationMemorySnapshot.objects.filter(conversation=OuterRef("pk"))

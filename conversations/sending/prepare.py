@@ -29,6 +29,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from continuity.dynamic_context import PINNED_CHARACTER_KEY
+from continuity.eligibility import may_suggest_memories
 from continuity.prompt_store import static_prompt_ready
 from continuity.request_assembly import AssembledRequest, RecallInBirthPeriod
 from continuity.request_building import SendContext, reply_request_build, send_context_load
@@ -253,6 +254,7 @@ def _start_reply(context: SendContext, user_message: Message, config: ProviderCo
         web_search=context.settings_row.web_search,
         api_selector=config.api_selector,
         image_generation=context.settings_row.image_generation,
+        memory_suggestions=_may_suggest_memories(context),
     )
     try:
         request = reply_request_build(context, branch=context.branch_to(user_message.id), tools=tools)
@@ -283,6 +285,11 @@ def _start_reply(context: SendContext, user_message: Message, config: ProviderCo
         ),
         options=request_options(context.settings_row, conversation),
     )
+
+
+def _may_suggest_memories(context: SendContext) -> bool:
+    """Settings → "Elion may suggest memories", and never in a private, shielded or quarantined chat."""
+    return context.settings_row.memory_suggestions and may_suggest_memories(context.conversation)
 
 
 def request_options(settings_row: AssistantSettings, conversation: Conversation) -> RequestOptions:

@@ -14,6 +14,9 @@ Tools (neutral definitions, as `provider_gateway.stream_reply` takes them):
   (`artifacts.services`); an update adds a version. `read_artifact` is the
   only way the model reaches an earlier artifact: nothing puts one into a
   request by itself.
+* `propose_memory`: only while "Elion may suggest memories" is on and the
+  conversation may suggest (`conversations.sending.memory_tool`); it records
+  a proposal for the owner, never a memory.
 * Web search: the Responses API's built-in tool, only when enabled in
   Settings and the selector is `responses`.
 * Image generation, only when enabled in Settings: the Responses API's
@@ -54,6 +57,7 @@ from artifacts.models import ArtifactKind
 from continuity.eligibility import model_search_sources
 from conversations.models import Message
 from conversations.provider.gateway import ProviderConfig, ToolCallRequested
+from conversations.sending import memory_tool
 from conversations.visibility.past_search import past_conversation_search as owner_search
 from elion.errors import ServiceError
 
@@ -188,9 +192,13 @@ def image_generation_tool() -> dict:
 
 def available_tools(
     *, archive_access: bool, web_search: bool, api_selector: str, image_generation: bool = False,
+    memory_suggestions: bool = False,
 ) -> list[dict]:
-    """The tools offered for one reply, decided from the settings at send time."""
+    """The tools offered for one reply, decided from the settings (and, for `memory_suggestions`,
+    the conversation's eligibility) at send time."""
     tools = [SEARCH_PAST_CONVERSATIONS, LIST_LIBRARY, READ_LIBRARY_FILE, *ARTIFACT_TOOLS]
+    if memory_suggestions:
+        tools.append(memory_tool.PROPOSE_MEMORY)
     if archive_access:
         tools.insert(1, SEARCH_ARCHIVE)
     if web_search and api_selector == "responses":
@@ -391,6 +399,15 @@ def _read_artifact(args: dict, context: ToolContext) -> str:
     )
 
 
+def _propose_memory(args: dict, context: ToolContext) -> str:
+    try:
+        return memory_tool.propose_memory(
+            args, conversation_id=context.conversation_id, reply_id=context.message_id, call_id=context.call_id
+        )
+    except ServiceError as exc:
+        raise ToolInputError(exc.detail) from exc
+
+
 TOOL_FUNCTIONS: dict[str, Callable[[dict, ToolContext], str]] = {
     "search_past_conversations": _search_past_conversations,
     "search_archive": _search_archive,
@@ -399,6 +416,7 @@ TOOL_FUNCTIONS: dict[str, Callable[[dict, ToolContext], str]] = {
     "create_artifact": _create_artifact,
     "update_artifact": _update_artifact,
     "read_artifact": _read_artifact,
+    "propose_memory": _propose_memory,
 }
 
 

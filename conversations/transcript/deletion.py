@@ -50,7 +50,7 @@ from conversations.models import (
 from conversations.transcript.guard import transcript_write_guard
 from elion.errors import Conflict, NotFound
 from elion.rows import access_row
-from memories.models import ConversationMemorySnapshot, SnapshotMembership
+from memories.models import ConversationMemorySnapshot, MemoryProposal, ProposalStatus, SnapshotMembership
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,19 @@ def _step_search_entries(conversation_id: UUID) -> dict[str, int]:
 def _step_memory_snapshot(conversation_id: UUID) -> dict[str, int]:
     memberships, _ = SnapshotMembership.objects.filter(conversation_id=conversation_id).delete()
     snapshots, _ = ConversationMemorySnapshot.objects.filter(conversation_id=conversation_id).delete()
-    return {"snapshot_memberships": memberships, "memory_snapshots": snapshots}
+    return {"snapshot_memberships": memberships, "memory_snapshots": snapshots, **_memory_proposals(conversation_id)}
+
+
+def _memory_proposals(conversation_id: UUID) -> dict[str, int]:
+    """Its pending and dismissed memory proposals go with it; an approved one stays with its memory,
+    without its source (the messages it named are deleted next)."""
+    proposals, _ = MemoryProposal.objects.filter(conversation_id=conversation_id).exclude(
+        status=ProposalStatus.APPROVED
+    ).delete()
+    detached = MemoryProposal.objects.filter(conversation_id=conversation_id).update(
+        conversation=None, source_message=None, reply=None
+    )
+    return {"memory_proposals": proposals, "memory_proposals_detached": detached}
 
 
 def _step_continuity_records(conversation_id: UUID) -> dict[str, int]:

@@ -99,6 +99,7 @@ class SettingsSerializer(serializers.Serializer):
     verbosity = serializers.ChoiceField(choices=["low", "medium", "high"])
     reasoning_summary_shown = serializers.BooleanField()
     image_generation = serializers.BooleanField()
+    memory_suggestions = serializers.BooleanField()
 
 
 class FolderOutSerializer(serializers.Serializer):

@@ -96,6 +96,7 @@ def settings_repr(row: AssistantSettings) -> dict:
         "verbosity": row.verbosity,
         "reasoning_summary_shown": row.reasoning_summary_shown,
         "image_generation": row.image_generation,
+        "memory_suggestions": row.memory_suggestions,
     }
 
 
@@ -121,6 +122,8 @@ class SettingsPatchSerializer(serializers.Serializer):
     reasoning_summary_shown = serializers.BooleanField(required=False)
     # Checked by the service (true or false only, else 400 `invalid_image_generation`): passed on as sent.
     image_generation = StrictFlagField(required=False, allow_null=True)
+    # "Elion may suggest memories": checked like image_generation (400 `invalid_memory_suggestions`).
+    memory_suggestions = StrictFlagField(required=False, allow_null=True)
 
 
 class FolderSerializer(serializers.Serializer):

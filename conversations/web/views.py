@@ -176,6 +176,7 @@ SETTINGS_TEXT_FIELDS = ("owner_name", "display_name", "personality", "custom_ins
 SETTINGS_CHOICE_FIELDS = ("reasoning_effort", "verbosity")
 SETTINGS_FLAGS = (
     "archive_access", "web_search", "provider_store_responses", "reasoning_summary_shown", "image_generation",
+    "memory_suggestions",
 )
 
 

@@ -15,8 +15,8 @@ from rest_framework.views import APIView
 from conversations.web import schema as docs
 from conversations.web.serializers import conversation_repr
 from elion.errors import InvalidInput
-from memories import importing, services
-from memories.snapshots import snapshot_refresh
+from memories import importing, proposals, services
+from memories.snapshots import snapshot_members, snapshot_refresh
 from memories.web import serializers as s
 
 
@@ -57,13 +57,13 @@ class MemoryListView(APIView):
     @extend_schema(request=s.MemoryWriteSerializer, responses={201: s.MemorySerializer, 400: docs.ErrorSerializer})
     def post(self, request: Request) -> Response:
         memory = services.memory_add(**{"text": None, **memory_fields(request)})
-        return Response(s.memory_repr(memory), status=status.HTTP_201_CREATED)
+        return Response(s.memory_repr(services.memory_with_counts(memory.pk)), status=status.HTTP_201_CREATED)
 
 
 class MemoryDetailView(APIView):
     @extend_schema(responses={200: s.MemorySerializer, 404: docs.ErrorSerializer})
     def get(self, request: Request, memory_id: str) -> Response:
-        return Response(s.memory_repr(services.access_memory(memory_id)))
+        return Response(s.memory_repr(services.memory_with_counts(memory_id)))
 
     @extend_schema(
         request=s.MemoryWriteSerializer,
@@ -71,7 +71,7 @@ class MemoryDetailView(APIView):
     )
     def patch(self, request: Request, memory_id: str) -> Response:
         memory = services.memory_edit(memory_id=memory_id, changes=memory_fields(request))
-        return Response(s.memory_repr(memory))
+        return Response(s.memory_repr(services.memory_with_counts(memory.pk)))
 
     @extend_schema(responses={204: None, 404: docs.ErrorSerializer})
     def delete(self, request: Request, memory_id: str) -> Response:
@@ -92,7 +92,10 @@ class MemoryImportView(APIView):
         request=s.MemoryImportSerializer, responses={201: s.ImportResultSerializer, 400: docs.ErrorSerializer}
     )
     def post(self, request: Request) -> Response:
-        created = importing.memories_import(drafts=import_drafts(request))
+        upload = request.FILES.get("file") if hasattr(request, "FILES") else None
+        created = importing.memories_import(
+            drafts=import_drafts(request), source_file=upload.name if upload is not None else ""
+        )
         return Response({"created": len(created)}, status=status.HTTP_201_CREATED)
 
 
@@ -121,8 +124,8 @@ class MemoryReorderView(APIView):
         request=s.MemoryReorderSerializer, responses={200: s.MemoryListSerializer, 400: docs.ErrorSerializer}
     )
     def post(self, request: Request) -> Response:
-        ids = json_object(request).get("ids")
-        return Response({"results": [s.memory_repr(m) for m in services.memories_reorder(ids=ids)]})
+        services.memories_reorder(ids=json_object(request).get("ids"))
+        return Response({"results": [s.memory_repr(m) for m in services.memories_list()]})
 
 
 class ConversationRefreshMemoryView(APIView):
@@ -131,3 +134,54 @@ class ConversationRefreshMemoryView(APIView):
     @extend_schema(request=None, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
     def post(self, request: Request, conversation_id: str) -> Response:
         return Response(conversation_repr(snapshot_refresh(conversation_id)))
+
+
+class ConversationMemoriesView(APIView):
+    """"Memories in this chat": the snapshot's memories with their current text (no timing, no stale flag)."""
+
+    @extend_schema(responses={200: s.ConversationMemoriesSerializer, 404: docs.ErrorSerializer})
+    def get(self, request: Request, conversation_id: str) -> Response:
+        return Response({"results": [s.snapshot_member_repr(m) for m in snapshot_members(conversation_id)]})
+
+
+# --- Memory proposals (issue 35) -------------------------------------------------------
+
+
+class MemoryProposalListView(APIView):
+    """Pending and dismissed proposals, newest first (`?status=` for one status)."""
+
+    @extend_schema(responses={200: s.ProposalListSerializer, 400: docs.ErrorSerializer})
+    def get(self, request: Request) -> Response:
+        rows = proposals.proposals_list(request.query_params.get("status"))
+        return Response({"results": [s.proposal_repr(p) for p in rows]})
+
+
+class MemoryProposalApproveView(APIView):
+    @extend_schema(
+        request=s.ProposalApproveSerializer,
+        responses={201: s.ProposalApprovedSerializer, 400: docs.ErrorSerializer, 404: docs.ErrorSerializer,
+                   409: docs.ErrorSerializer},
+    )
+    def post(self, request: Request, proposal_id: str) -> Response:
+        data = json_object(request)
+        memory = proposals.proposal_approve(proposal_id=proposal_id, changes=dict(data.items()))
+        proposal = proposals.access_proposal(proposal_id)
+        return Response(
+            {"memory": s.memory_repr(services.memory_with_counts(memory.pk)), "proposal": s.proposal_repr(proposal)},
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class MemoryProposalDismissView(APIView):
+    @extend_schema(
+        request=None,
+        responses={200: s.ProposalSerializer, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer},
+    )
+    def post(self, request: Request, proposal_id: str) -> Response:
+        return Response(s.proposal_repr(proposals.proposal_dismiss(proposal_id=proposal_id)))
+
+
+class MemoryProposalClearDismissedView(APIView):
+    @extend_schema(request=None, responses={200: s.ClearedSerializer})
+    def post(self, request: Request) -> Response:
+        return Response({"cleared": proposals.proposals_clear_dismissed()})

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from elion.errors import ServiceError
 from memories import importing, services
-from memories.models import IMPORTANCE_MAX, IMPORTANCE_MIN, Memory, MemoryCategory
+from memories.models import IMPORTANCE_MAX, IMPORTANCE_MIN, Memory, MemoryCategory, MemoryProposal, ProposalStatus
 from memories.snapshots import snapshot_refresh
 
 
@@ -43,7 +43,10 @@ def memories_page(request: HttpRequest) -> HttpResponse:
             messages.success(request, "Memory saved. It reaches new threads only; existing threads are unchanged.")
             return redirect("memories")
     rows = Memory.objects.annotate(held_by=Count("memberships")).order_by("position", "id")
-    context = _form_context(memories=rows, error=error, draft=draft)
+    context = _form_context(
+        memories=rows, error=error, draft=draft, budget=services.memory_section_budget(),
+        pending_suggestions=MemoryProposal.objects.filter(status=ProposalStatus.PENDING).count(),
+    )
     return render(request, "memories/list.html", context, status=status)
 
 
@@ -102,14 +105,14 @@ def import_page(request: HttpRequest) -> HttpResponse:
         text = request.POST.get("text", "")
         fmt = request.POST.get("format") or None
         upload = request.FILES.get("file")
+        # The file's name rides along from the preview to the import step: the memories' source.
+        filename = request.POST.get("filename", "") if upload is None else (upload.name or "")
         try:
-            filename = ""
             if upload is not None:
                 text = importing.import_file_read(upload)
-                filename = upload.name or ""
             drafts = importing.memories_parse(text=text, fmt=fmt, filename=filename)
             if request.POST.get("action") == "import":
-                created = importing.memories_import(drafts=drafts)
+                created = importing.memories_import(drafts=drafts, source_file=filename)
                 messages.success(
                     request,
                     f"Imported {len(created)} memories. They reach new threads only; existing threads are unchanged.",
@@ -120,7 +123,7 @@ def import_page(request: HttpRequest) -> HttpResponse:
             context.update(drafts=[(d, labels.get(d.category, d.category)) for d in drafts])
         except ServiceError as exc:
             context["error"], status = exc.detail, exc.status
-        context.update(text=text, format=fmt or "")
+        context.update(text=text, format=fmt or "", filename=filename)
     return render(request, "memories/import.html", context, status=status)
 
 

@@ -1,4 +1,5 @@
 import "./artifact_cards.js";
+import "./memory_proposals.js";
 import "./banners.js";
 import "./sidebar_filter.js";
 import "./flash.js";

@@ -25,6 +25,8 @@
       });
       if (response.ok) {
         report("Memory refreshed: this thread now holds your current memories.", true);
+        // "Memories in this chat" lists the snapshot: show the refreshed one.
+        if (form.hasAttribute("data-refresh-memory-reload")) window.location.reload();
       } else {
         let detail = "Refresh failed (" + response.status + ").";
         try { detail = "Refresh failed: " + ((await response.json()).detail || detail); } catch (_) { /* not JSON */ }

@@ -8,7 +8,9 @@ from memories.models import Memory
 
 pytestmark = pytest.mark.django_db
 
-MEMORY_KEYS = {"id", "text", "category", "importance", "position", "active", "created_at", "updated_at"}
+MEMORY_KEYS = {
+    "id", "text", "category", "importance", "position", "active", "created_at", "updated_at", "source", "chats", "history",
+}
 
 
 def post(client, path, body):

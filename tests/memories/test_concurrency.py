@@ -34,35 +34,11 @@ from memories.models import Memory, SnapshotMembership
 from memories.services import memory_add, memory_delete, memory_edit
 from memories.snapshots import snapshot_refresh
 from tests.memories.conftest import fresh_prompt, member_ids, memory_texts, stored_prompt
-from tests.support.concurrency import marks_lock_wait, wait_until_blocked_on_lock
+from tests.support.concurrency import marks_lock_wait, run_together, wait_until_blocked_on_lock
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROUNDS = 200 if settings.DATABASE_IS_POSTGRES else 40
-
-
-def run_together(operations, *, jitter: float = 0.004) -> list[BaseException]:
-    """Start every operation at once, each in its own thread and connection."""
-    barrier = threading.Barrier(len(operations))
-    errors: list[BaseException] = []
-
-    def run(operation):
-        try:
-            barrier.wait()
-            time.sleep(random.uniform(0, jitter))
-            operation()
-        except BaseException as exc:  # noqa: BLE001 - collected and judged by the caller
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(operation,)) for operation in operations]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-        assert not thread.is_alive(), "an operation hung (deadlock?)"
-    return errors
 
 
 @pytest.fixture

@@ -165,7 +165,7 @@ async def test_search_archive_is_offered_only_with_archive_access(scripted_provi
     first, second = scripted_provider.requests
     assert tool_names(first) == [
         "search_past_conversations", "list_library", "read_library_file",
-        "create_artifact", "update_artifact", "read_artifact",
+        "create_artifact", "update_artifact", "read_artifact", "propose_memory",
     ]
     _, result = round_trip_of(second)
     assert result["content"].startswith("Tool error: there is no tool named 'search_archive'")
@@ -313,7 +313,9 @@ async def test_tool_definitions_are_counted_in_the_diagnostics(scripted_provider
     conversation_id = await new_conversation(client)
     events = await send(client, conversation_id, "hello")
     diagnostics = dict(events)["diagnostics"]
-    tools = tool_loop.available_tools(archive_access=True, web_search=False, api_selector="responses")
+    tools = tool_loop.available_tools(
+        archive_access=True, web_search=False, api_selector="responses", memory_suggestions=True
+    )
     expected = -(-len(tool_definitions_text(tools)) // 4)
     assert diagnostics["tool_definition_tokens"] == expected > 0
     assert diagnostics["total_input_tokens"] >= diagnostics["tool_definition_tokens"] + diagnostics["history_tokens"]

@@ -42,6 +42,7 @@ def test_settings_defaults_and_patch(client):
         "verbosity": "medium",
         "reasoning_summary_shown": True,
         "image_generation": False,  # off by default (README changelog)
+        "memory_suggestions": True,  # on by default (issue 35): Elion may suggest, only the owner approves
     }
     body = client.patch("/api/settings/", {"display_name": "Elion", "web_search": True}, content_type="application/json").json()
     assert body["display_name"] == "Elion" and body["web_search"] is True

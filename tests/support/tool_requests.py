@@ -1,0 +1,51 @@
+"""Reading what the scripted provider received, in either selector's wire shape, and driving a chat over the API."""
+
+from __future__ import annotations
+
+import json
+
+from django.test import Client
+
+from tests.support.factories import api_call
+
+SELECTORS = ["responses", "chat.completions"]
+MEMORY_HEADING = "## Long-term memories"
+
+
+def new_chat(client: Client, **body: object) -> str:
+    return api_call(client, "post", "/api/conversations/", {"persona": "elion", **body}, status=201)["id"]
+
+
+def send(client: Client, conversation_id: str, content: str) -> dict:
+    return api_call(client, "post", f"/api/conversations/{conversation_id}/messages/?stream=false", {"content": content})
+
+
+def tool_names(request) -> list[str]:
+    return [t.get("name") or (t.get("function") or {}).get("name") or t["type"] for t in request.body.get("tools", [])]
+
+
+def tool_outputs(request) -> list[str]:
+    """Every tool result the request carries, in order, as sent."""
+    if "input" in request.body:
+        return [i["output"] for i in request.body["input"] if i.get("type") == "function_call_output"]
+    return [i["content"] for i in request.body["messages"] if i["role"] == "tool"]
+
+
+def system_prompt(request) -> str:
+    """The request's first system message (the stored static prompt)."""
+    items = request.body.get("input") or request.body.get("messages")
+    systems = [item["content"] for item in items if item.get("role") == "system"]
+    assert systems, f"no system message in {items!r}"
+    return systems[0]
+
+
+def memory_section_texts(prompt: str) -> list[str]:
+    """The texts of a prompt's long-term memory section ([] when absent)."""
+    if MEMORY_HEADING not in prompt:
+        return []
+    section = prompt.split(MEMORY_HEADING, 1)[1].split("\n## ", 1)[0]
+    return [line.split("] ", 1)[1] for line in section.splitlines() if line.startswith("- [")]
+
+
+def body_text(request) -> str:
+    return json.dumps(request.body, ensure_ascii=False)
