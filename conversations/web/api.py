@@ -55,7 +55,7 @@ from conversations.web import serializers as s
 from elion import access
 from elion.errors import InvalidInput, NotFound, ServiceError
 from elion.input_checks import json_load_checked
-from elion.login_throttle import login_failed, login_retry_after, login_succeeded
+from elion.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded
 
 
 def validated(serializer_class: type[serializers.Serializer], data: object) -> dict:
@@ -101,7 +101,7 @@ class LoginView(APIView):
             )
         login_succeeded(request._request)
         access.owner_login(request._request)
-        return Response({"status": "ok"})
+        return login_device_remember(request._request, Response({"status": "ok"}))
 
 
 class SettingsView(APIView):
