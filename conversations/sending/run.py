@@ -34,6 +34,7 @@ from conversations.transcript.leases import lease_deadline
 from conversations.transcript.search_index import message_search_index_sync
 from conversations.transcript.tool_pairing import project_tool_parts, reasoning_part, reasoning_parts_drop
 from conversations.usage import USAGE_KEYS  # the provider-reported usage stored on each reply, summed over rounds
+from elion.database_errors import database_outage
 
 logger = logging.getLogger(__name__)
 
@@ -202,7 +203,17 @@ class ReplyRun:
             await self._finish(MessageStatus.FAILED, exc.code, exc.detail)
             self.emit("error", {"error": exc.code, "detail": exc.detail})
             self.emit("done", {"message_id": str(message_id), "status": MessageStatus.FAILED})
-        except Exception:  # noqa: BLE001 - a reply must end in a stored state, whatever broke
+        except Exception as exc:  # noqa: BLE001 - a reply must end in a stored state, whatever broke
+            outage = database_outage(exc)
+            if outage is not None:
+                # The database failed under the reply: the client hears it now; the text last flushed
+                # stays stored, and the lease sweep stores the reply `interrupted`.
+                logger.warning("reply %s: %s", message_id, outage.code)
+                self.emit("error", {"error": outage.code, "detail": outage.detail})
+                self.emit("done", {"message_id": str(message_id), "status": MessageStatus.INTERRUPTED})
+                with contextlib.suppress(Exception):  # stored now if the database is back already
+                    await self._finish(MessageStatus.INTERRUPTED, outage.code, outage.detail)
+                return
             logger.exception("reply %s failed unexpectedly", message_id)
             detail = "The reply failed because of an internal error; the partial text is kept."
             await self._finish(MessageStatus.FAILED, "internal_error", detail)
