@@ -111,6 +111,10 @@ if _database_url:
             "min_size": 2,
             "max_size": env.integer("ELION_DB_POOL_MAX", 20, minimum=2),
             "timeout": env.integer("ELION_DB_POOL_TIMEOUT", 5, minimum=1),
+            # While the server is away the pool's connection attempts back off (1, 2, 4… s) for this
+            # long, then give up; the next request starts a fresh attempt. The default (300 s) left
+            # the first request after an outage waiting out the back-off (a 20 s first send).
+            "reconnect_timeout": 3,
         }
         # The pool checks a connection as it hands it out (`ConnectionPool.check_connection`): one the
         # server dropped (a restart) is replaced, so the first request after an outage works.

@@ -152,6 +152,21 @@ class ReplyRun:
             parts=list(self.parts), metadata=self._learnt(usage),
         )
 
+    async def _finish_once_possible(self, status: str, error: str, detail: str) -> None:
+        """`_finish`, tried again every second until it is stored or the reply's lease would have run
+        out (then the lease sweep stores it `interrupted`): a database back within that time gets
+        the reply's final state at once."""
+        deadline = time.monotonic() + settings.ELION_STREAM_LEASE_SECONDS
+        while True:
+            try:
+                await self._finish(status, error, detail)
+                return
+            except Exception:  # noqa: BLE001 - the database is still away
+                if time.monotonic() >= deadline:
+                    logger.warning("reply %s: its final state was not stored", self.prepared.assistant_message_id)
+                    return
+                await asyncio.sleep(1)
+
     async def _run(self) -> None:
         prepared = self.prepared
         message_id = prepared.assistant_message_id
@@ -211,8 +226,7 @@ class ReplyRun:
                 logger.warning("reply %s: %s", message_id, outage.code)
                 self.emit("error", {"error": outage.code, "detail": outage.detail})
                 self.emit("done", {"message_id": str(message_id), "status": MessageStatus.INTERRUPTED})
-                with contextlib.suppress(Exception):  # stored now if the database is back already
-                    await self._finish(MessageStatus.INTERRUPTED, outage.code, outage.detail)
+                await self._finish_once_possible(MessageStatus.INTERRUPTED, outage.code, outage.detail)
                 return
             logger.exception("reply %s failed unexpectedly", message_id)
             detail = "The reply failed because of an internal error; the partial text is kept."

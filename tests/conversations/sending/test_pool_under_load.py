@@ -20,7 +20,8 @@ from django.db import connections
 
 from conversations.models import Message, MessageStatus, Role
 from conversations.threads.services import conversation_create
-from tests.support.live_server import LiveApp, test_database_url
+from tests.support import live_server
+from tests.support.live_server import LiveApp
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -68,7 +69,7 @@ def test_no_connection_held_across_provider_io_every_send_completes_within_the_p
         "ELION_DB_POOL_MAX": str(POOL_SIZE), "ELION_DB_POOL_TIMEOUT": "5",
     }
     if settings.DATABASE_IS_POSTGRES:
-        env["DATABASE_URL"] = f"{test_database_url()}?application_name={APP_NAME}"
+        env["DATABASE_URL"] = f"{live_server.test_database_url()}?application_name={APP_NAME}"
     outcomes: list = []
     peak = [0]
     done = threading.Event()
