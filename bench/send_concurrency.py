@@ -5,8 +5,8 @@ For each count of conversations (`--conversations 50,100`), side by side in one 
             (main before issue 36);
   released  `elion.asgi`: the connection goes back to the pool when the stream starts; the reply's writes
             check one out each.
-Each side is a fresh Daphne with `--pool` connections (ELION_DB_POOL_MAX, pool timeout 5 s), N fresh
-conversations, N sends at once over HTTP (SSE), each reply streamed by the scripted provider for about
+Each side is a fresh Daphne with `--pool` connections (ELION_DB_POOL_MAX; the default pool timeout,
+10 s), N fresh conversations, N sends at once over HTTP (SSE), each reply streamed by the scripted provider for about
 `--stream-seconds`. Printed per side: the answers (200 / 503 / other 5xx / hung past the client's 180 s),
 replies that ended `done: complete`, the peak of the app's connections open and of those busy at once
 (pg_stat_activity, sampled every 50 ms; "busy" = not `idle`), and the wall time.
@@ -157,9 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         provider, provider_url = start_provider(tmp)
         (tmp / "data").mkdir()
         env = app_env(tmp / "data", f"{database_url}?application_name={APP_NAME}", provider_url)
-        env.update(ELION_DB_POOL_MAX=str(args.pool), ELION_DB_POOL_TIMEOUT="5")
+        env.update(ELION_DB_POOL_MAX=str(args.pool))
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
-        print(f"pool {args.pool}, pool timeout 5 s, replies streamed for ~{args.stream_seconds:.0f} s, "
+        print(f"pool {args.pool}, pool timeout 10 s (the default), replies streamed for ~{args.stream_seconds:.0f} s, "
               f"client timeout {CLIENT_TIMEOUT} s")
         print(f"{'sends':>5} {'side':>9} {'peak open':>9} {'peak busy':>9} {'wall s':>7}  answers")
         for count in (int(n) for n in args.conversations.split(",")):

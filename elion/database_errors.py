@@ -20,6 +20,8 @@ from __future__ import annotations
 import errno
 import logging
 import sqlite3
+import threading
+import time
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -85,11 +87,30 @@ def database_outage(exc: BaseException) -> ServiceError | None:
     return DatabaseUnavailable(UNAVAILABLE)
 
 
+_probe_lock = threading.Lock()
+_last_probe = {"at": float("-inf"), "reachable": True}
+PROBE_SECONDS = 2.0
+
+
 def database_reachable() -> bool:
     """Can a fresh connection (outside the pool) reach the server now? A pool timeout is `busy`
-    when it can, `unavailable` when it cannot."""
+    when it can, `unavailable` when it cannot.
+
+    One probe at a time per process, its answer kept for 2 s: requests timing out together
+    (a full pool) must not open a connection each."""
     if connection.vendor != "postgresql":
         return True
+    if time.monotonic() - _last_probe["at"] < PROBE_SECONDS or not _probe_lock.acquire(blocking=False):
+        return bool(_last_probe["reachable"])
+    try:
+        _last_probe["reachable"] = _probe()
+        _last_probe["at"] = time.monotonic()
+    finally:
+        _probe_lock.release()
+    return bool(_last_probe["reachable"])
+
+
+def _probe() -> bool:
     import psycopg
 
     params = connection.get_connection_params()

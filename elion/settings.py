@@ -110,7 +110,7 @@ if _database_url:
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": 2,
             "max_size": env.integer("ELION_DB_POOL_MAX", 20, minimum=2),
-            "timeout": env.integer("ELION_DB_POOL_TIMEOUT", 5, minimum=1),
+            "timeout": env.integer("ELION_DB_POOL_TIMEOUT", 10, minimum=1),
             # While the server is away the pool's connection attempts back off (1, 2, 4… s) for this
             # long, then give up; the next request starts a fresh attempt. The default (300 s) left
             # the first request after an outage waiting out the back-off (a 20 s first send).
