@@ -4,14 +4,17 @@ For each count of conversations (`--conversations 50,100`), side by side in one 
   held      `bench.held_connection_asgi`: the request keeps its pooled connection while the reply streams
             (main before issue 36);
   released  `elion.asgi`: the connection goes back to the pool when the stream starts; the reply's writes
-            check one out each.
+            check one out each;
+  main      (`--baseline DIR`, a checkout of main before issue 36, e.g. `git archive a5a0298 | tar -x -C DIR`
+            with `.venv` linked) that code as it was: held connections, a 20 s pool timeout, 500s.
 Each side is a fresh Daphne with `--pool` connections (ELION_DB_POOL_MAX; the default pool timeout,
 10 s), N fresh conversations, N sends at once over HTTP (SSE), each reply streamed by the scripted provider for about
 `--stream-seconds`. Printed per side: the answers (200 / 503 / other 5xx / hung past the client's 180 s),
 replies that ended `done: complete`, the peak of the app's connections open and of those busy at once
 (pg_stat_activity, sampled every 50 ms; "busy" = not `idle`), and the wall time.
 
-    eval "$(scripts/pg_tmp.sh start)"; .venv/bin/python -m bench.send_concurrency; scripts/pg_tmp.sh stop "$PG_TMP_DIR"
+    eval "$(scripts/pg_tmp.sh start)"; .venv/bin/python -m bench.send_concurrency [--baseline DIR]; \
+        scripts/pg_tmp.sh stop "$PG_TMP_DIR"
 
 A benchmark, not a test: it asserts nothing; it needs DATABASE_URL (a PostgreSQL server).
 """
@@ -119,8 +122,9 @@ def run_side(side: str, count: int, args, tmp: Path, env: dict, provider_url: st
 
     port = free_port()
     log = tmp / f"daphne-{side}-{count}.log"
-    process = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), SIDES[side]],
-                               cwd=ROOT, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
+    root, app = (args.baseline, "elion.asgi:application") if side == "main" else (ROOT, SIDES[side])
+    process = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
+                               cwd=root, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for_port(port, process, log)
@@ -146,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conversations", default="50,100")
     parser.add_argument("--stream-seconds", type=float, default=10.0)
     parser.add_argument("--pool", type=int, default=20)
+    parser.add_argument("--baseline", type=Path, help="also run this checkout of main before issue 36")
     args = parser.parse_args(argv)
     server_url = os.environ.get("DATABASE_URL")
     if not server_url:
@@ -163,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
               f"client timeout {CLIENT_TIMEOUT} s")
         print(f"{'sends':>5} {'side':>9} {'peak open':>9} {'peak busy':>9} {'wall s':>7}  answers")
         for count in (int(n) for n in args.conversations.split(",")):
-            for side in SIDES:
+            for side in [*(["main"] if args.baseline else []), *SIDES]:
                 row = run_side(side, count, args, tmp, env, provider_url)
                 answers = ", ".join(f"{k}: {v}" for k, v in sorted(row["answers"].items()))
                 print(f"{count:>5} {side:>9} {row['open']:>9} {row['busy']:>9} {row['wall']:>7.1f}  {answers}",

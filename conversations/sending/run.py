@@ -222,7 +222,8 @@ class ReplyRun:
             outage = database_outage(exc)
             if outage is not None:
                 # The database failed under the reply: the client hears it now; the text last flushed
-                # stays stored, and the lease sweep stores the reply `interrupted`.
+                # stays stored, and the reply is stored `interrupted` once the database is back (or by
+                # the lease sweep).
                 logger.warning("reply %s: %s", message_id, outage.code)
                 self.emit("error", {"error": outage.code, "detail": outage.detail})
                 self.emit("done", {"message_id": str(message_id), "status": MessageStatus.INTERRUPTED})
