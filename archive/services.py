@@ -62,7 +62,7 @@ from archive.uploads import (
 from conversations.assistant_settings import assistant_settings_get
 from elion.errors import Conflict, InvalidInput, NotFound, ServiceError
 from elion.input_checks import json_load_checked
-from elion.rows import access_row
+from elion.rows import access_row, parse_sha256
 from memories import importing
 from memories.models import Memory
 
@@ -457,7 +457,8 @@ def document_attachments(document: ArchiveDocument) -> list[dict]:
 def document_attachment_content(*, document_id: int | str, sha256: object) -> tuple[ArchiveAttachment, bytes]:
     """An image of a document, its bytes verified against its hash."""
     document = access_document(document_id)
-    attachment = document.attachments.filter(sha256=sha256).first() if isinstance(sha256, str) else None
+    digest = parse_sha256(sha256)
+    attachment = document.attachments.filter(sha256=digest).first() if digest is not None else None
     if attachment is None:
         raise NotFound("The document has no attachment with that sha256.", code="attachment_not_found")
     try:

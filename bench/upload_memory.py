@@ -1,10 +1,18 @@
-"""Peak resident memory of reading a ChatGPT export: a zip bomb, an implausible ratio, a large real-shaped export.
+"""Peak resident memory of reading a ChatGPT export: a zip bomb, an implausible ratio, a large real-shaped export;
+and (`--http`) of a real Daphne server sent 300 MiB bodies it must refuse.
 
 Each case runs in a fresh process (its VmHWM is that process's peak), which reads
 the upload the way the import does (`export_files` + `parse_conversations`, one conversation at a time)
 and prints its peak resident memory above the same process's idle peak.
 
+`--http`: for each case a fresh Daphne (owner protection on, SQLite in a scratch directory) serving
+`elion.asgi` (bounds on) and, side by side, `bench.stock_asgi` (Django's handler as Daphne runs it
+without them), is sent 300 MiB: a multipart upload with no credentials, the same with the API token
+(over the 10 MiB attachment limit), a form post to /login/. Printed: the answer, the server's peak
+RSS growth (VmHWM minus the idle VmRSS) and what it still holds after the next request (VmRSS).
+
     .venv/bin/python -m bench.upload_memory
+    .venv/bin/python -m bench.upload_memory --http
 """
 
 from __future__ import annotations
@@ -106,9 +114,104 @@ def child(case: str, way: str, path: str) -> None:
                       "seconds": round(time.perf_counter() - started, 2)}))
 
 
+HTTP_BODY_MIB = 300
+HTTP_CASES = {
+    # name: (path, content type, headers)
+    "no_credentials": ("/api/attachments/", "multipart/form-data; boundary=b", {}),
+    "token_over_limit": ("/api/attachments/", "multipart/form-data; boundary=b", {"Authorization": "Bearer bench"}),
+    "login_form": ("/login/", "application/x-www-form-urlencoded", {}),
+}
+SERVERS = ("bounded", "stock")
+APPS = {"bounded": "elion.asgi:application", "stock": "bench.stock_asgi:application"}
+
+
+def _proc_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _body(content_type: str):
+    """300 MiB: a multipart file part, or a form field, one MiB at a time."""
+    if content_type.startswith("multipart"):
+        yield b'--b\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n\r\n'
+    else:
+        yield b"password="
+    for _ in range(HTTP_BODY_MIB):
+        yield b"a" * (1024 * 1024)
+    if content_type.startswith("multipart"):
+        yield b"\r\n--b--\r\n"
+
+
+def _body_length(content_type: str) -> int:
+    return sum(len(piece) for piece in _body(content_type))
+
+
+def http_case(server: str, case: str, data_dir: str) -> dict:
+    import httpx
+
+    from tests.support.live_server import free_port
+
+    port = free_port()
+    env = {**os.environ, "ELION_DATA_DIR": data_dir, "ELION_OWNER_PASSWORD": "bench password",
+           "ELION_API_TOKEN": "bench", "DJANGO_SETTINGS_MODULE": "elion.settings", "ELION_LOG_LEVEL": "WARNING"}
+    env.pop("DATABASE_URL", None)
+    process = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), APPS[server]],
+                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        with httpx.Client(timeout=600) as client:
+            for _ in range(300):
+                try:
+                    client.get(f"{base}/api/health/")
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+            idle = _proc_kib(process.pid, "VmRSS")
+            path, content_type, headers = HTTP_CASES[case]
+            started = time.perf_counter()
+            try:
+                response = client.post(f"{base}{path}", content=_body(content_type), headers={
+                    **headers, "Content-Type": content_type, "Content-Length": str(_body_length(content_type))})
+                answer = f"{response.status_code} {response.headers.get('content-type', '-')}"
+            except httpx.TransportError as exc:
+                answer = f"connection: {type(exc).__name__}"
+            seconds = time.perf_counter() - started
+            peak = _proc_kib(process.pid, "VmHWM")
+            client.get(f"{base}/api/health/")
+            after = _proc_kib(process.pid, "VmRSS")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    return {"answer": answer, "peak_growth_mb": round((peak - idle) / 1024, 1),
+            "held_after_mb": round((after - idle) / 1024, 1), "seconds": round(seconds, 2)}
+
+
+def http_main() -> None:
+    import tempfile
+
+    print(f"{'case':18} {'server':>8} {'peak RSS growth':>16} {'held after':>11} {'seconds':>8}  answer")
+    for case in HTTP_CASES:
+        growth = {}
+        for server in SERVERS:
+            with tempfile.TemporaryDirectory(prefix="elion-bench-") as data_dir:
+                subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, check=True,
+                               env={**os.environ, "ELION_DATA_DIR": data_dir, "DATABASE_URL": ""})
+                row = http_case(server, case, data_dir)
+            growth[server] = row["peak_growth_mb"]
+            print(f"{case:18} {server:>8} {row['peak_growth_mb']:>13} MB {row['held_after_mb']:>8} MB "
+                  f"{row['seconds']:>8}  {row['answer']}")
+        ratio = growth["stock"] / max(growth["bounded"], 0.1)
+        print(f"{'':18} {'ratio':>8} stock/bounded peak growth: {ratio:,.0f}x")
+
+
 def main() -> None:
     if len(sys.argv) == 5 and sys.argv[1] == "--child":
         child(sys.argv[2], sys.argv[3], sys.argv[4])
+        return
+    if sys.argv[1:] == ["--http"]:
+        http_main()
         return
     import tempfile
 

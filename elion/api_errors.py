@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from elion.database_errors import database_outage, outage_response
 from elion.errors import ServiceError
 
 _DRF_CODES = {
@@ -56,7 +59,11 @@ def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    """`handler500`: an error no view or middleware answered is the JSON shape under /api/, the HTML page elsewhere."""
+    """`handler500`: an error no view or middleware answered is the JSON shape under /api/, the HTML page elsewhere;
+    the database or the disk failing (in a middleware, before any view) is its 503 / 507."""
+    outage = database_outage(sys.exc_info()[1]) if sys.exc_info()[1] is not None else None
+    if outage is not None:
+        return outage_response(request, outage)
     if request.path.startswith("/api/"):
         return JsonResponse(
             {"error": "internal_error", "detail": "The request failed inside the app; it has been logged."}, status=500

@@ -11,13 +11,18 @@ is written.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable, Iterable
 
+from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.http.multipartparser import MultiPartParserError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 
-from elion.errors import InvalidInput
+from elion.errors import InvalidInput, ServiceError
+
+logger = logging.getLogger(__name__)
 
 MAX_JSON_DEPTH = 64
 _BAD_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
@@ -123,8 +128,11 @@ class CheckedMultiPartParser(MultiPartParser):
 
 
 class InputCheckMiddleware:
-    """Query strings everywhere, and the pages' form posts, through the same character check.
+    """Paths and query strings everywhere, and the pages' form posts, through the same character check.
 
+    A NUL or unpaired surrogate in the path is a 404 (no route names one; it never reaches a query).
+    A page form Django cannot parse (a multipart body without a boundary, too large, too many fields)
+    is that client's error: its 4xx, and one log line, not a traceback.
     (JSON bodies and the API's forms are checked by the DRF parsers above and
     the send view; uploads' bytes are checked by their readers.)
     """
@@ -134,6 +142,8 @@ class InputCheckMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         try:
+            if _BAD_CHARACTERS.search(request.path):
+                return _answer(request, ServiceError("No such path.", code="not_found", status=404))
             query_dict_check(request.GET)
             if (
                 request.method == "POST"
@@ -142,7 +152,21 @@ class InputCheckMiddleware:
             ):
                 query_dict_check(request.POST)
         except InvalidInput as exc:
-            if request.path.startswith("/api/"):
-                return JsonResponse(exc.as_dict(), status=exc.status)
-            return HttpResponse(exc.detail, status=exc.status, content_type="text/plain; charset=utf-8")
+            return _answer(request, exc)
+        except (MultiPartParserError, SuspiciousOperation, BadRequest) as exc:
+            return _answer(request, client_error(request, exc))
         return self.get_response(request)
+
+
+def client_error(request: HttpRequest, exc: Exception) -> ServiceError:
+    """A body Django refused to parse, as the client's error (logged as one line)."""
+    logger.warning("refused %s %s: %s: %s", request.method, request.path, type(exc).__name__, exc)
+    if isinstance(exc, RequestDataTooBig):
+        return ServiceError("The request body is larger than the app accepts.", code="request_too_large", status=413)
+    return ServiceError("The request body could not be parsed.", code="malformed_request", status=400)
+
+
+def _answer(request: HttpRequest, exc: ServiceError) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return JsonResponse(exc.as_dict(), status=exc.status)
+    return HttpResponse(exc.detail, status=exc.status, content_type="text/plain; charset=utf-8")

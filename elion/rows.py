@@ -8,6 +8,7 @@ reaches the database in a form it would refuse with a 500.
 
 from __future__ import annotations
 
+import re
 from typing import Literal, TypeVar
 from uuid import UUID
 
@@ -17,6 +18,7 @@ from elion.errors import NotFound
 
 RowT = TypeVar("RowT", bound=Model)
 BIGINT_MAX = 2**63 - 1
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 def parse_id(raw: object, kind: Literal["int", "uuid"]) -> int | UUID | None:
@@ -33,6 +35,11 @@ def parse_id(raw: object, kind: Literal["int", "uuid"]) -> int | UUID | None:
     except ValueError:
         return None
     return value if 0 < value <= BIGINT_MAX else None
+
+
+def parse_sha256(raw: object) -> str | None:
+    """A content hash from outside (64 lower-case hex digits), or None: nothing else reaches a query."""
+    return raw if isinstance(raw, str) and _SHA256_HEX.fullmatch(raw) else None
 
 
 def access_row(

@@ -17,6 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.utils.deprecation import MiddlewareMixin
 
 from elion.api_errors import page_not_found
+from elion.database_errors import database_outage, outage_response
 from elion.errors import NotFound, ServiceError
 
 logger = logging.getLogger(__name__)
@@ -31,6 +32,10 @@ INTERNAL_ERROR = {"error": "internal_error", "detail": "The request failed insid
 
 class ServiceErrorMiddleware(MiddlewareMixin):
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        outage = database_outage(exception)
+        if outage is not None:
+            # The database or the disk failed: 503 / 507, on the pages too.
+            return outage_response(request, outage)
         if not isinstance(exception, ServiceError):
             if request.path.startswith("/api/") and isinstance(exception, RequestDataTooBig):
                 return JsonResponse(REQUEST_TOO_LARGE, status=413)

@@ -104,12 +104,22 @@ if _database_url:
     _forking_queue = len(sys.argv) > 1 and sys.argv[1] == "qcluster"
     if DATABASES["default"]["ENGINE"].endswith("postgresql") and not _forking_queue:
         # A pool: opening a PostgreSQL connection per request cost ~5 ms a send
-        # (bench/send_overhead.py). Reply writers return theirs after each write.
+        # (bench/send_overhead.py). A connection is checked out only while a request
+        # or a reply's write runs, never across provider I/O (docs/operations-database.md
+        # sizes it against PostgreSQL's max_connections and the workers). A request
+        # that gets none within the timeout answers 503 `database_busy`.
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": 2,
             "max_size": env.integer("ELION_DB_POOL_MAX", 20, minimum=2),
-            "timeout": 20,
+            "timeout": env.integer("ELION_DB_POOL_TIMEOUT", 10, minimum=1),
+            # While the server is away the pool's connection attempts back off (1, 2, 4… s) for this
+            # long, then give up; the next request starts a fresh attempt. The default (300 s) left
+            # the first request after an outage waiting out the back-off (a 20 s first send).
+            "reconnect_timeout": 3,
         }
+        # The pool checks a connection as it hands it out (`ConnectionPool.check_connection`): one the
+        # server dropped (a restart) is replaced, so the first request after an outage works.
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 else:
     DATABASES = {
         "default": {

@@ -34,6 +34,7 @@ from conversations.transcript.leases import lease_deadline
 from conversations.transcript.search_index import message_search_index_sync
 from conversations.transcript.tool_pairing import project_tool_parts, reasoning_part, reasoning_parts_drop
 from conversations.usage import USAGE_KEYS  # the provider-reported usage stored on each reply, summed over rounds
+from elion.database_errors import database_outage
 
 logger = logging.getLogger(__name__)
 
@@ -151,6 +152,21 @@ class ReplyRun:
             parts=list(self.parts), metadata=self._learnt(usage),
         )
 
+    async def _finish_once_possible(self, status: str, error: str, detail: str) -> None:
+        """`_finish`, tried again every second until it is stored or the reply's lease would have run
+        out (then the lease sweep stores it `interrupted`): a database back within that time gets
+        the reply's final state at once."""
+        deadline = time.monotonic() + settings.ELION_STREAM_LEASE_SECONDS
+        while True:
+            try:
+                await self._finish(status, error, detail)
+                return
+            except Exception:  # noqa: BLE001 - the database is still away
+                if time.monotonic() >= deadline:
+                    logger.warning("reply %s: its final state was not stored", self.prepared.assistant_message_id)
+                    return
+                await asyncio.sleep(1)
+
     async def _run(self) -> None:
         prepared = self.prepared
         message_id = prepared.assistant_message_id
@@ -202,7 +218,17 @@ class ReplyRun:
             await self._finish(MessageStatus.FAILED, exc.code, exc.detail)
             self.emit("error", {"error": exc.code, "detail": exc.detail})
             self.emit("done", {"message_id": str(message_id), "status": MessageStatus.FAILED})
-        except Exception:  # noqa: BLE001 - a reply must end in a stored state, whatever broke
+        except Exception as exc:  # noqa: BLE001 - a reply must end in a stored state, whatever broke
+            outage = database_outage(exc)
+            if outage is not None:
+                # The database failed under the reply: the client hears it now; the text last flushed
+                # stays stored, and the reply is stored `interrupted` once the database is back (or by
+                # the lease sweep).
+                logger.warning("reply %s: %s", message_id, outage.code)
+                self.emit("error", {"error": outage.code, "detail": outage.detail})
+                self.emit("done", {"message_id": str(message_id), "status": MessageStatus.INTERRUPTED})
+                await self._finish_once_possible(MessageStatus.INTERRUPTED, outage.code, outage.detail)
+                return
             logger.exception("reply %s failed unexpectedly", message_id)
             detail = "The reply failed because of an internal error; the partial text is kept."
             await self._finish(MessageStatus.FAILED, "internal_error", detail)

@@ -53,9 +53,10 @@ from conversations.web import message_pages
 from conversations.web import schema as docs
 from conversations.web import serializers as s
 from elion import access
+from elion.database_errors import connection_release
 from elion.errors import InvalidInput, NotFound, ServiceError
 from elion.input_checks import json_load_checked
-from elion.login_throttle import login_failed, login_retry_after, login_succeeded
+from elion.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded
 
 
 def validated(serializer_class: type[serializers.Serializer], data: object) -> dict:
@@ -101,7 +102,7 @@ class LoginView(APIView):
             )
         login_succeeded(request._request)
         access.owner_login(request._request)
-        return Response({"status": "ok"})
+        return login_device_remember(request._request, Response({"status": "ok"}))
 
 
 class SettingsView(APIView):
@@ -283,6 +284,9 @@ def sse_frame(name: str, data: dict) -> bytes:
 
 def sse_response(events: AsyncIterator[tuple[str, dict]]) -> StreamingHttpResponse:
     async def frames() -> AsyncIterator[str]:
+        # Every middleware has answered by now: the request's connection goes back to the pool for as
+        # long as the stream lasts (the reply's own writes check one out each time).
+        await sync_to_async(connection_release)()
         async for name, data in events:
             yield sse_frame(name, data)
 
@@ -303,6 +307,7 @@ async def sse_or_json(request: HttpRequest, prepare: Callable[[], PreparedReply]
     except ServiceError as exc:
         return error_response(exc)
     if request.GET.get("stream", "true").lower() in ("false", "0"):
+        await sync_to_async(connection_release)()  # none held while the reply is collected
         return await collect_json(prepared)
 
     return sse_response(reply_events(prepared))  # starts the reply now, before any byte is sent

@@ -31,7 +31,7 @@ from conversations.web import message_pages, page_selectors
 from conversations.web.serializers import conversation_in_view
 from elion import access
 from elion.errors import ServiceError
-from elion.login_throttle import login_failed, login_retry_after, login_succeeded
+from elion.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -56,7 +56,9 @@ def login_page(request: HttpRequest) -> HttpResponse:
             login_succeeded(request)
             access.owner_login(request)
             target = request.GET.get("next") or "/"
-            return redirect(target if target.startswith("/") and not target.startswith("//") else "/")
+            return login_device_remember(
+                request, redirect(target if target.startswith("/") and not target.startswith("//") else "/")
+            )
         login_failed(request)
         error, status = "That password is not the owner's.", 401
     return render(request, "login.html", {"error": error}, status=status)
