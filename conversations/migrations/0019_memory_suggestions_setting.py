@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0017_search_entry_id_conversation'),
+        ('conversations', '0018_conversation_in_view'),
     ]
 
     operations = [
