@@ -21,6 +21,7 @@ import {
   refreshBubble,
   renderDiagnostics,
   scrollToBottom,
+  followBottom,
   showNotice,
   updateEstimate,
   watchWindowTop,
@@ -791,6 +792,7 @@ function init() {
   updateEstimate();
   // A link to a message not in this window goes to a window around it.
   if (!placeWindow()) return;
+  followBottom();
   watchWindowTop();
 
   // Open the socket early so the first send does not wait for the handshake.

@@ -25,6 +25,31 @@ export function scrollToBottom() {
   list.scrollTop = list.scrollHeight;
 }
 
+// While the owner is at the bottom, the thread stays there when its content grows
+// later: an image that loads after its reply settled, an artifact card, citations,
+// a narrower viewport re-wrapping the text. Scrolling up stops the following.
+let following = false;
+
+export function followBottom() {
+  following = nearBottom();
+  list.addEventListener("scroll", () => {
+    following = nearBottom();
+  }, { passive: true });
+  const keepAtBottom = () => {
+    if (following) scrollToBottom();
+  };
+  // `load` does not bubble; the capture phase sees every image in the thread.
+  list.addEventListener("load", keepAtBottom, true);
+  if (!("ResizeObserver" in window)) return;
+  const resized = new ResizeObserver(keepAtBottom);
+  resized.observe(list);
+  const watch = (node) => node.nodeType === Node.ELEMENT_NODE && resized.observe(node);
+  for (const child of list.children) watch(child);
+  new MutationObserver((records) => {
+    for (const record of records) record.addedNodes.forEach(watch);
+  }).observe(list, { childList: true });
+}
+
 // --- bubbles ------------------------------------------------------------------
 
 export const bubbles = () => [...list.querySelectorAll(".message")];
