@@ -141,6 +141,7 @@ def _send_commit(command: SendCommand, *, pinned: dict, preverified: Preverified
     )
     if not conversation.title:
         conversation.title = title_from_first_message(command.content, [a.name for a in attached])
+        conversation.title_auto = True
     return _start_reply(context, user_message, config)
 
 
@@ -268,7 +269,7 @@ def _start_reply(context: SendContext, user_message: Message, config: ProviderCo
         lease_expires_at=lease_deadline(),
         metadata={"diagnostics": request.diagnostics},
     )
-    conversation.save(update_fields=[*APPENDED_FIELDS, "title"])
+    conversation.save(update_fields=[*APPENDED_FIELDS, "title", "title_auto"])
     return FreshReply(
         conversation_id=conversation.id,
         user_message_id=user_message.id,
@@ -320,7 +321,7 @@ def _refuse_reply(conversation: Conversation, user_message: Message, config: Pro
         error=code,
         error_detail=detail,
     )
-    conversation.save(update_fields=[*APPENDED_FIELDS, "title"])
+    conversation.save(update_fields=[*APPENDED_FIELDS, "title", "title_auto"])
     return ReplayedReply(
         conversation_id=conversation.id,
         user_message_id=user_message.id,
