@@ -8,6 +8,7 @@ urlpatterns = [
     path("login/", views.login_page, name="login"),
     path("logout/", views.logout_page, name="logout"),
     path("c/new/", views.new_chat, name="new-chat"),
+    path("c/<str:conversation_id>/handoff/drop/", views.new_chat_handoff_drop_page, name="new-chat-handoff-drop"),
     path("c/<str:conversation_id>/compact/", compaction_views.compact_page, name="conversation-compact"),
     path("c/<str:conversation_id>/compact/undo/", compaction_views.compaction_undo_page, name="conversation-compact-undo"),
     path("c/<str:conversation_id>/", views.chat_page, name="chat"),

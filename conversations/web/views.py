@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from continuity.eligibility import outside_quarantine
+from continuity.new_chat_handoff import new_chat_handoff_drop, new_chat_handoff_notice
 from conversations.access import access_conversation, message_in_conversation
 from conversations.assistant_settings import assistant_settings_get
 from conversations.characters import characters_list
@@ -29,7 +30,7 @@ from conversations.visibility.past_search import quoted_excerpt
 from conversations.visibility.selectors import chat_visibility
 from conversations.web import message_pages, page_selectors
 from elion import access
-from elion.errors import ServiceError
+from elion.errors import NotFound, ServiceError
 from elion.login_throttle import login_failed, login_retry_after, login_succeeded
 
 
@@ -67,8 +68,12 @@ def logout_page(request: HttpRequest) -> HttpResponse:
     return redirect("login")
 
 
-@require_POST
 def new_chat(request: HttpRequest) -> HttpResponse:
+    """POST starts a chat; GET (an address typed or bookmarked) shows the choice: a new chat or a private one."""
+    if request.method not in ("GET", "HEAD", "POST"):
+        return HttpResponse("Use GET to choose or POST to start a chat.", status=405, headers={"Allow": "GET, POST"})
+    if request.method != "POST":
+        return render(request, "chat/empty.html", {"choosing": True})
     persona = request.POST.get("persona", "elion")
     # "Private chat" is the form's second submit button; "Use memories" its checkbox.
     private = request.POST.get("private") == "on"
@@ -78,6 +83,21 @@ def new_chat(request: HttpRequest) -> HttpResponse:
         )
     except ServiceError as exc:
         return HttpResponse(exc.detail, status=exc.status)
+    return redirect("chat", conversation_id=conversation.id)
+
+
+@require_POST
+def new_chat_handoff_drop_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """"Start without it": the New Chat's handoff is left out before its first send."""
+    try:
+        conversation = new_chat_handoff_drop(conversation_id=conversation_id)
+    except NotFound as exc:
+        messages.error(request, exc.detail)
+        return redirect("home")
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+        return redirect("chat", conversation_id=conversation_id)
+    messages.success(request, "This chat starts without the earlier conversation: its first request carries none of it.")
     return redirect("chat", conversation_id=conversation.id)
 
 
@@ -125,6 +145,8 @@ def chat_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
             # Character Studio characters the owner may pin for one message.
             "characters": characters_list(),
             "visibility": chat_visibility(conversation),
+            # A New Chat's handoff, said in a note that is no message ("Start without it" before the first send).
+            "new_chat_handoff": new_chat_handoff_notice(conversation),
             # Seed 004: history this provider may not replay; Branch / Fresh Chat continues it.
             "provider_change": page_selectors.provider_change_for(conversation),
             # Compact / Undo and the labelled "Compacted summary" marker at its boundary.

@@ -517,6 +517,8 @@ function sendContent(content, { parentId, superseded = [], pinnedCharacterId = n
   if (parentId !== undefined) payload.parent_id = parentId;
   if (pinnedCharacterId) payload.pinned_character_id = pinnedCharacterId;
   pending.save(payload);
+  // Once a turn is sent the New Chat's handoff is part of it: "Start without it" no longer applies.
+  document.querySelector("[data-handoff-drop]")?.remove();
   for (const el of superseded) el.hidden = true;
   const userBubble = makeUserBubble(content);
   appendAttachmentNames(userBubble, attachments);
