@@ -18,6 +18,11 @@ urlpatterns = [
         views.message_fragment,
         name="message-fragment",
     ),
+    path(
+        "c/<str:conversation_id>/messages/<str:message_id>/markdown/",
+        views.message_markdown,
+        name="message-markdown",
+    ),
     path("c/<str:conversation_id>/provider-usage/", usage_views.provider_usage_fragment, name="provider-usage-fragment"),
     path("settings/", views.settings_page, name="settings"),
     path("settings/usage/", usage_views.usage_page, name="settings-usage"),

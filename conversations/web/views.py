@@ -175,6 +175,18 @@ def chat_window_fragment(request: HttpRequest, conversation_id: str) -> HttpResp
 
 
 @require_GET
+def message_markdown(request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
+    """A message's text exactly as written (its Markdown), for the bubble's Copy."""
+    conversation = access_conversation(conversation_id)
+    message = message_in_conversation(conversation, message_id)
+    if message.role not in page_selectors.VISIBLE_ROLES:
+        raise Http404("That message is not shown in the transcript.")
+    response = HttpResponse(message.content, content_type="text/markdown; charset=utf-8")
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@require_GET
 def message_fragment(request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
     """One rendered bubble, swapped in by chat.js when a stream ends."""
     conversation = access_conversation(conversation_id)

@@ -156,9 +156,27 @@ function messageText(bubble) {
   return text.replace(/\n{3,}/g, "\n\n").trim();
 }
 
+// The message as it was written — its Markdown (`#`, `-`, code fences) — from the server; the
+// rendered text only when that cannot be had.
+async function messageMarkdown(bubble) {
+  const conversationId = document.querySelector("[data-chat]")?.dataset.conversationId;
+  const id = bubble.dataset.messageId;
+  if (!conversationId || !id) return messageText(bubble);
+  try {
+    const response = await fetch(`/c/${conversationId}/messages/${encodeURIComponent(id)}/markdown/`, {
+      credentials: "same-origin",
+      cache: "no-store",
+    });
+    if (response.ok) return await response.text();
+  } catch {
+    // offline: the rendered text below
+  }
+  return messageText(bubble);
+}
+
 async function copyMessage(bubble) {
   const feedback = bubble.querySelector("[data-copied]");
-  const copied = await copyText(messageText(bubble));
+  const copied = await copyText(await messageMarkdown(bubble));
   if (feedback) {
     feedback.textContent = copied ? "Copied" : "Copy failed";
     feedback.classList.toggle("is-error", !copied);
