@@ -1,7 +1,7 @@
 from django.urls import path
 
 from continuity.web import compaction_views
-from conversations.web import characters_views, usage_views, views
+from conversations.web import characters_views, restore_views, usage_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -25,6 +25,8 @@ urlpatterns = [
     ),
     path("c/<str:conversation_id>/provider-usage/", usage_views.provider_usage_fragment, name="provider-usage-fragment"),
     path("settings/", views.settings_page, name="settings"),
+    path("settings/restore/", restore_views.restore_page, name="settings-restore"),
+    path("settings/restore/<str:token>/", restore_views.restore_confirm, name="settings-restore-confirm"),
     path("settings/usage/", usage_views.usage_page, name="settings-usage"),
     path("characters/", characters_views.characters_page, name="characters"),
     path("characters/<int:character_id>/edit/", characters_views.character_edit_page, name="character-edit"),
