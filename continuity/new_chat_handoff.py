@@ -19,7 +19,7 @@ from uuid import UUID
 
 from django.db import transaction
 
-from continuity.eligibility import continuity_source_ids
+from continuity.eligibility import continuity_sources
 from continuity.handoff_store import RETIRED_COLUMNS
 from continuity.models import ThreadHandoff
 from conversations.access import access_conversation
@@ -44,11 +44,16 @@ def _has_messages(conversation: Conversation) -> bool:
 
 
 def new_chat_handoff_notice(conversation: Conversation) -> NewChatHandoffNotice | None:
-    """The notice for a New Chat whose handoff feeds it now (its source still eligible); None otherwise."""
+    """The notice for a New Chat whose handoff feeds it now (its source still eligible); None otherwise.
+
+    One statement at most (the page's cost stays flat): the eligibility rule rides in it as a subquery, and
+    "nothing sent yet" is the conversation's `last_seq` (every message, the stored prompt too, moves it)."""
     if conversation.origin != ConversationOrigin.NEW_CHAT:
         return None
     row = (
-        ThreadHandoff.objects.filter(destination=conversation, source__isnull=False)
+        ThreadHandoff.objects.filter(
+            destination=conversation, source__in=continuity_sources(persona=conversation.persona).values("pk")
+        )
         .exclude(handoff="")
         .defer(*RETIRED_COLUMNS)
         .select_related("source")
@@ -56,13 +61,11 @@ def new_chat_handoff_notice(conversation: Conversation) -> NewChatHandoffNotice 
     )
     if row is None or not row.source_message_ids:
         return None
-    if row.source_id not in continuity_source_ids([row.source_id], persona=conversation.persona):
-        return None
     return NewChatHandoffNotice(
         source_id=row.source_id,
         source_title=row.source.display_title,
         messages=len(row.source_message_ids),
-        can_start_without=not _has_messages(conversation),
+        can_start_without=conversation.last_seq == 0,
     )
 
 

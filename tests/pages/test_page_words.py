@@ -26,3 +26,11 @@ def test_search_results_mark_the_matched_words():
     page = Client().get("/search/?q=lighthouse").content.decode()
     assert '<mark class="match">lighthouse</mark> &lt;b&gt;keeper&lt;/b&gt; waved' in page
     assert "<b>keeper</b>" not in page
+
+
+def test_a_branch_bubbles_heading_sits_one_level_under_the_chat_title():
+    source = thread(("user", "hello"), ("assistant", "hi there"), title="Evening walk")
+    branch_id = Client().post(f"/api/conversations/{source.id}/branch/", headers={"Idempotency-Key": "k"}).json()["id"]
+    page = Client().get(f"/c/{branch_id}/").content.decode()
+    assert '<h2 class="handoff-heading">Continued from “Evening walk”</h2>' in page
+    assert "<h3>Continued from" not in page
