@@ -32,8 +32,14 @@ let following = false;
 
 export function followBottom() {
   following = nearBottom();
+  // Only a scroll up stops the following: content that grows between a scroll and its event (an image
+  // decoding) leaves scrollTop where it was, and must not read as the owner leaving the bottom.
+  let lastTop = list.scrollTop;
   list.addEventListener("scroll", () => {
-    following = nearBottom();
+    const top = list.scrollTop;
+    if (nearBottom()) following = true;
+    else if (top < lastTop - 1) following = false;
+    lastTop = top;
   }, { passive: true });
   const keepAtBottom = () => {
     if (following) scrollToBottom();
