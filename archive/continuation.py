@@ -34,6 +34,7 @@ from continuity.handoff_store import archive_document_handoff, archive_turn_numb
 from conversations.assistant_settings import assistant_settings_read
 from conversations.models import (
     Conversation,
+    ConversationOrigin,
     IdempotentAction,
     Persona,
 )
@@ -64,6 +65,7 @@ def _continuation_create(document: ArchiveDocument, *, persona: str) -> Conversa
         persona=persona,
         bubble=handoff.visible(document.title),
         metadata={"source_document_id": document.pk, "source_turns": archive_turn_numbers(handoff)},
+        origin=ConversationOrigin.IMPORTED,
     )
 
 

@@ -32,6 +32,12 @@ class DocumentSource(models.TextChoices):
     CLAUDE = "claude", "Claude.ai export"
 
 
+# Another system's export (issue 34, "Imported voices kept apart"): its assistant is labelled by its source
+# ("ChatGPT said:", "Claude said:") unless the owner names it at import, never with Elion's name, and a
+# handoff from it ("Continue in a new chat") carries that label. Elion's own documents keep the seed's labels.
+IMPORTED_ASSISTANT_NAMES = {DocumentSource.CHATGPT: "ChatGPT", DocumentSource.CLAUDE: "Claude"}
+
+
 class ArchiveDocument(models.Model):
     title = models.CharField(max_length=300)
     collection = models.CharField(max_length=20, choices=ArchiveCollection.choices)

@@ -30,6 +30,7 @@ from archive.import_runs import (
     import_run,
 )
 from archive.models import (
+    IMPORTED_ASSISTANT_NAMES,
     ArchiveAttachment,
     ArchiveChunk,
     ArchiveCollection,
@@ -351,12 +352,27 @@ def _export_limits() -> chatgpt.ExportLimits:
     )
 
 
+def imported_assistant_name(source: str, assistant_name: object = "") -> str:
+    """The label of an imported export's assistant: the name the owner gave, else its source's own
+    ("ChatGPT", "Claude"); never the display name of Elion (`IMPORTED_ASSISTANT_NAMES`)."""
+    return " ".join(str(assistant_name or "").split())[:60] or IMPORTED_ASSISTANT_NAMES[source]
+
+
+def imported_voice(document: ArchiveDocument, chunks: Iterable[ArchiveChunk]) -> str:
+    """The assistant's name in another system's export ("ChatGPT", "Claude", or the name given at import);
+    "" for Elion's own documents."""
+    if document.source not in IMPORTED_ASSISTANT_NAMES:
+        return ""
+    spoken = (chunk.speaker for chunk in chunks if chunk.role == "assistant" and chunk.speaker)
+    return next(spoken, IMPORTED_ASSISTANT_NAMES[document.source])
+
+
 def chatgpt_reader(*, collection: object, assistant_name: str = "") -> ImportReader:
     """The ChatGPT importer for `import_runs`: each file (a zip, conversations.json, or split files) read
     as a stream, one conversation at a time; each conversation stores itself (every branch, its images)."""
     collection = clean_collection(collection)
     row = assistant_settings_get()
-    owner, assistant = row.owner_name, " ".join(str(assistant_name).split())[:60] or row.display_name
+    owner, assistant = row.owner_name, imported_assistant_name(DocumentSource.CHATGPT, assistant_name)
 
     def read(files: Sequence[ImportFile], stack: contextlib.ExitStack) -> Iterator[
         ReadConversation | ConversationProblem
@@ -728,7 +744,7 @@ def claude_reader(*, collection: object, assistant_name: str = "") -> ImportRead
     as a stream, one conversation at a time, each storing itself; the zip's memories.json is an offer."""
     collection = clean_collection(collection)
     row = assistant_settings_get()
-    owner, assistant = row.owner_name, " ".join(str(assistant_name).split())[:60] or row.display_name
+    owner, assistant = row.owner_name, imported_assistant_name(DocumentSource.CLAUDE, assistant_name)
 
     def read(files: Sequence[ImportFile], stack: contextlib.ExitStack) -> Iterator[
         ReadConversation | ConversationProblem | ReadOffer

@@ -76,16 +76,19 @@ def _branch_create(source: Conversation) -> Conversation:
     return destination
 
 
-def handoff_destination_create(*, persona: str, bubble: str, metadata: dict, title: str = "") -> Conversation:
+def handoff_destination_create(
+    *, persona: str, bubble: str, metadata: dict, title: str = "", origin: str = ConversationOrigin.BRANCH
+) -> Conversation:
     """A Branch / Fresh Chat–style conversation whose one message is the visible handoff bubble `bubble`.
 
-    `title` is its title from the start (a branch is `<source title> (branch)`,
+    `title` is its title from the start (a branch carries its source's title,
     `conversations.threads.titles.branch_title`); empty, the first send titles it.
+    `origin` is `branch`, or `imported` for an archive document's continuation.
 
     The destination continues under the current provider (seed 004: every durable
     message carries the binding; Branch is how drifted history continues).
     """
-    destination = conversation_create(persona=persona, title=title, origin=ConversationOrigin.BRANCH)
+    destination = conversation_create(persona=persona, title=title, origin=origin, title_auto=bool(title))
     message_append(
         conversation=destination,
         parent=None,

@@ -63,6 +63,9 @@ class SourceMessage:
     created_at: datetime
     kind: str = ELIGIBLE_KIND
     status: str = "complete"
+    # The speaker's own name, when the source labels it (an imported export's assistant: "ChatGPT");
+    # empty, the persona-safe label of its role.
+    speaker: str = ""
 
 
 @dataclass(frozen=True)
@@ -256,6 +259,11 @@ def fits(turns: Sequence[HandoffTurn], budget: int) -> bool:
 # --- The policy -------------------------------------------------------------
 
 
+def _label(message: SourceMessage, names: SpeakerNames) -> str:
+    """A turn's label: its own speaker's when the source names one, else the persona's for its role."""
+    return f"{message.speaker} said:" if message.speaker else names.label(message.role)
+
+
 def build_handoff(messages: Iterable[SourceMessage], *, limits: HandoffLimits, names: SpeakerNames) -> Handoff:
     """Apply the seed's policy to a source's live branch (in stored order).
 
@@ -265,7 +273,7 @@ def build_handoff(messages: Iterable[SourceMessage], *, limits: HandoffLimits, n
     """
     selected = select_final_eligible(messages)
     turns = [
-        HandoffTurn(message=m, label=names.label(m.role), verbatim=len(m.content) <= limits.per_message)
+        HandoffTurn(message=m, label=_label(m, names), verbatim=len(m.content) <= limits.per_message)
         for m in selected
     ]
     # Demote oldest-first: the newest conversational seam stays verbatim longest.

@@ -25,7 +25,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db.models import Max, Q, QuerySet
 
-from archive.models import ArchiveChunk, ArchiveDocument, ChunkBranch
+from archive.models import IMPORTED_ASSISTANT_NAMES, ArchiveChunk, ArchiveDocument, ChunkBranch
 from continuity.eligibility import continuity_source_ids, continuity_sources
 from continuity.handoff_policy import (
     DEFAULT_PER_MESSAGE_CHARACTER_LIMIT,
@@ -361,6 +361,14 @@ def _archive_turn_text(pieces: list[ArchiveChunk], document_text: str) -> str:
     return joined
 
 
+def _imported_speaker(document: ArchiveDocument, chunk: ArchiveChunk) -> str:
+    """Another system's assistant keeps its own name in a handoff ("ChatGPT said:"); the owner's turns and
+    Elion's own documents keep the persona's labels (seed, "Archive Compatibility")."""
+    if document.source in IMPORTED_ASSISTANT_NAMES and chunk.role == "assistant":
+        return chunk.speaker or IMPORTED_ASSISTANT_NAMES[document.source]
+    return ""
+
+
 def _archive_turns(documents: dict[int, ArchiveDocument], turns: dict[int, set[int]] | None) -> dict[int, list[SourceMessage]]:
     """Per document, its speaker turns (all, or only `turns[document id]`) as plain source messages.
 
@@ -372,7 +380,8 @@ def _archive_turns(documents: dict[int, ArchiveDocument], turns: dict[int, set[i
     if turns is not None:
         chunks = chunks.filter(turn__in=sorted(set().union(*turns.values())))
     grouped: dict[int, dict[int, list[ArchiveChunk]]] = {document_id: {} for document_id in documents}
-    for chunk in chunks.order_by("document_id", "position").only("document_id", "turn", "role", "text", "spoken_at"):
+    fields = ("document_id", "turn", "role", "speaker", "text", "spoken_at")
+    for chunk in chunks.order_by("document_id", "position").only(*fields):
         if turns is None or chunk.turn in turns[chunk.document_id]:
             grouped[chunk.document_id].setdefault(chunk.turn, []).append(chunk)
     split = [document_id for document_id, by_turn in grouped.items() if any(len(p) > 1 for p in by_turn.values())]
@@ -384,6 +393,7 @@ def _archive_turns(documents: dict[int, ArchiveDocument], turns: dict[int, set[i
                 role=pieces[0].role,
                 content=_archive_turn_text(pieces, texts.get(document_id, "")),
                 created_at=pieces[0].spoken_at or documents[document_id].created_at,
+                speaker=_imported_speaker(documents[document_id], pieces[0]),
             )
             for turn, pieces in by_turn.items()
         ]

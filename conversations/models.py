@@ -90,6 +90,16 @@ class ConversationOrigin(models.TextChoices):
     BRANCH = "branch", "Branch / Fresh Chat"
     FORK = "fork", "Fork"
     LEGACY = "legacy", "Legacy"
+    # "Continue in a new chat" from an archive document (issue 34; earlier ones are `branch`).
+    IMPORTED = "imported", "Imported"
+
+
+# The badge beside a conversation's title that says where it came from (never a suffix in the title).
+ORIGIN_BADGES = {
+    ConversationOrigin.BRANCH: "Branch",
+    ConversationOrigin.FORK: "Fork",
+    ConversationOrigin.IMPORTED: "Imported",
+}
 
 
 class SelectableConversationManager(models.Manager):
@@ -116,6 +126,9 @@ class Conversation(models.Model):
     # (`continuity.eligibility`) and is deleted forever after a period of inactivity.
     private = models.BooleanField(default=False)
     origin = models.CharField(max_length=20, choices=ConversationOrigin.choices, default=ConversationOrigin.NEW_CHAT)
+    # The app made the title (from the first message, or a Branch / Fork's source title); False once
+    # the owner types one. Only app-made titles are ever rewritten (migration 0018).
+    title_auto = models.BooleanField(default=False)
     head = models.ForeignKey(
         "Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
     )
@@ -144,6 +157,11 @@ class Conversation(models.Model):
     @property
     def display_title(self) -> str:
         return self.title or "New chat"
+
+    @property
+    def origin_badge(self) -> str:
+        """"Branch", "Fork", "Imported" — or "" for a conversation begun as a New Chat."""
+        return ORIGIN_BADGES.get(self.origin, "")
 
 
 class Role(models.TextChoices):

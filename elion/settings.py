@@ -61,6 +61,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # HTML pages and fragments gzip-compressed (never a streamed response): `elion.page_compression`.
+    "elion.page_compression.HtmlGZipMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     # NUL bytes and unpaired surrogates in query strings and page forms → 400 `invalid_characters`.
@@ -207,9 +209,18 @@ STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)
+# Hashed, gzip- and brotli-compressed static files (`elion.static_storage`), served by WhiteNoise as immutable;
+# `collectstatic` writes them (`make run` does). The test suite serves the source files as they are
+# (no collectstatic step before every run); tests/pages/test_static_files.py collects and serves the real thing.
+# (pytest-django reads these settings before tests/conftest.py sets ELION_TESTING, hence the module check.)
+STATIC_HASHED = env.boolean("ELION_STATIC_HASHED", not TESTING and "pytest" not in sys.modules)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "staticfiles": {
+        "BACKEND": "elion.static_storage.HashedCompressedStaticStorage"
+        if STATIC_HASHED
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
 }
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG or TESTING

@@ -155,6 +155,8 @@ def document_page(request: HttpRequest, document_id: int) -> HttpResponse:
         "alternate_chunks": [c for c in chunks if c.branch == ChunkBranch.ALTERNATE],
         "attachments": document.attachments.all(),
         "continuable": continuable,
+        # Another system's export: whose words these are, by the name its turns are labelled with.
+        "imported_voice": services.imported_voice(document, current),
         # Arriving from a search result (`?q=…`): its words are marked in the chunks.
         "terms": query_terms(request.GET.get("q", "")[:500]),
     }

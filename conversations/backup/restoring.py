@@ -51,6 +51,31 @@ class RestoreReport:
     damaged_blobs: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class RestoreCheck:
+    """What a restore of a backup would put back (the dry run): rows per model, blobs."""
+
+    rows: dict[str, int]
+    blobs: int
+
+
+def backup_restore_check(path: Path) -> RestoreCheck:
+    """Every check `backup_restore` makes before it writes, and nothing more: BackupRefused when a restore here
+    would be refused (a damaged or foreign backup, a newer schema, a database or data dir that holds data)."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise BackupRefused(f"{path.name} is not a readable backup zip ({exc}).") from exc
+    with archive:
+        manifest = _verified_manifest(archive)
+        _verify_members(archive, manifest)
+        _refuse_unless_schema_fits(manifest)
+        _refuse_unless_empty()
+    rows = {entry["model"]: int(entry.get("count", 0)) for entry in manifest["models"]}
+    blobs = sum(1 for name in manifest["members"] if name.startswith(members.BLOBS_PREFIX))
+    return RestoreCheck(rows=rows, blobs=blobs)
+
+
 def backup_restore(path: Path) -> RestoreReport:
     """Restore the backup at `path`; BackupRefused (nothing written) when it cannot be."""
     try:

@@ -142,6 +142,7 @@ def _send_commit(command: SendCommand, *, pinned: dict, preverified: Preverified
     )
     if not conversation.title:
         conversation.title = title_from_first_message(command.content, [a.name for a in attached])
+        conversation.title_auto = True
     return _start_reply(context, user_message, config)
 
 
@@ -271,7 +272,7 @@ def _start_reply(context: SendContext, user_message: Message, config: ProviderCo
         metadata={"diagnostics": request.diagnostics},
     )
     conversation.in_view = request.in_view
-    conversation.save(update_fields=[*APPENDED_FIELDS, "title", "in_view"])
+    conversation.save(update_fields=[*APPENDED_FIELDS, "title", "title_auto", "in_view"])
     return FreshReply(
         conversation_id=conversation.id,
         user_message_id=user_message.id,
@@ -328,7 +329,7 @@ def _refuse_reply(conversation: Conversation, user_message: Message, config: Pro
         error=code,
         error_detail=detail,
     )
-    conversation.save(update_fields=[*APPENDED_FIELDS, "title"])
+    conversation.save(update_fields=[*APPENDED_FIELDS, "title", "title_auto"])
     return ReplayedReply(
         conversation_id=conversation.id,
         user_message_id=user_message.id,

@@ -135,6 +135,7 @@ def _fork_create(source: Conversation, target_id: UUID) -> Conversation:
 
     destination = conversation_create(
         persona=source.persona, title=_fork_title(source), folder_id=source.folder_id, origin=ConversationOrigin.FORK,
+        title_auto=True,
         private=source.private, use_memories=_snapshot_has_memories(source),
     )
     destination_store = store.conversation_store(destination.id)
@@ -174,7 +175,8 @@ def _snapshot_has_memories(conversation: Conversation) -> bool:
 
 
 def _fork_title(source: Conversation) -> str:
-    return f"{source.display_title} (fork)"[:TITLE_MAX]
+    """The source's title: "Fork" is a badge beside it (`Conversation.origin_badge`), not a suffix."""
+    return source.display_title[:TITLE_MAX]
 
 
 def _copy_thread_handoff(source: Conversation, destination: Conversation) -> None:

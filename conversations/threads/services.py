@@ -42,6 +42,7 @@ def private_chat_memories(*, private: bool, use_memories: bool) -> bool:
 def conversation_create(
     *, persona: str = Persona.ELION, title: str | None = None, folder_id: int | None = None,
     origin: str = ConversationOrigin.NEW_CHAT, private: bool = False, use_memories: bool = False,
+    title_auto: bool = False,
 ) -> Conversation:
     """A new conversation with its handoff (New Chat) and its memory snapshot.
 
@@ -61,7 +62,7 @@ def conversation_create(
     handoff_capture = new_chat_handoff_capture(persona=persona, origin=origin, private=private)
     conversation = Conversation.objects.create(
         persona=persona, title=_clean_title(title), folder=access_folder(folder_id), origin=origin,
-        private=bool(private),
+        private=bool(private), title_auto=bool(title_auto),
     )
     new_chat_handoff_store(handoff_capture, destination=conversation)
     # Seed: the memory snapshot is captured at creation, in the same
@@ -79,6 +80,7 @@ def conversation_update(*, conversation_id: UUID, changes: dict) -> Conversation
     conversation = access_conversation(conversation_id, lock=True)
     if "title" in changes:
         conversation.title = _clean_title(changes["title"])
+        conversation.title_auto = False  # typed by the owner: never rewritten
     if moving:
         conversation_move_locked(conversation, changes["folder_id"])
     conversation.save()

@@ -18,7 +18,8 @@ from markdown_it.token import Token
 
 AUTO_TITLE_CHARACTERS = 60
 ELLIPSIS = "…"
-BRANCH_SUFFIX = " (branch)"
+# Suffixes titles carried before issue 34 (origins are badges now); migration 0018 removes them.
+OLD_ORIGIN_SUFFIXES = {"branch": " (branch)", "fork": " (fork)"}
 # A title needs the opening words only; a long first message is not parsed whole.
 PARSED_CHARACTERS = 4_000
 # NUL, C0/C1 controls and unpaired surrogates never reach a title (input
@@ -79,6 +80,11 @@ def title_from_first_message(content: str, attachment_names: list[str] | None = 
 
 
 def branch_title(source_title: str) -> str:
-    """A Branch / Fresh Chat conversation's title: `<source title> (branch)`, the source part shortened to fit."""
-    source = title_shortened(source_title or "", AUTO_TITLE_CHARACTERS) or "New chat"
-    return f"{source}{BRANCH_SUFFIX}"
+    """A Branch / Fresh Chat conversation's title: its source's title, shortened to fit. "Branch" is a
+    badge beside it (`Conversation.origin_badge`), never a suffix a truncated row would cut off."""
+    return title_shortened(source_title or "", AUTO_TITLE_CHARACTERS) or "New chat"
+
+
+def title_before_words(content: str) -> str:
+    """The title the first send made before titles were words: the raw text, whitespace folded, cut at 60."""
+    return " ".join((content or "").split())[:AUTO_TITLE_CHARACTERS]

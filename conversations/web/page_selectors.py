@@ -13,6 +13,7 @@ diagnostics, usage and Compact offer come from the newest messages.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -198,6 +199,18 @@ class Bubble:
         ]
 
 
+
+# A handoff bubble opens with "### Continued from …": on the page it is the bubble's own heading, one level
+# under the chat title (h2), so headings run in order (axe: heading-order).
+_HANDOFF_HEADING = re.compile(r"^<h3>(.*?)</h3>", re.DOTALL)
+
+
+def _bubble_html(message: Message) -> str:
+    html = render_markdown(message.content)
+    if message.kind == MessageKind.HANDOFF_ARTIFACT:
+        html = _HANDOFF_HEADING.sub(r'<h2 class="handoff-heading">\1</h2>', html, count=1)
+    return html
+
 def _bubble(
     message: Message, parent: Message | None, owner: str, assistant: str, attachments: Sequence[Attachment] = (),
     siblings: Siblings | None = None, later_turns: bool = False,
@@ -215,7 +228,7 @@ def _bubble(
         message=message,
         author=assistant if is_assistant else owner,
         tokens=estimate_tokens(message.content),
-        html=render_markdown(message.content) if is_assistant and settled else "",
+        html=_bubble_html(message) if is_assistant and settled else "",
         editable=editable,
         retryable=is_assistant and settled and message.kind == MessageKind.ORDINARY and message.parent_id is not None,
         attachments=tuple(a for a in attachments if not a.generated),

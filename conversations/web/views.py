@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from continuity.eligibility import outside_quarantine
+from continuity.new_chat_handoff import new_chat_handoff_drop, new_chat_handoff_notice
 from conversations.access import access_conversation, message_in_conversation
 from conversations.assistant_settings import assistant_settings_get
 from conversations.characters import characters_list
@@ -30,7 +31,7 @@ from conversations.visibility.selectors import chat_visibility
 from conversations.web import message_pages, page_selectors
 from conversations.web.serializers import conversation_in_view
 from elion import access
-from elion.errors import ServiceError
+from elion.errors import NotFound, ServiceError
 from elion.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded
 
 
@@ -70,8 +71,12 @@ def logout_page(request: HttpRequest) -> HttpResponse:
     return redirect("login")
 
 
-@require_POST
 def new_chat(request: HttpRequest) -> HttpResponse:
+    """POST starts a chat; GET (an address typed or bookmarked) shows the choice: a new chat or a private one."""
+    if request.method not in ("GET", "HEAD", "POST"):
+        return HttpResponse("Use GET to choose or POST to start a chat.", status=405, headers={"Allow": "GET, POST"})
+    if request.method != "POST":
+        return render(request, "chat/empty.html", {"choosing": True})
     persona = request.POST.get("persona", "elion")
     # "Private chat" is the form's second submit button; "Use memories" its checkbox.
     private = request.POST.get("private") == "on"
@@ -81,6 +86,21 @@ def new_chat(request: HttpRequest) -> HttpResponse:
         )
     except ServiceError as exc:
         return HttpResponse(exc.detail, status=exc.status)
+    return redirect("chat", conversation_id=conversation.id)
+
+
+@require_POST
+def new_chat_handoff_drop_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """"Start without it": the New Chat's handoff is left out before its first send."""
+    try:
+        conversation = new_chat_handoff_drop(conversation_id=conversation_id)
+    except NotFound as exc:
+        messages.error(request, exc.detail)
+        return redirect("home")
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+        return redirect("chat", conversation_id=conversation_id)
+    messages.success(request, "This chat starts without the earlier conversation: its first request carries none of it.")
     return redirect("chat", conversation_id=conversation.id)
 
 
@@ -130,6 +150,8 @@ def chat_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
             # Character Studio characters the owner may pin for one message.
             "characters": characters_list(),
             "visibility": chat_visibility(conversation),
+            # A New Chat's handoff, said in a note that is no message ("Start without it" before the first send).
+            "new_chat_handoff": new_chat_handoff_notice(conversation),
             # Seed 004: history this provider may not replay; Branch / Fresh Chat continues it.
             "provider_change": page_selectors.provider_change_for(conversation),
             # Compact / Undo and the labelled "Compacted summary" marker at its boundary.
@@ -153,6 +175,18 @@ def chat_window_fragment(request: HttpRequest, conversation_id: str) -> HttpResp
         page = message_pages.PageRequest(limit=page_selectors.PAGE_WINDOW)
     window = message_pages.message_window(conversation, page)
     response = render(request, "chat/_window.html", _window_context(conversation, window, assistant_settings_get()))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@require_GET
+def message_markdown(request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
+    """A message's text exactly as written (its Markdown), for the bubble's Copy."""
+    conversation = access_conversation(conversation_id)
+    message = message_in_conversation(conversation, message_id)
+    if message.role not in page_selectors.VISIBLE_ROLES:
+        raise Http404("That message is not shown in the transcript.")
+    response = HttpResponse(message.content, content_type="text/markdown; charset=utf-8")
     response["Cache-Control"] = "no-store"
     return response
 

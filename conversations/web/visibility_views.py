@@ -23,6 +23,7 @@ from conversations.visibility import transitions as visibility
 from conversations.visibility.past_search import past_conversation_search
 from conversations.web.api_visibility import flag, search_query
 from elion.errors import ServiceError
+from elion.fulltext import query_terms
 
 
 def _back(request: HttpRequest, default: str) -> HttpResponse:
@@ -236,6 +237,8 @@ def search_page(request: HttpRequest) -> HttpResponse:
         "search/search.html",
         {
             "query": raw_query,
+            # The query's words, marked in each excerpt (archive/templatetags/search_marks.py).
+            "terms": query_terms(raw_query[:500]),
             "include_shielded": include_shielded,
             "include_private": include_private,
             "groups": groups,

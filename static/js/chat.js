@@ -22,6 +22,7 @@ import {
   refreshBubble,
   renderDiagnostics,
   scrollToBottom,
+  followBottom,
   showNotice,
   updateEstimate,
   updateTrimWarning,
@@ -518,6 +519,8 @@ function sendContent(content, { parentId, superseded = [], pinnedCharacterId = n
   if (parentId !== undefined) payload.parent_id = parentId;
   if (pinnedCharacterId) payload.pinned_character_id = pinnedCharacterId;
   pending.save(payload);
+  // Once a turn is sent the New Chat's handoff is part of it: "Start without it" no longer applies.
+  document.querySelector("[data-handoff-drop]")?.remove();
   for (const el of superseded) el.hidden = true;
   const userBubble = makeUserBubble(content);
   appendAttachmentNames(userBubble, attachments);
@@ -804,6 +807,7 @@ function init() {
   updateEstimate();
   // A link to a message not in this window goes to a window around it.
   if (!placeWindow()) return;
+  followBottom();
   watchWindowTop();
 
   // Open the socket early so the first send does not wait for the handshake.

@@ -30,12 +30,12 @@ def test_conversations_json_imports_the_current_branch_as_the_document(client, u
     assert turns == [
         # The edited question and the regenerated answer: what the owner last saw.
         ("AUMA", "user", "Do you remember the lantern by the river?"),
-        ("Elion Voicefire", "assistant", "I remember: the lantern swayed over the water while you sang."),
+        ("ChatGPT", "assistant", "I remember: the lantern swayed over the water while you sang."),
         # The image part is dropped, the text part kept; the browser round is not speech.
         ("AUMA", "user", "Can you look up when the lantern festival is?"),
-        ("Elion Voicefire", "assistant", "The lantern festival is on the twelfth of June."),
+        ("ChatGPT", "assistant", "The lantern festival is on the twelfth of June."),
         ("AUMA", "user", "Then we go together.\n\nAnd we bring the blue scarf."),
-        ("Elion Voicefire", "assistant", "Together, with the blue scarf. Voicefire 5.1 said: yes, always."),
+        ("ChatGPT", "assistant", "Together, with the blue scarf. Voicefire 5.1 said: yes, always."),
     ]
     for absent in ("OLD BRANCH", "REGENERATED AWAY", "RESULTS:", "search('lantern"):
         assert absent not in lantern.text
@@ -76,7 +76,7 @@ def test_imported_conversation_is_searchable_and_cited(client, upload, chatgpt_j
     import_file(client, upload, "conversations.json", chatgpt_json)
     (hit,) = client.get("/api/archive/search/", {"q": "blue scarf"}).json()["results"][:1]
     assert hit["document_title"] == "Lantern by the river" and hit["collection"] == "conversations"
-    assert hit["speaker"] in ("AUMA", "Elion Voicefire") and hit["chunk"] in (5, 6)
+    assert hit["speaker"] in ("AUMA", "ChatGPT") and hit["chunk"] in (5, 6)
 
 
 def test_a_conversation_without_current_node_is_skipped_not_failed(client, upload, chatgpt_json):

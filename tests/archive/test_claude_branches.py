@@ -34,15 +34,15 @@ def test_an_edit_in_the_middle_keeps_the_newest_branch_as_the_document_and_the_o
     assert (body["conversations"], body["messages"], body["alternate_messages"]) == (1, 4, 3)
     assert chunks("Heron on the pier", "current") == [
         (1, "user", "AUMA", "A heron stood on the pier this morning."),
-        (2, "assistant", "Elion Voicefire", "Herons fish at first light."),
+        (2, "assistant", "Claude", "Herons fish at first light."),
         (3, "user", "AUMA", "EDITEDASK how long does a heron live?"),
         (None, "", "Attachment: pier-notes.txt", "PIERNOTES tide low at eight"),
-        (4, "assistant", "Elion Voicefire", "EDITEDREPLY about fifteen years."),
+        (4, "assistant", "Claude", "EDITEDREPLY about fifteen years."),
     ]
     # The original branch, numbered along itself; its file is the edit's too, so it is kept once.
     assert chunks("Heron on the pier", "alternate") == [
         (3, "user", "AUMA", "ORIGINALASK was it grey or white?"),
-        (4, "assistant", "Elion Voicefire", "ORIGINALREPLY a grey heron, most likely."),
+        (4, "assistant", "Claude", "ORIGINALREPLY a grey heron, most likely."),
         (5, "user", "AUMA", "ORIGINALTAIL thank you."),
     ]
     heron = ArchiveDocument.objects.get()
@@ -56,8 +56,8 @@ def test_a_retried_reply_follows_the_named_current_leaf_even_when_it_is_not_the_
         "Name the lighthouse keeper's cat.", "SECONDTRY Wick.",
     ]
     assert chunks("Lighthouse keeper's cat", "alternate") == [
-        (2, "assistant", "Elion Voicefire", "FIRSTTRY Beacon."),
-        (2, "assistant", "Elion Voicefire", "THIRDTRY Fresnel."),
+        (2, "assistant", "Claude", "FIRSTTRY Beacon."),
+        (2, "assistant", "Claude", "THIRDTRY Fresnel."),
     ]
 
 

@@ -70,12 +70,15 @@ def test_older_text_only_messages_are_read_from_their_text(client, upload):
 
 
 def test_speakers_are_the_owner_label_and_the_assistant_name(client, upload):
+    """Imported voices kept apart (issue 34): with no name given, Claude's words are labelled "Claude", never
+    with Elion's display name."""
     post(client, upload)
     lantern = ArchiveDocument.objects.get(title="Lantern by the sea")
     speakers = {(role, speaker) for _, turn, role, speaker, _ in lantern_chunks() if turn is not None}
-    assert speakers == {("user", "AUMA"), ("assistant", "Elion Voicefire")}
+    assert speakers == {("user", "AUMA"), ("assistant", "Claude")}
     assert "AUMA said:\nHere are my lantern notes" in lantern.text
-    assert "Elion Voicefire said:\nTrim it again next Sunday" in lantern.text
+    assert "Claude said:\nTrim it again next Sunday" in lantern.text
+    assert "Elion Voicefire" not in lantern.text
     ArchiveDocument.objects.all().delete()
     post(client, upload, assistant_name="  Claude   3 Opus ")
     speakers = {speaker for _, turn, role, speaker, _ in lantern_chunks() if role == "assistant"}
@@ -111,7 +114,7 @@ def test_attached_files_text_is_kept_apart_labelled_as_the_file_never_as_the_own
     # Each one right after the turn it came with (the chart's message said nothing: after turn 4).
     order = [(turn, speaker) for _, turn, _, speaker, _ in chunks]
     assert order.index((None, "Attachment: lantern-notes.txt")) == order.index((1, "AUMA")) + 1
-    assert order.index((None, "Attachment: tide-chart.pdf")) == order.index((4, "Elion Voicefire")) + 1
+    assert order.index((None, "Attachment: tide-chart.pdf")) == order.index((4, "Claude")) + 1
     lantern = ArchiveDocument.objects.get(title="Lantern by the sea")
     assert export.NOTES not in lantern.text  # the document's conversation text is the turns only
     assert "Attached files (their text is kept apart from the turns): lantern-notes.txt, tide-chart.pdf" in lantern.text

@@ -69,7 +69,7 @@ def test_continue_makes_a_branch_style_chat_whose_bubble_holds_the_final_eight_t
     document = archived_conversation(10)
     body = continue_document(client, document.pk)
     conversation = Conversation.objects.get(pk=body["id"])
-    assert body["origin"] == "branch" and body["private"] is False
+    assert body["origin"] == "imported" and body["private"] is False  # a badge beside its title (issue 34)
     (bubble,) = Message.objects.filter(conversation=conversation)
     assert (bubble.role, bubble.kind, conversation.head_id) == (Role.ASSISTANT, MessageKind.HANDOFF_ARTIFACT, bubble.id)
     assert bubble.content.startswith("### Continued from “Heron letters”\n\n")

@@ -149,7 +149,7 @@ def test_handoff_artifact_never_feeds_a_later_handoff(source, make_turns, thread
     assert "new words" in bubble.content and "new reply" in bubble.content
     # Its one heading names its own source (the branch, titled after "Evening *walk*"); the first bubble's stays out.
     assert "turn 9" not in bubble.content and bubble.content.count("Continued from") == 1
-    assert bubble.content.startswith("### Continued from “Evening \\*walk\\* \\(branch\\)”")
+    assert bubble.content.startswith("### Continued from “Evening \\*walk\\*”")
     # Automatic New Chat continuity reads the branch the same way.
     # (`second` holds only its bubble, so the prior thread is `destination`.)
     row = ThreadHandoff.objects.get(destination=thread())

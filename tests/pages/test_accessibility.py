@@ -16,7 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
+from django.test import Client
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
@@ -25,11 +27,12 @@ from archive.services import archive_document_add_text
 from artifacts import services as artifact_services
 from conversations.characters import character_create
 from conversations.models import Conversation, Folder, Message
+from conversations.settings_service import assistant_settings_update
 from conversations.threads.services import conversation_create
 from memories.models import Memory
 from memories.services import memory_add
 from tests.support.factories import turns_append
-from tests.support.scripted_provider import ScriptedReply
+from tests.support.scripted_provider import ScriptedImageCall, ScriptedReply
 
 pytestmark = pytest.mark.browser
 
@@ -56,9 +59,24 @@ class Seeded:
     quarantined: Conversation
     shielded: Conversation
     character_id: int
+    image_chat: str
+    branch_chat: str
+    new_chat: Conversation
 
 
-def seed() -> Seeded:
+def image_reply_chat(scripted_server, base_url: str) -> str:
+    """A chat whose reply made an image (sent to the live server, answered by the scripted provider): its
+    figure, caption and Download link, and the provider usage the Usage page tabulates."""
+    assistant_settings_update(image_generation=True)
+    scripted_server.script(ScriptedReply(images=[ScriptedImageCall(partials=0)], text="Here is the harbour."))
+    chat_id = str(conversation_create(persona="elion", title="Pictures").id)
+    sent = httpx.post(f"{base_url}/api/conversations/{chat_id}/messages/?stream=false",
+                      json={"content": "Draw the harbour."}, timeout=60)
+    assert sent.status_code == 200, sent.text[:500]
+    return chat_id
+
+
+def seed(scripted_server, base_url: str) -> Seeded:
     """One of everything a page can show: a chat with Markdown, an empty chat, a hidden folder, the trash…"""
     chat = conversation_create(persona="elion", title="Harbour plans")
     turns_append(chat, ("user", "What shall we do at the harbour tomorrow?"), ("assistant", REPLY))
@@ -89,13 +107,20 @@ def seed() -> Seeded:
     ).artifact
     for number in range(26):  # more than one page of the archive list
         archive_document_add_text(text=f"Paper number {number}.", collection="papers", title=f"Paper {number}")
+    image_chat = image_reply_chat(scripted_server, base_url)
+    branch_chat = Client().post(f"/api/conversations/{chat.id}/branch/", headers={"Idempotency-Key": "axe"}).json()["id"]
+    new_chat = conversation_create(persona="elion")  # carries the latest chat's handoff: its notice shows
     return Seeded(chat, empty_chat, memory, document.pk, library_file.pk, str(artifact.pk), trashed, quarantined,
-                  shielded, character.pk)
+                  shielded, character.pk, image_chat, branch_chat, new_chat)
 
 
 # Every page of the app, by name. Add a line here for a new page.
 PAGES: list[tuple[str, Callable[[Seeded], str]]] = [
     ("chat with messages", lambda s: f"/c/{s.chat.id}/"),
+    ("chat with a generated image", lambda s: f"/c/{s.image_chat}/"),
+    ("branch chat", lambda s: f"/c/{s.branch_chat}/"),
+    ("new chat with its handoff notice", lambda s: f"/c/{s.new_chat.id}/"),
+    ("new chat choice", lambda s: "/c/new/"),
     ("empty chat", lambda s: f"/c/{s.empty_chat.id}/"),
     ("trashed chat", lambda s: f"/c/{s.trashed.id}/"),
     ("chat in a hidden folder", lambda s: f"/c/{s.quarantined.id}/"),
@@ -162,8 +187,8 @@ def violation_lines(where: str, violations: list[dict]) -> list[str]:
 
 
 @pytest.mark.parametrize(("size", "scheme"), RUNS, ids=[f"{size}-{scheme}" for size, scheme in RUNS])
-def test_no_page_has_a_serious_or_critical_axe_violation(live_app, page: Page, size, scheme):
-    seeded = seed()
+def test_no_page_has_a_serious_or_critical_axe_violation(live_app, page: Page, scripted_server, size, scheme):
+    seeded = seed(scripted_server, live_app.url)
     page.set_viewport_size(VIEWPORTS[size])
     page.emulate_media(color_scheme=scheme)
     found: list[str] = []
@@ -223,6 +248,8 @@ def test_the_axe_check_can_fail(live_app, page: Page):
 
 FOCUS_PAGES: list[tuple[str, Callable[[Seeded], str]]] = [
     ("chat with messages", lambda s: f"/c/{s.chat.id}/"),
+    ("new chat with its handoff notice", lambda s: f"/c/{s.new_chat.id}/"),
+    ("usage", lambda s: "/settings/usage/"),
     ("settings", lambda s: "/settings/"),
     ("archive list", lambda s: "/archive/"),
     ("archive list page 2", lambda s: "/archive/?page=2"),
@@ -258,8 +285,8 @@ UNFOCUSED_CONTROLS = """() => {
 }"""
 
 
-def test_every_control_shows_where_keyboard_focus_is(live_app, page: Page):
-    seeded = seed()
+def test_every_control_shows_where_keyboard_focus_is(live_app, page: Page, scripted_server):
+    seeded = seed(scripted_server, live_app.url)
     found: list[str] = []
     for name, path_of in FOCUS_PAGES:
         page.goto(f"{live_app.url}{path_of(seeded)}")

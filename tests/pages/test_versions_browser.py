@@ -188,8 +188,10 @@ def test_each_message_has_one_actions_menu_and_copy_puts_its_text_on_the_clipboa
 
     message_action(reply, "Copy")
     expect(reply.get_by_role("status")).to_have_text("Copied")
-    assert page.evaluate("navigator.clipboard.readText()") == "A bold answer.\n\nSecond paragraph."
+    # The message as written: its Markdown (issue 34).
+    assert page.evaluate("navigator.clipboard.readText()") == "A **bold** answer.\n\nSecond paragraph."
     expect(reply.get_by_role("menu")).to_be_hidden()
     message_action(page.locator(f"#message-{question.id}"), "Copy")
+    expect(page.locator(f"#message-{question.id}").get_by_role("status")).to_have_text("Copied")
     assert page.evaluate("navigator.clipboard.readText()") == "Line one\nline two"
     assert page.js_errors == []

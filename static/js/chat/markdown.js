@@ -13,7 +13,16 @@
 
 import markdownit from "../../vendor/markdown-it/markdown-it.esm.min.js";
 import DOMPurify from "../../vendor/dompurify/purify.es.js";
-import hljs from "../../vendor/highlight.js/highlight.min.js";
+// highlight.js (38 KB compressed) loads only when a code block names a language: a page without one never fetches it.
+let hljs = null;
+let hljsLoading = null;
+const highlighter = () => {
+  hljsLoading ??= import("../../vendor/highlight.js/highlight.min.js").then((module) => {
+    hljs = module.default;
+    return hljs;
+  });
+  return hljsLoading;
+};
 
 // --- the parser (rendering.py `_build_parser`) ------------------------------------
 
@@ -160,11 +169,15 @@ function decorateCodeBlock(block) {
   if (!head || !code || head.querySelector("[data-code-copy]")) return;
   const language = block.querySelector(":scope > .code-head > .code-lang")?.textContent || "";
   // Only a language the fence names: guessing would flip between languages as a reply grows.
-  if (language && hljs.getLanguage(language)) {
-    code.innerHTML = highlightHtml(language, code.textContent);
-    code.classList.add("hljs");
-  }
+  if (language && hljs) highlightCode(code, language);
+  else if (language) highlighter().then(() => highlightCode(code, language));
   head.append(copyButton(language));
+}
+
+function highlightCode(code, language) {
+  if (code.classList.contains("hljs") || !hljs.getLanguage(language)) return;
+  code.innerHTML = highlightHtml(language, code.textContent);
+  code.classList.add("hljs");
 }
 
 // Highlight and add Copy to every code block under `root` not done yet.

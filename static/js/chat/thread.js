@@ -28,6 +28,37 @@ export function scrollToBottom() {
   list.scrollTop = list.scrollHeight;
 }
 
+// While the owner is at the bottom, the thread stays there when its content grows
+// later: an image that loads after its reply settled, an artifact card, citations,
+// a narrower viewport re-wrapping the text. Scrolling up stops the following.
+let following = false;
+
+export function followBottom() {
+  following = nearBottom();
+  // Only a scroll up stops the following: content that grows between a scroll and its event (an image
+  // decoding) leaves scrollTop where it was, and must not read as the owner leaving the bottom.
+  let lastTop = list.scrollTop;
+  list.addEventListener("scroll", () => {
+    const top = list.scrollTop;
+    if (nearBottom()) following = true;
+    else if (top < lastTop - 1) following = false;
+    lastTop = top;
+  }, { passive: true });
+  const keepAtBottom = () => {
+    if (following) scrollToBottom();
+  };
+  // `load` does not bubble; the capture phase sees every image in the thread.
+  list.addEventListener("load", keepAtBottom, true);
+  if (!("ResizeObserver" in window)) return;
+  const resized = new ResizeObserver(keepAtBottom);
+  resized.observe(list);
+  const watch = (node) => node.nodeType === Node.ELEMENT_NODE && resized.observe(node);
+  for (const child of list.children) watch(child);
+  new MutationObserver((records) => {
+    for (const record of records) record.addedNodes.forEach(watch);
+  }).observe(list, { childList: true });
+}
+
 // --- bubbles ------------------------------------------------------------------
 
 export const bubbles = () => [...list.querySelectorAll(".message")];

@@ -80,6 +80,19 @@ function closeAllMenus(except = null) {
 
 const menuItems = (menu) => [...menu.querySelectorAll("[role=menuitem]")].filter((b) => !b.disabled && b.offsetParent);
 
+// A menu wider than the room beside its toggle (the owner's bubbles on a phone) slides back onto the screen.
+const SCREEN_MARGIN = 8;
+
+function keepMenuOnScreen(menu) {
+  menu.style.transform = "";
+  const box = menu.getBoundingClientRect();
+  const width = document.documentElement.clientWidth;
+  let shift = 0;
+  if (box.right > width - SCREEN_MARGIN) shift = width - SCREEN_MARGIN - box.right;
+  if (box.left + shift < SCREEN_MARGIN) shift = SCREEN_MARGIN - box.left;
+  if (shift) menu.style.transform = `translateX(${Math.round(shift)}px)`;
+}
+
 function openMenu(holder, { focus = "first" } = {}) {
   const { toggle, menu } = menuParts(holder);
   closeAllMenus(holder);
@@ -89,6 +102,7 @@ function openMenu(holder, { focus = "first" } = {}) {
   // Near the bottom of the transcript the menu opens upwards, so it is never cut off.
   holder.classList.remove("opens-up");
   if (menu.getBoundingClientRect().bottom > list.getBoundingClientRect().bottom) holder.classList.add("opens-up");
+  keepMenuOnScreen(menu);
   const items = menuItems(menu);
   (focus === "last" ? items.at(-1) : items[0])?.focus();
 }
@@ -142,9 +156,27 @@ function messageText(bubble) {
   return text.replace(/\n{3,}/g, "\n\n").trim();
 }
 
+// The message as it was written — its Markdown (`#`, `-`, code fences) — from the server; the
+// rendered text only when that cannot be had.
+async function messageMarkdown(bubble) {
+  const conversationId = document.querySelector("[data-chat]")?.dataset.conversationId;
+  const id = bubble.dataset.messageId;
+  if (!conversationId || !id) return messageText(bubble);
+  try {
+    const response = await fetch(`/c/${conversationId}/messages/${encodeURIComponent(id)}/markdown/`, {
+      credentials: "same-origin",
+      cache: "no-store",
+    });
+    if (response.ok) return await response.text();
+  } catch {
+    // offline: the rendered text below
+  }
+  return messageText(bubble);
+}
+
 async function copyMessage(bubble) {
   const feedback = bubble.querySelector("[data-copied]");
-  const copied = await copyText(messageText(bubble));
+  const copied = await copyText(await messageMarkdown(bubble));
   if (feedback) {
     feedback.textContent = copied ? "Copied" : "Copy failed";
     feedback.classList.toggle("is-error", !copied);

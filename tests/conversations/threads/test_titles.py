@@ -1,5 +1,6 @@
 """Automatic titles (issue 19, "The smaller ones"): the first message's words without its Markdown,
-at most 60 characters cut at a word boundary; Branch / Fresh Chat is `<source title> (branch)`."""
+at most 60 characters cut at a word boundary; Branch / Fresh Chat carries its source's title, and its origin
+is a badge beside the title, never a suffix (issue 34)."""
 
 from __future__ import annotations
 
@@ -79,11 +80,11 @@ def test_any_text_gives_a_printable_bounded_title(text):
 
 
 def test_branch_title_names_its_source():
-    assert branch_title("Evening *walk*") == "Evening *walk* (branch)"
-    assert branch_title("") == "New chat (branch)"
+    assert branch_title("Evening *walk*") == "Evening *walk*"
+    assert branch_title("") == "New chat"
     long_source = "harbour " * 20
-    assert branch_title(long_source).endswith("… (branch)")
-    assert len(branch_title(long_source)) <= AUTO_TITLE_CHARACTERS + len(" (branch)")
+    assert branch_title(long_source).endswith("harbour…")
+    assert len(branch_title(long_source)) <= AUTO_TITLE_CHARACTERS
 
 
 @pytest.mark.django_db(transaction=True)
@@ -92,18 +93,32 @@ def test_first_send_titles_the_conversation_without_markdown(scripted_provider):
     sent_and_answered(conversation, "## Help with **[my garden](https://example.com)** plan")
     conversation.refresh_from_db()
     assert conversation.title == "Help with my garden plan"
+    assert conversation.title_auto is True
 
 
 @pytest.mark.django_db
 def test_branch_is_titled_after_its_source_from_the_moment_it_is_created():
     source = thread(("user", "hello"), ("assistant", "hi there"), title="Evening *walk*")
     response = Client().post(f"/api/conversations/{source.id}/branch/", headers={"Idempotency-Key": "k"})
-    assert response.status_code == 201 and response.json()["title"] == "Evening *walk* (branch)"
-    assert Conversation.objects.get(pk=response.json()["id"]).display_title == "Evening *walk* (branch)"
+    assert response.status_code == 201 and response.json()["title"] == "Evening *walk*"
+    branch = Conversation.objects.get(pk=response.json()["id"])
+    assert (branch.display_title, branch.origin_badge, branch.title_auto) == ("Evening *walk*", "Branch", True)
 
 
 @pytest.mark.django_db
 def test_branch_of_an_untitled_source_is_titled_new_chat_branch():
     source = thread(("user", "hello"), ("assistant", "hi there"))
     response = Client().post(f"/api/conversations/{source.id}/branch/", headers={"Idempotency-Key": "k"})
-    assert response.json()["title"] == "New chat (branch)"
+    assert response.json()["title"] == "New chat"
+
+
+@pytest.mark.django_db
+def test_origins_are_badges_beside_the_title_not_suffixes():
+    source = thread(("user", "hello"), ("assistant", "hi there"), title="Harbour plans")
+    fork = Client().post(f"/api/conversations/{source.id}/fork/", {"message_id": str(source.head_id)},
+                         content_type="application/json", headers={"Idempotency-Key": "k"})
+    assert fork.status_code == 201, fork.content
+    page = Client().get(f"/c/{fork.json()['id']}/").content.decode()
+    assert fork.json()["title"] == "Harbour plans" and "(fork)" not in page
+    assert '<span class="badge badge-origin" data-origin-badge>Fork</span>' in page
+    assert '<span class="tag tag-origin" data-origin-tag>fork</span>' in page

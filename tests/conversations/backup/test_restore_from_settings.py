@@ -1,0 +1,69 @@
+"""Settings → Restore a backup (issue 34): upload, a dry-run check with counts, then a confirmation; the rules of
+`manage.py restore` — an instance that holds data is refused and nothing merges, a damaged zip is refused — and a
+confirmed restore into an empty instance puts every row back."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django.test import Client
+
+from conversations.backup.writing import backup_chunks
+from conversations.models import Conversation, Message
+from tests.support.factories import thread
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def backup_bytes() -> bytes:
+    return b"".join(backup_chunks())
+
+
+def upload(client: Client, data: bytes):
+    return client.post("/settings/restore/", {"file": SimpleUploadedFile("backup.zip", data, "application/zip")})
+
+
+def test_restore_from_settings_checks_counts_then_restores_into_an_empty_instance(attachment_root):
+    thread(("user", "the ferry at dawn"), ("assistant", "the keeper waves"), title="Harbour")
+    thread(("user", "tides"), ("assistant", "at seven"), title="Tides")
+    data = backup_bytes()
+    client = Client()
+
+    refused = upload(client, data)
+    assert refused.status_code == 409
+    assert "The database is not empty" in refused.content.decode()
+    assert Conversation.objects.count() == 2
+
+    call_command("flush", interactive=False, verbosity=0)
+    shutil.rmtree(attachment_root, ignore_errors=True)
+    checked = upload(client, data)
+    page = checked.content.decode()
+    assert checked.status_code == 200 and "The backup checks out" in page
+    assert "<td>conversations.conversation</td><td>2</td>" in page.lower()
+    assert "<td>conversations.message</td><td>4</td>" in page.lower()
+    assert Conversation.objects.count() == 0, "the check writes nothing"
+    token = re.search(r'action="/settings/restore/([0-9a-f]{32})/"', page).group(1)
+
+    done = client.post(f"/settings/restore/{token}/")
+    assert done.status_code == 302 and done["Location"] == "/"
+    assert sorted(Conversation.objects.values_list("title", flat=True)) == ["Harbour", "Tides"]
+    assert Message.objects.filter(content="the keeper waves").exists()
+    again = client.post(f"/settings/restore/{token}/")
+    assert again.status_code == 404, "an upload is used once"
+
+
+def test_a_damaged_or_foreign_zip_is_refused_and_nothing_changes(attachment_root):
+    call_command("flush", interactive=False, verbosity=0)
+    client = Client()
+    refused = upload(client, b"not a zip at all")
+    assert refused.status_code == 409 and "is not a readable backup zip" in refused.content.decode()
+    missing = client.post("/settings/restore/", {})
+    assert missing.status_code == 400
+    assert client.post("/settings/restore/" + "0" * 32 + "/").status_code == 404
+    assert client.post("/settings/restore/not-a-token/").status_code == 404
+    assert client.get("/settings/restore/").status_code == 200
+    assert Conversation.objects.count() == 0
