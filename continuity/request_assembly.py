@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Protocol
 
 from continuity.keyword_recall import contains_recall_section
-from conversations.provider.gateway import REASONING_ROLE
+from conversations.provider.gateway import OUTPUT_ITEM_ROLE, REASONING_ROLE, output_message_text
 
 ESTIMATE_METHOD = "chars_div_4"
 
@@ -47,8 +47,26 @@ class HistoryTurn:
     def messages(self) -> tuple[dict, ...]:
         """The turn's request messages: its tool rounds, then its text (`turn_content`). Built once: a kept
         turn (`continuity.kept_history`) goes into every later send's request, which reads them and never
-        changes them."""
-        return (*self.tool_messages, {"role": self.role, "content": turn_content(self)})
+        changes them. A reply whose output messages were kept verbatim goes back as those items, in place
+        (`replayed_turn_messages`)."""
+        return replayed_turn_messages(self.tool_messages, self.role, turn_content(self))
+
+
+def _is_output_message(message: dict) -> bool:
+    return message["role"] == OUTPUT_ITEM_ROLE and message["item"].get("type") == "message"
+
+
+def replayed_turn_messages(tool_messages: tuple[dict, ...], role: str, content: str | list[dict]) -> tuple[dict, ...]:
+    """A turn's request messages. Rows stored before output items were kept, and replies whose text the
+    items don't hold (a reply stopped mid-message), go as today: the tool rounds, then the text as one
+    message. When the reply's output messages hold its text (in order: preamble, then answer), they are the
+    reply, each with its `phase`; text the items miss at the end follows them as one message."""
+    said = "".join(output_message_text(m["item"]) for m in tool_messages if _is_output_message(m))
+    if not said or not isinstance(content, str) or not content.startswith(said):
+        kept = tuple(m for m in tool_messages if not _is_output_message(m)) if said else tool_messages
+        return (*kept, {"role": role, "content": content})
+    rest = content[len(said):]
+    return (*tool_messages, {"role": role, "content": rest}) if rest.strip() else tool_messages
 
 
 IMAGE_TOKEN_ESTIMATE = 765  # one high-detail 1024x1024 image, the providers' usual figure
@@ -64,10 +82,11 @@ def turn_tokens(turn: HistoryTurn) -> int:
 
 def _turn_tokens_counted(turn: HistoryTurn) -> int:
     # Carried reasoning items are opaque and the provider keeps only those it needs, so they are not estimated.
+    # An output message's words are the turn's content, counted there.
     tools = sum(
         estimate_tokens(json.dumps(message, separators=(",", ":")))
         for message in turn.tool_messages
-        if message["role"] != REASONING_ROLE
+        if message["role"] != REASONING_ROLE and not _is_output_message(message)
     )
     return estimate_tokens(turn.content) + tools + attachment_tokens(turn.attachments)
 

@@ -25,6 +25,7 @@ import logging
 from dataclasses import dataclass
 from uuid import UUID
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -292,6 +293,8 @@ def request_options(settings_row: AssistantSettings, conversation: Conversation)
         reasoning_effort=settings_row.reasoning_effort,
         verbosity=settings_row.verbosity,
         reasoning_summary=settings_row.reasoning_summary_shown,
+        image_detail=settings.ELION_IMAGE_DETAIL,
+        cache_retention=settings.ELION_PROMPT_CACHE_RETENTION or None,
     )
 
 

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from conversations.models import Message, MessageStatus, Role
-from conversations.provider.gateway import reasoning_message
+from conversations.provider.gateway import output_item_message, reasoning_message
 
 INTERRUPTED_RESULT = "The tool call was interrupted before it returned a result."
 
@@ -69,25 +69,32 @@ def interrupted_tool_calls_close(message_ids: Iterable[UUID]) -> int:
 
 
 def project_tool_parts(parts: list[dict]) -> list[dict]:
-    """Request messages for stored parts: per round, its reasoning items, the calls, then one result for each.
+    """Request messages for stored parts: per round, its reasoning and output items in the order they came,
+    the calls, then one result for each.
 
     A pure function of the stored parts. A call without a stored result gets
     a synthetic error result, so the request is always well paired. A
     reasoning item travels in its place, before the calls of its round (or,
     in the last round, before the reply's text), unless its encrypted content
-    was dropped (`reasoning_parts_drop`).
+    was dropped (`reasoning_parts_drop`). An output item kept verbatim (an
+    assistant `message` with its `phase`, a preamble included; a
+    `web_search_call`) travels in its place too (`output_item_part`).
     """
     results = {p["call_id"]: p for p in parts if p.get("type") == "tool_result"}
     rounds: dict[int, list[dict]] = {}
-    reasoning: dict[int, list[dict]] = {}
+    items: dict[int, list[dict]] = {}
     for part in parts:
         if part.get("type") == "tool_call":
             rounds.setdefault(int(part.get("round", 0)), []).append(part)
         elif part.get("type") == "reasoning" and part.get("encrypted_content"):
-            reasoning.setdefault(int(part.get("round", 0)), []).append(part)
+            items.setdefault(int(part.get("round", 0)), []).append(
+                reasoning_message(part["id"], part["encrypted_content"], part.get("summary") or [])
+            )
+        elif part.get("type") == OUTPUT_ITEM_PART and isinstance(part.get("item"), dict):
+            items.setdefault(int(part.get("round", 0)), []).append(output_item_message(part["item"]))
     messages: list[dict] = []
-    for round_number in sorted(rounds.keys() | reasoning.keys()):
-        messages += [reasoning_message(r["id"], r["encrypted_content"], r.get("summary") or []) for r in reasoning.get(round_number, [])]
+    for round_number in sorted(rounds.keys() | items.keys()):
+        messages += items.get(round_number, [])
         calls = rounds.get(round_number)
         if not calls:
             continue
@@ -101,6 +108,14 @@ def project_tool_parts(parts: list[dict]) -> list[dict]:
             content = stored["content"] if stored is not None else f"Tool error: {INTERRUPTED_RESULT}"
             messages.append({"role": "tool", "call_id": call["call_id"], "content": content})
     return messages
+
+
+OUTPUT_ITEM_PART = "output_item"
+
+
+def output_item_part(item: dict, round_number: int) -> dict:
+    """A Responses output item as stored on its assistant message, verbatim (`item`: the provider's JSON)."""
+    return {"type": OUTPUT_ITEM_PART, "item": item, "round": round_number}
 
 
 def reasoning_part(item_id: str, encrypted_content: str | None, summary: list[str], round_number: int) -> dict:

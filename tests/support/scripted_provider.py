@@ -148,6 +148,15 @@ class ScriptedReply:
     # Responses only: built-in `image_generation_call` items, emitted after the reasoning, before the
     # tool calls and the text (each a ScriptedImageCall or its fields as a dict).
     images: list[Any] = field(default_factory=list)
+    # Wire cases of issue 31 (`_message_parts` below): a `refusal` content part with these words (Chat
+    # Completions: `delta.refusal`); a reply cut off for this reason (Responses `response.incomplete` with
+    # `incomplete_details.reason`; Chat `finish_reason`, "max_output_tokens" sent as "length"); the
+    # `phase` of the reply's message item; and a preamble: a `commentary` message item (Chat: content)
+    # streamed before the tool calls.
+    refusal: str | None = None
+    incomplete: str | None = None
+    phase: str | None = None
+    preamble: str | None = None
 
     def image_calls(self) -> list[ScriptedImageCall]:
         return [i if isinstance(i, ScriptedImageCall) else ScriptedImageCall(**i) for i in self.images]
@@ -158,7 +167,7 @@ class ScriptedReply:
         if self.text is not None:
             # Word-sized pieces keep leading whitespace, so "".join(pieces) == text.
             return re.findall(r"\s*\S+\s*$|\s*\S+", self.text) or [self.text]
-        return [] if self.tool_calls or self.images else list(DEFAULT_CHUNKS)
+        return [] if self.tool_calls or self.images or self.refusal else list(DEFAULT_CHUNKS)
 
 
 @dataclass
@@ -554,6 +563,8 @@ class _Handler(BaseHTTPRequestHandler):
         if turn.reply.drop_after_chunks == 0:
             self._drop()
         self._sse(turn.chunk({"role": "assistant", "content": "", "refusal": None}))
+        for piece in _pieces(turn.reply.preamble):
+            self._sse(turn.chunk({"content": piece}))
         for index, call in enumerate(turn.calls):
             head = {
                 "index": index,
@@ -568,10 +579,13 @@ class _Handler(BaseHTTPRequestHandler):
         for piece in turn.chunks:
             self._sse(turn.chunk({"content": piece}))
             self._pace(turn)
+        for piece in _pieces(turn.reply.refusal):
+            self._sse(turn.chunk({"refusal": piece}))
+            self._pace(turn)
         if not turn.reply.finish:
             self._end_stream()
             return
-        self._sse(turn.chunk({}, finish_reason="tool_calls" if turn.calls else "stop"))
+        self._sse(turn.chunk({}, finish_reason=_chat_finish_reason(turn)))
         if include_usage:
             self._sse({**turn.chunk_base(), "choices": [], "usage": turn.chat_usage()})
         self._sse("[DONE]")
@@ -618,6 +632,8 @@ class _Handler(BaseHTTPRequestHandler):
             done = turn.image_item(item_id, image, "failed" if image.error else "completed")
             emit("response.output_item.done", output_index=idx, item=done)
             output.append(done)
+        if turn.reply.preamble:
+            self._message_item(emit, turn, output, _pieces(turn.reply.preamble), None, "commentary")
         for call in turn.calls:
             idx, item = len(output), turn.function_item(call, "in_progress", "")
             emit("response.output_item.added", output_index=idx, item=item)
@@ -639,34 +655,72 @@ class _Handler(BaseHTTPRequestHandler):
             done = turn.function_item(call, "completed", call["arguments_json"])
             emit("response.output_item.done", output_index=idx, item=done)
             output.append(done)
-        if turn.chunks:
-            idx, msg_id = len(output), f"msg_{uuid.uuid4().hex[:24]}"
-            part = {
-                "type": "output_text",
-                "text": "",
-                "annotations": [],
-                "logprobs": [],
-            }
-            loc = {"item_id": msg_id, "output_index": idx, "content_index": 0}
-            emit(
-                "response.output_item.added",
-                output_index=idx,
-                item=turn.message_item(msg_id, "in_progress", None),
-            )
-            emit("response.content_part.added", **loc, part=part)
-            for piece in turn.chunks:
-                emit("response.output_text.delta", **loc, delta=piece, logprobs=[])
-                self._pace(turn)
-            for index, annotation in enumerate(turn.annotations):
-                emit("response.output_text.annotation.added", **loc, annotation_index=index, annotation=annotation)
-            emit("response.output_text.done", **loc, text=turn.text, logprobs=[])
-            emit("response.content_part.done", **loc, part={**part, "text": turn.text, "annotations": turn.annotations})
-            done = turn.message_item(msg_id, "completed", turn.text)
-            emit("response.output_item.done", output_index=idx, item=done)
-            output.append(done)
-        if turn.reply.finish:
+        if turn.chunks or turn.reply.refusal:
+            self._message_item(emit, turn, output, turn.chunks, turn.reply.refusal, turn.reply.phase)
+        if turn.reply.finish and turn.reply.incomplete:
+            emit("response.incomplete", response=_incomplete(turn.response("incomplete", output), turn.reply.incomplete))
+        elif turn.reply.finish:
             emit("response.completed", response=turn.response("completed", output))
         self._end_stream()
+
+    def _message_item(
+        self, emit: Any, turn: _Turn, output: list[dict[str, Any]], chunks: list[str], refusal: str | None,
+        phase: str | None,
+    ) -> None:
+        """One assistant `message` output item: an `output_text` part streamed in `chunks` (if any), then a
+        `refusal` part (if any); with its `phase`, `incomplete` when the reply is cut off."""
+        idx, msg_id = len(output), f"msg_{uuid.uuid4().hex[:24]}"
+        emit("response.output_item.added", output_index=idx, item=turn.message_item(msg_id, "in_progress", None, phase))
+        parts: list[dict[str, Any]] = []
+        if chunks:
+            text = "".join(chunks)
+            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+            loc = {"item_id": msg_id, "output_index": idx, "content_index": len(parts)}
+            emit("response.content_part.added", **loc, part=part)
+            for piece in chunks:
+                emit("response.output_text.delta", **loc, delta=piece, logprobs=[])
+                self._pace(turn)
+            annotations = turn.annotations if chunks is turn.chunks else []
+            for index, annotation in enumerate(annotations):
+                emit("response.output_text.annotation.added", **loc, annotation_index=index, annotation=annotation)
+            emit("response.output_text.done", **loc, text=text, logprobs=[])
+            done_part = {**part, "text": text, "annotations": annotations}
+            emit("response.content_part.done", **loc, part=done_part)
+            parts.append(done_part)
+        if refusal:
+            loc = {"item_id": msg_id, "output_index": idx, "content_index": len(parts)}
+            emit("response.content_part.added", **loc, part={"type": "refusal", "refusal": ""})
+            for piece in _pieces(refusal):
+                emit("response.refusal.delta", **loc, delta=piece)
+                self._pace(turn)
+            emit("response.refusal.done", **loc, refusal=refusal)
+            emit("response.content_part.done", **loc, part={"type": "refusal", "refusal": refusal})
+            parts.append({"type": "refusal", "refusal": refusal})
+        status = "incomplete" if turn.reply.incomplete and phase != "commentary" else "completed"
+        done = {**turn.message_item(msg_id, status, None, phase), "content": parts}
+        emit("response.output_item.done", output_index=idx, item=done)
+        output.append(done)
+
+
+def _pieces(text: str | None) -> list[str]:
+    """Word-sized pieces of `text` ("".join gives it back); none for no text."""
+    return (re.findall(r"\s*\S+\s*$|\s*\S+", text) or [text]) if text else []
+
+
+def _chat_finish_reason(turn: _Turn) -> str:
+    """`length` / `content_filter` for a reply cut off (Chat Completions' names), else the usual ones."""
+    reason = turn.reply.incomplete
+    if reason:
+        return "length" if reason == "max_output_tokens" else reason
+    return "tool_calls" if turn.calls else "stop"
+
+
+def _incomplete(response: dict[str, Any], reason: str) -> dict[str, Any]:
+    """A Responses `response` object cut off for `reason` (its usage as far as it got)."""
+    return {**response, "incomplete_details": {"reason": reason}, "usage": response.get("usage") or {
+        "input_tokens": 1, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 1,
+        "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 2,
+    }}
 
 
 def _seal(item_id: str, secret: str) -> str:
@@ -836,17 +890,18 @@ class _Turn:
             "status": status,
         }
 
-    def message_item(self, msg_id: str, status: str, text: str | None) -> dict[str, Any]:
+    def message_item(self, msg_id: str, status: str, text: str | None, phase: str | None = None) -> dict[str, Any]:
         content = [] if text is None else [
             {"type": "output_text", "text": text, "annotations": self.annotations, "logprobs": []}
         ]
-        return {
+        item = {
             "type": "message",
             "id": msg_id,
             "role": "assistant",
             "status": status,
             "content": content,
         }
+        return {**item, "phase": phase} if phase else item
 
     def response_output(self) -> list[dict[str, Any]]:
         items = [self.reasoning_item(n, summary, "completed") for n, summary in enumerate(self.reply.reasoning)]

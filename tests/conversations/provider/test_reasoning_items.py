@@ -54,7 +54,7 @@ def test_reasoning_items_are_stored_as_parts_in_order_and_never_as_speech(script
     reply = Message.objects.get(pk=body["assistant_message"]["id"])
     assert reply.content == "Nothing there yet."
     assert [(p["type"], p.get("round")) for p in reply.parts] == [
-        ("reasoning", 0), ("tool_call", 0), ("tool_result", None), ("reasoning", 1),
+        ("reasoning", 0), ("tool_call", 0), ("tool_result", None), ("reasoning", 1), ("output_item", 1),
     ]
     first, last = reply.parts[0], reply.parts[3]
     assert first["summary"] == ["Weighing whether the Library helps."] and first["encrypted_content"].startswith("enc_")
@@ -90,7 +90,7 @@ def test_reasoning_items_are_carried_into_the_next_turn_in_order(scripted_provid
     send(conversation, "And now?")
     items = scripted_provider.last_request().body["input"]
     assert kinds(items)[1:] == [
-        "user", "reasoning", "function_call", "function_call_output", "reasoning", "assistant", "user",
+        "user", "reasoning", "function_call", "function_call_output", "reasoning", "message", "user",
     ]
     assert [item["summary"][0]["text"] for item in items if item.get("type") == "reasoning"] == [
         "Weighing whether the Library helps.", "The Library is empty; answer plainly.",
