@@ -327,6 +327,9 @@ _REPLAYED_KEYS = {
     "web_search_call": ("type", "id", "status", "action"),
 }
 _REPLAYED_PART_KEYS = {"output_text": ("type", "text", "annotations"), "refusal": ("type", "refusal")}
+# The kept kinds a later request carries back. An `image_generation_call` is kept but not sent: the
+# input item would need its image as base64, and neither API takes an image in an assistant turn.
+REPLAYED_ITEM_TYPES = frozenset(_REPLAYED_KEYS)
 
 
 def output_item_message(item: dict[str, Any]) -> dict[str, Any]:
@@ -334,8 +337,9 @@ def output_item_message(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def replayed_output_item(item: dict[str, Any]) -> dict[str, Any]:
-    """A stored output item as a Responses input item: its own fields, in place, `phase` kept."""
-    keys = _REPLAYED_KEYS.get(item.get("type"), tuple(item))
+    """A stored output item (of `REPLAYED_ITEM_TYPES`) as a Responses input item: its own fields, in place,
+    `phase` kept."""
+    keys = _REPLAYED_KEYS[item["type"]]
     replayed = {key: item[key] for key in keys if key in item and item[key] is not None}
     if item.get("type") == "message":
         replayed["content"] = [
@@ -543,6 +547,9 @@ async def _stream_responses(
                 yield ImagePartial(event.item_id, event.partial_image_index, event.partial_image_b64)
             elif event.type == "response.output_item.done" and event.item.type == "image_generation_call":
                 yield _image_generated(event.item, config.api_key)
+                # Kept like the others, its image aside: that is the reply's content-addressed attachment
+                # (`metadata.generated_images`, by `item_id`), never base64 in the row.
+                yield OutputItemDone({k: v for k, v in _item_json(event.item).items() if k != "result"})
             elif event.type in ("response.completed", "response.incomplete"):
                 usage = event.response.usage
                 reason = _incomplete_reason(event.response) if event.type == "response.incomplete" else None

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from conversations.models import Message, MessageStatus, Role
-from conversations.provider.gateway import output_item_message, reasoning_message
+from conversations.provider.gateway import REPLAYED_ITEM_TYPES, output_item_message, reasoning_message
 
 INTERRUPTED_RESULT = "The tool call was interrupted before it returned a result."
 
@@ -78,7 +78,8 @@ def project_tool_parts(parts: list[dict]) -> list[dict]:
     in the last round, before the reply's text), unless its encrypted content
     was dropped (`reasoning_parts_drop`). An output item kept verbatim (an
     assistant `message` with its `phase`, a preamble included; a
-    `web_search_call`) travels in its place too (`output_item_part`).
+    `web_search_call`) travels in its place too (`output_item_part`); an
+    `image_generation_call` is kept but not sent (`REPLAYED_ITEM_TYPES`).
     """
     results = {p["call_id"]: p for p in parts if p.get("type") == "tool_result"}
     rounds: dict[int, list[dict]] = {}
@@ -90,7 +91,10 @@ def project_tool_parts(parts: list[dict]) -> list[dict]:
             items.setdefault(int(part.get("round", 0)), []).append(
                 reasoning_message(part["id"], part["encrypted_content"], part.get("summary") or [])
             )
-        elif part.get("type") == OUTPUT_ITEM_PART and isinstance(part.get("item"), dict):
+        elif (
+            part.get("type") == OUTPUT_ITEM_PART and isinstance(part.get("item"), dict)
+            and part["item"].get("type") in REPLAYED_ITEM_TYPES
+        ):
             items.setdefault(int(part.get("round", 0)), []).append(output_item_message(part["item"]))
     messages: list[dict] = []
     for round_number in sorted(rounds.keys() | items.keys()):

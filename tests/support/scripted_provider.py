@@ -30,7 +30,8 @@ cleanly on SIGTERM or SIGINT. Control endpoints:
 * ``GET  /_control/requests`` every recorded request as JSON
 * ``POST /_control/clear``    forget recorded requests and queued replies
 
-Stdlib only, so it can run without the project's dependencies.
+It needs the `openai` package (and pydantic, which it brings): requests are checked against the SDK's
+request types and events built from its event models (`tests/support/wire_contract.py`).
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
+
+from tests.support.wire_contract import request_problem, sdk_event
 
 DEFAULT_CHUNKS = ("Scripted", " reply", ".")
 KNOWN_MODELS = ("gpt-5.5", "gpt-5.5-mini", "scripted-model")
@@ -214,6 +217,8 @@ class ScriptedProvider:
         # Signs the encrypted content of the reasoning items it hands out; change it to play a provider
         # (a key or a model) that no longer accepts them: such an item is then refused with a 400.
         self.reasoning_secret = uuid.uuid4().hex
+        # Check every request body against the installed `openai` package's request types (a 400 otherwise).
+        self.validate_requests = True
 
     # -- lifecycle -------------------------------------------------------
     def start(self) -> Self:
@@ -389,6 +394,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def _sse(self, data: Any, event: str | None = None) -> None:
+        data = sdk_event(data)  # built from the SDK's event models (tests/support/wire_contract.py)
         text = (f"event: {event}\n" if event else "") + "data: " + (data if isinstance(data, str) else json.dumps(data))
         payload = (text + "\n\n").encode()
         # Chunked framing: a cut connection then surfaces as an incomplete body client-side.
@@ -425,6 +431,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._control(path, body)
             return
         self.provider.record(RecordedRequest("POST", self.path, self._lower_headers(), body, headers_at, body_at))
+        if self._refused_by_contract(path, body):
+            return
         if path == "/v1/images/generations":
             with contextlib.suppress(_Dropped):
                 self._image(self.provider.next_image())
@@ -447,6 +455,15 @@ class _Handler(BaseHTTPRequestHandler):
             pass
         except OSError:
             self.close_connection = True  # client went away (e.g. the app was killed)
+
+    def _refused_by_contract(self, path: str, body: Any) -> bool:
+        """Answer the real API's 400 for a body the installed SDK's request types reject (wire_contract)."""
+        if not self.provider.validate_requests:
+            return False
+        problem = request_problem(path, body)
+        if problem is not None:
+            self._send_json(400, problem)
+        return problem is not None
 
     def _lower_headers(self) -> dict[str, str]:
         return {k.lower(): v for k, v in self.headers.items()}
@@ -718,7 +735,7 @@ def _chat_finish_reason(turn: _Turn) -> str:
 def _incomplete(response: dict[str, Any], reason: str) -> dict[str, Any]:
     """A Responses `response` object cut off for `reason` (its usage as far as it got)."""
     return {**response, "incomplete_details": {"reason": reason}, "usage": response.get("usage") or {
-        "input_tokens": 1, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 1,
+        "input_tokens": 1, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens": 1,
         "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 2,
     }}
 
