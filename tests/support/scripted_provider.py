@@ -160,6 +160,13 @@ class ScriptedReply:
     incomplete: str | None = None
     phase: str | None = None
     preamble: str | None = None
+    # Responses only: built-in `web_search_call` items, before the text, each {"query", "sources": [url, …]}
+    # (the sources sent only when the request's `include` asks for `web_search_call.action.sources`).
+    web_searches: list[dict[str, Any]] = field(default_factory=list)
+    # After this many content chunks, the stream reports an error and ends (Responses: an `error` event;
+    # Chat Completions: an `{"error": …}` chunk, as the API sends them), with this code.
+    error_after_chunks: int | None = None
+    error_code: str = "server_error"
 
     def image_calls(self) -> list[ScriptedImageCall]:
         return [i if isinstance(i, ScriptedImageCall) else ScriptedImageCall(**i) for i in self.images]
@@ -564,6 +571,8 @@ class _Handler(BaseHTTPRequestHandler):
         turn.sent += 1
         if turn.reply.drop_after_chunks is not None and turn.sent >= turn.reply.drop_after_chunks:
             self._drop()
+        if turn.reply.error_after_chunks is not None and turn.sent >= turn.reply.error_after_chunks:
+            self._stream_error(turn)
         if turn.sent == turn.reply.hold_after_chunks and turn.reply.hold is not None:
             while not turn.reply.hold.wait(0.05):
                 if self.provider._stopping.is_set():
@@ -574,6 +583,18 @@ class _Handler(BaseHTTPRequestHandler):
                     self._drop()
         if turn.reply.delay_between_chunks:
             time.sleep(turn.reply.delay_between_chunks)
+
+    def _stream_error(self, turn: _Turn) -> None:
+        """An error in the middle of a stream, the way each API reports one, then the end of the body."""
+        message = turn.reply.error_message or "The server had an error while processing your request."
+        if turn.chat:
+            self._sse({"error": {"message": message, "type": "server_error", "code": turn.reply.error_code,
+                                 "param": None}})
+        else:
+            self._sse({"type": "error", "sequence_number": turn.sent + 10_000, "code": turn.reply.error_code,
+                       "message": message, "param": None}, event="error")
+        self._end_stream()
+        raise _Dropped
 
     def _stream_chat(self, turn: _Turn, include_usage: bool) -> None:
         self._start_stream()
@@ -649,6 +670,8 @@ class _Handler(BaseHTTPRequestHandler):
             done = turn.image_item(item_id, image, "failed" if image.error else "completed")
             emit("response.output_item.done", output_index=idx, item=done)
             output.append(done)
+        for search in turn.reply.web_searches:
+            self._web_search_item(emit, turn, output, search)
         if turn.reply.preamble:
             self._message_item(emit, turn, output, _pieces(turn.reply.preamble), None, "commentary")
         for call in turn.calls:
@@ -679,6 +702,21 @@ class _Handler(BaseHTTPRequestHandler):
         elif turn.reply.finish:
             emit("response.completed", response=turn.response("completed", output))
         self._end_stream()
+
+    def _web_search_item(self, emit: Any, turn: _Turn, output: list[dict[str, Any]], search: dict[str, Any]) -> None:
+        """A built-in `web_search_call` output item: in progress, searching, completed; its `action.sources`
+        only when the request asked for them (`include`)."""
+        idx, item_id = len(output), f"ws_{uuid.uuid4().hex[:24]}"
+        action: dict[str, Any] = {"type": "search", "query": search["query"]}
+        emit("response.output_item.added", output_index=idx,
+             item={"type": "web_search_call", "id": item_id, "status": "in_progress", "action": action})
+        for stage in ("in_progress", "searching", "completed"):
+            emit(f"response.web_search_call.{stage}", output_index=idx, item_id=item_id)
+        if turn.web_search_sources:
+            action = {**action, "sources": [{"type": "url", "url": url} for url in search.get("sources", [])]}
+        done = {"type": "web_search_call", "id": item_id, "status": "completed", "action": action}
+        emit("response.output_item.done", output_index=idx, item=done)
+        output.append(done)
 
     def _message_item(
         self, emit: Any, turn: _Turn, output: list[dict[str, Any]], chunks: list[str], refusal: str | None,
@@ -805,6 +843,8 @@ class _Turn:
         self.summaries = bool((body.get("reasoning") or {}).get("summary")) if isinstance(body.get("reasoning"), dict) else False
         include = body.get("include") if isinstance(body.get("include"), list) else []
         self.reasoning_secret = reasoning_secret if "reasoning.encrypted_content" in include else None
+        self.web_search_sources = "web_search_call.action.sources" in include
+        self.chat = "messages" in body
         self.annotations = [
             {"type": "url_citation", "url": c["url"], "title": c.get("title", ""),
              "start_index": c.get("start", 0), "end_index": c.get("end", 0)}

@@ -161,14 +161,48 @@ def _check_union(value: Any, members: tuple, path: str) -> list[Problem]:  # noq
         problems = _check(value, member, path)
         if not problems:
             return []
-        if best is None or len(problems) < len(best):
+        if best is None or _weight(problems, path) < _weight(best, path):
             best = problems
     return best or [_wrong_type(path, "one of the documented forms", value)]
+
+
+def _weight(problems: list[Problem], path: str) -> tuple[bool, int]:
+    """Which member's complaints explain a union's failure best: one whose type the value has (not a bare
+    type mismatch at the union itself), then the fewest complaints."""
+    shallow = len(problems) == 1 and problems[0].code == "invalid_type" and problems[0].param == path
+    return shallow, len(problems)
 
 
 @functools.cache
 def _hints(typed_dict: Any) -> dict[str, Any]:  # noqa: ANN401 - a TypedDict class
     return typing.get_type_hints(typed_dict, include_extras=True)
+
+
+def _lineage(typed_dict: Any) -> list[Any]:  # noqa: ANN401 - a TypedDict class
+    """A TypedDict's TypedDict bases, the oldest first, then itself (a TypedDict's `__mro__` has none)."""
+    chain: list[Any] = []
+    for base in getattr(typed_dict, "__orig_bases__", ()):
+        if typing_extensions.is_typeddict(base):
+            chain += [c for c in _lineage(base) if c not in chain]
+    return [*chain, typed_dict]
+
+
+@functools.cache
+def _required_keys(typed_dict: Any) -> frozenset[str]:  # noqa: ANN401 - a TypedDict class
+    """The keys a TypedDict requires. Read from its annotations, not `__required_keys__`: the SDK's modules
+    use `from __future__ import annotations`, so `Required[…]` is a string when the class is made and
+    `__required_keys__` misses it. A key is required when marked `Required`, or when the class that
+    declares it is total and it is not marked `NotRequired`."""
+    required = set()
+    for key, hint in _hints(typed_dict).items():
+        origin = typing.get_origin(hint)
+        if origin is typing_extensions.Required:
+            required.add(key)
+        elif origin is not typing_extensions.NotRequired:
+            owner = next((c for c in _lineage(typed_dict) if key in getattr(c, "__annotations__", {})), typed_dict)
+            if getattr(owner, "__total__", True):
+                required.add(key)
+    return frozenset(required)
 
 
 def _check_typeddict(value: Any, typed_dict: Any, path: str) -> list[Problem]:  # noqa: ANN401 - any JSON
@@ -181,7 +215,7 @@ def _check_typeddict(value: Any, typed_dict: Any, path: str) -> list[Problem]:  
     ]
     problems += [
         Problem("missing_required_parameter", _join(path, key), f"Missing required parameter: '{_join(path, key)}'.")
-        for key in typed_dict.__required_keys__ if key not in value
+        for key in _required_keys(typed_dict) if key not in value
     ]
     for key, element in value.items():
         if key in hints:
@@ -221,6 +255,8 @@ def sdk_event(data: Any) -> Any:  # noqa: ANN401 - an SSE payload
     and other strings pass as they are)."""
     if not isinstance(data, dict):
         return data
+    if "error" in data and "type" not in data:
+        return data  # Chat Completions' mid-stream error: no chunk, the API's error object (the SDK raises on it)
     if data.get("object") == "chat.completion.chunk":
         return chat_chunk(data)
     return responses_event(data)
