@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Protocol
 
 from continuity.keyword_recall import contains_recall_section
-from conversations.provider.gateway import OUTPUT_ITEM_ROLE, REASONING_ROLE, output_message_text
+from conversations.provider.wire import OUTPUT_ITEM_ROLE, REASONING_ROLE, output_message_text
 
 ESTIMATE_METHOD = "chars_div_4"
 
@@ -50,6 +50,14 @@ class HistoryTurn:
         changes them. A reply whose output messages were kept verbatim goes back as those items, in place
         (`replayed_turn_messages`)."""
         return replayed_turn_messages(self.tool_messages, self.role, turn_content(self))
+
+    @cached_property
+    def messages_without_reasoning(self) -> tuple[dict, ...]:
+        """`messages` without the turn's reasoning items: how a turn before the last user message travels
+        when earlier reasoning is not carried (`assemble_request`, docs/provider.md)."""
+        if not any(m["role"] == REASONING_ROLE for m in self.tool_messages):
+            return self.messages
+        return tuple(m for m in self.messages if m["role"] != REASONING_ROLE)
 
 
 def _is_output_message(message: dict) -> bool:
@@ -163,6 +171,7 @@ def assemble_request(
     input_budget_tokens: int,
     birth_period: bool = False,
     compacted_summary: str = "",
+    earlier_reasoning: bool = True,
 ) -> AssembledRequest:
     """Build the model input: stored prompt, trimmed history, dynamic context.
 
@@ -173,6 +182,8 @@ def assemble_request(
     `compacted_summary` (the labelled text of a compaction, `continuity.compaction`)
     stands in for the history before its boundary: it follows the static
     prompt, is never trimmed, and counts as history in the diagnostics.
+    `earlier_reasoning`: do the history turns (all before the last user message) carry their reasoning
+    items? GPT-5.5 renders only the current turn's (`reasoning.context` "current_turn"), docs/provider.md.
     """
     static_tokens = estimate_tokens(static_prompt)
     dynamic_tokens = estimate_tokens(dynamic_context)
@@ -190,7 +201,7 @@ def assemble_request(
     if compacted_summary:
         messages.append({"role": "system", "content": compacted_summary})
     for turn in kept:
-        messages.extend(turn.messages)
+        messages.extend(turn.messages if earlier_reasoning else turn.messages_without_reasoning)
     # Dynamic context, fresh for each send, comes last, right after the current
     # message, and is omitted entirely when empty: everything before it is
     # what the previous send sent plus the turns since, byte for byte, so the

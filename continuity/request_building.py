@@ -130,6 +130,7 @@ def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list
         input_budget_tokens=settings.ELION_INPUT_BUDGET_TOKENS,
         birth_period=dynamic.birth_period,
         compacted_summary=compacted.summary_text,
+        earlier_reasoning=settings.ELION_REASONING_CONTEXT == "all_turns",
     )
 
 

@@ -25,6 +25,7 @@ from django.utils import timezone
 from conversations.models import Message, MessageStatus
 from conversations.provider import gateway as provider_gateway
 from conversations.provider.gateway import ProviderError
+from conversations.provider.wire import REASONING_ROLE
 from conversations.sending import images, tool_loop
 from conversations.sending.broadcast import STARTED, ReplyBroadcast, done_data
 from conversations.sending.persist import persist
@@ -264,10 +265,10 @@ class ReplyRun:
         try:
             return await self._stream_round_stoppable(messages, round_number)
         except ProviderError as exc:
-            carried = any(m["role"] == provider_gateway.REASONING_ROLE for m in self.history)
+            carried = any(m["role"] == REASONING_ROLE for m in self.history)
             if exc.code != REASONING_REJECTED or self.reasoning_dropped is not None or not carried:
                 raise
-        self.history = [m for m in self.history if m["role"] != provider_gateway.REASONING_ROLE]
+        self.history = [m for m in self.history if m["role"] != REASONING_ROLE]
         dropped = await persist(reasoning_parts_drop)(
             self.prepared.conversation_id, keep_message_id=self.prepared.assistant_message_id, reason=REASONING_REJECTED
         )

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from conversations.models import Message, MessageStatus, Role
-from conversations.provider.gateway import REPLAYED_ITEM_TYPES, output_item_message, reasoning_message
+from conversations.provider.wire import REPLAYED_ITEM_TYPES, output_item_message, reasoning_message
 
 INTERRUPTED_RESULT = "The tool call was interrupted before it returned a result."
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from conversations.provider import gateway as gw
+from conversations.provider import wire
 from conversations.provider.gateway import (
     Completed,
     ProviderConfig,
@@ -224,9 +225,9 @@ async def test_wire_items_are_ones_the_sdk_transform_leaves_unchanged(selector: 
     from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 
     if selector == "responses":
-        params, params_type = {"input": gw._responses_input(EVERY_WIRE_SHAPE)}, ResponseCreateParamsStreaming
+        params, params_type = {"input": wire.responses_input(EVERY_WIRE_SHAPE)}, ResponseCreateParamsStreaming
     else:
-        params, params_type = {"messages": gw._chat_messages(EVERY_WIRE_SHAPE)}, CompletionCreateParamsStreaming
+        params, params_type = {"messages": wire.chat_messages(EVERY_WIRE_SHAPE)}, CompletionCreateParamsStreaming
     assert len(next(iter(params.values()))) >= 6
     assert await async_maybe_transform(params, params_type) == params
 
@@ -240,12 +241,12 @@ async def test_the_whole_conversation_reaches_the_provider_in_order(provider: Sc
     request = provider.last_request()
     assert request is not None
     if selector == "responses":
-        assert request.body["input"] == gw._responses_input(EVERY_WIRE_SHAPE)
+        assert request.body["input"] == wire.responses_input(EVERY_WIRE_SHAPE)
         assert [item.get("role") or item.get("type") for item in request.body["input"]] == [
             "system", "user", "user", "assistant", "function_call", "function_call_output", "assistant",
         ]
     else:
-        assert request.body["messages"] == gw._chat_messages(EVERY_WIRE_SHAPE)
+        assert request.body["messages"] == wire.chat_messages(EVERY_WIRE_SHAPE)
         assert [m["role"] for m in request.body["messages"]] == [
             "system", "user", "user", "assistant", "tool", "assistant",
         ]

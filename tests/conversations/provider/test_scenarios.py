@@ -195,6 +195,7 @@ async def test_scenario_429_with_retry_after_waits_then_answers(scripted_provide
 @pytest.mark.parametrize(("name", "selector"), runs_on("invalid_encrypted_content"))
 async def test_scenario_invalid_encrypted_content_is_dropped_and_retried_once(scripted_provider, settings, name, selector):
     settings.ELION_API_SELECTOR = selector
+    settings.ELION_REASONING_CONTEXT = "all_turns"  # earlier turns' reasoning travels, so it can be refused
     scripted_provider.script(*scenario(name))
     client = AsyncClient()
     conversation_id = await new_conversation(client)

@@ -13,6 +13,7 @@ import datetime
 import json
 
 import pytest
+from django.conf import settings as django_settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -177,6 +178,7 @@ def reference_request(conversation, budget: int) -> list[dict] | str:
         static_prompt=static_prompt, history=history, dynamic_context=dynamic.text,
         handoff_text=prior_thread_section_in(static_prompt), tool_definitions_text=tool_definitions_text([]),
         input_budget_tokens=budget, birth_period=dynamic.birth_period, compacted_summary=compacted.summary_text,
+        earlier_reasoning=django_settings.ELION_REASONING_CONTEXT == "all_turns",
     )
     return json.dumps([request.messages, request.diagnostics])
 
@@ -190,7 +192,7 @@ def kept_request(conversation, budget: int, settings_override) -> str:
 
 
 STEP = st.one_of(
-    st.tuples(st.just("turn"), st.integers(0, 10_000), st.sampled_from(["complete", "failed", "interrupted"]),
+    st.tuples(st.just("turn"), st.integers(0, 10_000), st.sampled_from(["complete", "failed", "interrupted", "incomplete"]),
               st.text("abc xyz", min_size=0, max_size=60)),
     st.tuples(st.just("tools"), st.integers(0, 10_000), st.booleans(), st.booleans()),
     st.tuples(st.just("rewind"), st.integers(0, 10_000)),
@@ -251,8 +253,10 @@ def apply_step(conversation, step) -> None:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
-@given(steps=st.lists(STEP, min_size=1, max_size=25), budget=st.sampled_from([1_000, 1_200, 1_500, 200_000]))
-def test_projection_from_kept_rows_equals_the_earlier_projection(steps, budget, settings):
+@given(steps=st.lists(STEP, min_size=1, max_size=25), budget=st.sampled_from([1_000, 1_200, 1_500, 200_000]),
+       reasoning_context=st.sampled_from(["current_turn", "all_turns"]))
+def test_projection_from_kept_rows_equals_the_earlier_projection(steps, budget, reasoning_context, settings):
+    settings.ELION_REASONING_CONTEXT = reasoning_context
     conversation = thread(("user", "Hello"), ("assistant", "Hi there"))
     for step in steps:
         apply_step(conversation, step)
