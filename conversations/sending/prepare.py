@@ -82,6 +82,7 @@ class ReplayedReply:
     content: str = ""
     diagnostics: dict | None = None
     error: dict | None = None
+    metadata: dict | None = None  # the stored reply's: how it ended (`broadcast.done_data`)
 
 
 PreparedReply = FreshReply | ReplayedReply
@@ -187,6 +188,7 @@ def _prepare_for_repeated_turn(
             status=reply.status,
             content=reply.content,
             diagnostics=reply.metadata.get("diagnostics"),
+            metadata=reply.metadata,
         )
     # The turn was stored but its reply failed or never started: answer it now.
     transcript_write_guard(conversation, action="send", loaded=context.streaming)

@@ -171,3 +171,17 @@ async def test_watching_a_settled_cut_off_reply_ends_with_its_reason(scripted_pr
     watched = parse_sse(await read_streaming(response))
     assert watched[-1] == ("done", {"message_id": message_id, "status": "incomplete",
                                      "incomplete_reason": "max_output_tokens"})
+
+
+async def test_the_same_send_again_replays_the_cut_off_ending(scripted_provider):
+    scripted_provider.script(ScriptedReply(refusal="No.", incomplete="content_filter"))
+    client = AsyncClient()
+    conversation_id = await new_conversation(client)
+    body = {"content": "Again?", "client_message_id": "9b0f6a52-3c1e-4f5a-9c57-0d7f4b1f2a31"}
+    url = f"/api/conversations/{conversation_id}/messages/"
+    first = parse_sse(await read_streaming(await client.post(url, body, content_type="application/json")))
+    again = parse_sse(await read_streaming(await client.post(url, body, content_type="application/json")))
+    assert len(scripted_provider.requests) == 1  # the repeat is answered from the stored reply
+    expected = {"status": "incomplete", "incomplete_reason": "content_filter", "refusal": True}
+    assert first[-1][1] == {**expected, "message_id": first[-1][1]["message_id"]}
+    assert again[-1] == first[-1]
