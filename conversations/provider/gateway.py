@@ -109,6 +109,7 @@ class ToolCallRequested:
     call_id: str
     name: str
     arguments_json: str
+    item_id: str = ""  # the Responses `function_call` item's own id (`fc_…`), replayed with it; "" on Chat
 
 
 @dataclass(frozen=True)
@@ -397,7 +398,7 @@ async def _stream_responses(
             elif event.type == "response.output_item.added" and event.item.type == "message":
                 message_starts[event.item.id] = streamed
             elif event.type == "response.output_item.done" and event.item.type == "function_call":
-                yield ToolCallRequested(event.item.call_id, event.item.name, event.item.arguments)
+                yield ToolCallRequested(event.item.call_id, event.item.name, event.item.arguments, event.item.id or "")
             elif event.type == "response.output_item.done" and event.item.type == "reasoning":
                 summary = tuple(part.text for part in event.item.summary or [] if isinstance(part.text, str))
                 yield ReasoningDone(event.item.id, event.item.encrypted_content or None, summary)

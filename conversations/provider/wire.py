@@ -87,7 +87,8 @@ def responses_input(messages: list[dict[str, Any]], image_detail: str = "auto") 
             items.append({"role": m["role"], "content": _responses_content(m["content"], image_detail)})
         for c in m.get("tool_calls") or []:
             args = _as_json(c["arguments"])
-            items.append({"type": "function_call", "call_id": c["call_id"], "name": c["name"], "arguments": args})
+            item_id = {"id": c["item_id"]} if c.get("item_id") else {}
+            items.append({"type": "function_call", **item_id, "call_id": c["call_id"], "name": c["name"], "arguments": args})
     return items
 
 

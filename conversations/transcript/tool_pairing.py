@@ -105,7 +105,11 @@ def project_tool_parts(parts: list[dict]) -> list[dict]:
         messages.append({
             "role": "assistant",
             "content": "",
-            "tool_calls": [{"call_id": c["call_id"], "name": c["name"], "arguments": c["arguments"]} for c in calls],
+            "tool_calls": [
+                {"call_id": c["call_id"], "name": c["name"], "arguments": c["arguments"],
+                 **({"item_id": c["item_id"]} if c.get("item_id") else {})}
+                for c in calls
+            ],
         })
         for call in calls:
             stored = results.get(call["call_id"])

@@ -128,8 +128,13 @@ async def test_search_archive_round_is_stored_paired_and_sent_back(scripted_prov
     # The Responses API's message item is kept verbatim after the round (issue 31); Chat Completions has none.
     items_kept = ["output_item"] if selector == "responses" else []
     assert [p["type"] for p in reply.parts] == ["tool_call", "tool_result", *items_kept]
+    # A Responses `function_call` keeps its item id, and goes back with it (issue 31).
+    item_id = {"item_id": "fc_call_a1"} if selector == "responses" else {}
     assert reply.parts[0] == {"type": "tool_call", "call_id": "call_a1", "name": "search_archive",
-                              "arguments": '{"query": "pear gate"}', "round": 0}
+                              "arguments": '{"query": "pear gate"}', "round": 0, **item_id}
+    if selector == "responses":
+        (sent_call,) = [i for i in wire_items(second) if i.get("type") == "function_call"]
+        assert sent_call["id"] == "fc_call_a1"
     assert reply.parts[1]["is_error"] is False and reply.parts[1]["content"] == result["content"]
     assert "pear tree sings" not in reply.content  # tool output never enters the visible text
 
