@@ -9,6 +9,7 @@ Imports models only.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from uuid import UUID
 
@@ -122,8 +123,24 @@ OUTPUT_ITEM_PART = "output_item"
 
 
 def output_item_part(item: dict, round_number: int) -> dict:
-    """A Responses output item as stored on its assistant message, verbatim (`item`: the provider's JSON)."""
-    return {"type": OUTPUT_ITEM_PART, "item": item, "round": round_number}
+    """A Responses output item as stored on its assistant message, verbatim (`item`: the provider's JSON),
+    save the characters no database column may hold (`storable`)."""
+    return {"type": OUTPUT_ITEM_PART, "item": storable(item), "round": round_number}
+
+
+# NUL and lone surrogates: PostgreSQL's jsonb refuses them (`\u0000 cannot be converted to text`).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(value: object) -> object:
+    """`value` (JSON) with every NUL or lone surrogate in its strings and keys replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _UNSTORABLE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [storable(v) for v in value]
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    return value
 
 
 def reasoning_part(item_id: str, encrypted_content: str | None, summary: list[str], round_number: int) -> dict:
