@@ -62,7 +62,7 @@ MIN_WALK_ROWS = 512
 MIN_WINDOW_ROWS = 4_096
 MAX_WINDOW_ROWS = 1_048_576
 RECALLABLE_ROLES = (Role.USER, Role.ASSISTANT)
-RECALLABLE_STATUSES = (MessageStatus.COMPLETE, MessageStatus.INTERRUPTED)
+RECALLABLE_STATUSES = (MessageStatus.COMPLETE, MessageStatus.INTERRUPTED, MessageStatus.INCOMPLETE)
 
 
 def _sources(*, persona: str, exclude: Iterable[UUID]) -> QuerySet:

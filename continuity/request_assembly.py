@@ -18,7 +18,7 @@ from itertools import accumulate
 from typing import Protocol
 
 from continuity.keyword_recall import contains_recall_section
-from conversations.provider.gateway import REASONING_ROLE
+from conversations.provider.wire import OUTPUT_ITEM_ROLE, REASONING_ROLE, output_message_text
 
 ESTIMATE_METHOD = "chars_div_4"
 
@@ -49,8 +49,34 @@ class HistoryTurn:
     def messages(self) -> tuple[dict, ...]:
         """The turn's request messages: its tool rounds, then its text (`turn_content`). Built once: a kept
         turn (`continuity.kept_history`) goes into every later send's request, which reads them and never
-        changes them."""
-        return (*self.tool_messages, {"role": self.role, "content": turn_content(self)})
+        changes them. A reply whose output messages were kept verbatim goes back as those items, in place
+        (`replayed_turn_messages`)."""
+        return replayed_turn_messages(self.tool_messages, self.role, turn_content(self))
+
+    @cached_property
+    def messages_without_reasoning(self) -> tuple[dict, ...]:
+        """`messages` without the turn's reasoning items: how a turn before the last user message travels
+        when earlier reasoning is not carried (`assemble_request`, docs/provider.md)."""
+        if not any(m["role"] == REASONING_ROLE for m in self.tool_messages):
+            return self.messages
+        return tuple(m for m in self.messages if m["role"] != REASONING_ROLE)
+
+
+def _is_output_message(message: dict) -> bool:
+    return message["role"] == OUTPUT_ITEM_ROLE and message["item"].get("type") == "message"
+
+
+def replayed_turn_messages(tool_messages: tuple[dict, ...], role: str, content: str | list[dict]) -> tuple[dict, ...]:
+    """A turn's request messages. Rows stored before output items were kept, and replies whose text the
+    items don't hold (a reply stopped mid-message), go as today: the tool rounds, then the text as one
+    message. When the reply's output messages hold its text (in order: preamble, then answer), they are the
+    reply, each with its `phase`; text the items miss at the end follows them as one message."""
+    said = "".join(output_message_text(m["item"]) for m in tool_messages if _is_output_message(m))
+    if not said or not isinstance(content, str) or not content.startswith(said):
+        kept = tuple(m for m in tool_messages if not _is_output_message(m)) if said else tool_messages
+        return (*kept, {"role": role, "content": content})
+    rest = content[len(said):]
+    return (*tool_messages, {"role": role, "content": rest}) if rest.strip() else tool_messages
 
 
 IMAGE_TOKEN_ESTIMATE = 765  # one high-detail 1024x1024 image, the providers' usual figure
@@ -66,10 +92,11 @@ def turn_tokens(turn: HistoryTurn) -> int:
 
 def _turn_tokens_counted(turn: HistoryTurn) -> int:
     # Carried reasoning items are opaque and the provider keeps only those it needs, so they are not estimated.
+    # An output message's words are the turn's content, counted there.
     tools = sum(
         estimate_tokens(json.dumps(message, separators=(",", ":")))
         for message in turn.tool_messages
-        if message["role"] != REASONING_ROLE
+        if message["role"] != REASONING_ROLE and not _is_output_message(message)
     )
     return estimate_tokens(turn.content) + tools + attachment_tokens(turn.attachments)
 
@@ -213,6 +240,7 @@ def assemble_request(
     trim_step_tokens: int = 0,
     birth_period: bool = False,
     compacted_summary: str = "",
+    earlier_reasoning: bool = True,
 ) -> AssembledRequest:
     """Build the model input: stored prompt, trimmed history, dynamic context.
 
@@ -224,6 +252,8 @@ def assemble_request(
     stands in for the history before its boundary: it follows the static
     prompt, is never trimmed, and counts as history in the diagnostics.
     `trim_step_tokens`: how far back a trim may cut past what the budget needs (`trim_start`).
+    `earlier_reasoning`: do the history turns (all before the last user message) carry their reasoning
+    items? GPT-5.5 renders only the current turn's (`reasoning.context` "current_turn"), docs/provider.md.
     """
     static_tokens = estimate_tokens(static_prompt)
     dynamic_tokens = estimate_tokens(dynamic_context)
@@ -241,7 +271,7 @@ def assemble_request(
     if compacted_summary:
         messages.append({"role": "system", "content": compacted_summary})
     for turn in kept:
-        messages.extend(turn.messages)
+        messages.extend(turn.messages if earlier_reasoning else turn.messages_without_reasoning)
     # Dynamic context, fresh for each send, comes last, right after the current
     # message, and is omitted entirely when empty: everything before it is
     # what the previous send sent plus the turns since, byte for byte, so the

@@ -131,6 +131,7 @@ def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list
         trim_step_tokens=trim_step_tokens(),
         birth_period=dynamic.birth_period,
         compacted_summary=compacted.summary_text,
+        earlier_reasoning=settings.ELION_REASONING_CONTEXT == "all_turns",
     )
     return replace(request, in_view=in_view_of(request, history, branch))
 

@@ -184,6 +184,9 @@ class MessageStatus(models.TextChoices):
     COMPLETE = "complete", "Complete"
     INTERRUPTED = "interrupted", "Interrupted"
     FAILED = "failed", "Failed"
+    # The provider cut the reply off (output limit, content filter): its text is kept, the reason is in
+    # `metadata.incomplete_reason`; a send asking to continue picks it up.
+    INCOMPLETE = "incomplete", "Incomplete"
 
 
 class Message(models.Model):

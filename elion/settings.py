@@ -329,6 +329,15 @@ ELION_ARCHIVE_IMPORT_MAX_MEMBERS = env.integer("ELION_ARCHIVE_IMPORT_MAX_MEMBERS
 # partial images a Responses image streams before the final one (0-3).
 ELION_IMAGE_MODEL = env.text("ELION_IMAGE_MODEL", "gpt-image-2.5-sunburst")
 ELION_IMAGE_PARTIAL_IMAGES = min(env.integer("ELION_IMAGE_PARTIAL_IMAGES", 2, minimum=0), 3)
+# The request's wire fields (docs/provider.md says why these defaults): `detail` on every image
+# sent (`input_image.detail`, Chat `image_url.detail`), and `prompt_cache_retention` ("" sends none:
+# the provider's default, which for GPT-5.5 is its only accepted value, 24h).
+ELION_IMAGE_DETAIL = env.choice("ELION_IMAGE_DETAIL", "auto", {"auto", "low", "high", "original"})
+ELION_PROMPT_CACHE_RETENTION = env.choice("ELION_PROMPT_CACHE_RETENTION", "", {"", "in_memory", "24h"})
+# Which reasoning items travel back: "current_turn" (the reply's own, in its tool rounds; GPT-5.5 renders
+# no others, so earlier turns' are bytes for nothing) or "all_turns" (every stored one, for models that
+# render them, e.g. the GPT-5.6 family). docs/provider.md has the reading and the measurement.
+ELION_REASONING_CONTEXT = env.choice("ELION_REASONING_CONTEXT", "current_turn", {"current_turn", "all_turns"})
 # Background imports (`?background=true`): the uploaded files wait here for their job; a running job
 # whose heartbeat is older than this many seconds belongs to a dead worker and may be resumed.
 ELION_IMPORT_DIR = Path(env.text("ELION_IMPORT_DIR") or DATA_DIR / "imports")

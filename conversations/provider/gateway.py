@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import re
 import weakref
 from collections.abc import AsyncIterator
@@ -20,6 +19,7 @@ from urllib.parse import urlsplit
 import openai
 from django.utils.crypto import salted_hmac
 
+from conversations.provider.wire import chat_messages, content_text, responses_input
 from elion.redaction import redact_secret
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -50,6 +50,10 @@ class RequestOptions:
     verbosity: str | None = None
     # `reasoning.summary: "auto"`: ask for a summary of the reasoning, streamed beside the reply.
     reasoning_summary: bool = False
+    # `input_image.detail` on every image sent (docs/provider.md): "auto" lets the model choose.
+    image_detail: str = "auto"
+    # `prompt_cache_retention` ("in_memory" | "24h"); None leaves the provider's default (docs/provider.md).
+    cache_retention: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,7 @@ class ToolCallRequested:
     call_id: str
     name: str
     arguments_json: str
+    item_id: str = ""  # the Responses `function_call` item's own id (`fc_…`), replayed with it; "" on Chat
 
 
 @dataclass(frozen=True)
@@ -135,13 +140,32 @@ class CitationFound:
 
 
 @dataclass(frozen=True)
+class RefusalDelta:
+    """A piece of a `refusal` content part: the model declined, and says so in these words."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class OutputItemDone:
+    """One finished Responses output item kept verbatim for replay (`message`, `web_search_call`):
+    the provider's own JSON of it, in the order it came."""
+
+    item: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Completed:
-    """The turn ended; the provider's own usage figures (None where it reported none)."""
+    """The turn ended; the provider's own usage figures (None where it reported none).
+
+    `incomplete_reason`: the provider cut the reply off (Responses `incomplete_details.reason`,
+    Chat Completions `finish_reason` `length` / `content_filter`); None when it finished."""
 
     input_tokens: int | None
     output_tokens: int | None
     cached_input_tokens: int | None = None
     reasoning_tokens: int | None = None
+    incomplete_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -182,7 +206,7 @@ class ProviderWaiting:
 
 ProviderEvent = (
     TextDelta | ToolCallRequested | Completed | ProviderWaiting | ReasoningSummaryDelta | ReasoningDone | CitationFound
-    | ImageStarted | ImagePartial | ImageGenerated
+    | ImageStarted | ImagePartial | ImageGenerated | RefusalDelta | OutputItemDone
 )
 
 # Retries that respect the provider: only before the first token, only when it says when
@@ -255,7 +279,7 @@ async def stream_reply(
             if config.api_selector == "responses":
                 source = _stream_responses(config, messages, tools or [], options)
             else:
-                source = _stream_chat(config, messages, tools or [])
+                source = _stream_chat(config, messages, tools or [], options)
             async for event in source:
                 started = True
                 yield event
@@ -279,89 +303,6 @@ async def stream_reply(
 # 23-item request leaves (bench/README.md), more as a thread grows, all of it
 # before the first token. `tests/conversations/provider/test_gateway.py`
 # checks the SDK's own transform leaves every item shape we send unchanged.
-
-
-# A reasoning item travels in the neutral message list as
-# `{"role": "reasoning", "id", "encrypted_content", "summary": [text, ...]}` (`reasoning_message`);
-# only the Responses API takes it back, Chat Completions requests leave it out.
-REASONING_ROLE = "reasoning"
-
-
-def reasoning_message(item_id: str, encrypted_content: str, summary: list[str]) -> dict[str, Any]:
-    return {"role": REASONING_ROLE, "id": item_id, "encrypted_content": encrypted_content, "summary": list(summary)}
-
-
-def _responses_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    for m in messages:
-        if m["role"] == REASONING_ROLE:
-            items.append({
-                "type": "reasoning",
-                "id": m["id"],
-                "encrypted_content": m["encrypted_content"],
-                "summary": [{"type": "summary_text", "text": text} for text in m["summary"]],
-            })
-            continue
-        if m["role"] == "tool":
-            items.append({"type": "function_call_output", "call_id": m["call_id"], "output": m["content"]})
-            continue
-        if m.get("content"):
-            # System prompts stay input items (not `instructions`) so ordering is explicit.
-            items.append({"role": m["role"], "content": _responses_content(m["content"])})
-        for c in m.get("tool_calls") or []:
-            args = _as_json(c["arguments"])
-            items.append({"type": "function_call", "call_id": c["call_id"], "name": c["name"], "arguments": args})
-    return items
-
-
-def _chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    wire: list[dict[str, Any]] = []
-    for m in messages:
-        if m["role"] == REASONING_ROLE:
-            continue
-        if m["role"] == "tool":
-            wire.append({"role": "tool", "tool_call_id": m["call_id"], "content": m["content"]})
-        elif m.get("tool_calls"):
-            calls = [{"id": c["call_id"], "type": "function", "function": _function(c)} for c in m["tool_calls"]]
-            wire.append({"role": "assistant", "content": m.get("content") or None, "tool_calls": calls})
-        else:
-            wire.append({"role": m["role"], "content": _chat_content(m["content"])})
-    return wire
-
-
-# A turn with attachments carries a list of neutral parts instead of a string:
-# `{"type": "text", "text"}` and `{"type": "image", "image_url": <data URL>}`.
-
-
-def _responses_content(content: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
-    if isinstance(content, str):
-        return content
-    return [
-        {"type": "input_image", "image_url": part["image_url"]} if part["type"] == "image"
-        else {"type": "input_text", "text": part["text"]}
-        for part in content
-    ]
-
-
-def _chat_content(content: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
-    if isinstance(content, str):
-        return content
-    return [
-        {"type": "image_url", "image_url": {"url": part["image_url"]}} if part["type"] == "image"
-        else {"type": "text", "text": part["text"]}
-        for part in content
-    ]
-
-
-def content_text(content: str | list[dict[str, Any]] | None) -> str:
-    """The text of a message's content, whichever form it has."""
-    if isinstance(content, list):
-        return "\n".join(part["text"] for part in content if part.get("type") == "text")
-    return str(content or "")
-
-
-def _function(call: dict[str, Any]) -> dict[str, str]:
-    return {"name": call["name"], "arguments": _as_json(call["arguments"])}
 
 
 def _tool_spec(tool: dict[str, Any]) -> dict[str, Any]:
@@ -404,13 +345,18 @@ def conversation_cache_key(conversation_id: object) -> str:
 # Every Responses request: the provider keeps nothing unless the owner allows it (`store`), and
 # reasoning comes back encrypted (`include`), the only form that can be carried with `store: false`.
 REASONING_INCLUDE = ["reasoning.encrypted_content"]
+# With web search offered, the sources each search read come back on its `web_search_call` item too.
+WEB_SEARCH_SOURCES_INCLUDE = "web_search_call.action.sources"
 
 
-def responses_request_fields(options: RequestOptions) -> dict[str, Any]:
+def responses_request_fields(options: RequestOptions, *, web_search: bool = False) -> dict[str, Any]:
     """The owner's and the conversation's wishes as Responses request fields."""
-    fields: dict[str, Any] = {"store": options.store, "include": REASONING_INCLUDE}
+    include = [*REASONING_INCLUDE, WEB_SEARCH_SOURCES_INCLUDE] if web_search else REASONING_INCLUDE
+    fields: dict[str, Any] = {"store": options.store, "include": include}
     if options.cache_key:
         fields["prompt_cache_key"] = options.cache_key
+    if options.cache_retention:
+        fields["prompt_cache_retention"] = options.cache_retention
     reasoning: dict[str, str] = {}
     if options.reasoning_effort:
         reasoning["effort"] = options.reasoning_effort
@@ -431,9 +377,11 @@ async def _stream_responses(
         extra["tools"] = [
             dict(t) if _is_builtin(t) else {"type": "function", **_tool_spec(t), "strict": False} for t in tools
         ]
-    items = _responses_input(messages)
+    items = responses_input(messages, options.image_detail)
+    web_search = any(t.get("type") == "web_search" for t in tools)
+    fields = responses_request_fields(options, web_search=web_search)
     stream = await _client(config).responses.create(
-        model=config.model, stream=True, extra_body={"input": items, **responses_request_fields(options)}, **extra
+        model=config.model, stream=True, extra_body={"input": items, **fields}, **extra
     )
     streamed = 0  # characters of text so far: citation offsets are made relative to them
     message_starts: dict[str, int] = {}
@@ -442,35 +390,46 @@ async def _stream_responses(
             if event.type == "response.output_text.delta":
                 streamed += len(event.delta)
                 yield TextDelta(event.delta)
+            elif event.type == "response.refusal.delta":
+                streamed += len(event.delta)
+                yield RefusalDelta(event.delta)
             elif event.type == "response.reasoning_summary_text.delta":
                 yield ReasoningSummaryDelta(event.delta)
             elif event.type == "response.output_item.added" and event.item.type == "message":
                 message_starts[event.item.id] = streamed
             elif event.type == "response.output_item.done" and event.item.type == "function_call":
-                yield ToolCallRequested(event.item.call_id, event.item.name, event.item.arguments)
+                yield ToolCallRequested(event.item.call_id, event.item.name, event.item.arguments, event.item.id or "")
             elif event.type == "response.output_item.done" and event.item.type == "reasoning":
                 summary = tuple(part.text for part in event.item.summary or [] if isinstance(part.text, str))
                 yield ReasoningDone(event.item.id, event.item.encrypted_content or None, summary)
             elif event.type == "response.output_item.done" and event.item.type == "message":
                 for citation in _url_citations(event.item, message_starts.get(event.item.id, streamed)):
                     yield citation
+                yield OutputItemDone(_item_json(event.item))
+            elif event.type == "response.output_item.done" and event.item.type == "web_search_call":
+                yield OutputItemDone(_item_json(event.item))
             elif event.type == "response.output_item.added" and event.item.type == "image_generation_call":
                 yield ImageStarted(event.item.id)
             elif event.type == "response.image_generation_call.partial_image":
                 yield ImagePartial(event.item_id, event.partial_image_index, event.partial_image_b64)
             elif event.type == "response.output_item.done" and event.item.type == "image_generation_call":
                 yield _image_generated(event.item, config.api_key)
+                # Kept like the others, its image aside: that is the reply's content-addressed attachment
+                # (`metadata.generated_images`, by `item_id`), never base64 in the row.
+                yield OutputItemDone({k: v for k, v in _item_json(event.item).items() if k != "result"})
             elif event.type in ("response.completed", "response.incomplete"):
                 usage = event.response.usage
+                reason = _incomplete_reason(event.response) if event.type == "response.incomplete" else None
                 yield (
                     Completed(
                         usage.input_tokens,
                         usage.output_tokens,
                         _detail(usage, "input_tokens_details", "cached_tokens"),
                         _detail(usage, "output_tokens_details", "reasoning_tokens"),
+                        reason,
                     )
                     if usage
-                    else Completed(None, None)
+                    else Completed(None, None, incomplete_reason=reason)
                 )
                 return
             elif event.type in ("response.failed", "error"):
@@ -478,6 +437,17 @@ async def _stream_responses(
                 detail = f"The model provider reported an error: {_clip(err, config.api_key)}."
                 raise ProviderError("provider_http_error", detail)
     raise _lost()
+
+
+def _incomplete_reason(response: Any) -> str:  # noqa: ANN401 - an SDK Response
+    """Why the provider cut the reply off (`incomplete_details.reason`), "unknown" when it did not say."""
+    details = getattr(response, "incomplete_details", None)
+    return str(getattr(details, "reason", None) or "unknown")
+
+
+def _item_json(item: Any) -> dict[str, Any]:  # noqa: ANN401 - an SDK output item
+    """An output item as the provider sent it (the fields it set), as JSON."""
+    return item.model_dump(mode="json", exclude_unset=True)
 
 
 def _image_generated(item: Any, api_key: str | None) -> ImageGenerated:  # noqa: ANN401 - an SDK output item
@@ -540,24 +510,30 @@ def _status_of(exc: openai.APIError) -> int | None:
     return exc.status_code if isinstance(exc, openai.APIStatusError) else None
 
 
+# Chat Completions finish reasons that mean the reply was cut off, not finished.
+CHAT_CUT_OFF_REASONS = frozenset({"length", "content_filter"})
+
+
 async def _stream_chat(
-    config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]], options: RequestOptions
 ) -> AsyncIterator[ProviderEvent]:
     extra: dict[str, Any] = {}
     functions = [t for t in tools if not _is_builtin(t)]  # Chat Completions has no built-in tools
     if functions:
         extra["tools"] = [{"type": "function", "function": _tool_spec(t)} for t in functions]
-    wire = _chat_messages(messages)
+    wire = chat_messages(messages, options.image_detail)
+    retention = {"prompt_cache_retention": options.cache_retention} if options.cache_retention else {}
     # `messages` is a required argument; the wire list replaces the empty one (see WIRE_AS_IS).
     stream = await _client(config).chat.completions.create(
         model=config.model,
         messages=[],
         stream=True,
         stream_options={"include_usage": True},
-        extra_body={"messages": wire},
+        extra_body={"messages": wire, **retention},
         **extra,
     )
     finished = False
+    cut_off: str | None = None
     usage: tuple[int | None, int | None, int | None, int | None] = (None, None, None, None)
     calls: dict[int, list[str]] = {}  # index → [id, name, arguments so far]
     async with stream:
@@ -572,6 +548,8 @@ async def _stream_chat(
             for choice in chunk.choices:
                 if choice.delta.content:
                     yield TextDelta(choice.delta.content)
+                if getattr(choice.delta, "refusal", None):
+                    yield RefusalDelta(choice.delta.refusal)
                 for tc in choice.delta.tool_calls or []:
                     slot = calls.setdefault(tc.index, ["", "", ""])
                     slot[0] = tc.id or slot[0]
@@ -579,6 +557,8 @@ async def _stream_chat(
                         slot[1] = tc.function.name or slot[1]
                         slot[2] += tc.function.arguments or ""
                 finished = finished or choice.finish_reason is not None
+                if choice.finish_reason in CHAT_CUT_OFF_REASONS:
+                    cut_off = choice.finish_reason
     # Chat Completions has no explicit "completed" event: a finish_reason is the proof
     # the turn ended, since the SDK hides whether `[DONE]` arrived.
     if not finished:
@@ -586,7 +566,7 @@ async def _stream_chat(
     for index in sorted(calls):
         call_id, name, arguments = calls[index]
         yield ToolCallRequested(call_id, name, arguments)
-    yield Completed(*usage)
+    yield Completed(*usage, incomplete_reason=cut_off)
 
 
 async def _offline_demo(messages: list[dict[str, Any]]) -> AsyncIterator[ProviderEvent]:
@@ -597,10 +577,6 @@ async def _offline_demo(messages: list[dict[str, Any]]) -> AsyncIterator[Provide
         await asyncio.sleep(0.02)  # paced like a real stream so the UI path is exercised
         yield TextDelta(piece)
     yield Completed(None, None)
-
-
-def _as_json(arguments: object) -> str:
-    return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
 def _lost() -> ProviderError:

@@ -193,3 +193,15 @@ async def request_stop_broadcast(message_id: UUID | str) -> None:
         await layer.group_send(stop_group(message_id), {"type": STOP_TYPE})
     except Exception:  # noqa: BLE001 - the database flag is the durable request
         logger.warning("could not broadcast a stop for reply %s", message_id, exc_info=True)
+
+
+def done_data(message_id: UUID | str, status: str, metadata: dict | None) -> dict:
+    """A reply's `done` event: its id and status, and how it ended when that is news for the page:
+    `incomplete_reason` (status `incomplete`: the provider cut it off) and `refusal` (the model declined)."""
+    data: dict = {"message_id": str(message_id), "status": status}
+    metadata = metadata or {}
+    if metadata.get("incomplete_reason"):
+        data["incomplete_reason"] = metadata["incomplete_reason"]
+    if metadata.get("refusal"):
+        data["refusal"] = True
+    return data

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from conversations.models import MessageStatus
+from conversations.sending.broadcast import done_data
 from conversations.sending.prepare import FreshReply, PreparedReply, ReplayedReply
 from conversations.sending.run import ReplyRun
 from conversations.sending.watch import ReplyWatch
@@ -65,7 +66,7 @@ async def _replayed_events(replay: ReplayedReply) -> AsyncIterator[tuple[str, di
         yield "error", replay.error
     if replay.content:
         yield "delta", {"text": replay.content, "seq": len(replay.content)}
-    yield "done", {"message_id": str(replay.assistant_message_id), "status": replay.status}
+    yield "done", done_data(replay.assistant_message_id, replay.status, replay.metadata)
 
 
 async def _follow(prepared: ReplayedReply) -> AsyncIterator[tuple[str, dict]]:

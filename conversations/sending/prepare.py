@@ -25,6 +25,7 @@ import logging
 from dataclasses import dataclass
 from uuid import UUID
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -82,6 +83,7 @@ class ReplayedReply:
     content: str = ""
     diagnostics: dict | None = None
     error: dict | None = None
+    metadata: dict | None = None  # the stored reply's: how it ended (`broadcast.done_data`)
 
 
 PreparedReply = FreshReply | ReplayedReply
@@ -188,6 +190,7 @@ def _prepare_for_repeated_turn(
             status=reply.status,
             content=reply.content,
             diagnostics=reply.metadata.get("diagnostics"),
+            metadata=reply.metadata,
         )
     # The turn was stored but its reply failed or never started: answer it now.
     transcript_write_guard(conversation, action="send", loaded=context.streaming)
@@ -301,6 +304,8 @@ def request_options(settings_row: AssistantSettings, conversation: Conversation)
         reasoning_effort=settings_row.reasoning_effort,
         verbosity=settings_row.verbosity,
         reasoning_summary=settings_row.reasoning_summary_shown,
+        image_detail=settings.ELION_IMAGE_DETAIL,
+        cache_retention=settings.ELION_PROMPT_CACHE_RETENTION or None,
     )
 
 

@@ -25,14 +25,20 @@ from django.utils import timezone
 from conversations.models import Message, MessageStatus
 from conversations.provider import gateway as provider_gateway
 from conversations.provider.gateway import ProviderError
+from conversations.provider.wire import REASONING_ROLE
 from conversations.sending import images, tool_loop
-from conversations.sending.broadcast import STARTED, ReplyBroadcast
+from conversations.sending.broadcast import STARTED, ReplyBroadcast, done_data
 from conversations.sending.persist import persist
 from conversations.sending.prepare import FreshReply
 from conversations.transcript.citations import citations_clean
 from conversations.transcript.leases import lease_deadline
 from conversations.transcript.search_index import message_search_index_sync
-from conversations.transcript.tool_pairing import project_tool_parts, reasoning_part, reasoning_parts_drop
+from conversations.transcript.tool_pairing import (
+    output_item_part,
+    project_tool_parts,
+    reasoning_part,
+    reasoning_parts_drop,
+)
 from conversations.usage import USAGE_KEYS  # the provider-reported usage stored on each reply, summed over rounds
 from elion.database_errors import database_outage
 
@@ -72,6 +78,19 @@ def _stop_was_requested(message_id: UUID) -> bool:
 REASONING_REJECTED = "provider_reasoning_rejected"
 
 STOPPED = ("stopped", "Stopped before the reply finished; the partial text is kept.")
+
+# Why a reply was cut off, in words (`incomplete_details.reason` / `finish_reason`).
+CUT_OFF_REASONS = {
+    "max_output_tokens": "it reached the longest reply allowed",
+    "length": "it reached the longest reply allowed",
+    "content_filter": "the provider's content filter stopped it",
+}
+
+
+def cut_off_detail(reason: str) -> str:
+    """The sentence shown under a cut-off reply."""
+    why = CUT_OFF_REASONS.get(reason, f"the provider ended it early ({reason})")
+    return f"The reply was cut off: {why}. Continue asks for the rest."
 
 
 # The longest a run waits for the provider's first event before reading the stop flag.
@@ -144,6 +163,10 @@ class ReplyRun:
             learnt["thought_seconds"] = round(self.thought_seconds, 1)
         if self.reasoning_dropped is not None:
             learnt["reasoning_dropped"] = self.reasoning_dropped
+        if self.refusal:
+            learnt["refusal"] = True
+        if self.incomplete_reason is not None:
+            learnt["incomplete_reason"] = self.incomplete_reason
         return learnt
 
     async def _finish(self, status: str, error: str = "", detail: str = "", usage: dict | None = None) -> None:
@@ -178,6 +201,8 @@ class ReplyRun:
         self.citations: list[dict] = []
         self.thought_seconds: float | None = None
         self.reasoning_dropped: dict | None = None
+        self.refusal = False  # a `refusal` part streamed: the model declined (metadata.refusal)
+        self.incomplete_reason: str | None = None  # the provider cut the reply off (status `incomplete`)
         self.history = prepared.request.messages  # the request before this reply's own parts
         parts = self.parts
         usage: dict[str, int | None] = dict.fromkeys(USAGE_KEYS)
@@ -193,9 +218,15 @@ class ReplyRun:
             for round_number in range(settings.ELION_MAX_TOOL_ROUNDS + 1):
                 calls, round_usage = await self._round_with_reasoning_fallback(round_number)
                 usage = {key: _add(usage[key], round_usage[key]) for key in usage}
+                if self.incomplete_reason is not None:
+                    # Cut off (output limit, content filter): the text so far is the reply; no call of a
+                    # cut-off round runs. A send asking to continue picks it up.
+                    await self._finish(MessageStatus.INCOMPLETE, detail=cut_off_detail(self.incomplete_reason), usage=usage)
+                    self.emit("done", done_data(message_id, MessageStatus.INCOMPLETE, self._learnt()))
+                    return
                 if not calls:
                     await self._finish(MessageStatus.COMPLETE, usage=usage)
-                    self.emit("done", {"message_id": str(message_id), "status": MessageStatus.COMPLETE})
+                    self.emit("done", done_data(message_id, MessageStatus.COMPLETE, self._learnt()))
                     return
                 if round_number == settings.ELION_MAX_TOOL_ROUNDS:
                     break
@@ -260,10 +291,10 @@ class ReplyRun:
         try:
             return await self._stream_round_stoppable(messages, round_number)
         except ProviderError as exc:
-            carried = any(m["role"] == provider_gateway.REASONING_ROLE for m in self.history)
+            carried = any(m["role"] == REASONING_ROLE for m in self.history)
             if exc.code != REASONING_REJECTED or self.reasoning_dropped is not None or not carried:
                 raise
-        self.history = [m for m in self.history if m["role"] != provider_gateway.REASONING_ROLE]
+        self.history = [m for m in self.history if m["role"] != REASONING_ROLE]
         dropped = await persist(reasoning_parts_drop)(
             self.prepared.conversation_id, keep_message_id=self.prepared.assistant_message_id, reason=REASONING_REJECTED
         )
@@ -355,17 +386,21 @@ class ReplyRun:
                 self.citations.append(
                     {"url": event.url, "title": event.title, "start": text_before + event.start, "end": text_before + event.end}
                 )
-            elif isinstance(event, provider_gateway.TextDelta):
+            elif isinstance(event, (provider_gateway.TextDelta, provider_gateway.RefusalDelta)):
                 if not event.text:
                     continue
+                refused = isinstance(event, provider_gateway.RefusalDelta)
+                self.refusal = self.refusal or refused
                 self.text_parts.append(event.text)
                 self.length += len(event.text)
                 self.unflushed += len(event.text)
-                self.emit("delta", {"text": event.text, "seq": self.length})
+                self.emit("delta", {"text": event.text, "seq": self.length, **({"refusal": True} if refused else {})})
                 if self.unflushed >= settings.ELION_FLUSH_CHARACTERS or (
                     time.monotonic() - self.last_flush >= settings.ELION_FLUSH_INTERVAL_SECONDS
                 ):
                     await self._flush(message_id)
+            elif isinstance(event, provider_gateway.OutputItemDone):
+                self.parts.append(output_item_part(event.item, round_number))
             elif isinstance(event, provider_gateway.ToolCallRequested):
                 calls.append(event)
             elif isinstance(event, provider_gateway.ImageStarted):
@@ -377,6 +412,7 @@ class ReplyRun:
             elif isinstance(event, provider_gateway.ProviderWaiting):
                 self.emit("status", {"state": "waiting_for_provider", "retry_in": event.seconds})
             elif isinstance(event, provider_gateway.Completed):
+                self.incomplete_reason = event.incomplete_reason
                 usage = {
                     "input_tokens": event.input_tokens,
                     "cached_input_tokens": event.cached_input_tokens,

@@ -448,13 +448,15 @@ def run_tool(call: ToolCallRequested, *, offered: list[dict], context: ToolConte
 
 
 def call_part(call: ToolCallRequested, round_number: int) -> dict:
-    return {
+    """A call as stored; a Responses `function_call` keeps its item id (`item_id`) to go back with it."""
+    part = {
         "type": "tool_call",
         "call_id": call.call_id,
         "name": call.name,
         "arguments": call.arguments_json,
         "round": round_number,
     }
+    return {**part, "item_id": call.item_id} if call.item_id else part
 
 
 def result_part(call_id: str, result: ToolResult) -> dict:

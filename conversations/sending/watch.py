@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from conversations.access import access_conversation, message_in_conversation
 from conversations.models import Message, MessageStatus, Role
-from conversations.sending.broadcast import EVENT_TYPE, GroupSubscription, conversation_group
+from conversations.sending.broadcast import EVENT_TYPE, GroupSubscription, conversation_group, done_data
 from conversations.sending.persist import persist
 from conversations.transcript.leases import stale_streams_read_as_interrupted
 from elion.errors import InvalidInput
@@ -102,6 +102,7 @@ class ReplySnapshot:
     error: str
     error_detail: str
     diagnostics: dict | None
+    metadata: dict | None = None  # how it ended (`done_data`: a refusal, a cut-off's reason)
 
 
 def reply_snapshot(*, conversation_id: UUID | str, message_id: UUID | str) -> ReplySnapshot:
@@ -119,6 +120,7 @@ def reply_snapshot(*, conversation_id: UUID | str, message_id: UUID | str) -> Re
         error=message.error,
         error_detail=message.error_detail,
         diagnostics=(message.metadata or {}).get("diagnostics"),
+        metadata=message.metadata,
     )
 
 
@@ -193,7 +195,7 @@ class ReplyWatch:
         events = self._deltas(self.splice.stored(snapshot.content))
         if snapshot.status == MessageStatus.FAILED and snapshot.error and not self._error_sent:
             events.append(("error", {"error": snapshot.error, "detail": snapshot.error_detail}))
-        events.append(("done", {"message_id": str(snapshot.id), "status": snapshot.status}))
+        events.append(("done", done_data(snapshot.id, snapshot.status, snapshot.metadata)))
         return events
 
     async def events(self, *, announce: bool = True) -> AsyncIterator[tuple[str, dict]]:

@@ -9,6 +9,7 @@ Imports models only.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from uuid import UUID
 
@@ -16,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from conversations.models import Message, MessageStatus, Role
-from conversations.provider.gateway import reasoning_message
+from conversations.provider.wire import REPLAYED_ITEM_TYPES, output_item_message, reasoning_message
 
 INTERRUPTED_RESULT = "The tool call was interrupted before it returned a result."
 
@@ -69,38 +70,77 @@ def interrupted_tool_calls_close(message_ids: Iterable[UUID]) -> int:
 
 
 def project_tool_parts(parts: list[dict]) -> list[dict]:
-    """Request messages for stored parts: per round, its reasoning items, the calls, then one result for each.
+    """Request messages for stored parts: per round, its reasoning and output items in the order they came,
+    the calls, then one result for each.
 
     A pure function of the stored parts. A call without a stored result gets
     a synthetic error result, so the request is always well paired. A
     reasoning item travels in its place, before the calls of its round (or,
     in the last round, before the reply's text), unless its encrypted content
-    was dropped (`reasoning_parts_drop`).
+    was dropped (`reasoning_parts_drop`). An output item kept verbatim (an
+    assistant `message` with its `phase`, a preamble included; a
+    `web_search_call`) travels in its place too (`output_item_part`); an
+    `image_generation_call` is kept but not sent (`REPLAYED_ITEM_TYPES`).
     """
     results = {p["call_id"]: p for p in parts if p.get("type") == "tool_result"}
     rounds: dict[int, list[dict]] = {}
-    reasoning: dict[int, list[dict]] = {}
+    items: dict[int, list[dict]] = {}
     for part in parts:
         if part.get("type") == "tool_call":
             rounds.setdefault(int(part.get("round", 0)), []).append(part)
         elif part.get("type") == "reasoning" and part.get("encrypted_content"):
-            reasoning.setdefault(int(part.get("round", 0)), []).append(part)
+            items.setdefault(int(part.get("round", 0)), []).append(
+                reasoning_message(part["id"], part["encrypted_content"], part.get("summary") or [])
+            )
+        elif (
+            part.get("type") == OUTPUT_ITEM_PART and isinstance(part.get("item"), dict)
+            and part["item"].get("type") in REPLAYED_ITEM_TYPES
+        ):
+            items.setdefault(int(part.get("round", 0)), []).append(output_item_message(part["item"]))
     messages: list[dict] = []
-    for round_number in sorted(rounds.keys() | reasoning.keys()):
-        messages += [reasoning_message(r["id"], r["encrypted_content"], r.get("summary") or []) for r in reasoning.get(round_number, [])]
+    for round_number in sorted(rounds.keys() | items.keys()):
+        messages += items.get(round_number, [])
         calls = rounds.get(round_number)
         if not calls:
             continue
         messages.append({
             "role": "assistant",
             "content": "",
-            "tool_calls": [{"call_id": c["call_id"], "name": c["name"], "arguments": c["arguments"]} for c in calls],
+            "tool_calls": [
+                {"call_id": c["call_id"], "name": c["name"], "arguments": c["arguments"],
+                 **({"item_id": c["item_id"]} if c.get("item_id") else {})}
+                for c in calls
+            ],
         })
         for call in calls:
             stored = results.get(call["call_id"])
             content = stored["content"] if stored is not None else f"Tool error: {INTERRUPTED_RESULT}"
             messages.append({"role": "tool", "call_id": call["call_id"], "content": content})
     return messages
+
+
+OUTPUT_ITEM_PART = "output_item"
+
+
+def output_item_part(item: dict, round_number: int) -> dict:
+    """A Responses output item as stored on its assistant message, verbatim (`item`: the provider's JSON),
+    save the characters no database column may hold (`storable`)."""
+    return {"type": OUTPUT_ITEM_PART, "item": storable(item), "round": round_number}
+
+
+# NUL and lone surrogates: PostgreSQL's jsonb refuses them (`\u0000 cannot be converted to text`).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(value: object) -> object:
+    """`value` (JSON) with every NUL or lone surrogate in its strings and keys replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _UNSTORABLE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [storable(v) for v in value]
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    return value
 
 
 def reasoning_part(item_id: str, encrypted_content: str | None, summary: list[str], round_number: int) -> dict:

@@ -21,7 +21,7 @@ from artifacts.services import artifacts_export
 from continuity.labels import speaker_label
 from conversations.assistant_settings import assistant_settings_get
 from conversations.attachments.services import manifests_for
-from conversations.models import Attachment, Conversation, Message, Role
+from conversations.models import Attachment, Conversation, Message, MessageStatus, Role
 from conversations.transcript.branch_window import live_branch_batches
 from conversations.transcript.citations import sources_numbered
 from conversations.transcript.siblings import Siblings, siblings_for
@@ -38,8 +38,14 @@ def markdown_message(message: Message, label: str, attachments: list[Attachment]
     """One turn: a blank line, the speaker label, the text, one line per attachment, then its numbered sources.
 
     Reasoning and tool parts are never in the Markdown export (they are not speech); the JSON export keeps them.
+    A refusal and a cut-off reply say so on a line of their own.
     """
     lines = ["", label, message.content]
+    metadata = message.metadata or {}
+    if metadata.get("refusal"):
+        lines.append("[Declined: the model refused to answer this.]")
+    if message.status == MessageStatus.INCOMPLETE:
+        lines.append(f"[Cut off by the provider: {metadata.get('incomplete_reason') or 'unknown'}]")
     lines += [
         f"[{'Generated image' if attachment.generated else 'Attachment'}: {attachment.name} ({attachment.mime})]"
         for attachment in attachments

@@ -140,6 +140,7 @@ class Bubble:
     siblings: Siblings | None = None
     # The head after a rewind: turns below it stay reachable ("Later turns", a switch to it).
     later_turns: bool = False
+    continuable: bool = False
 
     @property
     def versions_shown(self) -> bool:
@@ -168,6 +169,16 @@ class Bubble:
     def reasoning_summary(self) -> str:
         """The provider's summary of its reasoning for this reply (never speech), for the collapsed line."""
         return reasoning_summary_text(self.message.parts)
+
+    @property
+    def is_refusal(self) -> bool:
+        """The model declined (a `refusal` part): shown as a refusal, never as an empty reply."""
+        return bool((self.message.metadata or {}).get("refusal"))
+
+    @property
+    def incomplete_reason(self) -> str:
+        """Why the provider cut this reply off (status `incomplete`), else ""."""
+        return str((self.message.metadata or {}).get("incomplete_reason") or "")
 
     @property
     def thought_seconds(self) -> float | None:
@@ -213,7 +224,7 @@ def _bubble_html(message: Message) -> str:
 
 def _bubble(
     message: Message, parent: Message | None, owner: str, assistant: str, attachments: Sequence[Attachment] = (),
-    siblings: Siblings | None = None, later_turns: bool = False,
+    siblings: Siblings | None = None, later_turns: bool = False, at_head: bool = False,
 ) -> Bubble:
     is_assistant = message.role == Role.ASSISTANT
     settled = message.status != MessageStatus.STREAMING
@@ -235,6 +246,8 @@ def _bubble(
         generated_images=tuple(a for a in attachments if a.generated),
         siblings=siblings,
         later_turns=later_turns,
+        # A cut-off reply at the end of the thread offers Continue (a send asking for the rest).
+        continuable=message.status == MessageStatus.INCOMPLETE and at_head,
     )
 
 
@@ -258,6 +271,7 @@ def bubbles_for(conversation: Conversation, messages: list[Message], settings_ro
             message, by_id.get(message.parent_id) if message.parent_id else None, owner, assistant,
             manifests.get(message.id, ()), siblings_of(children, message),
             later_turns=message.id == conversation.head_id and bool(children.get(message.id)),
+            at_head=message.id == conversation.head_id,
         )
         for message in messages
     ]

@@ -75,7 +75,7 @@ class MessageSerializer(serializers.Serializer):
     role = serializers.CharField()
     kind = serializers.CharField()
     content = serializers.CharField(allow_blank=True)
-    status = serializers.ChoiceField(choices=["complete", "streaming", "interrupted", "failed"])
+    status = serializers.ChoiceField(choices=["complete", "streaming", "interrupted", "failed", "incomplete"])
     attachments = serializers.ListField(child=serializers.DictField())
     citations = CitationSerializer(many=True)
     metadata = serializers.DictField()
@@ -169,7 +169,7 @@ def add_streaming_endpoints(result: dict, generator: object, request: HttpReques
             "role": {"type": "string"},
             "kind": {"type": "string"},
             "content": {"type": "string"},
-            "status": {"type": "string", "enum": ["complete", "streaming", "interrupted", "failed"]},
+            "status": {"type": "string", "enum": ["complete", "streaming", "interrupted", "failed", "incomplete"]},
             "attachments": {"type": "array", "items": {"type": "object"}},
             "metadata": {"type": "object"},
             "created_at": {"type": "string", "format": "date-time"},

@@ -159,6 +159,8 @@ class Turn {
           if (data.seq <= this.seq) break;
           this.seq = data.seq;
         }
+        // A refusal streams as text too; the settled bubble (at `done`) shows it as a refusal.
+        if (data.refusal) findBubble(this.assistantId)?.classList.add("is-refusal");
         this.appendText(data.text || "");
         break;
       case "tool":
@@ -529,6 +531,13 @@ function sendContent(content, { parentId, superseded = [], pinnedCharacterId = n
   return runTurn(new Turn("send", payload, { userBubble, superseded, attachments }));
 }
 
+// A reply the provider cut off (status `incomplete`): Continue is an ordinary send asking for the rest.
+const CONTINUE_TEXT = "Please continue from where your last reply was cut off.";
+
+function continueReply() {
+  return sendContent(CONTINUE_TEXT);
+}
+
 function retryReply(bubble) {
   windowBecomesNewest();
   const superseded = followingBubbles(bubble);
@@ -771,6 +780,7 @@ function init() {
     else if (action === "edit") startEdit(bubble);
     else if (action === "rewind") rewindTo(bubble);
     else if (action === "fork") forkFrom(bubble, button);
+    else if (action === "continue") continueReply();
   });
 
   estimateButton.addEventListener("click", () => setPanelOpen(panel.hidden));

@@ -56,7 +56,11 @@ def send(conversation, provider, content, reply="ok"):
 
 
 def contents(items) -> list[str]:
-    return [item.get("content") for item in items if "role" in item]
+    """The words of each message item; a reply replayed as its output message item reads as its text."""
+    return [
+        "".join(part["text"] for part in item["content"]) if item.get("type") == "message" else item.get("content")
+        for item in items if "role" in item
+    ]
 
 
 def transcript_state(conversation) -> list[tuple]:

@@ -148,7 +148,8 @@ def test_archive_upload_then_a_reply_that_searches_it(live_app, page: Page, scri
     assert "crooked pear tree" not in request_text(first)  # the archive is never bulk-injected
     assert "crooked pear tree" in request_text(second)  # only the tool result carries it
     stored = Message.objects.get(conversation=conversation, role=Role.ASSISTANT)
-    assert [part["type"] for part in stored.parts] == ["tool_call", "tool_result"]
+    # The answer's message item is kept verbatim after the round (issue 31, Responses).
+    assert [part["type"] for part in stored.parts] == ["tool_call", "tool_result", "output_item"]
     assert page.js_errors == []
 
 

@@ -30,7 +30,8 @@ cleanly on SIGTERM or SIGINT. Control endpoints:
 * ``GET  /_control/requests`` every recorded request as JSON
 * ``POST /_control/clear``    forget recorded requests and queued replies
 
-Stdlib only, so it can run without the project's dependencies.
+It needs the `openai` package (and pydantic, which it brings): requests are checked against the SDK's
+request types and events built from its event models (`tests/support/wire_contract.py`).
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
+
+from tests.support.wire_contract import request_problem, sdk_event
 
 DEFAULT_CHUNKS = ("Scripted", " reply", ".")
 KNOWN_MODELS = ("gpt-5.5", "gpt-5.5-mini", "scripted-model")
@@ -148,6 +151,22 @@ class ScriptedReply:
     # Responses only: built-in `image_generation_call` items, emitted after the reasoning, before the
     # tool calls and the text (each a ScriptedImageCall or its fields as a dict).
     images: list[Any] = field(default_factory=list)
+    # Wire cases of issue 31 (`_message_parts` below): a `refusal` content part with these words (Chat
+    # Completions: `delta.refusal`); a reply cut off for this reason (Responses `response.incomplete` with
+    # `incomplete_details.reason`; Chat `finish_reason`, "max_output_tokens" sent as "length"); the
+    # `phase` of the reply's message item; and a preamble: a `commentary` message item (Chat: content)
+    # streamed before the tool calls.
+    refusal: str | None = None
+    incomplete: str | None = None
+    phase: str | None = None
+    preamble: str | None = None
+    # Responses only: built-in `web_search_call` items, before the text, each {"query", "sources": [url, …]}
+    # (the sources sent only when the request's `include` asks for `web_search_call.action.sources`).
+    web_searches: list[dict[str, Any]] = field(default_factory=list)
+    # After this many content chunks, the stream reports an error and ends (Responses: an `error` event;
+    # Chat Completions: an `{"error": …}` chunk, as the API sends them), with this code.
+    error_after_chunks: int | None = None
+    error_code: str = "server_error"
 
     def image_calls(self) -> list[ScriptedImageCall]:
         return [i if isinstance(i, ScriptedImageCall) else ScriptedImageCall(**i) for i in self.images]
@@ -158,7 +177,7 @@ class ScriptedReply:
         if self.text is not None:
             # Word-sized pieces keep leading whitespace, so "".join(pieces) == text.
             return re.findall(r"\s*\S+\s*$|\s*\S+", self.text) or [self.text]
-        return [] if self.tool_calls or self.images else list(DEFAULT_CHUNKS)
+        return [] if self.tool_calls or self.images or self.refusal else list(DEFAULT_CHUNKS)
 
 
 @dataclass
@@ -207,6 +226,8 @@ class ScriptedProvider:
         self.reasoning_secret = uuid.uuid4().hex
         # The provider's prefix cache, simulated: what `cached_tokens` reports (`PromptCache`).
         self.prompt_cache = PromptCache()
+        # Check every request body against the installed `openai` package's request types (a 400 otherwise).
+        self.validate_requests = True
 
     # -- lifecycle -------------------------------------------------------
     def start(self) -> Self:
@@ -383,6 +404,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def _sse(self, data: Any, event: str | None = None) -> None:
+        data = sdk_event(data)  # built from the SDK's event models (tests/support/wire_contract.py)
         text = (f"event: {event}\n" if event else "") + "data: " + (data if isinstance(data, str) else json.dumps(data))
         payload = (text + "\n\n").encode()
         # Chunked framing: a cut connection then surfaces as an incomplete body client-side.
@@ -419,6 +441,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._control(path, body)
             return
         self.provider.record(RecordedRequest("POST", self.path, self._lower_headers(), body, headers_at, body_at))
+        if self._refused_by_contract(path, body):
+            return
         if path == "/v1/images/generations":
             with contextlib.suppress(_Dropped):
                 self._image(self.provider.next_image())
@@ -441,6 +465,15 @@ class _Handler(BaseHTTPRequestHandler):
             pass
         except OSError:
             self.close_connection = True  # client went away (e.g. the app was killed)
+
+    def _refused_by_contract(self, path: str, body: Any) -> bool:
+        """Answer the real API's 400 for a body the installed SDK's request types reject (wire_contract)."""
+        if not self.provider.validate_requests:
+            return False
+        problem = request_problem(path, body)
+        if problem is not None:
+            self._send_json(400, problem)
+        return problem is not None
 
     def _lower_headers(self) -> dict[str, str]:
         return {k.lower(): v for k, v in self.headers.items()}
@@ -542,6 +575,8 @@ class _Handler(BaseHTTPRequestHandler):
         turn.sent += 1
         if turn.reply.drop_after_chunks is not None and turn.sent >= turn.reply.drop_after_chunks:
             self._drop()
+        if turn.reply.error_after_chunks is not None and turn.sent >= turn.reply.error_after_chunks:
+            self._stream_error(turn)
         if turn.sent == turn.reply.hold_after_chunks and turn.reply.hold is not None:
             while not turn.reply.hold.wait(0.05):
                 if self.provider._stopping.is_set():
@@ -553,11 +588,25 @@ class _Handler(BaseHTTPRequestHandler):
         if turn.reply.delay_between_chunks:
             time.sleep(turn.reply.delay_between_chunks)
 
+    def _stream_error(self, turn: _Turn) -> None:
+        """An error in the middle of a stream, the way each API reports one, then the end of the body."""
+        message = turn.reply.error_message or "The server had an error while processing your request."
+        if turn.chat:
+            self._sse({"error": {"message": message, "type": "server_error", "code": turn.reply.error_code,
+                                 "param": None}})
+        else:
+            self._sse({"type": "error", "sequence_number": turn.sent + 10_000, "code": turn.reply.error_code,
+                       "message": message, "param": None}, event="error")
+        self._end_stream()
+        raise _Dropped
+
     def _stream_chat(self, turn: _Turn, include_usage: bool) -> None:
         self._start_stream()
         if turn.reply.drop_after_chunks == 0:
             self._drop()
         self._sse(turn.chunk({"role": "assistant", "content": "", "refusal": None}))
+        for piece in _pieces(turn.reply.preamble):
+            self._sse(turn.chunk({"content": piece}))
         for index, call in enumerate(turn.calls):
             head = {
                 "index": index,
@@ -572,10 +621,13 @@ class _Handler(BaseHTTPRequestHandler):
         for piece in turn.chunks:
             self._sse(turn.chunk({"content": piece}))
             self._pace(turn)
+        for piece in _pieces(turn.reply.refusal):
+            self._sse(turn.chunk({"refusal": piece}))
+            self._pace(turn)
         if not turn.reply.finish:
             self._end_stream()
             return
-        self._sse(turn.chunk({}, finish_reason="tool_calls" if turn.calls else "stop"))
+        self._sse(turn.chunk({}, finish_reason=_chat_finish_reason(turn)))
         if include_usage:
             self._sse({**turn.chunk_base(), "choices": [], "usage": turn.chat_usage()})
         self._sse("[DONE]")
@@ -622,6 +674,10 @@ class _Handler(BaseHTTPRequestHandler):
             done = turn.image_item(item_id, image, "failed" if image.error else "completed")
             emit("response.output_item.done", output_index=idx, item=done)
             output.append(done)
+        for search in turn.reply.web_searches:
+            self._web_search_item(emit, turn, output, search)
+        if turn.reply.preamble:
+            self._message_item(emit, turn, output, _pieces(turn.reply.preamble), None, "commentary")
         for call in turn.calls:
             idx, item = len(output), turn.function_item(call, "in_progress", "")
             emit("response.output_item.added", output_index=idx, item=item)
@@ -643,34 +699,87 @@ class _Handler(BaseHTTPRequestHandler):
             done = turn.function_item(call, "completed", call["arguments_json"])
             emit("response.output_item.done", output_index=idx, item=done)
             output.append(done)
-        if turn.chunks:
-            idx, msg_id = len(output), f"msg_{uuid.uuid4().hex[:24]}"
-            part = {
-                "type": "output_text",
-                "text": "",
-                "annotations": [],
-                "logprobs": [],
-            }
-            loc = {"item_id": msg_id, "output_index": idx, "content_index": 0}
-            emit(
-                "response.output_item.added",
-                output_index=idx,
-                item=turn.message_item(msg_id, "in_progress", None),
-            )
-            emit("response.content_part.added", **loc, part=part)
-            for piece in turn.chunks:
-                emit("response.output_text.delta", **loc, delta=piece, logprobs=[])
-                self._pace(turn)
-            for index, annotation in enumerate(turn.annotations):
-                emit("response.output_text.annotation.added", **loc, annotation_index=index, annotation=annotation)
-            emit("response.output_text.done", **loc, text=turn.text, logprobs=[])
-            emit("response.content_part.done", **loc, part={**part, "text": turn.text, "annotations": turn.annotations})
-            done = turn.message_item(msg_id, "completed", turn.text)
-            emit("response.output_item.done", output_index=idx, item=done)
-            output.append(done)
-        if turn.reply.finish:
+        if turn.chunks or turn.reply.refusal:
+            self._message_item(emit, turn, output, turn.chunks, turn.reply.refusal, turn.reply.phase)
+        if turn.reply.finish and turn.reply.incomplete:
+            emit("response.incomplete", response=_incomplete(turn.response("incomplete", output), turn.reply.incomplete))
+        elif turn.reply.finish:
             emit("response.completed", response=turn.response("completed", output))
         self._end_stream()
+
+    def _web_search_item(self, emit: Any, turn: _Turn, output: list[dict[str, Any]], search: dict[str, Any]) -> None:
+        """A built-in `web_search_call` output item: in progress, searching, completed; its `action.sources`
+        only when the request asked for them (`include`)."""
+        idx, item_id = len(output), f"ws_{uuid.uuid4().hex[:24]}"
+        action: dict[str, Any] = {"type": "search", "query": search["query"]}
+        emit("response.output_item.added", output_index=idx,
+             item={"type": "web_search_call", "id": item_id, "status": "in_progress", "action": action})
+        for stage in ("in_progress", "searching", "completed"):
+            emit(f"response.web_search_call.{stage}", output_index=idx, item_id=item_id)
+        if turn.web_search_sources:
+            action = {**action, "sources": [{"type": "url", "url": url} for url in search.get("sources", [])]}
+        done = {"type": "web_search_call", "id": item_id, "status": "completed", "action": action}
+        emit("response.output_item.done", output_index=idx, item=done)
+        output.append(done)
+
+    def _message_item(
+        self, emit: Any, turn: _Turn, output: list[dict[str, Any]], chunks: list[str], refusal: str | None,
+        phase: str | None,
+    ) -> None:
+        """One assistant `message` output item: an `output_text` part streamed in `chunks` (if any), then a
+        `refusal` part (if any); with its `phase`, `incomplete` when the reply is cut off."""
+        idx, msg_id = len(output), f"msg_{uuid.uuid4().hex[:24]}"
+        emit("response.output_item.added", output_index=idx, item=turn.message_item(msg_id, "in_progress", None, phase))
+        parts: list[dict[str, Any]] = []
+        if chunks:
+            text = "".join(chunks)
+            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+            loc = {"item_id": msg_id, "output_index": idx, "content_index": len(parts)}
+            emit("response.content_part.added", **loc, part=part)
+            for piece in chunks:
+                emit("response.output_text.delta", **loc, delta=piece, logprobs=[])
+                self._pace(turn)
+            annotations = turn.annotations if chunks is turn.chunks else []
+            for index, annotation in enumerate(annotations):
+                emit("response.output_text.annotation.added", **loc, annotation_index=index, annotation=annotation)
+            emit("response.output_text.done", **loc, text=text, logprobs=[])
+            done_part = {**part, "text": text, "annotations": annotations}
+            emit("response.content_part.done", **loc, part=done_part)
+            parts.append(done_part)
+        if refusal:
+            loc = {"item_id": msg_id, "output_index": idx, "content_index": len(parts)}
+            emit("response.content_part.added", **loc, part={"type": "refusal", "refusal": ""})
+            for piece in _pieces(refusal):
+                emit("response.refusal.delta", **loc, delta=piece)
+                self._pace(turn)
+            emit("response.refusal.done", **loc, refusal=refusal)
+            emit("response.content_part.done", **loc, part={"type": "refusal", "refusal": refusal})
+            parts.append({"type": "refusal", "refusal": refusal})
+        status = "incomplete" if turn.reply.incomplete and phase != "commentary" else "completed"
+        done = {**turn.message_item(msg_id, status, None, phase), "content": parts}
+        emit("response.output_item.done", output_index=idx, item=done)
+        output.append(done)
+
+
+def _pieces(text: str | None) -> list[str]:
+    """Word-sized pieces of `text` ("".join gives it back); none for no text."""
+    return (re.findall(r"\s*\S+\s*$|\s*\S+", text) or [text]) if text else []
+
+
+def _chat_finish_reason(turn: _Turn) -> str:
+    """`length` / `content_filter` for a reply cut off (Chat Completions' names), else the usual ones."""
+    reason = turn.reply.incomplete
+    if reason:
+        return "length" if reason == "max_output_tokens" else reason
+    return "tool_calls" if turn.calls else "stop"
+
+
+def _incomplete(response: dict[str, Any], reason: str) -> dict[str, Any]:
+    """A Responses `response` object cut off for `reason` (its usage as far as it got)."""
+    return {**response, "incomplete_details": {"reason": reason}, "usage": response.get("usage") or {
+        "input_tokens": 1, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens": 1,
+        "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 2,
+    }}
 
 
 # -- the provider's prompt cache, simulated ------------------------------------------------------------
@@ -819,6 +928,8 @@ class _Turn:
         self.summaries = bool((body.get("reasoning") or {}).get("summary")) if isinstance(body.get("reasoning"), dict) else False
         include = body.get("include") if isinstance(body.get("include"), list) else []
         self.reasoning_secret = reasoning_secret if "reasoning.encrypted_content" in include else None
+        self.web_search_sources = "web_search_call.action.sources" in include
+        self.chat = "messages" in body
         self.annotations = [
             {"type": "url_citation", "url": c["url"], "title": c.get("title", ""),
              "start_index": c.get("start", 0), "end_index": c.get("end", 0)}
@@ -921,17 +1032,18 @@ class _Turn:
             "status": status,
         }
 
-    def message_item(self, msg_id: str, status: str, text: str | None) -> dict[str, Any]:
+    def message_item(self, msg_id: str, status: str, text: str | None, phase: str | None = None) -> dict[str, Any]:
         content = [] if text is None else [
             {"type": "output_text", "text": text, "annotations": self.annotations, "logprobs": []}
         ]
-        return {
+        item = {
             "type": "message",
             "id": msg_id,
             "role": "assistant",
             "status": status,
             "content": content,
         }
+        return {**item, "phase": phase} if phase else item
 
     def response_output(self) -> list[dict[str, Any]]:
         items = [self.reasoning_item(n, summary, "completed") for n, summary in enumerate(self.reply.reasoning)]
@@ -976,8 +1088,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible provider")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
+    # Checking a request against the SDK's types takes about 65 ms per 1,000 input items (wire_contract):
+    # a bench timing the provider's first byte on very long threads may leave it out.
+    parser.add_argument("--no-validate", action="store_true", help="do not check requests against the SDK's types")
     args = parser.parse_args(argv)
-    provider = ScriptedProvider(args.host, args.port).start()
+    provider = ScriptedProvider(args.host, args.port)
+    provider.validate_requests = not args.no_validate
+    provider.start()
     stop = threading.Event()
     # Signal handlers only set a flag; the main thread then shuts down in order.
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

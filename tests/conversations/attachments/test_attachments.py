@@ -83,14 +83,15 @@ async def test_images_and_files_reach_the_model_as_image_inputs_and_text(scripte
     if selector == "responses":
         assert content == [
             {"type": "input_text", "text": "What do you see?"},
-            {"type": "input_image", "image_url": data_url("image/png", png_bytes())},
+            # `detail` is required by the SDK's `ResponseInputImageParam` (ELION_IMAGE_DETAIL, "auto" by default).
+            {"type": "input_image", "image_url": data_url("image/png", png_bytes()), "detail": "auto"},
             {"type": "input_text", "text": notes_text},
             {"type": "input_text", "text": report_text},
         ]
     else:
         assert content == [
             {"type": "text", "text": "What do you see?"},
-            {"type": "image_url", "image_url": {"url": data_url("image/png", png_bytes())}},
+            {"type": "image_url", "image_url": {"url": data_url("image/png", png_bytes()), "detail": "auto"}},
             {"type": "text", "text": notes_text},
             {"type": "text", "text": report_text},
         ]

@@ -102,5 +102,6 @@ def test_citations_are_kept_in_the_markdown_and_json_exports(scripted_provider):
     assert "Sorting the sources." not in markdown  # reasoning is never in the Markdown export
     (reply,) = [m for m in json.loads(export(conversation, "json"))["messages"] if m["role"] == "assistant"]
     assert reply["citations"] == [DANCE, VOTE]
-    assert [p["type"] for p in reply["parts"]] == ["reasoning"]  # the JSON export keeps the reasoning items
+    # the JSON export keeps the reasoning items and the message output item, verbatim
+    assert [p["type"] for p in reply["parts"]] == ["reasoning", "output_item"]
     assert reply["parts"][0]["summary"] == ["Sorting the sources."] and reply["parts"][0]["encrypted_content"]

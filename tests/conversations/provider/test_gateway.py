@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from conversations.provider import gateway as gw
+from conversations.provider import wire
 from conversations.provider.gateway import (
     Completed,
     ProviderConfig,
@@ -85,7 +86,12 @@ async def test_responses_selector_streams_deltas_and_sends_system_prompt_as_inpu
     provider.script(ScriptedReply(chunks=["Hi", " there", "!"], usage={"input_tokens": 11, "output_tokens": 3}))
     events = await collect(config_for(provider, "responses"), CHAT)
 
-    assert events == [TextDelta("Hi"), TextDelta(" there"), TextDelta("!"), Completed(11, 3, cached_input_tokens=0, reasoning_tokens=0)]  # the Responses API reports its details
+    *deltas, item, completed = events
+    assert deltas == [TextDelta("Hi"), TextDelta(" there"), TextDelta("!")]
+    assert completed == Completed(11, 3, cached_input_tokens=0, reasoning_tokens=0)  # the Responses API reports its details
+    # The message output item, as the provider sent it, for replay in place (issue 31).
+    assert isinstance(item, gw.OutputItemDone) and item.item["type"] == "message" and item.item["id"].startswith("msg_")
+    assert item.item["content"][0]["text"] == "Hi there!"
     request = provider.last_request()
     assert request is not None and request.path == "/v1/responses"
     assert request.body["model"] == "gpt-5.5"
@@ -219,9 +225,9 @@ async def test_wire_items_are_ones_the_sdk_transform_leaves_unchanged(selector: 
     from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 
     if selector == "responses":
-        params, params_type = {"input": gw._responses_input(EVERY_WIRE_SHAPE)}, ResponseCreateParamsStreaming
+        params, params_type = {"input": wire.responses_input(EVERY_WIRE_SHAPE)}, ResponseCreateParamsStreaming
     else:
-        params, params_type = {"messages": gw._chat_messages(EVERY_WIRE_SHAPE)}, CompletionCreateParamsStreaming
+        params, params_type = {"messages": wire.chat_messages(EVERY_WIRE_SHAPE)}, CompletionCreateParamsStreaming
     assert len(next(iter(params.values()))) >= 6
     assert await async_maybe_transform(params, params_type) == params
 
@@ -235,12 +241,12 @@ async def test_the_whole_conversation_reaches_the_provider_in_order(provider: Sc
     request = provider.last_request()
     assert request is not None
     if selector == "responses":
-        assert request.body["input"] == gw._responses_input(EVERY_WIRE_SHAPE)
+        assert request.body["input"] == wire.responses_input(EVERY_WIRE_SHAPE)
         assert [item.get("role") or item.get("type") for item in request.body["input"]] == [
             "system", "user", "user", "assistant", "function_call", "function_call_output", "assistant",
         ]
     else:
-        assert request.body["messages"] == gw._chat_messages(EVERY_WIRE_SHAPE)
+        assert request.body["messages"] == wire.chat_messages(EVERY_WIRE_SHAPE)
         assert [m["role"] for m in request.body["messages"]] == [
             "system", "user", "user", "assistant", "tool", "assistant",
         ]
@@ -307,7 +313,7 @@ async def test_stream_that_ends_cleanly_without_completion_is_connection_lost(
 ):
     provider.script(ScriptedReply(chunks=["partial"], finish=False))
     events, error = await collect_until_error(config_for(provider, selector), CHAT)
-    assert events == [TextDelta("partial")]
+    assert [e for e in events if not isinstance(e, gw.OutputItemDone)] == [TextDelta("partial")]
     assert error.code == "provider_connection_lost"
 
 
@@ -355,7 +361,11 @@ async def test_hold_keeps_reply_open_after_first_chunk_until_released(provider: 
     assert not pending.done(), "second chunk arrived although the hold was not released"
     hold.set()
     assert await asyncio.wait_for(pending, 5) == TextDelta(" second")
-    assert isinstance(await anext(stream), Completed)
+    after = await anext(stream)
+    if selector == "responses":  # the message item comes before the end (issue 31)
+        assert isinstance(after, gw.OutputItemDone)
+        after = await anext(stream)
+    assert isinstance(after, Completed)
     await stream.aclose()
 
 

@@ -54,7 +54,7 @@ def test_reasoning_items_are_stored_as_parts_in_order_and_never_as_speech(script
     reply = Message.objects.get(pk=body["assistant_message"]["id"])
     assert reply.content == "Nothing there yet."
     assert [(p["type"], p.get("round")) for p in reply.parts] == [
-        ("reasoning", 0), ("tool_call", 0), ("tool_result", None), ("reasoning", 1),
+        ("reasoning", 0), ("tool_call", 0), ("tool_result", None), ("reasoning", 1), ("output_item", 1),
     ]
     first, last = reply.parts[0], reply.parts[3]
     assert first["summary"] == ["Weighing whether the Library helps."] and first["encrypted_content"].startswith("enc_")
@@ -83,21 +83,39 @@ def scripted_provider_output(request) -> list[dict]:
             for p in reply.parts if p["type"] == "reasoning"]
 
 
-def test_reasoning_items_are_carried_into_the_next_turn_in_order(scripted_provider):
+def test_reasoning_items_are_carried_into_the_next_turn_in_order(scripted_provider, settings):
+    settings.ELION_REASONING_CONTEXT = "all_turns"  # a model that renders earlier turns' reasoning
     scripted_provider.script(*tool_round_then_answer(), ScriptedReply(text="Still nothing."))
     conversation = thread()
     send(conversation, "Look in the Library")
     send(conversation, "And now?")
     items = scripted_provider.last_request().body["input"]
     assert kinds(items)[1:] == [
-        "user", "reasoning", "function_call", "function_call_output", "reasoning", "assistant", "user",
+        "user", "reasoning", "function_call", "function_call_output", "reasoning", "message", "user",
     ]
     assert [item["summary"][0]["text"] for item in items if item.get("type") == "reasoning"] == [
         "Weighing whether the Library helps.", "The Library is empty; answer plainly.",
     ]
 
 
-def test_a_rejected_reasoning_item_is_dropped_and_the_request_retried_once_without_it(scripted_provider):
+def test_earlier_turns_reasoning_stays_out_of_requests_by_default(scripted_provider, settings):
+    """GPT-5.5 renders only the current turn's reasoning (`reasoning.context` "current_turn"): the items of
+    turns before the last user message stay stored, and out of requests (docs/provider.md)."""
+    assert settings.ELION_REASONING_CONTEXT == "current_turn"
+    scripted_provider.script(*tool_round_then_answer(), ScriptedReply(text="Still nothing."))
+    conversation = thread()
+    send(conversation, "Look in the Library")
+    follow_up = scripted_provider.requests[1].body["input"]
+    assert kinds(follow_up)[-3:] == ["reasoning", "function_call", "function_call_output"]  # the current turn's
+    send(conversation, "And now?")
+    items = scripted_provider.last_request().body["input"]
+    assert kinds(items)[1:] == ["user", "function_call", "function_call_output", "message", "user"]
+    reply = Message.objects.filter(role="assistant").order_by("seq").first()
+    assert [p["type"] for p in reply.parts].count("reasoning") == 2  # kept in the row all the same
+
+
+def test_a_rejected_reasoning_item_is_dropped_and_the_request_retried_once_without_it(scripted_provider, settings):
+    settings.ELION_REASONING_CONTEXT = "all_turns"
     scripted_provider.script(ScriptedReply(reasoning=["First thoughts."], text="First."))
     conversation = thread()
     first = send(conversation, "Hello")
@@ -119,7 +137,8 @@ def test_a_rejected_reasoning_item_is_dropped_and_the_request_retried_once_witho
     assert "reasoning" not in kinds(scripted_provider.last_request().body["input"])
 
 
-def test_a_rejected_reasoning_item_is_retried_only_once(scripted_provider):
+def test_a_rejected_reasoning_item_is_retried_only_once(scripted_provider, settings):
+    settings.ELION_REASONING_CONTEXT = "all_turns"
     scripted_provider.script(ScriptedReply(reasoning=["Thoughts."], text="First."))
     conversation = thread()
     send(conversation, "Hello")

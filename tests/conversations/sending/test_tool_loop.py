@@ -125,9 +125,16 @@ async def test_search_archive_round_is_stored_paired_and_sent_back(scripted_prov
 
     reply = await last_assistant(conversation_id)
     assert reply.content == "The pear tree sang at the gate (Orchard, incarnations, chunk 2)."
-    assert [p["type"] for p in reply.parts] == ["tool_call", "tool_result"]
+    # The Responses API's message item is kept verbatim after the round (issue 31); Chat Completions has none.
+    items_kept = ["output_item"] if selector == "responses" else []
+    assert [p["type"] for p in reply.parts] == ["tool_call", "tool_result", *items_kept]
+    # A Responses `function_call` keeps its item id, and goes back with it (issue 31).
+    item_id = {"item_id": "fc_call_a1"} if selector == "responses" else {}
     assert reply.parts[0] == {"type": "tool_call", "call_id": "call_a1", "name": "search_archive",
-                              "arguments": '{"query": "pear gate"}', "round": 0}
+                              "arguments": '{"query": "pear gate"}', "round": 0, **item_id}
+    if selector == "responses":
+        (sent_call,) = [i for i in wire_items(second) if i.get("type") == "function_call"]
+        assert sent_call["id"] == "fc_call_a1"
     assert reply.parts[1]["is_error"] is False and reply.parts[1]["content"] == result["content"]
     assert "pear tree sings" not in reply.content  # tool output never enters the visible text
 
@@ -191,7 +198,7 @@ async def test_unknown_tool_gets_an_error_result_and_pairing_stays_intact(script
     events = await send(client, conversation_id, "launch")
     assert events[-1][1]["status"] == "complete"
     reply = await last_assistant(conversation_id)
-    assert [(p["type"], p["call_id"]) for p in reply.parts] == [
+    assert [(p["type"], p["call_id"]) for p in reply.parts if p["type"] != "output_item"] == [
         ("tool_call", "call_x"), ("tool_result", "call_x"), ("tool_call", "call_y"), ("tool_result", "call_y"),
     ]
     assert reply.parts[1]["is_error"] is True and "launch_rockets" in reply.parts[1]["content"]

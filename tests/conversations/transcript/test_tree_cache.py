@@ -14,6 +14,7 @@ import json
 from decimal import Decimal
 
 import pytest
+from django.conf import settings as django_settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -179,6 +180,7 @@ def reference_request(conversation, budget: int, step: Decimal = Decimal(0)) -> 
         handoff_text=prior_thread_section_in(static_prompt), tool_definitions_text=tool_definitions_text([]),
         input_budget_tokens=budget, trim_step_tokens=int(budget * step), birth_period=dynamic.birth_period,
         compacted_summary=compacted.summary_text,
+        earlier_reasoning=django_settings.ELION_REASONING_CONTEXT == "all_turns",
     )
     return json.dumps([request.messages, request.diagnostics])
 
@@ -193,7 +195,7 @@ def kept_request(conversation, budget: int, settings_override, step: Decimal = D
 
 
 STEP = st.one_of(
-    st.tuples(st.just("turn"), st.integers(0, 10_000), st.sampled_from(["complete", "failed", "interrupted"]),
+    st.tuples(st.just("turn"), st.integers(0, 10_000), st.sampled_from(["complete", "failed", "interrupted", "incomplete"]),
               st.text("abc xyz", min_size=0, max_size=60)),
     st.tuples(st.just("tools"), st.integers(0, 10_000), st.booleans(), st.booleans()),
     st.tuples(st.just("rewind"), st.integers(0, 10_000)),
@@ -255,9 +257,11 @@ def apply_step(conversation, step) -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(steps=st.lists(STEP, min_size=1, max_size=25), budget=st.sampled_from([1_000, 1_200, 1_500, 200_000]),
-       trim_step=st.sampled_from([Decimal(0), Decimal("0.05"), Decimal("0.25")]))
-def test_projection_from_kept_rows_equals_the_earlier_projection(steps, budget, trim_step, settings):
+       trim_step=st.sampled_from([Decimal(0), Decimal("0.05"), Decimal("0.25")]),
+       reasoning_context=st.sampled_from(["current_turn", "all_turns"]))
+def test_projection_from_kept_rows_equals_the_earlier_projection(steps, budget, trim_step, reasoning_context, settings):
     """Also with a trim step: the kept turns are trimmed to the same chain point as the whole list."""
+    settings.ELION_REASONING_CONTEXT = reasoning_context
     conversation = thread(("user", "Hello"), ("assistant", "Hi there"))
     for step in steps:
         apply_step(conversation, step)

@@ -104,6 +104,17 @@ def test_interrupted_reply_text_is_searchable(client, thread, make_turns):
     assert sorted(r["excerpt"] for r in search(client, "quasars")) == ["Quasars are", "tell me about quasars"]
 
 
+def test_cut_off_reply_text_is_searchable(client, thread, make_turns):
+    """Status `incomplete` (the provider cut the reply off, issue 31) is speech like `interrupted`: the
+    index triggers of migration 0018 add it, and take it out again when a reply turns `failed`."""
+    conversation = thread(("user", "tell me about pulsars"))
+    make_turns(conversation, ("assistant", "Pulsars spin"))
+    Message.objects.filter(content="Pulsars spin").update(status="incomplete")
+    assert sorted(r["excerpt"] for r in search(client, "pulsars")) == ["Pulsars spin", "tell me about pulsars"]
+    Message.objects.filter(content="Pulsars spin").update(status="failed")
+    assert [r["excerpt"] for r in search(client, "pulsars")] == ["tell me about pulsars"]
+
+
 def test_hidden_and_trashed_never_shielded_only_on_request(client, thread):
     visible = thread(("user", "heron visible"), title="Visible")
     hidden = thread(("user", "heron hidden"), title="Hidden", folder_id=Folder.objects.create(name="H", hidden=True).id)
