@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# A newcomer's first minutes: clone a commit into a throwaway directory, run `make run` there
+# with an empty pip cache and its own venv, and time it from the clone until the first page
+# answers 200. Prints the seconds, the venv's installed size, and how long pip took.
+#
+#   bash bench/first_page.sh [REF]        (default: HEAD of this checkout)
+#
+# Uses the machine's pip configuration as it is (indexes, find-links, constraints), so the
+# figures are this machine's: compare two refs measured the same way, not across machines.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO="$PWD"
+REF="${1:-HEAD}"
+COMMIT="$(git -C "$REPO" rev-parse --short "$REF")"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/elion-first-page.XXXXXX")"
+PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+RUN_PID=""
+cleanup() {
+    if [[ -n "$RUN_PID" ]]; then
+        kill -TERM -- "-$RUN_PID" 2>/dev/null || true
+        sleep 3
+        kill -KILL -- "-$RUN_PID" 2>/dev/null || true
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+start=$(date +%s.%N)
+git clone -q --no-local "$REPO" "$WORK/elion"
+git -C "$WORK/elion" checkout -q "$COMMIT"
+cd "$WORK/elion"
+set -m
+PIP_CACHE_DIR="$WORK/pip-cache" ELION_DATA_DIR="$WORK/data" PORT="$PORT" \
+    make run >"$WORK/run.log" 2>&1 </dev/null &
+RUN_PID=$!
+set +m
+code=000
+while kill -0 "$RUN_PID" 2>/dev/null; do
+    code="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/" || true)"
+    [[ "$code" == 200 ]] && break
+    sleep 0.5
+done
+end=$(date +%s.%N)
+if [[ "$code" != 200 ]]; then
+    echo "first_page: make run ended before the first page answered (last status $code)" >&2
+    tail -30 "$WORK/run.log" >&2
+    exit 1
+fi
+venv_size="$(du -sm .venv | cut -f1)"
+printf 'commit %s: first page after %.0f s; venv %s MB (%s packages)\n' \
+    "$COMMIT" "$(echo "$end - $start" | bc)" "$venv_size" "$(.venv/bin/python -m pip list 2>/dev/null | tail -n +3 | wc -l)"
