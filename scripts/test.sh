@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Runs the whole pytest suite twice: on SQLite and on a throwaway PostgreSQL, both at
-# once (`all`, each half's output shown when it ends; ELION_TEST_SERIAL=1: one after the other).
+# The test tiers (docs/testing.md):
+#   check     lint, import contract, migrations, then the fast tier on SQLite:
+#             -m "not slow and not browser and not fuzz" (no server processes, no browser)
+#   all       the whole suite on SQLite and, at the same time, on a throwaway PostgreSQL without the
+#             `browser`, `fuzz` and `nodb` tests, which the database cannot change (each half's output
+#             shown when it ends; ELION_TEST_SERIAL=1: one after the other)
+#   sqlite    the whole suite on SQLite
+#   postgres  the PostgreSQL half of `all`
 #
-#   scripts/test.sh [all|sqlite|postgres]      (default: all)
-#   PYTEST_ARGS="-k foo -x" scripts/test.sh    extra pytest arguments (shell-quoted)
+#   scripts/test.sh [check|all|sqlite|postgres]   (default: all)
+#   PYTEST_ARGS="-k foo -x" scripts/test.sh       extra pytest arguments (shell-quoted)
 #
 # Serially it stops at the first failing half; always stops PostgreSQL and removes temp dirs.
 # pytest exit code 5 ("no tests collected") counts as a failure.
@@ -14,14 +20,20 @@ ROOT="$PWD"
 PY="$ROOT/.venv/bin/python"
 MODE="${1:-all}"
 case "$MODE" in
-    all | sqlite | postgres) ;;
-    *) echo "usage: $0 [all|sqlite|postgres]" >&2; exit 2 ;;
+    check | all | sqlite | postgres) ;;
+    *) echo "usage: $0 [check|all|sqlite|postgres]" >&2; exit 2 ;;
 esac
 [[ -x "$PY" ]] || { echo "test.sh: $PY missing; run 'make venv' first" >&2; exit 1; }
 
 # Extra pytest args, honouring shell quoting: PYTEST_ARGS="-k 'a and b'".
 eval "EXTRA_ARGS=(${PYTEST_ARGS:-})"
-PYTEST=("$PY" -m pytest -p no:cacheprovider -q "${EXTRA_ARGS[@]}")
+PYTEST=("$PY" -m pytest -p no:cacheprovider -q)
+# The tiers' marker expressions (pytest.ini declares the markers).
+FAST_TIER=(-m "not slow and not browser and not fuzz")
+BOTH_DATABASES=(-m "not browser and not fuzz and not nodb")
+# Each half's arguments: its tier, then the caller's (so a caller's own -m wins).
+SQLITE_ARGS=("${EXTRA_ARGS[@]}")
+POSTGRES_ARGS=("${BOTH_DATABASES[@]}" "${EXTRA_ARGS[@]}")
 
 SUMMARY=()
 PG_DIR=""
@@ -63,32 +75,23 @@ trap 'on_signal TERM 143' TERM
 trap 'on_signal HUP 129' HUP
 
 # ---------------------------------------------------------------- system deps
-APT_UPDATED=0
-apt_install() {
+# Installed with apt-get only when missing (one `apt-get update` and one install for all of them).
+# Paths are checked directly: CI's PATH may lack /usr/sbin, where nginx lives.
+MISSING=()
+need() {  # need PACKAGE PATH...: PACKAGE is missing unless one of the PATHs exists
+    local package="$1" path
+    shift
+    for path in "$@"; do
+        compgen -G "$path" >/dev/null && return 0
+    done
+    MISSING+=("$package")
+}
+install_missing() {
+    ((${#MISSING[@]} == 0)) && return 0
+    echo "test.sh: apt-get install ${MISSING[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
-    if ((APT_UPDATED == 0)); then
-        apt-get update -qq >/dev/null
-        APT_UPDATED=1
-    fi
-    echo "test.sh: apt-get install $*" >&2
-    apt-get install -y -qq -o Dpkg::Use-Pty=0 "$@" >/dev/null
-}
-
-ensure_chromium() {
-    [[ -x /usr/bin/chromium ]] || apt_install chromium
-}
-
-# bench/load.py's smoke test puts nginx in front of two Daphne workers (as make run-scaled does).
-ensure_nginx() {
-    command -v nginx >/dev/null 2>&1 || apt_install nginx
-}
-
-ensure_redis() {
-    command -v redis-server >/dev/null || [[ -x /usr/bin/redis-server ]] || apt_install redis-server
-}
-
-ensure_postgres() {
-    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || apt_install postgresql
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq -o Dpkg::Use-Pty=0 "${MISSING[@]}" >/dev/null
 }
 
 # ---------------------------------------------------------------- helpers
@@ -111,18 +114,19 @@ suite_result() {
 # run_suite LABEL  (environment already prepared by the caller): one half, its output shown as it runs.
 run_suite() {
     local label="$1" rc start
+    shift
     echo
     echo "==================== pytest on $label ===================="
     start=$SECONDS
     set +e
     if [[ -t 0 ]]; then
         # Interactive: foreground, so Ctrl-C reaches pytest directly and --pdb works.
-        "${PYTEST[@]}"
+        "${PYTEST[@]}" "$@"
         rc=$?
     else
         # CI / no terminal: background + wait, so a SIGTERM to this script is acted
         # on at once (trap forwards it to pytest) instead of after pytest finishes.
-        "${PYTEST[@]}" &
+        "${PYTEST[@]}" "$@" &
         CHILDREN=($!)
         wait "${CHILDREN[0]}"
         rc=$?
@@ -143,9 +147,11 @@ run_both() {
     echo "==================== pytest on sqlite and postgresql, at once ===================="
     start=$SECONDS
     set +e
-    env -u DATABASE_URL ELION_DATA_DIR="$SCRATCH/sqlite" "${PYTEST[@]}" >"$log_sqlite" 2>&1 </dev/null &
+    env -u DATABASE_URL ELION_DATA_DIR="$SCRATCH/sqlite" "${PYTEST[@]}" "${SQLITE_ARGS[@]}" \
+        >"$log_sqlite" 2>&1 </dev/null &
     CHILDREN=($!)
-    ELION_DATA_DIR="$SCRATCH/postgresql" DATABASE_URL="$DATABASE_URL" "${PYTEST[@]}" >"$log_postgresql" 2>&1 </dev/null &
+    ELION_DATA_DIR="$SCRATCH/postgresql" DATABASE_URL="$DATABASE_URL" "${PYTEST[@]}" "${POSTGRES_ARGS[@]}" \
+        >"$log_postgresql" 2>&1 </dev/null &
     CHILDREN+=($!)
     wait "${CHILDREN[0]}"
     rc_sqlite=$?
@@ -177,11 +183,13 @@ start_postgres() {
 }
 
 # ---------------------------------------------------------------- run
-ensure_chromium
-ensure_nginx
-ensure_redis
-if [[ "$MODE" != sqlite ]]; then
-    ensure_postgres
+if [[ "$MODE" != check ]]; then
+    # Browser tests (chromium), the cross-worker and load tests (redis-server, nginx).
+    need chromium /usr/bin/chromium
+    need nginx /usr/sbin/nginx /usr/bin/nginx
+    need redis-server /usr/bin/redis-server
+    [[ "$MODE" != sqlite ]] && need postgresql '/usr/lib/postgresql/*/bin/initdb'
+    install_missing
 fi
 
 echo "==================== lint: ruff, lint-imports ===================="
@@ -205,6 +213,14 @@ if ! env -u DATABASE_URL ELION_DATA_DIR="$SCRATCH/migrations" \
 fi
 SUMMARY+=("migrations: OK")
 
+if [[ "$MODE" == check ]]; then
+    unset DATABASE_URL
+    export ELION_DATA_DIR="$SCRATCH/sqlite"
+    mkdir "$ELION_DATA_DIR"
+    run_suite "sqlite, fast tier" "${FAST_TIER[@]}" "${EXTRA_ARGS[@]}" || exit 1
+    exit 0
+fi
+
 if [[ "$MODE" == all && -z "${ELION_TEST_SERIAL:-}" ]]; then
     start_postgres
     mkdir "$SCRATCH/sqlite" "$SCRATCH/postgresql"
@@ -216,13 +232,13 @@ if [[ "$MODE" != postgres ]]; then
     unset DATABASE_URL
     export ELION_DATA_DIR="$SCRATCH/sqlite"
     mkdir "$ELION_DATA_DIR"
-    run_suite sqlite || { [[ "$MODE" == all ]] && SUMMARY+=("postgresql: NOT RUN (sqlite failed)"); exit 1; }
+    run_suite sqlite "${SQLITE_ARGS[@]}" || { [[ "$MODE" == all ]] && SUMMARY+=("postgresql: NOT RUN (sqlite failed)"); exit 1; }
 fi
 
 if [[ "$MODE" != sqlite ]]; then
     start_postgres
     export ELION_DATA_DIR="$SCRATCH/postgresql" DATABASE_URL
     mkdir "$ELION_DATA_DIR"
-    run_suite postgresql || exit 1
+    run_suite postgresql "${POSTGRES_ARGS[@]}" || exit 1
 fi
 exit 0
