@@ -18,8 +18,8 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
-from tests.security.test_every_route import CONVERTER_SAMPLES, ROUTES
 from tests.support.factories import thread
+from tests.support.routes import CONVERTER_SAMPLES, ROUTES
 
 pytestmark = pytest.mark.django_db
 
