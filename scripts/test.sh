@@ -10,6 +10,8 @@
 #
 #   scripts/test.sh [check|all|sqlite|postgres]   (default: all)
 #   PYTEST_ARGS="-k foo -x" scripts/test.sh       extra pytest arguments (shell-quoted)
+#   ELION_TEST_SHARDS=N                           pytest processes per database (default 2); for --pdb,
+#                                                 run .venv/bin/python -m pytest yourself
 #
 # Serially it stops at the first failing half; always stops PostgreSQL and removes temp dirs.
 # pytest exit code 5 ("no tests collected") counts as a failure.
@@ -57,7 +59,7 @@ cleanup() {
     if ((rc == 0)); then echo "  RESULT: PASS"; else echo "  RESULT: FAIL (exit $rc)"; fi
     exit "$rc"
 }
-# pytest's pids while they run in the background (non-interactive runs, see run_suite / run_both).
+# pytest's pids while they run in the background (start_shards).
 CHILDREN=()
 on_signal() {
     echo "test.sh: interrupted (SIG$1)" >&2
@@ -111,65 +113,68 @@ suite_result() {
     return 1
 }
 
-# run_suite LABEL  (environment already prepared by the caller): one half, its output shown as it runs.
-run_suite() {
-    local label="$1" rc start
+# Each database's share of the suite runs in ELION_TEST_SHARDS pytest processes at once (default 2, one
+# per core here), whole test modules dealt between them (tests/conftest.py, ELION_TEST_SHARD=k/n). Every
+# process has its own ELION_DATA_DIR (SQLite file, blobs) and, on PostgreSQL, its own test database
+# (pytest-django's suffix from TOX_PARALLEL_ENV); every server a test starts takes a free port.
+SHARDS="${ELION_TEST_SHARDS:-2}"
+LABELS=()
+LOGS=()
+
+# start_shards DATABASE ARGS...: start this database's processes in the background, output to logs.
+start_shards() {
+    local database="$1" k dir log
     shift
-    echo
-    echo "==================== pytest on $label ===================="
-    start=$SECONDS
-    set +e
-    if [[ -t 0 ]]; then
-        # Interactive: foreground, so Ctrl-C reaches pytest directly and --pdb works.
-        "${PYTEST[@]}" "$@"
-        rc=$?
-    else
-        # CI / no terminal: background + wait, so a SIGTERM to this script is acted
-        # on at once (trap forwards it to pytest) instead of after pytest finishes.
-        "${PYTEST[@]}" "$@" &
-        CHILDREN=($!)
-        wait "${CHILDREN[0]}"
-        rc=$?
-        CHILDREN=()
-    fi
-    set -e
-    suite_result "$label" "$rc" $((SECONDS - start))
+    for ((k = 1; k <= SHARDS; k++)); do
+        dir="$SCRATCH/$database-$k"
+        log="$SCRATCH/pytest-$database-$k.log"
+        mkdir "$dir"
+        if [[ "$database" == sqlite ]]; then
+            env -u DATABASE_URL ELION_DATA_DIR="$dir" ELION_TEST_SHARD="$k/$SHARDS" \
+                "${PYTEST[@]}" "$@" >"$log" 2>&1 </dev/null &
+        else
+            env ELION_DATA_DIR="$dir" DATABASE_URL="$DATABASE_URL" ELION_TEST_SHARD="$k/$SHARDS" \
+                TOX_PARALLEL_ENV="shard$k" "${PYTEST[@]}" "$@" >"$log" 2>&1 </dev/null &
+        fi
+        CHILDREN+=($!)
+        LABELS+=("$database $k/$SHARDS")
+        LOGS+=("$log")
+    done
 }
 
-# run_both: both halves at once, each in its own environment (database, ELION_DATA_DIR) and
-# with its output in a log shown whole when it ends. The halves share nothing but the
-# machine: every server a test starts takes a free port, every file lives in its half's
-# ELION_DATA_DIR. On this 2-core machine the two take about as long as the slower alone.
-run_both() {
-    local start rc_sqlite rc_postgresql
-    local log_sqlite="$SCRATCH/pytest-sqlite.log" log_postgresql="$SCRATCH/pytest-postgresql.log"
-    echo
-    echo "==================== pytest on sqlite and postgresql, at once ===================="
-    start=$SECONDS
-    set +e
-    env -u DATABASE_URL ELION_DATA_DIR="$SCRATCH/sqlite" "${PYTEST[@]}" "${SQLITE_ARGS[@]}" \
-        >"$log_sqlite" 2>&1 </dev/null &
-    CHILDREN=($!)
-    ELION_DATA_DIR="$SCRATCH/postgresql" DATABASE_URL="$DATABASE_URL" "${PYTEST[@]}" "${POSTGRES_ARGS[@]}" \
-        >"$log_postgresql" 2>&1 </dev/null &
-    CHILDREN+=($!)
-    wait "${CHILDREN[0]}"
-    rc_sqlite=$?
-    local secs_sqlite=$((SECONDS - start))
-    wait "${CHILDREN[1]}"
-    rc_postgresql=$?
-    local secs_postgresql=$((SECONDS - start))
+# wait_shards START: wait for every started process, show each log whole, record each result.
+wait_shards() {
+    local start="$1" i rc failed=0
+    local -a rcs=() secs=()
+    for i in "${!CHILDREN[@]}"; do
+        set +e
+        wait "${CHILDREN[$i]}"
+        rc=$?
+        set -e
+        rcs[i]=$rc
+        secs[i]=$((SECONDS - start))
+    done
+    for i in "${!LOGS[@]}"; do
+        echo
+        echo "==================== pytest on ${LABELS[$i]} ===================="
+        cat "${LOGS[$i]}"
+    done
+    # A narrow run (ARGS naming a few tests) may leave a share empty (pytest exit 5): that share passes
+    # as long as another share of the same database ran tests.
+    local ran=" "
+    for i in "${!LABELS[@]}"; do
+        ((rcs[i] != 5)) && ran+="${LABELS[$i]%% *} "
+    done
+    for i in "${!LABELS[@]}"; do
+        if ((rcs[i] == 5)) && [[ "$ran" == *" ${LABELS[$i]%% *} "* ]]; then
+            SUMMARY+=("${LABELS[$i]}: no tests in this share")
+            continue
+        fi
+        suite_result "${LABELS[$i]}" "${rcs[$i]}" "${secs[$i]}" || failed=1
+    done
     CHILDREN=()
-    set -e
-    echo
-    echo "==================== pytest on sqlite ===================="
-    cat "$log_sqlite"
-    echo
-    echo "==================== pytest on postgresql ===================="
-    cat "$log_postgresql"
-    local failed=0
-    suite_result sqlite "$rc_sqlite" "$secs_sqlite" || failed=1
-    suite_result postgresql "$rc_postgresql" "$secs_postgresql" || failed=1
+    LABELS=()
+    LOGS=()
     return "$failed"
 }
 
@@ -214,31 +219,38 @@ fi
 SUMMARY+=("migrations: OK")
 
 if [[ "$MODE" == check ]]; then
-    unset DATABASE_URL
-    export ELION_DATA_DIR="$SCRATCH/sqlite"
-    mkdir "$ELION_DATA_DIR"
-    run_suite "sqlite, fast tier" "${FAST_TIER[@]}" "${EXTRA_ARGS[@]}" || exit 1
+    echo
+    echo "==================== pytest on sqlite, the fast tier ===================="
+    start=$SECONDS
+    start_shards sqlite "${FAST_TIER[@]}" "${EXTRA_ARGS[@]}"
+    wait_shards "$start" || exit 1
     exit 0
-fi
-
-if [[ "$MODE" == all && -z "${ELION_TEST_SERIAL:-}" ]]; then
-    start_postgres
-    mkdir "$SCRATCH/sqlite" "$SCRATCH/postgresql"
-    run_both || exit 1
-    exit 0
-fi
-
-if [[ "$MODE" != postgres ]]; then
-    unset DATABASE_URL
-    export ELION_DATA_DIR="$SCRATCH/sqlite"
-    mkdir "$ELION_DATA_DIR"
-    run_suite sqlite "${SQLITE_ARGS[@]}" || { [[ "$MODE" == all ]] && SUMMARY+=("postgresql: NOT RUN (sqlite failed)"); exit 1; }
 fi
 
 if [[ "$MODE" != sqlite ]]; then
     start_postgres
-    export ELION_DATA_DIR="$SCRATCH/postgresql" DATABASE_URL
-    mkdir "$ELION_DATA_DIR"
-    run_suite postgresql "${POSTGRES_ARGS[@]}" || exit 1
+fi
+if [[ "$MODE" == all && -z "${ELION_TEST_SERIAL:-}" ]]; then
+    echo
+    echo "==================== pytest on sqlite and postgresql, at once ===================="
+    start=$SECONDS
+    start_shards sqlite "${SQLITE_ARGS[@]}"
+    start_shards postgresql "${POSTGRES_ARGS[@]}"
+    wait_shards "$start" || exit 1
+    exit 0
+fi
+if [[ "$MODE" != postgres ]]; then
+    echo
+    echo "==================== pytest on sqlite ===================="
+    start=$SECONDS
+    start_shards sqlite "${SQLITE_ARGS[@]}"
+    wait_shards "$start" || { [[ "$MODE" == all ]] && SUMMARY+=("postgresql: NOT RUN (sqlite failed)"); exit 1; }
+fi
+if [[ "$MODE" != sqlite ]]; then
+    echo
+    echo "==================== pytest on postgresql ===================="
+    start=$SECONDS
+    start_shards postgresql "${POSTGRES_ARGS[@]}"
+    wait_shards "$start" || exit 1
 fi
 exit 0

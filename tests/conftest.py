@@ -38,14 +38,33 @@ LIVE_FIXTURES = frozenset({"_daphne_with_scripted_provider", "_offline_protected
 
 
 # The tiers (docs/testing.md): a test that drives chromium is `browser`; one that starts a server
-# process (Daphne, redis-server) is `slow`. Marked here from the fixtures it uses, so a new test
-# lands in its tier without remembering to; modules mark what fixtures cannot tell (`fuzz`, other
-# subprocesses) themselves.
+# process (Daphne, redis-server) or a second migrated database is `slow`. Marked here from the
+# fixtures it uses, so a new test lands in its tier without remembering to; modules mark what
+# fixtures cannot tell (`fuzz`, other subprocesses, data of tens of megabytes) themselves.
 BROWSER_FIXTURES = frozenset({"browser"})
-SERVER_FIXTURES = frozenset({"_daphne_with_scripted_provider", "_offline_protected_daphne", "redis_server"})
+SERVER_FIXTURES = frozenset({"_daphne_with_scripted_provider", "_offline_protected_daphne", "redis_server",
+                             "fresh_instance"})  # a second database, migrated, for restores
 
 
 DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_setup"})
+
+
+def shard_of(items: list, shard: str) -> tuple[list, list]:
+    """`ELION_TEST_SHARD=k/n` (scripts/test.sh): this process runs the k-th of n shares of the modules,
+    whole modules dealt largest first to the share with the fewest tests, so every process collecting
+    the same tests splits them the same way. Returns (kept, deselected)."""
+    index, count = (int(part) for part in shard.split("/"))
+    modules: dict[str, list] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    loads = [0] * count
+    owner: dict[str, int] = {}
+    for module in sorted(modules, key=lambda name: (-len(modules[name]), name)):
+        lightest = loads.index(min(loads))
+        owner[module] = lightest
+        loads[lightest] += len(modules[module])
+    kept = [item for item in items if owner[item.nodeid.split("::")[0]] == index - 1]
+    return kept, [item for item in items if owner[item.nodeid.split("::")[0]] != index - 1]
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -65,6 +84,14 @@ def pytest_collection_modifyitems(session, config, items):
             and item.get_closest_marker("browser") is None
         ):
             item.add_marker(pytest.mark.nodb)
+    if shard := os.environ.get("ELION_TEST_SHARD"):
+        # Deal the shares over the tests -m keeps (pytest's own selection, applied now, after the markers
+        # above; applying it again later changes nothing).
+        from _pytest.mark import deselect_by_mark
+
+        deselect_by_mark(items, config)
+        items[:], deselected = shard_of(items, shard)
+        config.hook.pytest_deselected(items=deselected)
     items.sort(key=lambda item: bool(LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ()))))
 
 
