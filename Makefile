@@ -1,18 +1,14 @@
-# Elion developer entry points.
-#   make run                 migrate, collectstatic, then daphne + django-q cluster (Ctrl-C stops both)
-#   make run HOST=0.0.0.0 PORT=9000
-#   make run-scaled          PostgreSQL + Redis (started on loopback if not running), 2 Daphne workers and
-#                            2 qcluster processes behind nginx on HOST:PORT (scripts/run_scaled.sh; see Procfile)
-#   make test                whole suite on SQLite and on a throwaway PostgreSQL, both at once
-#   make test ARGS="-k foo"  extra pytest arguments (or set PYTEST_ARGS)
-#   make test-sqlite | test-postgres | lint   (lint: ruff, then lint-imports against .importlinter)
+# Elion developer entry points. `make` alone lists them.
 
 SHELL := /bin/bash
-.DEFAULT_GOAL := test
+.DEFAULT_GOAL := help
 
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+# One stamp per lock: the app's packages, then the developers' on top.
+APP_STAMP := $(VENV)/.installed-app
+DEV_STAMP := $(VENV)/.installed-dev
+LOCK_VENV := .venv-lock
 
 HOST ?= 127.0.0.1
 PORT ?= 8000
@@ -20,31 +16,48 @@ ARGS ?=
 PYTEST_ARGS ?= $(ARGS)
 export HOST PORT PYTEST_ARGS
 
-.PHONY: venv run run-scaled test test-sqlite test-postgres lint
+.PHONY: help run run-scaled check test test-sqlite test-postgres lint lock
 
-# Internal: create the venv if missing; reinstall only when requirements.txt changed.
-venv: $(STAMP)
+help: ## list the targets
+	@echo "Elion: make <target>   (HOST=, PORT= for run; ARGS=\"pytest args\" for the test targets)"
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1\t\2/' | expand -t 18
 
-$(STAMP): requirements.txt
-	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q -r requirements.txt
-	@touch $@
-
-run: venv
+run: $(APP_STAMP) ## install the app's packages, migrate, serve Daphne + the django-q2 cluster (Ctrl-C stops)
 	bash scripts/run.sh
 
-run-scaled: venv
+run-scaled: $(APP_STAMP) ## PostgreSQL + Redis + nginx in front of 2 Daphne and 2 qcluster processes
 	bash scripts/run_scaled.sh
 
-test: venv
+check: $(DEV_STAMP) ## ruff, lint-imports, migrations, the fast tier on SQLite (minutes)
+	bash scripts/test.sh check
+
+test: $(DEV_STAMP) ## the whole suite: SQLite and PostgreSQL at once, browser and fuzz on SQLite (what CI runs)
 	bash scripts/test.sh all
 
-test-sqlite: venv
+test-sqlite: $(DEV_STAMP) ## the whole suite on SQLite only
 	bash scripts/test.sh sqlite
 
-test-postgres: venv
+test-postgres: $(DEV_STAMP) ## the suite on a throwaway PostgreSQL (browser and fuzz left to SQLite)
 	bash scripts/test.sh postgres
 
-lint: venv
+lint: $(DEV_STAMP) ## ruff, then lint-imports against .importlinter
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+
+lock: ## recompile requirements.txt and requirements-dev.txt (with hashes) from the .in files
+	@test -x $(LOCK_VENV)/bin/pip-compile || { python3 -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/pip install -q pip-tools; }
+	$(LOCK_VENV)/bin/pip-compile -q --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url \
+		--no-emit-find-links --output-file requirements.txt requirements.in
+	$(LOCK_VENV)/bin/pip-compile -q --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url \
+		--no-emit-find-links --output-file requirements-dev.txt requirements-dev.in
+
+# Internal: create the venv if missing; reinstall only when a lock changed.
+$(APP_STAMP): requirements.txt
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --require-hashes -r requirements.txt
+	@touch $@
+
+$(DEV_STAMP): requirements.txt requirements-dev.txt
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --require-hashes -r requirements.txt -r requirements-dev.txt
+	@touch $@ $(APP_STAMP)

@@ -1,7 +1,7 @@
 """Reading uploaded bytes safely: size caps, text checks, temp-file cleanup.
 
 Every archive and Library upload goes through here, so bad input is a 4xx
-with a clear reason (API.md) before anything is stored.
+with a clear reason (docs/api.md) before anything is stored.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Django settings, all read from the environment through `elion.env`.
 
-The table of variables is API.md's "Configuration" section.
+The table of variables is docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Elion API",
-    "DESCRIPTION": "Continuity-governed companion chat. See API.md.",
+    "DESCRIPTION": "Continuity-governed companion chat. See docs/api.md.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "POSTPROCESSING_HOOKS": [

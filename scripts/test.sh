@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Runs the whole pytest suite twice: on SQLite and on a throwaway PostgreSQL, both at
-# once (`all`, each half's output shown when it ends; ELION_TEST_SERIAL=1: one after the other).
+# The test tiers (docs/testing.md):
+#   check     lint, import contract, migrations, then the fast tier on SQLite:
+#             -m "not slow and not browser and not fuzz" (no server processes, no browser)
+#   all       the whole suite on SQLite and, at the same time, on a throwaway PostgreSQL without the
+#             `browser`, `fuzz` and `nodb` tests, which the database cannot change (each half's output
+#             shown when it ends; ELION_TEST_SERIAL=1: one after the other)
+#   sqlite    the whole suite on SQLite
+#   postgres  the PostgreSQL half of `all`
 #
-#   scripts/test.sh [all|sqlite|postgres]      (default: all)
-#   PYTEST_ARGS="-k foo -x" scripts/test.sh    extra pytest arguments (shell-quoted)
+#   scripts/test.sh [check|all|sqlite|postgres]   (default: all)
+#   PYTEST_ARGS="-k foo -x" scripts/test.sh       extra pytest arguments (shell-quoted)
+#   ELION_TEST_SHARDS=N                           pytest processes per database (default 2); for --pdb,
+#                                                 run .venv/bin/python -m pytest yourself
 #
 # Serially it stops at the first failing half; always stops PostgreSQL and removes temp dirs.
 # pytest exit code 5 ("no tests collected") counts as a failure.
@@ -14,14 +22,20 @@ ROOT="$PWD"
 PY="$ROOT/.venv/bin/python"
 MODE="${1:-all}"
 case "$MODE" in
-    all | sqlite | postgres) ;;
-    *) echo "usage: $0 [all|sqlite|postgres]" >&2; exit 2 ;;
+    check | all | sqlite | postgres) ;;
+    *) echo "usage: $0 [check|all|sqlite|postgres]" >&2; exit 2 ;;
 esac
 [[ -x "$PY" ]] || { echo "test.sh: $PY missing; run 'make venv' first" >&2; exit 1; }
 
 # Extra pytest args, honouring shell quoting: PYTEST_ARGS="-k 'a and b'".
 eval "EXTRA_ARGS=(${PYTEST_ARGS:-})"
-PYTEST=("$PY" -m pytest -p no:cacheprovider -q "${EXTRA_ARGS[@]}")
+PYTEST=("$PY" -m pytest -p no:cacheprovider -q)
+# The tiers' marker expressions (pytest.ini declares the markers).
+FAST_TIER=(-m "not slow and not browser and not fuzz")
+BOTH_DATABASES=(-m "not browser and not fuzz and not nodb")
+# Each half's arguments: its tier, then the caller's (so a caller's own -m wins).
+SQLITE_ARGS=("${EXTRA_ARGS[@]}")
+POSTGRES_ARGS=("${BOTH_DATABASES[@]}" "${EXTRA_ARGS[@]}")
 
 SUMMARY=()
 PG_DIR=""
@@ -45,7 +59,7 @@ cleanup() {
     if ((rc == 0)); then echo "  RESULT: PASS"; else echo "  RESULT: FAIL (exit $rc)"; fi
     exit "$rc"
 }
-# pytest's pids while they run in the background (non-interactive runs, see run_suite / run_both).
+# pytest's pids while they run in the background (start_shards).
 CHILDREN=()
 on_signal() {
     echo "test.sh: interrupted (SIG$1)" >&2
@@ -63,32 +77,23 @@ trap 'on_signal TERM 143' TERM
 trap 'on_signal HUP 129' HUP
 
 # ---------------------------------------------------------------- system deps
-APT_UPDATED=0
-apt_install() {
+# Installed with apt-get only when missing (one `apt-get update` and one install for all of them).
+# Paths are checked directly: CI's PATH may lack /usr/sbin, where nginx lives.
+MISSING=()
+need() {  # need PACKAGE PATH...: PACKAGE is missing unless one of the PATHs exists
+    local package="$1" path
+    shift
+    for path in "$@"; do
+        compgen -G "$path" >/dev/null && return 0
+    done
+    MISSING+=("$package")
+}
+install_missing() {
+    ((${#MISSING[@]} == 0)) && return 0
+    echo "test.sh: apt-get install ${MISSING[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
-    if ((APT_UPDATED == 0)); then
-        apt-get update -qq >/dev/null
-        APT_UPDATED=1
-    fi
-    echo "test.sh: apt-get install $*" >&2
-    apt-get install -y -qq -o Dpkg::Use-Pty=0 "$@" >/dev/null
-}
-
-ensure_chromium() {
-    [[ -x /usr/bin/chromium ]] || apt_install chromium
-}
-
-# bench/load.py's smoke test puts nginx in front of two Daphne workers (as make run-scaled does).
-ensure_nginx() {
-    command -v nginx >/dev/null 2>&1 || apt_install nginx
-}
-
-ensure_redis() {
-    command -v redis-server >/dev/null || [[ -x /usr/bin/redis-server ]] || apt_install redis-server
-}
-
-ensure_postgres() {
-    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || apt_install postgresql
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq -o Dpkg::Use-Pty=0 "${MISSING[@]}" >/dev/null
 }
 
 # ---------------------------------------------------------------- helpers
@@ -108,62 +113,68 @@ suite_result() {
     return 1
 }
 
-# run_suite LABEL  (environment already prepared by the caller): one half, its output shown as it runs.
-run_suite() {
-    local label="$1" rc start
-    echo
-    echo "==================== pytest on $label ===================="
-    start=$SECONDS
-    set +e
-    if [[ -t 0 ]]; then
-        # Interactive: foreground, so Ctrl-C reaches pytest directly and --pdb works.
-        "${PYTEST[@]}"
-        rc=$?
-    else
-        # CI / no terminal: background + wait, so a SIGTERM to this script is acted
-        # on at once (trap forwards it to pytest) instead of after pytest finishes.
-        "${PYTEST[@]}" &
-        CHILDREN=($!)
-        wait "${CHILDREN[0]}"
-        rc=$?
-        CHILDREN=()
-    fi
-    set -e
-    suite_result "$label" "$rc" $((SECONDS - start))
+# Each database's share of the suite runs in ELION_TEST_SHARDS pytest processes at once (default 2, one
+# per core here), whole test modules dealt between them (tests/conftest.py, ELION_TEST_SHARD=k/n). Every
+# process has its own ELION_DATA_DIR (SQLite file, blobs) and, on PostgreSQL, its own test database
+# (pytest-django's suffix from TOX_PARALLEL_ENV); every server a test starts takes a free port.
+SHARDS="${ELION_TEST_SHARDS:-2}"
+LABELS=()
+LOGS=()
+
+# start_shards DATABASE ARGS...: start this database's processes in the background, output to logs.
+start_shards() {
+    local database="$1" k dir log
+    shift
+    for ((k = 1; k <= SHARDS; k++)); do
+        dir="$SCRATCH/$database-$k"
+        log="$SCRATCH/pytest-$database-$k.log"
+        mkdir "$dir"
+        if [[ "$database" == sqlite ]]; then
+            env -u DATABASE_URL ELION_DATA_DIR="$dir" ELION_TEST_SHARD="$k/$SHARDS" \
+                "${PYTEST[@]}" "$@" >"$log" 2>&1 </dev/null &
+        else
+            env ELION_DATA_DIR="$dir" DATABASE_URL="$DATABASE_URL" ELION_TEST_SHARD="$k/$SHARDS" \
+                TOX_PARALLEL_ENV="shard$k" "${PYTEST[@]}" "$@" >"$log" 2>&1 </dev/null &
+        fi
+        CHILDREN+=($!)
+        LABELS+=("$database $k/$SHARDS")
+        LOGS+=("$log")
+    done
 }
 
-# run_both: both halves at once, each in its own environment (database, ELION_DATA_DIR) and
-# with its output in a log shown whole when it ends. The halves share nothing but the
-# machine: every server a test starts takes a free port, every file lives in its half's
-# ELION_DATA_DIR. On this 2-core machine the two take about as long as the slower alone.
-run_both() {
-    local start rc_sqlite rc_postgresql
-    local log_sqlite="$SCRATCH/pytest-sqlite.log" log_postgresql="$SCRATCH/pytest-postgresql.log"
-    echo
-    echo "==================== pytest on sqlite and postgresql, at once ===================="
-    start=$SECONDS
-    set +e
-    env -u DATABASE_URL ELION_DATA_DIR="$SCRATCH/sqlite" "${PYTEST[@]}" >"$log_sqlite" 2>&1 </dev/null &
-    CHILDREN=($!)
-    ELION_DATA_DIR="$SCRATCH/postgresql" DATABASE_URL="$DATABASE_URL" "${PYTEST[@]}" >"$log_postgresql" 2>&1 </dev/null &
-    CHILDREN+=($!)
-    wait "${CHILDREN[0]}"
-    rc_sqlite=$?
-    local secs_sqlite=$((SECONDS - start))
-    wait "${CHILDREN[1]}"
-    rc_postgresql=$?
-    local secs_postgresql=$((SECONDS - start))
+# wait_shards START: wait for every started process, show each log whole, record each result.
+wait_shards() {
+    local start="$1" i rc failed=0
+    local -a rcs=() secs=()
+    for i in "${!CHILDREN[@]}"; do
+        set +e
+        wait "${CHILDREN[$i]}"
+        rc=$?
+        set -e
+        rcs[i]=$rc
+        secs[i]=$((SECONDS - start))
+    done
+    for i in "${!LOGS[@]}"; do
+        echo
+        echo "==================== pytest on ${LABELS[$i]} ===================="
+        cat "${LOGS[$i]}"
+    done
+    # A narrow run (ARGS naming a few tests) may leave a share empty (pytest exit 5): that share passes
+    # as long as another share of the same database ran tests.
+    local ran=" "
+    for i in "${!LABELS[@]}"; do
+        ((rcs[i] != 5)) && ran+="${LABELS[$i]%% *} "
+    done
+    for i in "${!LABELS[@]}"; do
+        if ((rcs[i] == 5)) && [[ "$ran" == *" ${LABELS[$i]%% *} "* ]]; then
+            SUMMARY+=("${LABELS[$i]}: no tests in this share")
+            continue
+        fi
+        suite_result "${LABELS[$i]}" "${rcs[$i]}" "${secs[$i]}" || failed=1
+    done
     CHILDREN=()
-    set -e
-    echo
-    echo "==================== pytest on sqlite ===================="
-    cat "$log_sqlite"
-    echo
-    echo "==================== pytest on postgresql ===================="
-    cat "$log_postgresql"
-    local failed=0
-    suite_result sqlite "$rc_sqlite" "$secs_sqlite" || failed=1
-    suite_result postgresql "$rc_postgresql" "$secs_postgresql" || failed=1
+    LABELS=()
+    LOGS=()
     return "$failed"
 }
 
@@ -177,11 +188,13 @@ start_postgres() {
 }
 
 # ---------------------------------------------------------------- run
-ensure_chromium
-ensure_nginx
-ensure_redis
-if [[ "$MODE" != sqlite ]]; then
-    ensure_postgres
+if [[ "$MODE" != check ]]; then
+    # Browser tests (chromium), the cross-worker and load tests (redis-server, nginx).
+    need chromium /usr/bin/chromium
+    need nginx /usr/sbin/nginx /usr/bin/nginx
+    need redis-server /usr/bin/redis-server
+    [[ "$MODE" != sqlite ]] && need postgresql '/usr/lib/postgresql/*/bin/initdb'
+    install_missing
 fi
 
 echo "==================== lint: ruff, lint-imports ===================="
@@ -205,24 +218,39 @@ if ! env -u DATABASE_URL ELION_DATA_DIR="$SCRATCH/migrations" \
 fi
 SUMMARY+=("migrations: OK")
 
-if [[ "$MODE" == all && -z "${ELION_TEST_SERIAL:-}" ]]; then
-    start_postgres
-    mkdir "$SCRATCH/sqlite" "$SCRATCH/postgresql"
-    run_both || exit 1
+if [[ "$MODE" == check ]]; then
+    echo
+    echo "==================== pytest on sqlite, the fast tier ===================="
+    start=$SECONDS
+    start_shards sqlite "${FAST_TIER[@]}" "${EXTRA_ARGS[@]}"
+    wait_shards "$start" || exit 1
     exit 0
-fi
-
-if [[ "$MODE" != postgres ]]; then
-    unset DATABASE_URL
-    export ELION_DATA_DIR="$SCRATCH/sqlite"
-    mkdir "$ELION_DATA_DIR"
-    run_suite sqlite || { [[ "$MODE" == all ]] && SUMMARY+=("postgresql: NOT RUN (sqlite failed)"); exit 1; }
 fi
 
 if [[ "$MODE" != sqlite ]]; then
     start_postgres
-    export ELION_DATA_DIR="$SCRATCH/postgresql" DATABASE_URL
-    mkdir "$ELION_DATA_DIR"
-    run_suite postgresql || exit 1
+fi
+if [[ "$MODE" == all && -z "${ELION_TEST_SERIAL:-}" ]]; then
+    echo
+    echo "==================== pytest on sqlite and postgresql, at once ===================="
+    start=$SECONDS
+    start_shards sqlite "${SQLITE_ARGS[@]}"
+    start_shards postgresql "${POSTGRES_ARGS[@]}"
+    wait_shards "$start" || exit 1
+    exit 0
+fi
+if [[ "$MODE" != postgres ]]; then
+    echo
+    echo "==================== pytest on sqlite ===================="
+    start=$SECONDS
+    start_shards sqlite "${SQLITE_ARGS[@]}"
+    wait_shards "$start" || { [[ "$MODE" == all ]] && SUMMARY+=("postgresql: NOT RUN (sqlite failed)"); exit 1; }
+fi
+if [[ "$MODE" != sqlite ]]; then
+    echo
+    echo "==================== pytest on postgresql ===================="
+    start=$SECONDS
+    start_shards postgresql "${POSTGRES_ARGS[@]}"
+    wait_shards "$start" || exit 1
 fi
 exit 0

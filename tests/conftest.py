@@ -15,8 +15,9 @@ os.environ.setdefault("ELION_TREE_CACHE_MIN_ROWS", "1")
 
 from tests.support.scripted_provider import ScriptedProvider, ScriptedReply  # noqa: E402
 
-# The `redis_server` fixture: a real redis-server on loopback.
-pytest_plugins = ["tests.support.redis_server"]
+# Fixtures kept in tests/support/: `redis_server` (a real redis-server on loopback), `run_queued`
+# (a queued import job run in this process), `pieces_dir` (where uploads in pieces wait).
+pytest_plugins = ["tests.support.redis_server", "tests.support.import_jobs", "tests.support.upload_pieces"]
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -36,7 +37,61 @@ CHROMIUM_ARGS = [
 LIVE_FIXTURES = frozenset({"_daphne_with_scripted_provider", "_offline_protected_daphne", "browser"})
 
 
+# The tiers (docs/testing.md): a test that drives chromium is `browser`; one that starts a server
+# process (Daphne, redis-server) or a second migrated database is `slow`. Marked here from the
+# fixtures it uses, so a new test lands in its tier without remembering to; modules mark what
+# fixtures cannot tell (`fuzz`, other subprocesses, data of tens of megabytes) themselves.
+BROWSER_FIXTURES = frozenset({"browser"})
+SERVER_FIXTURES = frozenset({"_daphne_with_scripted_provider", "_offline_protected_daphne", "redis_server",
+                             "fresh_instance"})  # a second database, migrated, for restores
+
+
+DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_setup"})
+
+
+def shard_of(items: list, shard: str) -> tuple[list, list]:
+    """`ELION_TEST_SHARD=k/n` (scripts/test.sh): this process runs the k-th of n shares of the modules,
+    whole modules dealt largest first to the share with the fewest tests, so every process collecting
+    the same tests splits them the same way. Returns (kept, deselected)."""
+    index, count = (int(part) for part in shard.split("/"))
+    modules: dict[str, list] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    loads = [0] * count
+    owner: dict[str, int] = {}
+    for module in sorted(modules, key=lambda name: (-len(modules[name]), name)):
+        lightest = loads.index(min(loads))
+        owner[module] = lightest
+        loads[lightest] += len(modules[module])
+    kept = [item for item in items if owner[item.nodeid.split("::")[0]] == index - 1]
+    return kept, [item for item in items if owner[item.nodeid.split("::")[0]] != index - 1]
+
+
 def pytest_collection_modifyitems(session, config, items):
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+        if used & SERVER_FIXTURES:
+            item.add_marker(pytest.mark.slow)
+        # pytest-django refuses database access to a test without a database marker or fixture, and a test
+        # that starts no process (`slow`) reaches no database another way: which one is configured cannot
+        # change what it proves.
+        if (
+            item.get_closest_marker("django_db") is None
+            and not used & DATABASE_FIXTURES
+            and item.get_closest_marker("slow") is None
+            and item.get_closest_marker("browser") is None
+        ):
+            item.add_marker(pytest.mark.nodb)
+    if shard := os.environ.get("ELION_TEST_SHARD"):
+        # Deal the shares over the tests -m keeps (pytest's own selection, applied now, after the markers
+        # above; applying it again later changes nothing).
+        from _pytest.mark import deselect_by_mark
+
+        deselect_by_mark(items, config)
+        items[:], deselected = shard_of(items, shard)
+        config.hook.pytest_deselected(items=deselected)
     items.sort(key=lambda item: bool(LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ()))))
 
 

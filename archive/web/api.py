@@ -1,4 +1,4 @@
-"""HTTP API for the archive and the Library (API.md "Search, characters, archive, library").
+"""HTTP API for the archive and the Library (docs/api.md "Archive", "Library").
 
 Views translate requests into service calls and results into responses.
 """

@@ -1,4 +1,4 @@
-"""OpenAPI response shapes for the archive and Library API (API.md "Search, characters, archive, library").
+"""OpenAPI response shapes for the archive and Library API (docs/api.md "Archive", "Library").
 
 Documentation only: the views build their bodies with `document_repr`, `library_file_repr` and friends;
 these serializers describe those bodies so `/api/schema/` (and the fuzz test's response checks) know them.

@@ -1,4 +1,4 @@
-"""HTTP API for Branch / Fresh Chat (API.md "Conversation actions") and Continuity Cleanup ("Maintenance").
+"""HTTP API for Branch / Fresh Chat (docs/api.md "Conversations") and Continuity Cleanup ("Backup and maintenance").
 
 Thin: the branch view reads the `Idempotency-Key` header, calls the service
 and answers the conversation (201 when created, 200 for a repeated key); the
@@ -55,7 +55,7 @@ class CleanupReceiptSerializer(serializers.Serializer):
 
 
 class ContinuityCleanupView(APIView):
-    """Continuity Cleanup (API.md "Maintenance"): counts-only preview, guarded deletion.
+    """Continuity Cleanup (docs/api.md "Backup and maintenance"): counts-only preview, guarded deletion.
 
     The service decides everything, including the 403 when owner password
     protection is not configured; the view only moves JSON.

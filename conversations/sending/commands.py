@@ -60,7 +60,7 @@ def _parse_uuid(value: object, name: str) -> UUID:
 
 
 def send_command_from_payload(conversation_id: UUID, payload: dict) -> SendCommand:
-    """Shape-check a send body (API.md "Sending") into a command."""
+    """Shape-check a send body (docs/api.md "Sending") into a command."""
     if not isinstance(payload, dict):
         raise InvalidInput("The body must be a JSON object.", code="malformed_request")
     client_id = payload.get("client_message_id")

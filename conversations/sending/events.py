@@ -1,6 +1,6 @@
 """A send's events, from the user turn to `done`: one event source behind SSE, WebSocket and JSON sends.
 
-Events are `(name, data)` pairs named as in API.md "Sending". Each delta
+Events are `(name, data)` pairs named as in docs/api.md "Sending". Each delta
 carries `seq`: the reply's length in characters once the delta is appended,
 so the text flushed to the database always ends at a known `seq`, and a
 watcher joins stored text and live deltas without gap or duplicate

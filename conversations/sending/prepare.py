@@ -11,7 +11,7 @@
    `interrupted` when the owner stops it). The task does not belong to the
    transport: a client that goes away stops listening, not persisting.
 
-Events are `(name, data)` pairs named as in API.md "Sending". Each delta
+Events are `(name, data)` pairs named as in docs/api.md "Sending". Each delta
 carries `seq`: the reply's length in characters once the delta is appended,
 so the text flushed to the database always ends at a known `seq` (its
 length), and a watcher joins stored text and live deltas without gap or

@@ -162,7 +162,7 @@ def _check_interval() -> float:
 class ReplyWatch:
     """Follow one reply. `open()` subscribes and validates (raising ServiceError
     before a response starts); `events()` yields `(name, data)` pairs as in
-    API.md "Sending", from the stored text to `done`; `close()` unsubscribes."""
+    docs/api.md "Sending", from the stored text to `done`; `close()` unsubscribes."""
 
     def __init__(self, *, conversation_id: UUID | str, message_id: UUID | str, after_seq: int = 0) -> None:
         self.conversation_id = conversation_id

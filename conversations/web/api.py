@@ -1,4 +1,4 @@
-"""HTTP API for settings, folders, conversations and messages (API.md).
+"""HTTP API for settings, folders, conversations and messages (docs/api.md).
 
 Views translate requests into service calls and results into responses.
 """

@@ -1,4 +1,4 @@
-"""HTTP API for visibility transitions and Past Conversation Search (API.md).
+"""HTTP API for visibility transitions and Past Conversation Search (docs/api.md).
 
 Folder hide/unhide and moves go through `PATCH /api/folders/{id}/` and
 `PATCH /api/conversations/{id}/` (conversations.web.api), which call the same

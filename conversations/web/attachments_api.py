@@ -1,4 +1,4 @@
-"""HTTP API for attachments and fork (API.md "attachments", "Conversation actions").
+"""HTTP API for attachments and fork (docs/api.md "Attachments", "Conversations").
 
 Thin: each view reads the request, calls one service and shapes the answer.
 Uploaded bytes are served only as a download or an inline image, never as a

@@ -1,4 +1,4 @@
-"""HTTP API for Character Studio (API.md "Search, characters, …").
+"""HTTP API for Character Studio (docs/api.md "Folders and characters").
 
 `GET|POST /api/characters/`, `PATCH|DELETE /api/characters/{id}/`. Thin: the
 rules (and the prompt rebuild every change causes) live in

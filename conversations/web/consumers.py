@@ -4,7 +4,7 @@ Thin: checks who is connecting, turns frames into the same service calls the
 HTTP API makes, and forwards events as `{"type": name, ...data}`.
 
 * `{"type": "send", ...}` / `{"type": "retry", "message_id"}`: start a reply
-  and forward its events (API.md "Sending").
+  and forward its events (docs/api.md "Sending").
 * `{"type": "watch", "message_id"?, "after_seq"?}`: follow a reply: its
   stored text after `after_seq` characters, then the live rest, to `done`
   (`reply_watch`). Without `message_id`, the reply streaming now; when none

@@ -1,4 +1,4 @@
-"""The paged messages API: `GET …/messages/?limit=N` with `before=<id>` or `around=<id>` (API.md).
+"""The paged messages API: `GET …/messages/?limit=N` with `before=<id>` or `around=<id>` (docs/api.md).
 
 Reading the query string is here; which messages a window holds is
 `conversations.transcript.branch_window`. Without `limit` (and without a

@@ -1,4 +1,4 @@
-"""Representations for the API (API.md). Shape only; rules live in services."""
+"""Representations for the API (docs/api.md). Shape only; rules live in services."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""HTTP API for memories and explicit Refresh memory (API.md "Memories").
+"""HTTP API for memories and explicit Refresh memory (docs/api.md "Memories").
 
 Views translate requests into service calls and results into responses.
 """

@@ -1,4 +1,4 @@
-"""Representations for the Memories API (API.md). Shape only; rules live in services."""
+"""Representations for the Memories API (docs/api.md). Shape only; rules live in services."""
 
 from __future__ import annotations
 

@@ -15,8 +15,8 @@ from archive.models import ArchiveChunk, ArchiveDocument, ImportJob
 from bench.claude_export_build import write_export_zip
 from tests.archive import claude_export as export
 from tests.archive.conftest import make_zip
-from tests.archive.test_import_jobs import COUNTS, counts, job_url, run_queued  # noqa: F401 (fixture)
-from tests.archive.test_upload_pieces import pieces_dir, send_in_pieces  # noqa: F401 (fixture)
+from tests.support.import_jobs import counts, job_url
+from tests.support.upload_pieces import send_in_pieces
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from conversations.assistant_settings import assistant_settings_get
 from conversations.sending import tool_loop
 from tests.archive import claude_export as export
 from tests.archive.conftest import make_zip
-from tests.archive.test_import_jobs import job_url
+from tests.support.import_jobs import job_url
 from tests.support.json_fields import WRONG_TYPES, read_outcomes
 
 pytestmark = pytest.mark.django_db

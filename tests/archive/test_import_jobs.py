@@ -10,19 +10,17 @@ from __future__ import annotations
 import pytest
 from django_q.models import OrmQ
 
-from archive import import_jobs, services, tasks
+from archive import import_jobs, services
 from archive.models import ArchiveChunk, ArchiveDocument, ImportJob
 from bench.chatgpt_export_build import write_export_zip
 from tests.archive import chatgpt_export as export
+from tests.support.import_jobs import (
+    IMPORT,
+    counts,
+    job_url,
+)
 
 pytestmark = pytest.mark.django_db
-
-IMPORT = "/api/archive/import/chatgpt/"
-COUNTS = ("conversations", "messages", "alternate_messages", "skipped", "duplicates")
-
-
-def job_url(job_id: str, action: str = "") -> str:
-    return f"/api/archive/imports/{job_id}/" + (f"{action}/" if action else "")
 
 
 @pytest.fixture
@@ -43,27 +41,6 @@ def start(client, django_capture_on_commit_callbacks, import_dir):
         return response.json()["job_id"]
 
     return post
-
-
-@pytest.fixture
-def run_queued(django_capture_on_commit_callbacks):
-    """Run every task in the queue (and those they enqueue) as a worker would; the states they answered."""
-
-    def run() -> list[str]:
-        answers = []
-        while (queued := OrmQ.objects.order_by("id").first()) is not None:
-            task = queued.task
-            queued.delete()
-            assert task["func"] == tasks.__name__ + ".run_import_job"
-            with django_capture_on_commit_callbacks(execute=True):
-                answers.append(tasks.run_import_job(*task["args"]))
-        return answers
-
-    return run
-
-
-def counts(body: dict) -> dict:
-    return {name: body[name] for name in COUNTS}
 
 
 def test_a_background_import_is_queued_then_runs_with_progress_to_the_same_answer_as_at_once(

@@ -17,7 +17,7 @@ from archive.models import ArchiveDocument
 from bench.chatgpt_export_build import write_export_zip
 from bench.claude_export_build import write_export_zip as write_claude_export_zip
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # exports of tens of megabytes
 
 
 def traced_peak(work) -> tuple[object, int]:

@@ -18,7 +18,7 @@ from continuity.request_assembly import estimate_tokens
 from continuity.static_prompt import QUOTED_RECALL_LABEL, RESERVED_RECALL_HEADING
 from conversations.models import Conversation, Folder, Message, MessageKind
 from conversations.transcript.append import APPENDED_FIELDS, message_append
-from tests.continuity.test_input_budget import DIAGNOSTIC_NAMES
+from tests.support.diagnostics import DIAGNOSTIC_NAMES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

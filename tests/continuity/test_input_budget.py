@@ -26,12 +26,7 @@ from continuity.request_assembly import (
     turn_tokens,
 )
 from continuity.static_prompt import QUOTED_RECALL_LABEL, RESERVED_RECALL_HEADING
-
-DIAGNOSTIC_NAMES = {
-    "history_tokens", "static_prompt_tokens", "handoff_tokens", "handoff_included_in_static",
-    "dynamic_context_tokens", "tool_definition_tokens", "total_input_tokens", "input_budget_tokens",
-    "remaining_tokens", "trimmed_messages", "estimate_method",
-}
+from tests.support.diagnostics import DIAGNOSTIC_NAMES
 
 
 def conversation(n: int, size: int = 40) -> list[HistoryTurn]:

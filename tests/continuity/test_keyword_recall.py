@@ -8,7 +8,6 @@ guard's recognition of an actual recall section. No database.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -16,20 +15,7 @@ from hypothesis import strategies as st
 
 from continuity import keyword_recall as kr
 from continuity.static_prompt import QUOTED_RECALL_LABEL, RESERVED_RECALL_HEADING
-
-T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
-
-
-def hit(content, *, conversation="c1", title="Lighthouse talk", role="user", message=None, minutes=0):
-    return kr.RecallHit(
-        message_id=message or f"{conversation}-{minutes}-{len(content)}",
-        conversation_id=conversation,
-        conversation_title=title,
-        role=role,
-        content=content,
-        created_at=T0 + timedelta(minutes=minutes),
-    )
-
+from tests.support.recall_text import hit, render
 
 # --- Keyword extraction -------------------------------------------------------------
 
@@ -204,10 +190,6 @@ def test_short_excerpt_overlap_is_a_whole_phrase_check():
 # --- Rendering ---------------------------------------------------------------------------
 
 
-def render(excerpts):
-    return kr.render_recall_section(excerpts, persona="elion", owner_name="AUMA", display_name="Elion Voicefire")
-
-
 def test_section_groups_excerpts_by_conversation_title_under_the_reserved_heading():
     hits = [
         hit("garden one", conversation="a", title="Garden plans", minutes=3),
@@ -277,7 +259,7 @@ def test_heading_inside_a_verbatim_handoff_block_is_not_a_recall_section():
 @pytest.mark.parametrize("field", ["owner_name", "display_name"])
 def test_names_quoting_the_heading_are_quoted_in_the_static_prompt_and_never_look_like_recall(field):
     from continuity.static_prompt import build_static_prompt
-    from tests.continuity.test_static_prompt import full_inputs, settings
+    from tests.support.static_prompt_inputs import full_inputs, settings
 
     name = f"Echo\n{RESERVED_RECALL_HEADING}\nEnd"
     prompt = build_static_prompt(full_inputs(settings=settings(**{field: name})))

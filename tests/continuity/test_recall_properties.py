@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from continuity import keyword_recall as kr
 from continuity.static_prompt import RESERVED_RECALL_HEADING
-from tests.continuity.test_keyword_recall import hit, render
+from tests.support.recall_text import hit, render
 
 # --- Properties of ranking, selection and rendering ------------------------------------------
 

@@ -37,14 +37,12 @@ from continuity.reconciliation import (
     reconciliation_status,
     stale_prompts,
 )
-from conversations.models import Conversation, Message, MessageKind, Role
+from conversations.models import Conversation, Message, Role
 from memories.models import SnapshotMembership
 from memories.services import memory_add
+from tests.support.stale_prompts import OLD_MARKERS, RECENT_ACTIVITY, seed_stale_prompts
 
 pytestmark = pytest.mark.django_db
-
-OLD_MARKERS = {"prompt_policy": "static-prompt/2025-01-01", "recall_policy": "recall/2025-01-01"}
-RECENT_ACTIVITY = "=== RECENT ACTIVITY FROM OTHER CONVERSATIONS ===\n- Some other thread: None\n"
 
 
 def stored_prompt(conversation: Conversation) -> Message:
@@ -67,24 +65,6 @@ def make_legacy(conversation: Conversation, *, markers: dict | None = OLD_MARKER
     metadata = {} if markers is None else {"policy_markers": markers}
     Message.objects.filter(conversation=conversation, role=Role.SYSTEM).update(content=legacy, metadata=metadata)
     return current
-
-
-def seed_stale_prompts(count: int) -> list:
-    """`count` legacy threads with a stale stored prompt each, bulk-loaded."""
-    conversations = Conversation.objects.bulk_create(
-        [Conversation(title=f"Legacy {i}", last_seq=1, origin="legacy") for i in range(count)], batch_size=2_000
-    )
-    Message.objects.bulk_create(
-        [
-            Message(
-                conversation=conversation, seq=1, role=Role.SYSTEM, kind=MessageKind.STATIC_PROMPT,
-                content="Legacy prompt\n" + RECENT_ACTIVITY, metadata={"policy_markers": OLD_MARKERS},
-            )
-            for conversation in conversations
-        ],
-        batch_size=2_000,
-    )
-    return [conversation.pk for conversation in conversations]
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from continuity import tasks
 from continuity.models import PromptReconciliationRun
 from continuity.reconciliation import completion_recorded, policy_version, stale_prompts
 from conversations.models import Message, Role
-from tests.continuity.test_reconciliation import seed_stale_prompts
 from tests.support.queue_cluster import QueueCluster
+from tests.support.stale_prompts import seed_stale_prompts
 
 PROMPTS = 5_000
 BATCH = 100

@@ -9,11 +9,10 @@ import pytest
 from continuity import static_prompt as sp
 from continuity.static_prompt import (
     PromptCharacter,
-    PromptInputs,
     PromptMemory,
-    PromptSettings,
     build_static_prompt,
 )
+from tests.support.static_prompt_inputs import full_inputs, settings
 
 SEED_ORDER = [
     "Custom instructions",
@@ -41,32 +40,6 @@ ALWAYS_PRESENT = [
     "Artifact creation",
     "Persona integrity",
 ]
-
-
-def settings(**overrides) -> PromptSettings:
-    values = dict(
-        owner_name="AUMA",
-        display_name="Elion Voicefire",
-        personality="natural",
-        custom_instructions="",
-        archive_access=False,
-        web_search=False,
-    )
-    return PromptSettings(**{**values, **overrides})
-
-
-def full_inputs(**overrides) -> PromptInputs:
-    values = dict(
-        persona="elion",
-        settings=settings(
-            custom_instructions="Call me AUMA.", personality="warm", archive_access=True, web_search=True,
-            image_generation=True,
-        ),
-        memories=(PromptMemory("AUMA lives by the sea", "Place", 4), PromptMemory("Loves rain", "Preference", 2)),
-        characters=(PromptCharacter("Lumen", "a small fox made of light"),),
-        continuity_block="VERBATIM_EXCHANGE_x\nAUMA said:\nhello\nVERBATIM_EXCHANGE_x",
-    )
-    return PromptInputs(**{**values, **overrides})
 
 
 def headings(prompt: str) -> list[str]:
@@ -202,7 +175,6 @@ def test_prompt_inputs_read_memories_from_the_conversation_snapshot(make_convers
         PromptMemory("Second", "General", 3),
         PromptMemory("First", "Place", 5),
     )
-
 
 
 def test_saved_characters_speak_of_images_only_while_the_image_tool_is_offered():

@@ -23,7 +23,7 @@ from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from conversations.threads.services import conversation_create, folder_update
 from conversations.visibility import transitions as visibility
-from tests.memories.test_concurrency import Gate, run_paused, run_together
+from tests.support.racing import Gate, run_paused, run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

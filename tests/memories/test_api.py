@@ -1,4 +1,4 @@
-"""The Memories API (API.md "Memories") and its bad-input answers."""
+"""The Memories API (docs/api.md "Memories") and its bad-input answers."""
 
 from __future__ import annotations
 

@@ -17,12 +17,11 @@ On PostgreSQL this exercises the row locks; on SQLite the IMMEDIATE write lock.
 from __future__ import annotations
 
 import random
-import threading
 import time
 
 import pytest
 from django.conf import settings
-from django.db import connection, connections
+from django.db import connection
 
 from continuity import prompt_store
 from conversations.models import Conversation, Message, Role
@@ -34,7 +33,7 @@ from memories.models import Memory, SnapshotMembership
 from memories.services import memory_add, memory_delete, memory_edit
 from memories.snapshots import snapshot_refresh
 from tests.memories.conftest import fresh_prompt, member_ids, memory_texts, stored_prompt
-from tests.support.concurrency import marks_lock_wait, run_together, wait_until_blocked_on_lock
+from tests.support.racing import Gate, run_paused, run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -118,59 +117,6 @@ def test_randomised_interleavings_never_leave_stale_text_or_resurrect_ids(slow_p
             expected = sent_before[conversation.pk] + (1 if conversation.pk in sends else 0)
             assert user_turns == expected
         assert not SnapshotMembership.objects.filter(memory_id__in=deleted).exists()
-
-
-class Gate:
-    """Pauses the first prompt build in a chosen thread until released."""
-
-    def __init__(self):
-        self.reached = threading.Event()
-        self.release = threading.Event()
-        self.thread_name: str | None = None
-
-    def install(self, monkeypatch):
-        real = prompt_store.build_static_prompt
-
-        def gated(inputs):
-            if threading.current_thread().name == self.thread_name and not self.reached.is_set():
-                self.reached.set()
-                assert self.release.wait(timeout=30)
-            return real(inputs)
-
-        monkeypatch.setattr(prompt_store, "build_static_prompt", gated)
-
-
-def run_paused(gate: Gate, first, second) -> list[BaseException]:
-    """Run `first` until it is mid-build (inputs read, prompt not yet written,
-    its locks held), start `second`, wait until it is blocked on `first`'s lock, then let `first` finish."""
-    errors: list[BaseException] = []
-
-    def run(operation):
-        try:
-            operation()
-        except BaseException as exc:  # noqa: BLE001
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    def racing() -> None:
-        with marks_lock_wait(reached):
-            second()
-
-    gate.thread_name = "paused-op"
-    reached = threading.Event()
-    paused = threading.Thread(target=run, args=(first,), name="paused-op")
-    paused.start()
-    assert gate.reached.wait(timeout=30)
-    other = threading.Thread(target=run, args=(racing,), name="racing-op")
-    other.start()
-    # Released only once the racing side waits for the paused side's lock.
-    wait_until_blocked_on_lock(reached)
-    gate.release.set()
-    paused.join(timeout=60)
-    other.join(timeout=60)
-    assert not paused.is_alive() and not other.is_alive()
-    return errors
 
 
 def test_edit_racing_first_send_never_leaves_stale_text(monkeypatch):

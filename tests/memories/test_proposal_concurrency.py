@@ -25,8 +25,8 @@ from elion.errors import Conflict, NotFound
 from memories.models import Memory, MemoryProposal, MemorySource, ProposalStatus, SnapshotMembership
 from memories.proposals import memory_propose, proposal_approve, proposal_dismiss
 from memories.services import memory_delete
-from tests.support.concurrency import run_together
 from tests.support.factories import turns_append
+from tests.support.racing import run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

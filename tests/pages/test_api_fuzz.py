@@ -20,7 +20,7 @@ from schemathesis.specs.openapi.checks import content_type_conformance, response
 
 from tests.pages.conftest import OWNER_API_TOKEN
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.fuzz]
 
 AUTH = {"Authorization": f"Bearer {OWNER_API_TOKEN}"}
 CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance]

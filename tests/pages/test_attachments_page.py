@@ -7,8 +7,8 @@ from playwright.sync_api import Page, expect
 
 from conversations.models import Conversation, ConversationOrigin
 from conversations.threads.services import conversation_create
-from tests.pages.test_chat_pages import COMPOSER, message_action, seed_conversation, send, wait_settled
 from tests.support.attachment_files import png_bytes
+from tests.support.chat_page import COMPOSER, message_action, seed_conversation, send, wait_settled
 
 pytestmark = pytest.mark.browser
 

@@ -16,33 +16,18 @@ from playwright.sync_api import Page, expect
 from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
 from conversations.threads.services import conversation_create
 from tests.pages.conftest import OWNER_PASSWORD
+from tests.support.chat_page import (
+    COMPOSER,
+    bubble,
+    message_action,
+    rewind_confirmed,
+    seed_conversation,
+    send,
+    wait_settled,
+)
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = pytest.mark.browser
-
-COMPOSER = "[data-composer-input]"
-
-
-def seed_conversation(*pairs: tuple[str, str], title: str = "Seeded chat") -> tuple[Conversation, list[Message]]:
-    """A conversation with a straight chain of completed turns, no provider involved.
-
-    Rows carry the configured provider's binding (the `live_app` fixture configures
-    this process like the server), as every durable message does.
-    """
-    from conversations.provider.binding import binding_fields, configured_provider
-
-    conversation = conversation_create(persona="elion", title=title)
-    parent, created = None, []
-    for role, content in pairs:
-        conversation.last_seq += 1
-        parent = Message.objects.create(
-            conversation=conversation, parent=parent, seq=conversation.last_seq, role=role, content=content,
-            **binding_fields(configured_provider()),
-        )
-        created.append(parent)
-    conversation.head = parent
-    conversation.save(update_fields=["head", "last_seq"])
-    return conversation, created
 
 
 def user_texts_sent(scripted_server) -> list[str]:
@@ -59,33 +44,6 @@ def user_texts_sent(scripted_server) -> list[str]:
 
 def last_request_text(scripted_server) -> str:
     return json.dumps(scripted_server.last_request().body)
-
-
-def bubble(page: Page, text: str):
-    return page.locator(".message", has_text=text)
-
-
-def send(page: Page, text: str) -> None:
-    page.fill(COMPOSER, text)
-    page.press(COMPOSER, "Enter")
-
-
-def message_action(bubble, name: str) -> None:
-    """Choose `name` from a bubble's "⋯" actions menu."""
-    bubble.hover()
-    bubble.get_by_role("button", name="Message actions").click()
-    bubble.get_by_role("menuitem", name=name).click()
-
-
-def rewind_confirmed(page: Page, bubble) -> None:
-    """Rewind to `bubble` through its menu and confirm in the dialog."""
-    message_action(bubble, "Rewind to here")
-    page.get_by_role("dialog").get_by_role("button", name="Rewind").click()
-
-
-def wait_settled(page: Page) -> None:
-    expect(page.locator(".message.status-streaming")).to_have_count(0)
-    expect(page.locator(COMPOSER)).to_be_enabled()
 
 
 def test_new_chat_streams_a_reply_and_reports_request_size(live_app, page: Page, scripted_server):

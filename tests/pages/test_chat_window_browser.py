@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 
 from conversations.transcript.tree import live_branch
 from conversations.web.page_selectors import PAGE_WINDOW, thread_token_estimate
-from tests.pages.test_chat_pages import rewind_confirmed, seed_conversation, send, wait_settled
+from tests.support.chat_page import rewind_confirmed, seed_conversation, send, wait_settled
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = pytest.mark.browser

@@ -16,7 +16,7 @@ from conversations.characters import character_create
 from conversations.models import Attachment
 from conversations.settings_service import assistant_settings_update
 from conversations.visibility.transitions import conversation_trash
-from tests.pages.test_chat_pages import send, wait_settled
+from tests.support.chat_page import send, wait_settled
 from tests.support.factories import api_call
 from tests.support.scripted_provider import ScriptedImageCall, ScriptedReply
 

@@ -23,7 +23,7 @@ from conversations.models import Conversation, ConversationOrigin, Message, Mess
 from conversations.settings_service import assistant_settings_update
 from memories.models import ConversationMemorySnapshot, SnapshotProvenance
 from memories.services import memory_add
-from tests.pages.test_chat_pages import COMPOSER, seed_conversation, send, wait_settled
+from tests.support.chat_page import COMPOSER, seed_conversation, send, wait_settled
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = pytest.mark.browser

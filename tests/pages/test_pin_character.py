@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from conversations.characters import character_create
 from conversations.models import Message, Role
-from tests.pages.test_chat_pages import COMPOSER, seed_conversation, send, wait_settled
+from tests.support.chat_page import COMPOSER, seed_conversation, send, wait_settled
 
 pytestmark = pytest.mark.browser
 

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from conversations.models import Message, MessageStatus, Role
-from tests.pages.test_chat_pages import COMPOSER, seed_conversation, send, wait_settled
+from tests.support.chat_page import COMPOSER, seed_conversation, send, wait_settled
 from tests.support.factories import wait_until
 from tests.support.scripted_provider import ScriptedReply
 

@@ -23,7 +23,8 @@ from conversations.models import Conversation, Message, Role
 from conversations.threads.services import conversation_create, folder_create
 from memories.services import memory_add
 from tests.pages.conftest import OWNER_PASSWORD
-from tests.pages.test_chat_pages import send, wait_settled
+from tests.support.chat_page import send, wait_settled
+from tests.support.dialogs import DialogWatch
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = pytest.mark.browser
@@ -39,16 +40,6 @@ PAYLOAD = (
 )
 # A handler attribute or a javascript: URL anywhere in the document means markup got through.
 INJECTED = "[onerror], [onload], a[href^='javascript' i], iframe, object, embed"
-
-
-class DialogWatch:
-    def __init__(self, page: Page):
-        self.opened: list[str] = []
-        page.on("dialog", self._record)
-
-    def _record(self, dialog):
-        self.opened.append(dialog.message)
-        dialog.dismiss()
 
 
 def assert_inert(page: Page, dialogs: DialogWatch, where: str) -> None:

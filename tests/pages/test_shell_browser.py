@@ -17,7 +17,7 @@ from conversations.models import Conversation, Message, Role
 from conversations.provider.binding import configured_provider
 from conversations.threads.services import conversation_create, folder_create
 from conversations.visibility.transitions import conversation_restore, conversation_trash
-from tests.pages.test_chat_pages import COMPOSER, seed_conversation, send, wait_settled
+from tests.support.chat_page import COMPOSER, seed_conversation, send, wait_settled
 from tests.support.factories import turns_append
 from tests.support.scripted_provider import ScriptedReply
 

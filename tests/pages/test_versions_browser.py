@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from conversations.models import Conversation, Message
-from tests.pages.test_chat_pages import message_action, rewind_confirmed, seed_conversation, send, wait_settled
+from tests.support.chat_page import message_action, rewind_confirmed, seed_conversation, send, wait_settled
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = pytest.mark.browser

@@ -16,8 +16,8 @@ from django.test import AsyncClient
 from conversations.models import Message
 from conversations.threads.services import conversation_create
 from tests.conftest import parse_sse, read_streaming
-from tests.conversations.web.test_websocket import communicator, receive_until_done
 from tests.support.scripted_provider import ScriptedReply
+from tests.support.websocket import communicator, receive_until_done
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

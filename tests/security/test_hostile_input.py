@@ -18,8 +18,8 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
-from tests.security.test_every_route import CONVERTER_SAMPLES, ROUTES
 from tests.support.factories import thread
+from tests.support.routes import CONVERTER_SAMPLES, ROUTES
 
 pytestmark = pytest.mark.django_db
 
@@ -134,6 +134,7 @@ async def test_no_input_produces_a_5xx_on_the_websocket():
 TYPE_VALUES = {name: VALUES[name] for name in ("list", "object", "null", "bool", "huge", "negative", "float", "bad_uuid")}
 
 
+@pytest.mark.slow  # every field of every route, one value type at a time: minutes, not seconds
 @pytest.mark.parametrize("value_name", sorted(TYPE_VALUES))
 def test_no_input_produces_a_5xx_field_by_field(value_name, real_ids):
     """Each field alone with a wrong type, so it reaches the checks an unknown-field refusal would hide."""

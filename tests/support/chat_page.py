@@ -1,4 +1,5 @@
-"""Steps and measurements a browser test takes on the chat page (shared by tests/pages/)."""
+"""Driving the chat page in chromium: seeding a conversation, sending, waiting for the reply to settle, the message
+menu, and measuring the page (shared by tests/pages/)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,55 @@ import zlib
 
 from playwright.sync_api import Page, expect
 
+from conversations.models import Conversation, Message
+from conversations.threads.services import conversation_create
+
 COMPOSER = "[data-composer-input]"
 SIZES = {"desktop": {"width": 1366, "height": 900}, "phone": {"width": 390, "height": 844}}
+
+
+def seed_conversation(*pairs: tuple[str, str], title: str = "Seeded chat") -> tuple[Conversation, list[Message]]:
+    """A conversation with a straight chain of completed turns, no provider involved.
+
+    Rows carry the configured provider's binding (the `live_app` fixture configures
+    this process like the server), as every durable message does.
+    """
+    from conversations.provider.binding import binding_fields, configured_provider
+
+    conversation = conversation_create(persona="elion", title=title)
+    parent, created = None, []
+    for role, content in pairs:
+        conversation.last_seq += 1
+        parent = Message.objects.create(
+            conversation=conversation, parent=parent, seq=conversation.last_seq, role=role, content=content,
+            **binding_fields(configured_provider()),
+        )
+        created.append(parent)
+    conversation.head = parent
+    conversation.save(update_fields=["head", "last_seq"])
+    return conversation, created
+
+
+def bubble(page: Page, text: str):
+    return page.locator(".message", has_text=text)
 
 
 def send(page: Page, text: str) -> None:
     page.fill(COMPOSER, text)
     page.press(COMPOSER, "Enter")
+
+
+def message_action(bubble, name: str) -> None:
+    """Choose `name` from a bubble's "⋯" actions menu."""
+    bubble.hover()
+    bubble.get_by_role("button", name="Message actions").click()
+    bubble.get_by_role("menuitem", name=name).click()
+
+
+def rewind_confirmed(page: Page, bubble) -> None:
+    """Rewind to `bubble` through its menu and confirm in the dialog."""
+    message_action(bubble, "Rewind to here")
+    page.get_by_role("dialog").get_by_role("button", name="Rewind").click()
 
 
 def wait_settled(page: Page) -> None:

@@ -9,7 +9,6 @@ paused transaction holds the lock).
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -53,26 +52,3 @@ def wait_until_blocked_on_lock(reached: threading.Event, timeout: float = 30.0) 
         probe.close()
     raise AssertionError("the racing operation never waited for the paused one's lock")
 
-
-def run_together(operations, *, jitter: float = 0.004) -> list[BaseException]:
-    """Start every operation at once, each in its own thread and connection."""
-    barrier = threading.Barrier(len(operations))
-    errors: list[BaseException] = []
-
-    def run(operation):
-        try:
-            barrier.wait()
-            time.sleep(random.uniform(0, jitter))
-            operation()
-        except BaseException as exc:  # noqa: BLE001 - collected and judged by the caller
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(operation,)) for operation in operations]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-        assert not thread.is_alive(), "an operation hung (deadlock?)"
-    return errors

@@ -54,6 +54,7 @@ import time
 import uuid
 import zlib
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -138,6 +139,7 @@ class ScriptedReply:
     drop_after_chunks: int | None = None  # send N content chunks (text/argument deltas), then cut
     hold: threading.Event | None = None  # after the first chunk (or hold_after_chunks), block until set
     hold_after_chunks: int = 1
+    holding: threading.Event | None = None  # set by the server once it is blocked on `hold` (chunks sent so far)
     hold_before_response: threading.Event | None = None  # request recorded, nothing answered until set
     # {"input_tokens": n, "output_tokens": m, "cached_tokens": c, "reasoning_tokens": r} (any may be left out)
     usage: dict[str, int] | None = None
@@ -221,6 +223,9 @@ class ScriptedProvider:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.default_reply = ScriptedReply()
+        # The pacing clock: every pause a reply's delays ask for goes through it. A test replaces it to
+        # see the pauses without waiting them out.
+        self.sleep: Callable[[float], None] = time.sleep
         # Signs the encrypted content of the reasoning items it hands out; change it to play a provider
         # (a key or a model) that no longer accepts them: such an item is then refused with a 400.
         self.reasoning_secret = uuid.uuid4().hex
@@ -542,7 +547,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if self.provider._stopping.is_set():
                     self._drop()
         if reply.delay_before_first:
-            time.sleep(reply.delay_before_first)
+            self.provider.sleep(reply.delay_before_first)
         if reply.status >= 400:
             try:
                 phrase = HTTPStatus(reply.status).phrase
@@ -578,6 +583,8 @@ class _Handler(BaseHTTPRequestHandler):
         if turn.reply.error_after_chunks is not None and turn.sent >= turn.reply.error_after_chunks:
             self._stream_error(turn)
         if turn.sent == turn.reply.hold_after_chunks and turn.reply.hold is not None:
+            if turn.reply.holding is not None:
+                turn.reply.holding.set()
             while not turn.reply.hold.wait(0.05):
                 if self.provider._stopping.is_set():
                     self._drop()
@@ -586,7 +593,7 @@ class _Handler(BaseHTTPRequestHandler):
                     self.provider.note_abandoned()
                     self._drop()
         if turn.reply.delay_between_chunks:
-            time.sleep(turn.reply.delay_between_chunks)
+            self.provider.sleep(turn.reply.delay_between_chunks)
 
     def _stream_error(self, turn: _Turn) -> None:
         """An error in the middle of a stream, the way each API reports one, then the end of the body."""

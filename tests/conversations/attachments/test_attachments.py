@@ -19,9 +19,9 @@ from conversations.attachments import store as attachment_store
 from conversations.models import Attachment, Message, MessageAttachment, Role
 from tests.archive.conftest import minimal_pdf
 from tests.conftest import parse_sse, read_streaming
-from tests.conversations.sending.test_pipeline import create_conversation, messages_of, send_sse
 from tests.support.attachment_files import png_bytes
 from tests.support.scripted_provider import ScriptedReply
+from tests.support.sending import create_conversation, messages_of, send_sse
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

@@ -8,19 +8,19 @@ import re
 from pathlib import Path
 
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
 from conversations.attachments.generated import generated_image_store
-from conversations.attachments.services import attachment_upload, attachments_preverify, manifests_in_conversation
+from conversations.attachments.services import attachments_preverify, manifests_in_conversation
 from conversations.models import Attachment, AttachmentKind, Conversation, Message, MessageAttachment, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
-from tests.conversations.threads.test_fork import finish_reply, fork
 from tests.support.attachment_files import png_bytes
 from tests.support.factories import request_for, thread
+from tests.support.fork import fork
+from tests.support.manifests import sent_with
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,14 +32,6 @@ MESSAGE_TABLE = re.compile(rf"\b{Message._meta.db_table}\b")
 def attachment_root(settings, tmp_path) -> Path:
     settings.ELION_ATTACHMENT_ROOT = tmp_path / "attachments"
     return settings.ELION_ATTACHMENT_ROOT
-
-
-def sent_with(conversation: Conversation, *files: tuple[str, bytes], content: str = "see") -> list[Attachment]:
-    attachments = [attachment_upload(upload=SimpleUploadedFile(name, data)) for name, data in files]
-    send_prepare(SendCommand(conversation_id=conversation.id, content=content,
-                             attachment_ids=tuple(a.id for a in attachments)))
-    finish_reply(conversation)
-    return attachments
 
 
 def entries_off_their_message() -> list[int]:

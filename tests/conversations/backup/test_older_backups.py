@@ -12,11 +12,11 @@ import pytest
 from django.test import Client
 
 from conversations.models import Message, MessageAttachment
-from tests.conversations.attachments.test_manifest_conversation import sent_with
-from tests.conversations.backup.test_restore_refusals import backup_file, members_of, rewritten
-from tests.conversations.threads.test_fork import fork
 from tests.support.attachment_files import png_bytes
+from tests.support.backup_files import backup_file, members_of, rewritten
 from tests.support.factories import thread
+from tests.support.fork import fork
+from tests.support.manifests import sent_with
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

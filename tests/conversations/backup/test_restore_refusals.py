@@ -13,34 +13,13 @@ from django.core.management import CommandError, call_command
 
 from conversations.attachments import store
 from conversations.backup.restoring import BackupRefused, backup_restore
-from conversations.backup.writing import backup_chunks
 from conversations.models import Conversation, Message
 from tests.conversations.backup.conftest import build_rich_instance
+from tests.support.backup_files import backup_file, members_of, rewritten
 from tests.support.factories import thread
 
 # Sends run their reply in another thread: the rows must be committed.
 pytestmark = pytest.mark.django_db(transaction=True)
-
-def backup_file(tmp_path: Path, name: str = "backup.zip") -> Path:
-    path = tmp_path / name
-    path.write_bytes(b"".join(backup_chunks()))
-    return path
-
-
-def members_of(path: Path) -> dict[str, bytes]:
-    with zipfile.ZipFile(path) as archive:
-        return {name: archive.read(name) for name in archive.namelist()}
-
-
-def rewritten(path: Path, members: dict[str, bytes], *, reseal: bool = False) -> Path:
-    """The same backup with some members replaced; `reseal` recomputes manifest.sha256 over the manifest given."""
-    if reseal:
-        members = {**members, "manifest.sha256": hashlib.sha256(members["manifest.json"]).hexdigest().encode() + b"\n"}
-    target = path.with_name("tampered-" + path.name)
-    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return target
 
 
 def first_blob(members: dict[str, bytes]) -> str:

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -338,26 +337,30 @@ async def test_slow_first_byte_beyond_timeout_is_provider_timeout(provider: Scri
 
 @pytest.mark.asyncio
 async def test_delays_before_first_chunk_and_between_chunks_are_observed(provider: ScriptedProvider):
+    # The provider's pacing clock is the test's: it records each pause instead of waiting it out.
+    log: list[tuple[str, object]] = []
+    provider.sleep = lambda seconds: log.append(("pause", seconds))
     provider.script(ScriptedReply(chunks=["a", "b", "c"], delay_before_first=0.3, delay_between_chunks=0.1))
-    started = time.monotonic()
-    stamps: list[float] = []
     async for event in stream_reply(config_for(provider, "responses"), CHAT):
         if isinstance(event, TextDelta):
-            stamps.append(time.monotonic() - started)
-    assert stamps[0] >= 0.3
-    assert stamps[2] - stamps[0] >= 0.18
+            log.append(("delta", event.text))
+    assert log[0] == ("pause", 0.3)  # before the status line, so before any delta
+    assert [seconds for kind, seconds in log if kind == "pause"] == [0.3, 0.1, 0.1, 0.1]  # one after each chunk
+    assert [text for kind, text in log if kind == "delta"] == ["a", "b", "c"]
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("selector", SELECTORS)
 async def test_hold_keeps_reply_open_after_first_chunk_until_released(provider: ScriptedProvider, selector: str):
-    hold = threading.Event()
-    provider.script(ScriptedReply(chunks=["first", " second"], hold=hold))
+    hold, holding = threading.Event(), threading.Event()
+    provider.script(ScriptedReply(chunks=["first", " second"], hold=hold, holding=holding))
     stream = stream_reply(config_for(provider, selector), CHAT)
 
     assert await anext(stream) == TextDelta("first")
     pending = asyncio.ensure_future(anext(stream))
-    await asyncio.sleep(0.4)
+    # The server says when it blocks on the hold (one chunk sent); until the test releases it, nothing more
+    # can reach the client.
+    assert await asyncio.to_thread(holding.wait, 10), "the server never held the reply"
     assert not pending.done(), "second chunk arrived although the hold was not released"
     hold.set()
     assert await asyncio.wait_for(pending, 5) == TextDelta(" second")

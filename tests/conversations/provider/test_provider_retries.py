@@ -80,7 +80,7 @@ async def test_no_retry_once_a_token_was_sent(scripted_server):
 async def test_the_owner_sees_waiting_for_the_provider_and_the_reply_still_lands(scripted_provider):
     from django.test import AsyncClient
 
-    from tests.conversations.sending.test_pipeline import create_conversation, send_sse
+    from tests.support.sending import create_conversation, send_sse
 
     scripted_provider.script(ScriptedReply(status=429, retry_after="0.1"), ScriptedReply(text="Here I am."))
     client = AsyncClient()

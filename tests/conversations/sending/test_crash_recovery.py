@@ -15,19 +15,12 @@ import pytest
 
 from conversations.models import Message, MessageStatus, Role
 from conversations.threads.services import conversation_create
+from tests.support.crash_recovery import app_env
 from tests.support.factories import wait_until
 from tests.support.live_server import LiveApp
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-
-def app_env(scripted_server) -> dict[str, str]:
-    return {
-        "OPENAI_API_KEY": "test-key",
-        "OPENAI_BASE_URL": scripted_server.base_url,
-        "ELION_STREAM_LEASE_SECONDS": "1",
-    }
 
 
 def test_sigkill_mid_reply_keeps_user_turn_and_partial_text_as_interrupted(scripted_server):

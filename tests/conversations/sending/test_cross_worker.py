@@ -20,7 +20,7 @@ from asgiref.sync import sync_to_async
 
 from conversations.models import Message, MessageStatus
 from conversations.threads.services import conversation_create
-from tests.conversations.sending.test_resumable_streams import wait_for
+from tests.support.factories import wait_for
 from tests.support.live_server import ROOT, LiveApp
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.sse_stream import SseStream

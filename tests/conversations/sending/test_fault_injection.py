@@ -23,7 +23,8 @@ import pytest
 from conversations.models import Message, MessageStatus, Role
 from conversations.threads.services import conversation_create
 from conversations.transcript.integrity import transcripts_check
-from tests.conversations.sending.test_crash_recovery import app_env, wait_until
+from tests.support.crash_recovery import app_env
+from tests.support.factories import wait_until
 from tests.support.live_server import LiveApp
 from tests.support.scripted_provider import ScriptedReply
 

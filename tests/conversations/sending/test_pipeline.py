@@ -14,28 +14,9 @@ from conversations.models import Conversation, Message, MessageStatus, Role
 from tests.conftest import parse_sse, read_streaming
 from tests.support.factories import wait_for
 from tests.support.scripted_provider import ScriptedReply
+from tests.support.sending import create_conversation, messages_of, send_sse
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
-
-
-async def create_conversation(client: AsyncClient, **body) -> str:
-    response = await client.post("/api/conversations/", {"persona": "elion", **body}, content_type="application/json")
-    assert response.status_code == 201, response.content
-    return response.json()["id"]
-
-
-async def send_sse(client: AsyncClient, conversation_id: str, **body) -> list[tuple[str, dict]]:
-    response = await client.post(
-        f"/api/conversations/{conversation_id}/messages/", body, content_type="application/json"
-    )
-    assert response.status_code == 200, response.content
-    assert response["Content-Type"].startswith("text/event-stream")
-    return parse_sse(await read_streaming(response))
-
-
-@sync_to_async
-def messages_of(conversation_id: str) -> list[Message]:
-    return list(Message.objects.filter(conversation_id=conversation_id).order_by("seq"))
 
 
 async def test_sse_send_streams_deltas_and_stores_complete_reply(scripted_provider):

@@ -19,20 +19,9 @@ from elion.asgi import application
 from tests.support.factories import wait_for
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.sse_stream import SseStream
+from tests.support.streams import create_conversation, open_send, stored
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
-
-
-async def create_conversation(client: AsyncClient) -> str:
-    response = await client.post("/api/conversations/", {"persona": "elion"}, content_type="application/json")
-    assert response.status_code == 201, response.content
-    return response.json()["id"]
-
-
-async def open_send(client: AsyncClient, conversation_id: str, **body) -> SseStream:
-    response = await client.post(f"/api/conversations/{conversation_id}/messages/", body, content_type="application/json")
-    assert response.status_code == 200, response.content
-    return SseStream(response.streaming_content)
 
 
 async def open_watch(client: AsyncClient, path: str, last_event_id: str | None = None) -> SseStream:
@@ -41,10 +30,6 @@ async def open_watch(client: AsyncClient, path: str, last_event_id: str | None =
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/event-stream")
     return SseStream(response.streaming_content)
-
-
-def stored(message_id: str) -> Message:
-    return Message.objects.get(pk=message_id)
 
 
 def communicator(conversation_id: str) -> WebsocketCommunicator:

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils.timezone import now
 
@@ -37,6 +36,7 @@ from memories.models import ConversationMemorySnapshot, Memory, SnapshotMembersh
 from memories.services import memory_add
 from tests.support.attachment_files import png_bytes
 from tests.support.factories import request_for
+from tests.support.fork import finish_reply, fork
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,24 +55,6 @@ def bound(make_turns):
         return make_turns(conversation, *pairs, parent=parent, binding=binding_fields(configured_provider()))
 
     return make
-
-
-def fork(client: Client, conversation: Conversation, message: Message | str, key: str | None = "key-1"):
-    headers = {"HTTP_IDEMPOTENCY_KEY": key} if key is not None else {}
-    message_id = str(message.id) if isinstance(message, Message) else message
-    return client.post(
-        f"/api/conversations/{conversation.id}/fork/", {"message_id": message_id}, content_type="application/json",
-        **headers,
-    )
-
-
-def finish_reply(conversation: Conversation, text: str = "Seen.") -> Message:
-    """Complete the streaming reply send_prepare left (no provider I/O in these tests)."""
-    conversation.refresh_from_db()
-    Message.objects.filter(pk=conversation.head_id).update(
-        status=MessageStatus.COMPLETE, content=text, lease_expires_at=None
-    )
-    return Message.objects.get(pk=conversation.head_id)
 
 
 def with_attachments(conversation: Conversation, *files: tuple[str, bytes], content: str = "see") -> list:

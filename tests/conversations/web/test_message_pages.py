@@ -1,4 +1,4 @@
-"""The paged messages API: `GET …/messages/?limit=N[&before=<id>|&around=<id>]` (API.md, issue 18).
+"""The paged messages API: `GET …/messages/?limit=N[&before=<id>|&around=<id>]` (docs/api.md, issue 18).
 
 A window is a slice of the live branch, oldest to newest, with `has_more_before`
 / `has_more_after`; without `limit` the answer is the whole live branch as

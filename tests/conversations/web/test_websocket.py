@@ -4,30 +4,13 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
 
 from conversations.models import Message, MessageStatus
 from conversations.threads.services import conversation_create
-from elion.asgi import application
 from tests.support.scripted_provider import ScriptedReply
+from tests.support.websocket import communicator, receive_until_done
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
-
-
-def communicator(conversation_id, origin=b"http://testserver"):
-    headers = [(b"host", b"testserver")]
-    if origin:
-        headers.append((b"origin", origin))
-    return WebsocketCommunicator(application, f"/ws/conversations/{conversation_id}/", headers=headers)
-
-
-async def receive_until_done(ws) -> list[dict]:
-    frames = []
-    while True:
-        frame = await ws.receive_json_from(timeout=10)
-        frames.append(frame)
-        if frame["type"] in ("done",) or (frame["type"] == "error" and len(frames) == 1):
-            return frames
 
 
 async def test_websocket_send_round_trip_streams_and_stores(scripted_provider):
@@ -81,15 +64,28 @@ async def test_websocket_unknown_conversation_is_refused():
     assert not connected and code == 4404
 
 
-async def test_websocket_connect_makes_a_long_thread_ready_for_its_first_send():
+async def test_websocket_connect_makes_a_long_thread_ready_for_its_first_send(monkeypatch):
     """The chat page opens its socket as it loads; the consumer then reads a long thread into this
     process's kept copies (`conversations.sending.warm`), off the thread sends share, so the owner's
     first send does not pay for reading and projecting the whole thread."""
     import asyncio
+    import threading
 
     from continuity import kept_history
     from conversations.transcript import tree_cache
+    from conversations.web import consumers
     from tests.support.factories import thread
+
+    warmed = threading.Event()  # set once the consumer's warm has returned, in its pool thread
+    warm = consumers.thread_warm
+
+    def warm_and_tell(conversation_id):
+        try:
+            return warm(conversation_id)
+        finally:
+            warmed.set()
+
+    monkeypatch.setattr(consumers, "thread_warm", warm_and_tell)
 
     pairs = [("user" if n % 2 == 0 else "assistant", f"Turn {n} of a long thread") for n in range(300)]
     conversation = await sync_to_async(thread)(*pairs)
@@ -98,10 +94,7 @@ async def test_websocket_connect_makes_a_long_thread_ready_for_its_first_send():
     ws = communicator(conversation.id)
     connected, _ = await ws.connect()
     assert connected
-    for _ in range(200):
-        if conversation.id in kept_history._KEPT:
-            break
-        await asyncio.sleep(0.05)
+    assert await asyncio.to_thread(warmed.wait, 10), "the consumer never warmed the thread"
     assert tree_cache.tree_cache_size() == 300
     assert len(kept_history._KEPT[conversation.id].turns) == 300
     await ws.disconnect()
