@@ -295,6 +295,22 @@ def spawn_daphne(tmp: Path, env: dict[str, str], port: int, name: str) -> subpro
     )
 
 
+def spawn_nginx(tmp: Path, env: dict[str, str], base: int, workers: int) -> subprocess.Popen:
+    """nginx on 127.0.0.1:base, round robin over Daphne workers on base+1..base+workers, with the
+    config `scripts/run_scaled.sh nginx-conf` writes (under env's ELION_DATA_DIR/scaled)."""
+    conf_env = {**env, "HOST": "127.0.0.1", "PORT": str(base), "WORKER_PORT_BASE": str(base),
+                "ELION_WEB_WORKERS": str(workers)}
+    conf = subprocess.run(
+        ["bash", "scripts/run_scaled.sh", "nginx-conf"], cwd=ROOT, env=conf_env, check=True,
+        capture_output=True, text=True,
+    ).stdout.strip().splitlines()[-1]
+    run_dir = Path(conf).parent
+    return subprocess.Popen(
+        ["nginx", "-e", str(run_dir / "nginx-error.log"), "-p", str(run_dir), "-c", conf],
+        cwd=ROOT, stdout=open(tmp / "nginx.log", "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
+    )
+
+
 def start_servers(tmp: Path, env: dict[str, str], workers: int, processes: list) -> tuple[str, str | None]:
     """One Daphne; with workers > 1 also nginx (config from scripts/run_scaled.sh) on a base port
     and that many Daphne workers on base+1..base+workers. Started together, then waited for."""
@@ -310,17 +326,7 @@ def start_servers(tmp: Path, env: dict[str, str], workers: int, processes: list)
         for i in range(1, workers + 1):
             processes.append(spawn_daphne(tmp, env, base + i, f"daphne-scaled-{i}"))
             waits.append((base + i, processes[-1], tmp / f"daphne-scaled-{i}.log"))
-        conf_env = {**env, "HOST": "127.0.0.1", "PORT": str(base), "WORKER_PORT_BASE": str(base),
-                    "ELION_WEB_WORKERS": str(workers)}
-        conf = subprocess.run(
-            ["bash", "scripts/run_scaled.sh", "nginx-conf"], cwd=ROOT, env=conf_env, check=True,
-            capture_output=True, text=True,
-        ).stdout.strip().splitlines()[-1]
-        run_dir = Path(conf).parent
-        processes.append(subprocess.Popen(
-            ["nginx", "-e", str(run_dir / "nginx-error.log"), "-p", str(run_dir), "-c", conf],
-            cwd=ROOT, stdout=open(tmp / "nginx.log", "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
-        ))
+        processes.append(spawn_nginx(tmp, env, base, workers))
         waits.append((base, processes[-1], tmp / "nginx.log"))
         scaled_url = f"http://127.0.0.1:{base}"
     for port, process, log in waits:

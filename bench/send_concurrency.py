@@ -6,14 +6,18 @@ For each count of conversations (`--conversations 50,100`), side by side in one 
   released  `elion.asgi`: the connection goes back to the pool when the stream starts; the reply's writes
             check one out each;
   main      (`--baseline DIR`, a checkout of main before issue 36, e.g. `git archive a5a0298 | tar -x -C DIR`
-            with `.venv` linked) that code as it was: held connections, a 20 s pool timeout, 500s.
+            with `.venv` linked) that code as it was: held connections, a 20 s pool timeout, 500s;
+  scaled    (`--scaled`) `elion.asgi` as `make run-scaled` serves it: nginx (the config
+            `scripts/run_scaled.sh nginx-conf` writes) round robin over two Daphne workers, the channel layer
+            on a Redis started here on a free loopback port; each worker has its own pool of `--pool`, so
+            the peaks are bounded by 2 × pool.
 Each side is a fresh Daphne with `--pool` connections (ELION_DB_POOL_MAX; the default pool timeout,
 10 s), N fresh conversations, N sends at once over HTTP (SSE), each reply streamed by the scripted provider for about
 `--stream-seconds`. Printed per side: the answers (200 / 503 / other 5xx / hung past the client's 180 s),
 replies that ended `done: complete`, the peak of the app's connections open and of those busy at once
 (pg_stat_activity, sampled every 50 ms; "busy" = not `idle`), and the wall time.
 
-    eval "$(scripts/pg_tmp.sh start)"; .venv/bin/python -m bench.send_concurrency [--baseline DIR]; \
+    eval "$(scripts/pg_tmp.sh start)"; .venv/bin/python -m bench.send_concurrency [--baseline DIR] [--scaled]; \
         scripts/pg_tmp.sh stop "$PG_TMP_DIR"
 
 A benchmark, not a test: it asserts nothing; it needs DATABASE_URL (a PostgreSQL server).
@@ -37,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.load import free_port_run, spawn_daphne, spawn_nginx  # noqa: E402 - after the path fix above
 from bench.send_overhead import (  # noqa: E402 - after the path fix above
     app_env,
     free_port,
@@ -50,6 +55,7 @@ from bench.send_overhead import (  # noqa: E402 - after the path fix above
 SIDES = {"held": "bench.held_connection_asgi:application", "released": "elion.asgi:application"}
 APP_NAME = "elion-send-concurrency"
 CLIENT_TIMEOUT = 180
+SCALED_WORKERS = 2
 
 
 def _control(provider_url: str, path: str, payload: object) -> None:
@@ -117,17 +123,51 @@ async def _run_sends(base: str, conversations: list[str]) -> list[str]:
         return await asyncio.gather(*(_send(client, base, c) for c in conversations))
 
 
-def run_side(side: str, count: int, args, tmp: Path, env: dict, provider_url: str) -> dict:
-    import httpx
+def start_redis(tmp: Path) -> tuple[subprocess.Popen, str]:
+    """A throwaway redis-server on a free loopback port (no persistence), as scripts/run_scaled.sh starts one."""
+    if not shutil.which("redis-server"):
+        raise SystemExit("--scaled needs redis-server (apt-get install redis-server, or `make run-scaled` once)")
+    port, log = free_port(), tmp / "redis.log"
+    (tmp / "redis").mkdir()
+    process = subprocess.Popen(
+        ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--dir", str(tmp / "redis"),
+         "--save", "", "--appendonly", "no", "--daemonize", "no"],
+        stdout=open(log, "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
+    wait_for_port(port, process, log)
+    return process, f"redis://127.0.0.1:{port}/0"
 
+
+def start_app(side: str, count: int, args, tmp: Path, env: dict) -> tuple[list[subprocess.Popen], str]:
+    """The side's servers, started and answering: one Daphne, or (scaled) nginx -> two Daphne workers."""
+    if side == "scaled":
+        base = free_port_run(SCALED_WORKERS)
+        processes = [spawn_daphne(tmp, env, base + i, f"daphne-scaled-{count}-{i}")
+                     for i in range(1, SCALED_WORKERS + 1)]
+        processes.append(spawn_nginx(tmp, env, base, SCALED_WORKERS))
+        logs = [*(tmp / f"daphne-scaled-{count}-{i}.log" for i in range(1, SCALED_WORKERS + 1)), tmp / "nginx.log"]
+        for port, process, log in zip([*(base + i for i in range(1, SCALED_WORKERS + 1)), base], processes, logs,
+                                      strict=True):
+            wait_for_port(port, process, log)
+        return processes, f"http://127.0.0.1:{base}"
     port = free_port()
     log = tmp / f"daphne-{side}-{count}.log"
     root, app = (args.baseline, "elion.asgi:application") if side == "main" else (ROOT, SIDES[side])
     process = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
                                cwd=root, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
-    base = f"http://127.0.0.1:{port}"
     try:
         wait_for_port(port, process, log)
+    except BaseException:
+        stop_process(process)
+        raise
+    return [process], f"http://127.0.0.1:{port}"
+
+
+def run_side(side: str, count: int, args, tmp: Path, env: dict, provider_url: str) -> dict:
+    import httpx
+
+    processes: list[subprocess.Popen] = []
+    try:
+        processes, base = start_app(side, count, args, tmp, env)
         with httpx.Client(base_url=base, timeout=30) as client:
             conversations = [client.post("/api/conversations/", json={}).json()["id"] for _ in range(count)]
         chunks = max(1, round(args.stream_seconds / 0.5))
@@ -138,7 +178,8 @@ def run_side(side: str, count: int, args, tmp: Path, env: dict, provider_url: st
             answers = asyncio.run(_run_sends(base, conversations))
             wall = time.perf_counter() - started
     finally:
-        stop_process(process)
+        for process in reversed(processes):
+            stop_process(process)
     tally: dict[str, int] = {}
     for answer in answers:
         tally[answer] = tally.get(answer, 0) + 1
@@ -151,12 +192,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stream-seconds", type=float, default=10.0)
     parser.add_argument("--pool", type=int, default=20)
     parser.add_argument("--baseline", type=Path, help="also run this checkout of main before issue 36")
+    parser.add_argument("--scaled", action="store_true",
+                        help="also run nginx -> two Daphne workers (Redis channel layer), as `make run-scaled`")
     args = parser.parse_args(argv)
     server_url = os.environ.get("DATABASE_URL")
     if not server_url:
         parser.error("set DATABASE_URL to a PostgreSQL server (scripts/pg_tmp.sh start)")
     tmp = Path(tempfile.mkdtemp(prefix="elion-send-concurrency-"))
-    provider = None
+    provider = redis = None
     database_url, created = pg_create_database(server_url)
     try:
         provider, provider_url = start_provider(tmp)
@@ -164,17 +207,26 @@ def main(argv: list[str] | None = None) -> int:
         env = app_env(tmp / "data", f"{database_url}?application_name={APP_NAME}", provider_url)
         env.update(ELION_DB_POOL_MAX=str(args.pool))
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
+        scaled_env = None
+        if args.scaled:
+            redis, redis_url = start_redis(tmp)
+            scaled_env = {**env, "REDIS_URL": redis_url}
         print(f"pool {args.pool}, pool timeout 10 s (the default), replies streamed for ~{args.stream_seconds:.0f} s, "
               f"client timeout {CLIENT_TIMEOUT} s")
+        if args.scaled:
+            print(f"scaled: nginx -> {SCALED_WORKERS} Daphne workers, Redis channel layer, each worker its own pool "
+                  f"of {args.pool}: peak open/busy at most {SCALED_WORKERS} x {args.pool} = "
+                  f"{SCALED_WORKERS * args.pool}")
         print(f"{'sends':>5} {'side':>9} {'peak open':>9} {'peak busy':>9} {'wall s':>7}  answers")
         for count in (int(n) for n in args.conversations.split(",")):
-            for side in [*(["main"] if args.baseline else []), *SIDES]:
-                row = run_side(side, count, args, tmp, env, provider_url)
+            for side in [*(["main"] if args.baseline else []), *SIDES, *(["scaled"] if args.scaled else [])]:
+                row = run_side(side, count, args, tmp, scaled_env if side == "scaled" else env, provider_url)
                 answers = ", ".join(f"{k}: {v}" for k, v in sorted(row["answers"].items()))
                 print(f"{count:>5} {side:>9} {row['open']:>9} {row['busy']:>9} {row['wall']:>7.1f}  {answers}",
                       flush=True)
         return 0
     finally:
+        stop_process(redis)
         stop_process(provider)
         if created:
             pg_drop_database(server_url, created)
