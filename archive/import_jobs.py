@@ -39,7 +39,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from archive import services, upload_pieces
+from archive import upload_pieces
 from archive.import_runs import (
     ImportFile,
     ImportReader,
@@ -48,6 +48,9 @@ from archive.import_runs import (
     Resumption,
     import_run,
 )
+from archive.importers import chatgpt as chatgpt_importer
+from archive.importers import claude as claude_importer
+from archive.importers import export_steps
 from archive.models import ArchiveDocument, ImportJob, ImportState
 from archive.uploads import closing_upload
 from elion.errors import Conflict, InvalidInput, ServiceError
@@ -71,9 +74,9 @@ class JobKind:
 
 
 IMPORT_KINDS: dict[str, JobKind] = {
-    "chatgpt": JobKind(reader=services.chatgpt_reader, missing_file=services.CHATGPT_MISSING_FILE),
-    "claude": JobKind(reader=services.claude_reader, missing_file=services.CLAUDE_MISSING_FILE,
-                      summary_type=services.ClaudeImportSummary),
+    "chatgpt": JobKind(reader=chatgpt_importer.chatgpt_reader, missing_file=chatgpt_importer.CHATGPT_MISSING_FILE),
+    "claude": JobKind(reader=claude_importer.claude_reader, missing_file=claude_importer.CLAUDE_MISSING_FILE,
+                      summary_type=claude_importer.ClaudeImportSummary),
 }
 
 
@@ -118,7 +121,7 @@ def import_job_create(*, kind: str, uploads: Sequence[UploadedFile | None], opti
             stack.enter_context(closing_upload(upload))
         spec = _kind(kind)
         spec.reader(**options)  # the options are checked now (an unknown collection is a 400 at once)
-        uploads = services.import_files_check(uploads, spec.missing_file)
+        uploads = export_steps.import_files_check(uploads, spec.missing_file)
         job = ImportJob(kind=kind, options=options)
         folder = job_folder(job.pk)
         try:
@@ -228,7 +231,7 @@ def import_job_run(job_id: str) -> str:
             ]
             reader = _kind(job.kind).reader(**job.options)
             summary = import_run(
-                reader, files, suggestion=services.custom_instructions_suggestion, progress=progress,
+                reader, files, suggestion=export_steps.custom_instructions_suggestion, progress=progress,
                 resumption=_resumption(job), summary_type=_kind(job.kind).summary_type,
             )
     except ImportPaused:

@@ -29,6 +29,7 @@ from django.core.files import File
 from archive.uploads import FileTooLarge, too_large
 from elion.errors import Conflict, InvalidInput, NotFound
 from elion.input_checks import text_check
+from elion.rows import id_or_not_found
 
 COPY_BYTES = 1024 * 1024
 NAME_MAX = 300
@@ -40,10 +41,7 @@ def _root() -> Path:
 
 
 def _folder(upload_id: object) -> Path:
-    try:
-        key = uuid.UUID(str(upload_id))
-    except ValueError as exc:
-        raise NotFound("No upload has that id.", code="upload_not_found") from exc
+    key = id_or_not_found(upload_id, kind="uuid", missing="No upload has that id.", code="upload_not_found")
     folder = _root() / str(key)
     if not (folder / "meta.json").is_file():
         raise NotFound("No upload has that id.", code="upload_not_found")

@@ -481,7 +481,9 @@ def _install_hooks() -> None:
 
     try:  # this tree's layout
         from continuity import request_building as send_request
+        from conversations.provider import chat as provider_chat
         from conversations.provider import gateway as provider_gateway
+        from conversations.provider import responses as provider_responses
         from conversations.sending import prepare as send_pipeline
         from conversations.sending import run as send_run
         from conversations.web import api
@@ -489,6 +491,8 @@ def _install_hooks() -> None:
         from conversations import api, provider_gateway, send_pipeline
         from conversations import send_pipeline as send_request
         from conversations import send_pipeline as send_run
+
+        provider_chat = provider_responses = provider_gateway  # one module held both adapters
 
     # Sub-stages of send_prepare, patched where send_prepare looks them up.
     for name in (
@@ -576,7 +580,9 @@ def _install_hooks() -> None:
             trace = _trace()
             trace["client_lookup"] = trace.get("client_lookup", 0.0) + time.perf_counter() - started
 
-    provider_gateway._client = client
+    # The adapters look the client up in their own modules (conversations/provider/{responses,chat}.py).
+    provider_responses._client = client
+    provider_chat._client = client
 
     # Before the view: connection set-up, the owner lookup, every SQL statement.
     from django.core.signals import request_started

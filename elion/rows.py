@@ -1,15 +1,17 @@
 """The one fetch-with-access: an id from outside (a URL, a body, a frame) to a row, or a 404.
 
 Every `access_*` helper of the apps is this function with its own queryset
-and message. An id of the wrong shape (not an integer or UUID, a bool, an
-integer beyond the database's range) is a 404 like an unknown one: no input
-reaches the database in a form it would refuse with a 500.
+and message; an id checked without a row read (a group name, a folder, a
+filter) goes through `id_or_not_found`, the same rule. An id of the wrong
+shape (not an integer or UUID, a bool, an integer beyond the database's
+range) is a 404 like an unknown one: no input reaches the database in a form
+it would refuse with a 500.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, overload
 from uuid import UUID
 
 from django.db.models import Model, QuerySet
@@ -42,6 +44,26 @@ def parse_sha256(raw: object) -> str | None:
     return raw if isinstance(raw, str) and _SHA256_HEX.fullmatch(raw) else None
 
 
+@overload
+def id_or_not_found(raw_id: object, *, kind: Literal["uuid"], missing: str, code: str) -> UUID: ...
+
+
+@overload
+def id_or_not_found(raw_id: object, *, kind: Literal["int"], missing: str, code: str) -> int: ...
+
+
+@overload
+def id_or_not_found(raw_id: object, *, kind: Literal["int", "uuid"], missing: str, code: str) -> int | UUID: ...
+
+
+def id_or_not_found(raw_id: object, *, kind: Literal["int", "uuid"], missing: str, code: str) -> int | UUID:
+    """The id in `raw_id`, or NotFound(`missing`, `code`): a malformed id is a 404 like an unknown one."""
+    pk = parse_id(raw_id, kind)
+    if pk is None:
+        raise NotFound(missing, code=code)
+    return pk
+
+
 def access_row(
     queryset: QuerySet[RowT],
     raw_id: object,
@@ -55,9 +77,7 @@ def access_row(
 
     `lock` takes the row's lock; precondition: the caller is inside a transaction.
     """
-    pk = parse_id(raw_id, kind)
-    if pk is None:
-        raise NotFound(missing, code=code)
+    pk = id_or_not_found(raw_id, kind=kind, missing=missing, code=code)
     row = (queryset.select_for_update() if lock else queryset).filter(pk=pk).first()
     if row is None:
         raise NotFound(missing, code=code)

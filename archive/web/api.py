@@ -18,6 +18,8 @@ from rest_framework.views import APIView
 
 from archive import import_jobs, library, services, upload_pieces
 from archive.continuation import archive_document_continue
+from archive.importers import chatgpt as chatgpt_importer
+from archive.importers import claude as claude_importer
 from archive.models import ArchiveDocument
 from archive.search import archive_search
 from archive.web import schema as docs
@@ -185,7 +187,7 @@ class ChatGPTImportView(APIView):
             return _import_job_start(
                 request, "chatgpt", data, {"collection": collection, "assistant_name": assistant_name}
             )
-        summary = services.archive_chatgpt_import(
+        summary = chatgpt_importer.archive_chatgpt_import(
             uploads=request.FILES.getlist("file"), collection=collection, assistant_name=assistant_name,
         )
         return Response(summary.as_dict())
@@ -212,7 +214,7 @@ class ClaudeImportView(APIView):
             return _import_job_start(
                 request, "claude", data, {"collection": collection, "assistant_name": assistant_name}
             )
-        summary = services.archive_claude_import(
+        summary = claude_importer.archive_claude_import(
             uploads=request.FILES.getlist("file"), collection=collection, assistant_name=assistant_name,
         )
         return Response(summary.as_dict())

@@ -22,6 +22,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from archive import import_jobs, library, services
+from archive.import_runs import ImportSummary
+from archive.importers import chatgpt as chatgpt_importer
+from archive.importers import claude as claude_importer
 from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch
 from archive.search import archive_search
 from elion.errors import ServiceError
@@ -30,7 +33,7 @@ from elion.fulltext import query_terms
 ARCHIVE_PAGE_SIZE = 25
 
 
-def _summary_text(summary: services.ImportSummary) -> str:
+def _summary_text(summary: ImportSummary) -> str:
     text = (
         f"Imported {summary.conversations} conversation(s) with {summary.messages} message(s) "
         f"(and {summary.alternate_messages} on other branches); "
@@ -50,7 +53,7 @@ CLAUDE_MEMORY_SUGGESTIONS = "archive_claude_memory_suggestions"
 
 
 def _claude_import_post(request: HttpRequest) -> str:
-    summary = services.archive_claude_import(
+    summary = claude_importer.archive_claude_import(
         uploads=request.FILES.getlist("file"),
         collection=request.POST.get("collection") or "conversations",
         assistant_name=request.POST.get("assistant_name", ""),
@@ -89,7 +92,7 @@ def _archive_post(request: HttpRequest) -> str:
     if action == "import_claude":
         return _claude_import_post(request)
     if action == "import_chatgpt":
-        summary = services.archive_chatgpt_import(
+        summary = chatgpt_importer.archive_chatgpt_import(
             uploads=request.FILES.getlist("file"),
             collection=request.POST.get("collection") or "conversations",
             assistant_name=request.POST.get("assistant_name", ""),

@@ -39,6 +39,7 @@ from conversations.attachments.verification import (
 )
 from conversations.models import Attachment, AttachmentKind, Message, MessageAttachment
 from elion.errors import Conflict, InvalidInput, NotFound, ServiceError
+from elion.rows import id_or_not_found
 
 NAME_MAX = 200
 # Image formats every supported model accepts, recognised by their magic bytes
@@ -383,10 +384,9 @@ def attachment_part_encoded(attachment: Attachment, data_url: str | None) -> dic
 
 def attachment_verified_content(*, conversation_id: UUID, attachment_id: object) -> tuple[Attachment, bytes]:
     """An attachment listed on one of the conversation's messages, with its verified bytes."""
-    try:
-        attachment_id = UUID(str(attachment_id))
-    except ValueError as exc:
-        raise NotFound("No attachment has that id.", code="attachment_not_found") from exc
+    attachment_id = id_or_not_found(
+        attachment_id, kind="uuid", missing="No attachment has that id.", code="attachment_not_found"
+    )
     entry = (
         MessageAttachment.objects.filter(conversation_id=conversation_id, attachment_id=attachment_id)
         .select_related("attachment")

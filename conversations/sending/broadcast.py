@@ -23,7 +23,7 @@ from uuid import UUID
 
 from channels.layers import get_channel_layer
 
-from elion.errors import NotFound
+from elion.rows import id_or_not_found
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +35,9 @@ STARTED = "started"
 
 def conversation_group(conversation_id: UUID | str) -> str:
     """The channel-layer group of one conversation; a malformed id is a 404 (group names allow only ASCII)."""
-    try:
-        conversation_id = UUID(str(conversation_id))
-    except ValueError as exc:
-        raise NotFound("No conversation has that id.", code="conversation_not_found") from exc
+    conversation_id = id_or_not_found(
+        conversation_id, kind="uuid", missing="No conversation has that id.", code="conversation_not_found"
+    )
     return f"elion.conversation.{conversation_id}"
 
 

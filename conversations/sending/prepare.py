@@ -51,7 +51,8 @@ from conversations.threads.titles import title_from_first_message
 from conversations.transcript.append import APPENDED_FIELDS, message_append
 from conversations.transcript.guard import transcript_write_guard
 from conversations.transcript.leases import lease_deadline, streams_interrupt_expired
-from elion.errors import Conflict, InvalidInput, NotFound
+from elion.errors import Conflict, InvalidInput
+from elion.rows import id_or_not_found
 
 logger = logging.getLogger(__name__)
 
@@ -215,10 +216,9 @@ def _resolve_parent(context: SendContext, parent_id: UUID | None | ParentChoice)
 
 def retry_prepare(*, conversation_id: UUID, message_id: UUID | str) -> PreparedReply:
     """Regenerate an assistant reply as a new sibling under the same user turn (disk work first, as a send)."""
-    try:
-        conversation_id = UUID(str(conversation_id))
-    except ValueError as exc:
-        raise NotFound("No conversation has that id.", code="conversation_not_found") from exc
+    conversation_id = id_or_not_found(
+        conversation_id, kind="uuid", missing="No conversation has that id.", code="conversation_not_found"
+    )
     preverified = attachments_preverify(conversation_id=conversation_id, attachment_ids=())
     return _retry_commit(conversation_id, message_id, preverified=preverified)
 

@@ -54,9 +54,10 @@ from conversations.web import schema as docs
 from conversations.web import serializers as s
 from elion import access
 from elion.database_errors import connection_release
-from elion.errors import InvalidInput, NotFound, ServiceError
+from elion.errors import InvalidInput, ServiceError
 from elion.input_checks import json_load_checked
 from elion.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded
+from elion.rows import id_or_not_found
 
 
 def validated(serializer_class: type[serializers.Serializer], data: object) -> dict:
@@ -341,10 +342,7 @@ def parse_json_body(request: HttpRequest) -> dict:
 
 
 def parse_conversation_id(raw: str) -> UUID:
-    try:
-        return UUID(str(raw))
-    except ValueError as exc:
-        raise NotFound("No conversation has that id.", code="conversation_not_found") from exc
+    return id_or_not_found(raw, kind="uuid", missing="No conversation has that id.", code="conversation_not_found")
 
 
 def csrf_checked(request: HttpRequest) -> None:

@@ -10,7 +10,8 @@ import pytest
 from django.db import connection
 from django_q.models import OrmQ
 
-from archive import services, tasks
+from archive import tasks
+from archive.importers import claude as claude_importer
 from archive.models import ArchiveChunk, ArchiveDocument, ImportJob
 from bench.claude_export_build import write_export_zip
 from tests.archive import claude_export as export
@@ -54,14 +55,14 @@ def test_a_background_claude_import_answers_what_an_import_at_once_does(
     assert (import_dir / job_id / "000.upload").read_bytes() == data
 
     seen = []
-    store = services.claude_conversation_import
+    store = claude_importer.claude_conversation_import
 
     def watched(conversation, **kwargs):
         body = client.get(job_url(job_id)).json()  # what the page sees while the job runs
         seen.append((body["state"], body["done"], body["total"], len(body["memory_suggestions"])))
         return store(conversation, **kwargs)
 
-    monkeypatch.setattr(services, "claude_conversation_import", watched)
+    monkeypatch.setattr(claude_importer, "claude_conversation_import", watched)
     assert run_queued() == ["done"]
     # Five conversations (three of them problems, counted in the first pass) and one project (with nothing
     # to archive); memories offered from the start.
@@ -71,7 +72,7 @@ def test_a_background_claude_import_answers_what_an_import_at_once_does(
     assert set(ArchiveDocument.objects.values_list("collection", flat=True)) == {"incarnations"}
     assert body["document_ids"] == sorted(ArchiveDocument.objects.values_list("pk", flat=True))
 
-    monkeypatch.setattr(services, "claude_conversation_import", store)
+    monkeypatch.setattr(claude_importer, "claude_conversation_import", store)
     ArchiveDocument.objects.all().delete()
     at_once = client.post(IMPORT, {"file": upload("claude-export.zip", data)}).json()
     assert counts(body) == counts(at_once) == {

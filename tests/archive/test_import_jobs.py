@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 from django_q.models import OrmQ
 
-from archive import import_jobs, services
+from archive import import_jobs
+from archive.importers import chatgpt as chatgpt_importer
 from archive.models import ArchiveChunk, ArchiveDocument, ImportJob
 from bench.chatgpt_export_build import write_export_zip
 from tests.archive import chatgpt_export as export
@@ -54,14 +55,14 @@ def test_a_background_import_is_queued_then_runs_with_progress_to_the_same_answe
     assert (import_dir / job_id / "000.upload").read_bytes() == export_zip
 
     seen = []
-    store = services.chatgpt_conversation_import
+    store = chatgpt_importer.chatgpt_conversation_import
 
     def watched(conversation, **kwargs):
         body = client.get(job_url(job_id)).json()  # what a poller sees while the job runs
         seen.append((body["state"], body["done"], body["total"], body["conversations"]))
         return store(conversation, **kwargs)
 
-    monkeypatch.setattr(services, "chatgpt_conversation_import", watched)
+    monkeypatch.setattr(chatgpt_importer, "chatgpt_conversation_import", watched)
     assert run_queued() == ["done"]
     # Three conversations: the second cannot be read (counted in the first pass, stored by nobody).
     assert seen == [("running", 0, 3, 0), ("running", 2, 3, 1)]
@@ -72,7 +73,7 @@ def test_a_background_import_is_queued_then_runs_with_progress_to_the_same_answe
     assert body["document_ids"] == sorted(ArchiveDocument.objects.values_list("pk", flat=True))
     assert not (import_dir / job_id).exists()  # the saved upload is removed once done
 
-    monkeypatch.setattr(services, "chatgpt_conversation_import", store)
+    monkeypatch.setattr(chatgpt_importer, "chatgpt_conversation_import", store)
     ArchiveDocument.objects.all().delete()
     at_once = client.post(IMPORT, {"file": [upload("export.zip", export_zip)]}).json()
     assert counts(body) == counts(at_once) == {
@@ -109,7 +110,7 @@ def test_a_crash_mid_import_leaves_no_half_conversation_and_a_resume_imports_exa
     written = write_export_zip(path, 0.3, members=3)
     total = written["conversations"]
     job_id = start(upload("export.zip", path.read_bytes()))
-    store, calls = services.chatgpt_conversation_import, []
+    store, calls = chatgpt_importer.chatgpt_conversation_import, []
 
     def crashing(conversation, **kwargs):
         stored = store(conversation, **kwargs)  # the document is written, then the process "dies"
@@ -118,7 +119,7 @@ def test_a_crash_mid_import_leaves_no_half_conversation_and_a_resume_imports_exa
             raise RuntimeError("simulated crash")
         return stored
 
-    monkeypatch.setattr(services, "chatgpt_conversation_import", crashing)
+    monkeypatch.setattr(chatgpt_importer, "chatgpt_conversation_import", crashing)
     with pytest.raises(RuntimeError, match="simulated crash"):
         run_queued()
     body = client.get(job_url(job_id)).json()
@@ -127,7 +128,7 @@ def test_a_crash_mid_import_leaves_no_half_conversation_and_a_resume_imports_exa
     assert ArchiveDocument.objects.count() == body["conversations"] == 6  # the seventh was rolled back
     _stored_whole()
 
-    monkeypatch.setattr(services, "chatgpt_conversation_import", store)
+    monkeypatch.setattr(chatgpt_importer, "chatgpt_conversation_import", store)
     with django_capture_on_commit_callbacks(execute=True):
         resumed = client.post(job_url(job_id, "resume"))
     assert resumed.status_code == 202 and resumed.json()["state"] == "queued"

@@ -11,8 +11,11 @@ import tracemalloc
 
 import pytest
 
-from archive import import_jobs, services
+from archive import import_jobs
 from archive.import_runs import ImportFile, import_count
+from archive.importers import chatgpt as chatgpt_importer
+from archive.importers import claude as claude_importer
+from archive.importers import export_steps
 from archive.models import ArchiveDocument
 from bench.chatgpt_export_build import write_export_zip
 from bench.claude_export_build import write_export_zip as write_claude_export_zip
@@ -33,11 +36,11 @@ def traced_peak(work) -> tuple[object, int]:
 def test_reading_a_50_mb_split_export_holds_one_conversation_at_a_time(tmp_path):
     path = tmp_path / "export.zip"
     written = write_export_zip(path, 50, members=4)
-    reader = services.chatgpt_reader(collection="conversations")
+    reader = chatgpt_importer.chatgpt_reader(collection="conversations")
 
     def read():
         with path.open("rb") as stream:
-            return import_count(reader, [ImportFile("export.zip", stream)], services.custom_instructions_suggestion)
+            return import_count(reader, [ImportFile("export.zip", stream)], export_steps.custom_instructions_suggestion)
 
     (total, summary), peak = traced_peak(read)
     assert total == written["conversations"] and summary.skipped == 0
@@ -67,7 +70,7 @@ def test_a_claude_import_stores_each_conversation_before_reading_the_next_with_b
     path = tmp_path / "claude-export.zip"
     written = write_claude_export_zip(path, 12)
     export = upload("claude-export.zip", path.read_bytes())
-    summary, peak = traced_peak(lambda: services.archive_claude_import(uploads=[export]))
+    summary, peak = traced_peak(lambda: claude_importer.archive_claude_import(uploads=[export]))
     assert summary.conversations == ArchiveDocument.objects.count() == written["conversations"]
     assert written["json_bytes"] > 12 * 1024**2
     assert peak < 4 * 1024**2, f"peak {peak / 1024**2:.1f} MB for {written['json_bytes'] / 1024**2:.1f} MB of JSON"

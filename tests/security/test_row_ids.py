@@ -6,10 +6,18 @@ An integer beyond the database's 64-bit range used to reach SQLite as is
 
 from __future__ import annotations
 
+from uuid import UUID, uuid4
+
 import pytest
 from django.test import Client
 
-from elion.rows import parse_id
+from archive.upload_pieces import piece_upload_state
+from conversations.attachments.services import attachment_verified_content
+from conversations.sending.broadcast import conversation_group
+from conversations.sending.prepare import retry_prepare
+from conversations.web.api import parse_conversation_id
+from elion.errors import NotFound
+from elion.rows import id_or_not_found, parse_id
 
 pytestmark = pytest.mark.django_db
 
@@ -39,3 +47,31 @@ def test_parse_id_accepts_only_what_can_name_a_row():
         assert parse_id(bad, "int") is None
     assert parse_id("8c1f2a0e-5b7e-4b4e-9d2a-0f3c4b5a6d7e", "uuid") is not None
     assert parse_id("8c1f", "uuid") is None and parse_id(False, "uuid") is None
+
+
+MALFORMED_UUIDS = ["nope", "1", "", "8c1f2a0e-5b7e-4b4e-9d2a-0f3c4b5a6d7", True, None]
+# The ids checked without a row read, each by its own rule once, now all through `id_or_not_found`.
+ID_CHECKS = [
+    (lambda raw: parse_conversation_id(raw), "conversation_not_found"),
+    (lambda raw: conversation_group(raw), "conversation_not_found"),
+    (lambda raw: retry_prepare(conversation_id=raw, message_id=uuid4()), "conversation_not_found"),
+    (lambda raw: attachment_verified_content(conversation_id=uuid4(), attachment_id=raw), "attachment_not_found"),
+    (lambda raw: piece_upload_state(raw), "upload_not_found"),
+]
+
+
+@pytest.mark.parametrize(("check", "code"), ID_CHECKS)
+@pytest.mark.parametrize("bad", MALFORMED_UUIDS)
+def test_a_malformed_id_is_a_404_on_every_path(check, code, bad):
+    with pytest.raises(NotFound) as refused:
+        check(bad)
+    assert refused.value.code == code
+
+
+def test_id_or_not_found_gives_the_id_or_the_404_it_is_told():
+    raw = "8c1f2a0e-5b7e-4b4e-9d2a-0f3c4b5a6d7e"
+    assert id_or_not_found(raw, kind="uuid", missing="m", code="c") == UUID(raw)
+    assert id_or_not_found("42", kind="int", missing="m", code="c") == 42
+    with pytest.raises(NotFound) as refused:
+        id_or_not_found(2**63, kind="int", missing="No such row.", code="row_not_found")
+    assert (refused.value.detail, refused.value.code) == ("No such row.", "row_not_found")
