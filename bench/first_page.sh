@@ -13,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO="$PWD"
 REF="${1:-HEAD}"
 COMMIT="$(git -C "$REPO" rev-parse --short "$REF")"
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/elion-first-page.XXXXXX")"
+WORK="$(python3 -c 'import tempfile; print(tempfile.mkdtemp(prefix="elion-first-page."))')"
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 RUN_PID=""
 # Every process under PID (run.sh puts Daphne and the queue cluster in process groups of their own).

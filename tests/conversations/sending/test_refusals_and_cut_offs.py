@@ -12,33 +12,15 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient, Client
 
-from conversations.models import Message, MessageStatus, Role
+from conversations.models import MessageStatus
 from tests.conftest import parse_sse, read_streaming
+from tests.support.api_sends import last_reply, new_conversation, send
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 SELECTORS = ["responses", "chat.completions"]
 REFUSED = "I can't help with writing that."
-
-
-async def new_conversation(client: AsyncClient) -> str:
-    response = await client.post("/api/conversations/", {"persona": "elion"}, content_type="application/json")
-    assert response.status_code == 201, response.content
-    return response.json()["id"]
-
-
-async def send(client: AsyncClient, conversation_id: str, content: str) -> list[tuple[str, dict]]:
-    response = await client.post(
-        f"/api/conversations/{conversation_id}/messages/", {"content": content}, content_type="application/json"
-    )
-    assert response.status_code == 200, response.content
-    return parse_sse(await read_streaming(response))
-
-
-@sync_to_async
-def last_reply(conversation_id: str) -> Message:
-    return Message.objects.filter(conversation_id=conversation_id, role=Role.ASSISTANT).order_by("-seq").first()
 
 
 @sync_to_async
