@@ -11,9 +11,10 @@ from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
-from archive import library, services
 from archive.models import ArchiveChunk, ArchiveCollection, ArchiveDocument, LibraryFile
-from elion.errors import ServiceError
+from archive.services import documents as services
+from archive.services import library
+from elion.base.errors import ServiceError
 
 
 class DocumentUploadForm(forms.ModelForm):

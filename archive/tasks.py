@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from archive.import_jobs import import_job_run
+from archive.services.import_jobs import import_job_run
 
 
 def run_import_job(job_id: str) -> str:

@@ -10,7 +10,7 @@ owner's DELETE) removes them.
 What the model may read back (`model_readable_artifacts`) follows the same
 rule as its past-conversation search: the current conversation's artifacts,
 and those born in a conversation that may feed automatic continuity for its
-persona (`continuity.eligibility`), never hidden, trashed or shielded ones.
+persona (`continuity.rules.eligibility`), never hidden, trashed or shielded ones.
 Nothing here puts artifact text into a request by itself.
 """
 
@@ -24,9 +24,9 @@ from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from artifacts.models import CONTENT_MAX, TITLE_MAX, Artifact, ArtifactKind, ArtifactVersion
-from continuity.eligibility import continuity_sources
-from elion.errors import InvalidInput, NotFound
-from elion.rows import access_row, parse_id
+from continuity.rules.eligibility import continuity_sources
+from elion.base.errors import InvalidInput, NotFound
+from elion.base.rows import access_row, parse_id
 
 QUERY_MAX = 200
 

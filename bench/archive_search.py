@@ -63,7 +63,7 @@ def documents(count: int, words: list[str], rng: random.Random):
 
 
 def load(chunks: int, words: list[str], seed: int) -> tuple[int, float]:
-    from archive.services import archive_document_add_text
+    from archive.services.documents import archive_document_add_text
 
     rng = random.Random(seed)
     count = max(chunks // TURNS_PER_DOCUMENT, 1)
@@ -93,7 +93,7 @@ def percentile(values: list[float], share: float) -> float:
 
 def measure(queries: int, words: list[str], seed: int) -> None:
     from archive.models import ArchiveChunk
-    from archive.search import archive_search
+    from archive.services.search import archive_search
 
     rng = random.Random(seed + 1)
     classes = query_classes(words, rng)
@@ -144,7 +144,7 @@ def main() -> None:
         print(f"import: {stored:,} chunks in {seconds:.1f} s = {stored / seconds:,.0f} chunks/s")
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
-        from archive.search import CANDIDATE_LIMIT
+        from archive.services.search import CANDIDATE_LIMIT
 
         print(f"search ({args.queries} queries, limit 10, at most {CANDIDATE_LIMIT:,} candidates ranked):")
         measure(args.queries, words, args.seed)

@@ -58,11 +58,11 @@ def image_bytes(rng: random.Random, size: int) -> bytes:
 def build_thread(images: int, size: int, per_turn: int, seed: int) -> UUID:
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from conversations.attachments.services import attachment_upload
     from conversations.models import Message, MessageStatus
     from conversations.sending.commands import SendCommand
     from conversations.sending.prepare import send_prepare
-    from conversations.threads.services import conversation_create
+    from conversations.services.threads.services import conversation_create
+    from transcript.attachments.services import attachment_upload
 
     rng = random.Random(seed)
     conversation = conversation_create(persona="elion", title="Photo album")
@@ -85,9 +85,9 @@ def build_thread(images: int, size: int, per_turn: int, seed: int) -> UUID:
 
 def preverify_old(conversation_id: UUID) -> dict:
     """The pre-lock verification as it was before identities: read, hash and encode every blob."""
-    from conversations.attachments import store
-    from conversations.attachments.services import attachment_part
     from conversations.models import MessageAttachment
+    from transcript.attachments import store
+    from transcript.attachments.services import attachment_part
 
     conversation_store = store.conversation_store(conversation_id)
     parts = {}
@@ -101,16 +101,16 @@ def preverify_old(conversation_id: UUID) -> dict:
 
 
 def preverify_new(conversation_id: UUID) -> dict:
-    from conversations.attachments.services import attachments_preverify
+    from transcript.attachments.services import attachments_preverify
 
     return attachments_preverify(conversation_id=conversation_id, attachment_ids=()).parts
 
 
 def projected(conversation_id: UUID, preverify: Callable[[UUID], dict]) -> dict:
     """A send's attachment work: the pre-lock verification, then the live branch's parts under the lock."""
-    from conversations.attachments.services import attachment_parts_verified, manifests_for
     from conversations.models import Conversation, Message, Role
-    from conversations.transcript.tree import walk_to_root
+    from transcript.attachments.services import attachment_parts_verified, manifests_for
+    from transcript.tree import walk_to_root
 
     verified = preverify(conversation_id)
     conversation = Conversation.objects.get(pk=conversation_id)
@@ -124,8 +124,8 @@ def run_way(way: str, conversation_id: UUID) -> tuple[float, int, dict]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from conversations.attachments.encoded_cache import encoded_blobs
     from conversations.models import AttachmentBlobIdentity
+    from transcript.attachments.encoded_cache import encoded_blobs
 
     if way in ("new_cold_cache", "new_first_check"):
         encoded_blobs.clear()
@@ -188,7 +188,7 @@ def main() -> None:
             statements = ", ".join(str(s) for s in sorted({s for _, s in results[way]}))
             print(f"{way:<18}{median * 1000:>12.2f}{min(times) * 1000:>10.2f}{max(times) * 1000:>10.2f}"
                   f"{statements:>12}{old_median / median:>11.1f}x")
-        from conversations.attachments.encoded_cache import encoded_blobs
+        from transcript.attachments.encoded_cache import encoded_blobs
 
         print(f"encoded cache after the run: {len(encoded_blobs)} data URLs, {encoded_blobs.held_bytes:,} bytes")
         new_median = statistics.median(t for t, _ in results["new"])

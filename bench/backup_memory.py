@@ -41,8 +41,8 @@ def _peak_kib() -> int:
 def populate(conversations: int, messages: int, blobs: int) -> None:
     from django.db import transaction
 
-    from conversations.attachments import store
     from conversations.models import Conversation, Message
+    from transcript.attachments import store
 
     rng = os.urandom
     for index in range(conversations):
@@ -70,7 +70,7 @@ def child(way: str, path: str) -> None:
     django.setup()
     from django.core.management import call_command
 
-    from conversations.backup.writing import backup_chunks
+    from operations.backup.writing import backup_chunks
 
     idle = _peak_kib()
     started = time.perf_counter()

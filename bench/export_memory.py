@@ -68,10 +68,10 @@ def build(messages: int) -> str:
     from django.db import transaction
 
     call_command("migrate", verbosity=0)
-    from conversations.provider.binding import configured_provider
-    from conversations.threads.services import conversation_create
-    from conversations.transcript.append import APPENDED_FIELDS, message_append
-    from conversations.transcript.search_index import message_search_index_sync
+    from conversations.services.threads.services import conversation_create
+    from transcript.append import APPENDED_FIELDS, message_append
+    from transcript.provider.binding import configured_provider
+    from transcript.search_index import message_search_index_sync
 
     binding = configured_provider().binding()
     with transaction.atomic():
@@ -114,7 +114,7 @@ def child(case: str, conversation_id: str) -> None:
     from conversations.models import Conversation, Message
 
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]  # the test client's host name, as in the tests
-    from conversations.threads.fork import conversation_fork
+    from conversations.services.threads.fork import conversation_fork
 
     conversation = Conversation.objects.get(pk=conversation_id)
     # Warm up: the first request imports the URL conf, DRF and the views; that is not the export's cost.

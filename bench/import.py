@@ -50,8 +50,8 @@ def child(path: Path, data_dir: Path, database_url: str | None, kind: str) -> No
     from django.core.files import File
 
     from archive import tasks
-    from archive.import_jobs import import_job_create
     from archive.models import ArchiveDocument, ImportJob
+    from archive.services.import_jobs import import_job_create
 
     ArchiveDocument.objects.all().delete()
     ImportJob.objects.all().delete()

@@ -18,7 +18,7 @@ in its own process). For each thread, every round:
          `done` before anything else happens;
   SDK    the exact request body the provider recorded for that send
          (`GET /_control/requests`), sent again by the `openai` SDK
-         (`AsyncOpenAI`, `max_retries=0`) the app's way (conversations/provider/
+         (`AsyncOpenAI`, `max_retries=0`) the app's way (transcript/provider/
          gateway.py, WIRE_AS_IS: the conversation in `extra_body`), until its
          first text delta;
   added  app − SDK of the same round: what the app itself costs before the

@@ -84,8 +84,8 @@ def build_thread(conversation, case: dict, binding, seed: int) -> dict:
     from django.core.files.uploadedfile import SimpleUploadedFile
     from django.db import transaction
 
-    from conversations.attachments.services import attachment_upload, attachments_commit
-    from conversations.transcript.append import APPENDED_FIELDS, message_append
+    from transcript.append import APPENDED_FIELDS, message_append
+    from transcript.attachments.services import attachment_upload, attachments_commit
 
     rng = random.Random(f"{seed}:{case['label']}")
     length = case["length"]
@@ -132,7 +132,7 @@ def spread_over_months(conversation) -> None:
 
     Built in seconds, every row would be stamped "now", as no long thread is;
     a process that keeps a conversation's rows and asks only for what changed
-    recently (conversations.transcript.tree_cache) would then read them all again.
+    recently (transcript.tree_cache) would then read them all again.
     """
     import datetime
 
@@ -165,9 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     from django.core.management import call_command
     from django.db import connection
 
-    from conversations.provider.binding import configured_provider
-    from conversations.threads.services import conversation_create
-    from conversations.transcript.search_index import message_search_index_sync
+    from conversations.services.threads.services import conversation_create
+    from transcript.provider.binding import configured_provider
+    from transcript.search_index import message_search_index_sync
 
     started = time.perf_counter()
     call_command("migrate", verbosity=0, interactive=False)

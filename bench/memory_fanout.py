@@ -45,13 +45,13 @@ def load(small: int, large: int, seed: int) -> tuple[int, int]:
     other members and a stored prompt built exactly as the app builds it."""
     from django.db import transaction
 
-    from continuity.policies import policy_markers
-    from continuity.prompt_store import prompt_inputs_many
-    from continuity.static_prompt import build_static_prompt
-    from conversations.assistant_settings import assistant_settings_get
+    from continuity.rules.policies import policy_markers
+    from continuity.rules.prompt_store import prompt_inputs_many
+    from continuity.rules.static_prompt import build_static_prompt
     from conversations.models import Conversation, Message, MessageKind, Role
     from memories.models import ConversationMemorySnapshot, Memory, SnapshotMembership
-    from memories.services import memory_add
+    from memories.services.memory_writes import memory_add
+    from transcript.assistant_settings import assistant_settings_get
 
     rng = random.Random(seed)
     small_memory = memory_add(text="Held by the small side", category="place", importance=4)
@@ -98,7 +98,7 @@ def edit_once(memory_id: int, text: str, holders: int) -> tuple[float, int]:
     from django.test.utils import CaptureQueriesContext
 
     from conversations.models import Message, Role
-    from memories.services import memory_edit
+    from memories.services.memory_writes import memory_edit
 
     with CaptureQueriesContext(connection) as queries:
         started = time.perf_counter()

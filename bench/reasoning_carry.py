@@ -5,8 +5,8 @@ the GPT-5.6 family, per the installed SDK's `Reasoning.context` docstring): reas
 before the last user message are dropped by the provider. Sending them anyway costs request bytes and
 the JSON work to build them, on every send. This bench builds the same 1,000-turn history (each reply
 with one reasoning item, as the Responses API hands them out with `store: false`) through the app's
-own assembly (`continuity.request_assembly.assemble_request`) and wire projection
-(`conversations.provider.wire.responses_input`), with and without earlier reasoning
+own assembly (`continuity.rules.request_assembly.assemble_request`) and wire projection
+(`transcript.provider.wire.responses_input`), with and without earlier reasoning
 (`ELION_REASONING_CONTEXT` "all_turns" vs "current_turn"), and prints side by side the request bytes
 and the time to assemble and serialise it, for encrypted contents of 1, 4 and 16 KiB (the size grows
 with the reasoning tokens a reply used; the bench does not guess one).
@@ -27,8 +27,8 @@ from bench.common import synthetic_vocabulary
 
 
 def history(turns: int, encrypted_bytes: int, rng: random.Random) -> list:
-    from continuity.request_assembly import HistoryTurn
-    from conversations.provider.wire import reasoning_message
+    from continuity.rules.request_assembly import HistoryTurn
+    from transcript.provider.wire import reasoning_message
 
     words = synthetic_vocabulary(rng, 2_000)
     result = []
@@ -44,8 +44,8 @@ def history(turns: int, encrypted_bytes: int, rng: random.Random) -> list:
 
 def request_bytes(turns: list, earlier_reasoning: bool) -> tuple[int, float]:
     """The Responses request body's `input` for these turns: its bytes, and the seconds to build and encode it."""
-    from continuity.request_assembly import HistoryTurn, assemble_request
-    from conversations.provider.wire import responses_input
+    from continuity.rules.request_assembly import HistoryTurn, assemble_request
+    from transcript.provider.wire import responses_input
 
     started = time.perf_counter()
     # Fresh turn objects each round: a send builds each new turn's messages once, and this measures that too.

@@ -7,11 +7,11 @@ Zipf-like distribution over a synthetic vocabulary, so common words match
 hundreds of thousands of messages and rare ones a handful. The message
 search index (`MessageSearchEntry`, kept by the migration's triggers) is
 filled in SQL with each message's own text, which for this lower-case,
-space-separated text is exactly what `conversations.visibility.past_search` would
+space-separated text is exactly what `conversations.services.visibility.past_search` would
 write (checked on a sample).
 
 Then it runs `--queries` (200) realistic current messages through
-`continuity.dynamic_context.recall_section` (skip rule, index search on
+`continuity.rules.dynamic_context.recall_section` (skip rule, index search on
 both databases, live-branch check, ranking, excerpts, overlap suppression
 against a 20-message history): long messages, short ones with a recall cue,
 short ones naming a topic, and short presence messages. Beside each, in the
@@ -139,7 +139,7 @@ def load(conversations: int, per_conversation: int, words: list[str], seed: int)
 
 def check_tokens_match_the_app() -> None:
     from conversations.models import MessageSearchEntry
-    from elion.fulltext import search_text_for
+    from elion.base.fulltext import search_text_for
 
     for content, stored in MessageSearchEntry.objects.values_list("message__content", "search_text")[:200]:
         if search_text_for(content) != stored:
@@ -167,8 +167,8 @@ def naive_candidates(terms, *, persona, exclude):
     """The same rows as `recall_candidates`, found by scanning with icontains."""
     from django.db.models import Q
 
-    from continuity.keyword_recall import RecallHit
-    from continuity.recall_search import CANDIDATES_PER_TERM, RECALLABLE_ROLES, RECALLABLE_STATUSES, _sources
+    from continuity.rules.keyword_recall import RecallHit
+    from continuity.rules.recall_search import CANDIDATES_PER_TERM, RECALLABLE_ROLES, RECALLABLE_STATUSES, _sources
     from conversations.models import Message, MessageKind
 
     if not terms:
@@ -231,9 +231,9 @@ def index_sizes() -> list[tuple[str, int]]:
 
 
 def measure(count: int, words: list[str], seed: int, naive_every: int = 1) -> None:
-    from continuity import keyword_recall as kr
-    from continuity.dynamic_context import recall_section
-    from continuity.recall_search import live_message_ids, title_terms
+    from continuity.rules import keyword_recall as kr
+    from continuity.rules.dynamic_context import recall_section
+    from continuity.rules.recall_search import live_message_ids, title_terms
     from conversations.models import Conversation, Message
 
     rng = random.Random(seed + 1)

@@ -49,12 +49,12 @@ def load(count: int, seed: int) -> None:
     from django.db import transaction
 
     from continuity.models import ThreadHandoff
-    from continuity.prompt_store import prompt_inputs_many
-    from continuity.static_prompt import build_static_prompt
-    from conversations.assistant_settings import assistant_settings_get
+    from continuity.rules.prompt_store import prompt_inputs_many
+    from continuity.rules.static_prompt import build_static_prompt
     from conversations.models import Conversation, Message, MessageKind, Role
     from memories.models import ConversationMemorySnapshot, SnapshotMembership
-    from memories.services import memory_add
+    from memories.services.memory_writes import memory_add
+    from transcript.assistant_settings import assistant_settings_get
 
     rng = random.Random(seed)
     memories = [memory_add(text=f"Fact {i}: " + "m" * rng.randint(40, 300)).pk for i in range(MEMORIES)]
@@ -117,7 +117,7 @@ def run(batch_size: int, count: int) -> dict:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from continuity.reconciliation import prompts_reconcile_batch, reconciliation_status
+    from continuity.rules.reconciliation import prompts_reconcile_batch, reconciliation_status
 
     times, statements = [], []
     started = time.perf_counter()
@@ -157,7 +157,7 @@ def main() -> None:
         setup_django(data_dir, database_url)
         from django.db import connection
 
-        from continuity.reconciliation import reconciliation_status
+        from continuity.rules.reconciliation import reconciliation_status
 
         print(f"database: {connection.vendor}")
         load(args.conversations, args.seed)

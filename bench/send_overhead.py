@@ -241,7 +241,7 @@ def text_pools(rng: random.Random) -> tuple[list[str], list[str]]:
 def bound_fields() -> dict[str, str]:
     """The provider binding the server will compute, stamped on loaded rows (as real history has)."""
     try:
-        from conversations.provider.binding import binding_fields, configured_provider
+        from transcript.provider.binding import binding_fields, configured_provider
     except ImportError:
         return {}
     return binding_fields(configured_provider())
@@ -303,7 +303,7 @@ def load_data(n_conversations: int, per_conversation: int, seed: int) -> tuple[l
     # The search index rows the triggers wrote are tokenised before ANALYZE, as a
     # running app's would be; statistics taken while every row was pending would
     # steer the per-send "pending rows" lookup away from its partial index.
-    from conversations.transcript.search_index import message_search_index_sync
+    from transcript.search_index import message_search_index_sync
 
     message_search_index_sync()
     load_seconds = time.perf_counter() - started
@@ -480,13 +480,13 @@ def _install_hooks() -> None:
     from django.db import transaction
 
     try:  # this tree's layout
-        from continuity import request_building as send_request
-        from conversations.provider import chat as provider_chat
-        from conversations.provider import gateway as provider_gateway
-        from conversations.provider import responses as provider_responses
+        from continuity.rules import request_building as send_request
         from conversations.sending import prepare as send_pipeline
         from conversations.sending import run as send_run
         from conversations.web import api
+        from transcript.provider import chat as provider_chat
+        from transcript.provider import gateway as provider_gateway
+        from transcript.provider import responses as provider_responses
     except ImportError:  # a baseline tree from before the sub-packages
         from conversations import api, provider_gateway, send_pipeline
         from conversations import send_pipeline as send_request
@@ -580,7 +580,7 @@ def _install_hooks() -> None:
             trace = _trace()
             trace["client_lookup"] = trace.get("client_lookup", 0.0) + time.perf_counter() - started
 
-    # The adapters look the client up in their own modules (conversations/provider/{responses,chat}.py).
+    # The adapters look the client up in their own modules (transcript/provider/{responses,chat}.py).
     provider_responses._client = client
     provider_chat._client = client
 
@@ -589,7 +589,7 @@ def _install_hooks() -> None:
     from django.db.backends.base.base import BaseDatabaseWrapper
     from django.db.backends.utils import CursorWrapper
 
-    from elion import access
+    from elion.base import access
 
     request_started.connect(lambda **kwargs: _mark("request_started"), weak=False)
     BaseDatabaseWrapper.connect = _timed("db.connect", BaseDatabaseWrapper.connect)

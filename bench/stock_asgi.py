@@ -1,5 +1,5 @@
 """Today's way, for bench/upload_memory.py's comparison: Django's ASGI handler under Daphne as shipped,
-without `elion.daphne_bounds` (Daphne's parser) and `elion.body_guard` (the ASGI layer).
+without `elion.web.daphne_bounds` (Daphne's parser) and `elion.web.body_guard` (the ASGI layer).
 
     daphne bench.stock_asgi:application
 """

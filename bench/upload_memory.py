@@ -85,8 +85,8 @@ def child(case: str, way: str, path: str) -> None:
     django.setup()
     from django.conf import settings
 
-    from archive import chatgpt
-    from elion.errors import ServiceError
+    from archive.services import chatgpt
+    from elion.base.errors import ServiceError
 
     idle = _peak_kib()
     limits = chatgpt.ExportLimits(

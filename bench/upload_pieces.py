@@ -4,7 +4,7 @@ Daphne holds a request's whole body in memory before the app sees it
 (django/daphne#483), so an export sent as one multipart request costs the
 server about its size several times over, whatever the import does with it
 afterwards. The import page sends an export in pieces instead
-(`archive/upload_pieces.py`, `ELION_UPLOAD_PIECE_BYTES`, 8 MiB). This bench
+(`archive/services/upload_pieces.py`, `ELION_UPLOAD_PIECE_BYTES`, 8 MiB). This bench
 starts a fresh Daphne for each way, sends the same `--megabytes` file (a
 JSON list of spaces: the background import refuses it later, which does not
 matter here) and prints the Daphne process's peak resident memory above its

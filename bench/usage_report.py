@@ -4,7 +4,7 @@ Loads `--replies` (100,000) assistant replies with `metadata.usage` (and as many
 carry none) over the last 365 days, in `--threads` (1,000) conversations, each reply's metadata also
 holding request-size diagnostics as real replies do. Then, side by side in alternating rounds:
 
-- app: `conversations.usage.usage_report()` (31 days, 12 months): one query of (created_at,
+- app: `operations.usage.usage_report()` (31 days, 12 months): one query of (created_at,
   metadata.usage) for assistant replies in the window, read in chunks, totalled in Python;
 - db: the same totals computed by the database (`KT()` + `Cast` + `Sum` over the figures that are not
   JSON null, grouped by `TruncDate` / `TruncMonth` in the server's time zone), the alternative the app
@@ -102,7 +102,7 @@ def db_report(days: int, months: int, now: datetime) -> dict:
     from django.utils import timezone
 
     from conversations.models import Message, Role
-    from conversations.usage import USAGE_KEYS, _first_of_month_back
+    from operations.usage import USAGE_KEYS, _first_of_month_back
 
     zone = timezone.get_default_timezone()
     today = now.astimezone(zone).date()
@@ -135,7 +135,7 @@ def db_report(days: int, months: int, now: datetime) -> dict:
 
 
 def app_report(now: datetime) -> dict:
-    from conversations.usage import USAGE_KEYS, usage_report
+    from operations.usage import USAGE_KEYS, usage_report
 
     report = usage_report(now=now).as_dict()
     keep = ("replies", *USAGE_KEYS)

@@ -13,16 +13,16 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_http_methods
 
-from continuity.cleanup import (
+from continuity.models import PromptReconciliationFailure
+from continuity.rules.cleanup import (
     CONFIRMATION_PHRASE,
     cleanup_available,
     continuity_cleanup_delete,
     continuity_cleanup_preview,
 )
-from continuity.models import PromptReconciliationFailure
-from continuity.policies import policy_markers
-from continuity.reconciliation import reconciliation_status
-from elion.errors import Conflict, Forbidden, InvalidInput
+from continuity.rules.policies import policy_markers
+from continuity.rules.reconciliation import reconciliation_status
+from elion.base.errors import Conflict, Forbidden, InvalidInput
 
 FAILURES_SHOWN = 200
 

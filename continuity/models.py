@@ -92,7 +92,7 @@ class Compaction(models.Model):
 
     A derived record, never history: requests carry it in place of the turns
     it covers while `through_message` is an ancestor of (or is) the head
-    (`continuity.compaction`). The messages themselves, their ids and their
+    (`continuity.rules.compaction`). The messages themselves, their ids and their
     tool pairing are untouched; deleting this row (Undo) removes the
     projection. Model-written, so it never feeds handoffs, keyword recall,
     search or the archive. The provider binding is recorded like on every

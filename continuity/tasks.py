@@ -13,8 +13,8 @@ from django.db import transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from continuity import reconciliation
-from continuity.policies import policy_markers
+from continuity.rules import reconciliation
+from continuity.rules.policies import policy_markers
 
 TICK_TASK = "continuity.tasks.prompts_reconcile_tick"
 BATCH_TASK = "continuity.tasks.reconcile_prompt_batch"

@@ -5,19 +5,23 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from conversations import characters
-from conversations.characters import clean_character_fields
 from conversations.models import AssistantSettings, Attachment, Character, Conversation, Folder, Message
-from conversations.settings_service import assistant_settings_update
-from conversations.threads.services import (
+from conversations.services import characters
+from conversations.services.characters import clean_character_fields
+from conversations.services.settings_service import assistant_settings_update
+from conversations.services.threads.services import (
     conversation_create,
     conversation_update,
     folder_create,
     folder_delete,
     folder_update,
 )
-from conversations.visibility.transitions import conversation_restore, conversation_shield_release, conversation_trash
-from elion.errors import ServiceError
+from conversations.services.visibility.transitions import (
+    conversation_restore,
+    conversation_shield_release,
+    conversation_trash,
+)
+from elion.base.errors import ServiceError
 
 
 @admin.register(AssistantSettings)
@@ -67,7 +71,7 @@ class MessageInline(admin.TabularInline):
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     """Trash, restore, release and folder moves are visibility transitions: they
-    run through `conversations.visibility.transitions` (actions, and `save_model` for the folder)."""
+    run through `conversations.services.visibility.transitions` (actions, and `save_model` for the folder)."""
 
     list_display = ("display_title", "persona", "folder", "trashed", "shielded", "private", "origin", "updated_at")
     list_filter = ("persona", "trashed", "shielded", "private", "origin", "folder")

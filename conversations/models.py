@@ -107,7 +107,7 @@ class SelectableConversationManager(models.Manager):
 
     The default manager, so lists, search, recall, handoff capture, the API
     and the pages all stop seeing a conversation the moment its permanent
-    deletion intent commits (`conversations.transcript.deletion`). Related-object access
+    deletion intent commits (`transcript.deletion`). Related-object access
     and the deletion steps use `Conversation.all_objects`.
     """
 
@@ -123,7 +123,7 @@ class Conversation(models.Model):
     trashed = models.BooleanField(default=False)
     shielded = models.BooleanField(default=False)
     # A private chat (issue 22): born outside automatic continuity; never feeds it
-    # (`continuity.eligibility`) and is deleted forever after a period of inactivity.
+    # (`continuity.rules.eligibility`) and is deleted forever after a period of inactivity.
     private = models.BooleanField(default=False)
     origin = models.CharField(max_length=20, choices=ConversationOrigin.choices, default=ConversationOrigin.NEW_CHAT)
     # The app made the title (from the first message, or a Branch / Fork's source title); False once
@@ -138,7 +138,7 @@ class Conversation(models.Model):
     # a `ConversationDeletion` removes. Never cleared; the row goes away.
     deletion_generation = models.UUIDField(null=True, blank=True, editable=False)
     # Where the model's view began in the last send's request: {"first_message_id": id | None,
-    # "out_of_view": n} (`continuity.request_building.in_view_of`), written by the send's own save.
+    # "out_of_view": n} (`continuity.rules.request_building.in_view_of`), written by the send's own save.
     in_view = models.JSONField(null=True, blank=True, default=None)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -227,7 +227,7 @@ class Message(models.Model):
         ]
         indexes = [
             models.Index(fields=["status", "lease_expires_at"], name="message_status_lease"),
-            # The tree cache's read of what changed (conversations.transcript.tree_cache).
+            # The tree cache's read of what changed (transcript.tree_cache).
             models.Index(fields=["conversation", "updated_at"], name="message_conversation_changed"),
             models.Index(
                 fields=["conversation"], condition=Q(status="streaming"), name="message_conversation_streaming"
@@ -247,7 +247,7 @@ class Message(models.Model):
 
     @property
     def binding_columns(self) -> tuple[str, str, str, str, str, str]:
-        """What decides whether the row may be replayed to a provider (`conversations.provider.binding`):
+        """What decides whether the row may be replayed to a provider (`transcript.provider.binding`):
         its role and kind, and its four binding columns."""
         return (self.role, self.kind, self.provider_id, self.provider_type, self.model, self.route_fingerprint)
 
@@ -291,7 +291,7 @@ class MessageSearchEntry(models.Model):
     or interrupted); never the stored prompt, tool output or a Branch
     handoff bubble. Database triggers on the message table (migration
     `0004_message_search_index`) create, replace and remove these rows on
-    every write path, with `search_text` NULL; `conversations.visibility.past_search`
+    every write path, with `search_text` NULL; `conversations.services.visibility.past_search`
     fills it in (Python tokens, so SQLite and PostgreSQL see the same words)
     before each search. A message's row is only ever replaced, never updated
     in place, except for that fill-in.
@@ -304,7 +304,7 @@ class MessageSearchEntry(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["id"], condition=Q(search_text__isnull=True), name="message_search_pending"),
-            # Keyword recall's newest row of each other conversation (continuity.recall_search).
+            # Keyword recall's newest row of each other conversation (continuity.rules.recall_search).
             models.Index(fields=["conversation", "id"], name="message_search_conv_newest"),
         ]
 
@@ -320,7 +320,7 @@ class AttachmentKind(models.TextChoices):
 class Attachment(models.Model):
     """One uploaded (or generated) image or file: its attachment identity and its content identity.
 
-    The bytes live as content-addressed blobs (`conversations.attachments.store`):
+    The bytes live as content-addressed blobs (`transcript.attachments.store`):
     first in the upload store, then, once a send commits it, in the store of
     every conversation whose messages list it. Rows never change after upload
     except the two claim timestamps, each set once by a conditional UPDATE
@@ -328,7 +328,7 @@ class Attachment(models.Model):
 
     A generated image (`generated`) is written by a reply, straight into its
     conversation's store, and listed on the assistant message's manifest
-    (`conversations.attachments.generated`); it is born attached.
+    (`transcript.attachments.generated`); it is born attached.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -369,7 +369,7 @@ def manifest_entries_conversation_settle(entries: list[MessageAttachment]) -> No
     manifests are read by an index of their own, without the message table.
     A database CHECK cannot compare two tables, so every write through the app
     passes here instead: `MessageAttachment.save`, the manager's
-    `bulk_create`, and a restore (`conversations.backup.restoring`). The
+    `bulk_create`, and a restore (`operations.backup.restoring`). The
     conversation is taken from a message instance the entry already holds, and
     otherwise read, for all the entries at once, from the message rows.
     """
@@ -421,7 +421,7 @@ class MessageAttachment(models.Model):
     and never updated; a fork lists the same attachment under its own
     message, so one attachment identity can appear in several conversations.
     A reply's generated images are the one addition: each is appended, at the
-    next position, while the reply streams (`conversations.attachments.generated`).
+    next position, while the reply streams (`transcript.attachments.generated`).
 
     `conversation` is always the message's own (issue 18): a send reads its
     conversation's manifests by `(conversation, message, position)`, a cost

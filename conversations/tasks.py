@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 
-from conversations.attachments.gc import attachment_garbage_collect
-from conversations.attachments.verification import blobs_rehash_all
-from conversations.transcript.deletion import deletions_finish, private_chats_expire
-from conversations.transcript.leases import streams_interrupt_expired
+from transcript.attachments.gc import attachment_garbage_collect
+from transcript.attachments.verification import blobs_rehash_all
+from transcript.deletion import deletions_finish, private_chats_expire
+from transcript.leases import streams_interrupt_expired
 
 logger = logging.getLogger(__name__)
 

@@ -12,11 +12,11 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from elion import daphne_bounds  # noqa: E402
-from elion.body_guard import BodyGuard  # noqa: E402
-from elion.host_guard import HostGuard  # noqa: E402
-from elion.loopback_guard import LoopbackGuard  # noqa: E402
-from elion.routing import websocket_urlpatterns  # noqa: E402
+from elion.base.loopback_guard import LoopbackGuard  # noqa: E402
+from elion.web import daphne_bounds  # noqa: E402
+from elion.web.body_guard import BodyGuard  # noqa: E402
+from elion.web.host_guard import HostGuard  # noqa: E402
+from elion.web.routing import websocket_urlpatterns  # noqa: E402
 
 # Daphne's HTTP parser refuses those before the body arrives, and never holds a body whole.
 daphne_bounds.install()

@@ -1,4 +1,4 @@
-"""Django settings, all read from the environment through `elion.env`.
+"""Django settings, all read from the environment through `elion.base.env`.
 
 The table of variables is docs/configuration.md.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from elion import env
+from elion.base import env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env.data_dir()
@@ -26,7 +26,7 @@ ELION_API_TOKEN = env.optional_text("ELION_API_TOKEN")
 ELION_PROTECTED = ELION_OWNER_PASSWORD is not None
 
 # Hosts (DNS rebinding): loopback names always; any other name only with protection on and
-# listed in ELION_ALLOWED_HOSTS. `elion.host_guard` refuses other Host headers on HTTP and WebSocket.
+# listed in ELION_ALLOWED_HOSTS. `elion.web.host_guard` refuses other Host headers on HTTP and WebSocket.
 LOOPBACK_HOST_NAMES = ["localhost", "127.0.0.1", "[::1]"]
 ELION_ALLOWED_HOSTS = env.host_list("ELION_ALLOWED_HOSTS")
 if ELION_ALLOWED_HOSTS and not ELION_PROTECTED:
@@ -39,7 +39,7 @@ ALLOWED_HOSTS = [*LOOPBACK_HOST_NAMES, *ELION_ALLOWED_HOSTS]
 INSTALLED_APPS = [
     "daphne",
     # The admin with a "Tools" section (Continuity Cleanup, reconciliation status).
-    "elion.admin_site.ElionAdminConfig",
+    "elion.web.admin_site.ElionAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -61,25 +61,25 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    # HTML pages and fragments gzip-compressed (never a streamed response): `elion.page_compression`.
-    "elion.page_compression.HtmlGZipMiddleware",
+    # HTML pages and fragments gzip-compressed (never a streamed response): `elion.web.page_compression`.
+    "elion.web.page_compression.HtmlGZipMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     # NUL bytes and unpaired surrogates in query strings and page forms → 400 `invalid_characters`.
-    "elion.input_checks.InputCheckMiddleware",
+    "elion.base.input_checks.InputCheckMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "elion.access.OwnerAccessMiddleware",
+    "elion.base.access.OwnerAccessMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     # Service errors a page view lets rise: NotFound → the 404 page, others → their status;
     # under /api/ any other exception is the JSON `internal_error` (logged once).
-    "elion.service_errors.ServiceErrorMiddleware",
+    "elion.base.service_errors.ServiceErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Content-Security-Policy on every HTML page (no inline script or style anywhere).
-    "elion.content_security.ContentSecurityPolicyMiddleware",
+    "elion.base.content_security.ContentSecurityPolicyMiddleware",
 ]
 
-ROOT_URLCONF = "elion.urls"
+ROOT_URLCONF = "elion.web.urls"
 ASGI_APPLICATION = "elion.asgi.application"
 
 TEMPLATES = [
@@ -92,7 +92,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "elion.context_processors.elion",
+                "elion.web.context_processors.elion",
             ],
         },
     },
@@ -143,7 +143,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Django's SQLite backend plus a small pool of idle connections, for the
     # embedded default and a sqlite:// DATABASE_URL alike: a new connection
     # per request cost ~4 ms a send (bench/send_overhead.py).
-    DATABASES["default"]["ENGINE"] = "elion.db.backends.sqlite3"
+    DATABASES["default"]["ENGINE"] = "elion.base.db.backends.sqlite3"
 DATABASE_IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 if not DATABASE_IS_POSTGRES and str(DATABASES["default"]["NAME"]) != ":memory:":
     # The database holds session keys: this user only (0600, with its -wal and -shm files).
@@ -209,7 +209,7 @@ STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)
-# Hashed, gzip- and brotli-compressed static files (`elion.static_storage`), served by WhiteNoise as immutable;
+# Hashed, gzip- and brotli-compressed static files (`elion.base.static_storage`), served by WhiteNoise as immutable;
 # `collectstatic` writes them (`make run` does). The test suite serves the source files as they are
 # (no collectstatic step before every run); tests/pages/test_static_files.py collects and serves the real thing.
 # (pytest-django reads these settings before tests/conftest.py sets ELION_TESTING, hence the module check.)
@@ -217,7 +217,7 @@ STATIC_HASHED = env.boolean("ELION_STATIC_HASHED", not TESTING and "pytest" not 
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
-        "BACKEND": "elion.static_storage.HashedCompressedStaticStorage"
+        "BACKEND": "elion.base.static_storage.HashedCompressedStaticStorage"
         if STATIC_HASHED
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
@@ -228,16 +228,16 @@ WHITENOISE_AUTOREFRESH = DEBUG or TESTING
 WHITENOISE_MIMETYPES = {".webmanifest": "application/manifest+json"}
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["elion.access.OwnerAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["elion.access.IsOwner"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["elion.base.access.OwnerAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["elion.base.access.IsOwner"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": [
         # DRF's parsers behind the input checks: NUL, unpaired surrogates, JSON deeper than 64 levels.
-        "elion.input_checks.CheckedJSONParser",
-        "elion.input_checks.CheckedMultiPartParser",
-        "elion.input_checks.CheckedFormParser",
+        "elion.base.input_checks.CheckedJSONParser",
+        "elion.base.input_checks.CheckedMultiPartParser",
+        "elion.base.input_checks.CheckedFormParser",
     ],
-    "EXCEPTION_HANDLER": "elion.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "elion.base.api_errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
     # `?format=markdown|json` on export is ours, not DRF's renderer override.
@@ -277,7 +277,7 @@ ELION_INPUT_BUDGET_TOKENS = env.integer("ELION_INPUT_BUDGET_TOKENS", _default_bu
 ELION_TRIM_STEP = env.share("ELION_TRIM_STEP", Decimal("0.15"), maximum=Decimal("0.25"))
 
 # Prices for the Settings -> Usage cost estimate, USD per million tokens (unset: no estimate).
-# Cached input unset: billed at the input price. See conversations/usage.py.
+# Cached input unset: billed at the input price. See operations/usage.py.
 ELION_PRICE_INPUT_PER_MTOK = env.optional_decimal("ELION_PRICE_INPUT_PER_MTOK")
 ELION_PRICE_CACHED_INPUT_PER_MTOK = env.optional_decimal("ELION_PRICE_CACHED_INPUT_PER_MTOK")
 ELION_PRICE_OUTPUT_PER_MTOK = env.optional_decimal("ELION_PRICE_OUTPUT_PER_MTOK")
@@ -305,7 +305,7 @@ ELION_ATTACHMENTS_PER_MESSAGE = env.integer("ELION_ATTACHMENTS_PER_MESSAGE", 10,
 ELION_ATTACHMENT_MAX_TEXT_CHARACTERS = env.integer("ELION_ATTACHMENT_MAX_TEXT_CHARACTERS", 200_000, minimum=1)
 ELION_ATTACHMENT_GC_GRACE_SECONDS = env.integer("ELION_ATTACHMENT_GC_GRACE_SECONDS", 24 * 3600, minimum=0)
 # Per process: the base64 data URLs of verified images, least recently used dropped past this
-# many bytes (conversations.attachments.encoded_cache); 0 turns the cache off.
+# many bytes (transcript.attachments.encoded_cache); 0 turns the cache off.
 ELION_ATTACHMENT_ENCODED_CACHE_BYTES = env.integer("ELION_ATTACHMENT_ENCODED_CACHE_BYTES", 320 * 1024 * 1024, minimum=0)
 
 # --- Continuity -------------------------------------------------------------
@@ -344,12 +344,12 @@ ELION_IMPORT_DIR = Path(env.text("ELION_IMPORT_DIR") or DATA_DIR / "imports")
 ELION_IMPORT_STALE_SECONDS = env.integer("ELION_IMPORT_STALE_SECONDS", 120, minimum=1)
 # A job runs in slices of about this long (each one django-q2 task, within Q_CLUSTER's timeout).
 ELION_IMPORT_SLICE_SECONDS = env.integer("ELION_IMPORT_SLICE_SECONDS", 240, minimum=1)
-# An export sent in pieces (`archive.upload_pieces`): at most this many bytes a request, since the ASGI
+# An export sent in pieces (`archive.services.upload_pieces`): at most this many bytes a request, since the ASGI
 # server holds a request's whole body in memory.
 ELION_UPLOAD_PIECE_BYTES = env.integer("ELION_UPLOAD_PIECE_BYTES", 8 * 1024 * 1024, minimum=1024)
 # Rounds in which the model may call tools before it must answer in text.
 ELION_MAX_TOOL_ROUNDS = env.integer("ELION_MAX_TOOL_ROUNDS", 4, minimum=1)
-# The rows of long conversations a process keeps between sends (conversations.transcript.tree_cache):
+# The rows of long conversations a process keeps between sends (transcript.tree_cache):
 # conversations of at least MIN rows, at most ROWS rows in all (0 turns it off).
 ELION_TREE_CACHE_MIN_ROWS = env.integer("ELION_TREE_CACHE_MIN_ROWS", 200, minimum=1)
 ELION_TREE_CACHE_ROWS = env.integer("ELION_TREE_CACHE_ROWS", 30_000, minimum=0)
@@ -358,7 +358,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     # The provider key never reaches a log line, whole or in part.
-    "filters": {"redact_key": {"()": "elion.redaction.KeyRedactingFilter"}},
+    "filters": {"redact_key": {"()": "elion.base.redaction.KeyRedactingFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact_key"]}},
     "root": {"handlers": ["console"], "level": env.text("ELION_LOG_LEVEL", "INFO")},
     "loggers": {

@@ -8,10 +8,10 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from elion.errors import ServiceError
-from memories import services
+from elion.base.errors import ServiceError
 from memories.models import ConversationMemorySnapshot, Memory, SnapshotMembership
-from memories.snapshots import snapshot_refresh
+from memories.services import memory_writes as services
+from memories.services.snapshots import snapshot_refresh
 
 
 class MemoryAdminForm(forms.ModelForm):

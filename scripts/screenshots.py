@@ -108,9 +108,9 @@ def chat_seed(pairs: tuple[tuple[str, str], ...], *, title: str, age: timedelta,
     from django.utils import timezone
 
     from conversations.models import Conversation
-    from conversations.provider.binding import configured_provider
-    from conversations.threads.services import conversation_create
-    from conversations.transcript.append import APPENDED_FIELDS, message_append
+    from conversations.services.threads.services import conversation_create
+    from transcript.append import APPENDED_FIELDS, message_append
+    from transcript.provider.binding import configured_provider
 
     conversation = conversation_create(title=title, folder_id=folder_id)
     stamp = binding or configured_provider().binding()
@@ -128,11 +128,11 @@ def chat_seed(pairs: tuple[tuple[str, str], ...], *, title: str, age: timedelta,
 
 def demo_seed() -> Demo:
     """The demo instance's content, written through the app's services."""
-    from archive.services import archive_document_add_text
-    from conversations.characters import character_create
-    from conversations.provider.gateway import ProviderBinding
-    from conversations.threads.services import folder_create
-    from memories.services import memory_add
+    from archive.services.documents import archive_document_add_text
+    from conversations.services.characters import character_create
+    from conversations.services.threads.services import folder_create
+    from memories.services.memory_writes import memory_add
+    from transcript.provider.gateway import ProviderBinding
 
     memory_add(text="AUMA lives by the sea and walks the cliff path most mornings.", category="place", importance=4)
     memory_add(text="Prefers plain, warm answers without bullet points unless asked.", category="preference",

@@ -8,7 +8,7 @@ import os
 import pytest
 
 os.environ.setdefault("ELION_TESTING", "1")
-# Every conversation, however short, goes through the kept copy of its rows (conversations.transcript.tree_cache),
+# Every conversation, however short, goes through the kept copy of its rows (transcript.tree_cache),
 # so the whole suite checks that a send always sees what the database holds: here (`every_thread_kept`)
 # and in the servers the suite starts (they inherit this environment).
 os.environ.setdefault("ELION_TREE_CACHE_MIN_ROWS", "1")
@@ -150,7 +150,7 @@ async def read_streaming(response) -> bytes:
 
 @pytest.fixture
 def make_conversation(db):
-    from conversations.threads.services import conversation_create
+    from conversations.services.threads.services import conversation_create
 
     def make(**kwargs):
         return conversation_create(**kwargs)

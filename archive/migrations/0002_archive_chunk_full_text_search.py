@@ -1,4 +1,4 @@
-"""Full-text search over archive chunks, per database (see archive/search.py).
+"""Full-text search over archive chunks, per database (see archive/services/search.py).
 
 SQLite: an external-content FTS5 table over `search_text`, kept in step with
 the chunk table by triggers, so every write path (ORM, admin, bulk create,
@@ -14,7 +14,7 @@ table, which drops these triggers: such a migration must create them again
 
 from django.db import migrations
 
-from elion.db.vendor_sql import vendor_statements
+from elion.base.db.vendor_sql import vendor_statements
 
 SQLITE_FORWARD = [
     """CREATE VIRTUAL TABLE archive_chunk_fts USING fts5(

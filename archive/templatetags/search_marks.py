@@ -3,7 +3,7 @@
 Each piece of the text is escaped on its own and only the `<mark>` tags are
 markup, so a match can never fall inside an entity (searching "amp" does not
 mark the `&amp;` of an escaped "&") and the text cannot inject anything.
-`terms` are the query's tokens (`elion.fulltext.query_terms`), the same words
+`terms` are the query's tokens (`elion.base.fulltext.query_terms`), the same words
 the search matched on.
 """
 
@@ -13,7 +13,7 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from elion.fulltext import term_spans
+from elion.base.fulltext import term_spans
 
 register = template.Library()
 

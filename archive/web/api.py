@@ -16,16 +16,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from archive import import_jobs, library, services, upload_pieces
-from archive.continuation import archive_document_continue
-from archive.importers import chatgpt as chatgpt_importer
-from archive.importers import claude as claude_importer
 from archive.models import ArchiveDocument
-from archive.search import archive_search
+from archive.services import documents as services
+from archive.services import import_jobs, library, upload_pieces
+from archive.services.continuation import archive_document_continue
+from archive.services.importers import chatgpt as chatgpt_importer
+from archive.services.importers import claude as claude_importer
+from archive.services.search import archive_search
 from archive.web import schema as docs
 from conversations.web.schema import ConversationSerializer, ErrorSerializer
 from conversations.web.serializers import conversation_repr
-from elion.errors import InvalidInput
+from elion.base.errors import InvalidInput
 
 QUERY_MAX_CHARACTERS = 500
 
@@ -160,7 +161,7 @@ def _background(request: Request) -> bool:
 
 def _import_job_start(request: Request, kind: str, data: Mapping[str, object], options: dict) -> Response:
     """A background import of `kind` from the request's `file` parts or, in JSON, `upload_ids` (pieces)."""
-    if "upload_ids" in data:  # an export sent in pieces (`archive.upload_pieces`)
+    if "upload_ids" in data:  # an export sent in pieces (`archive.services.upload_pieces`)
         job = import_jobs.import_job_create_from_pieces(kind=kind, upload_ids=data["upload_ids"], options=options)
     else:
         job = import_jobs.import_job_create(kind=kind, uploads=request.FILES.getlist("file"), options=options)

@@ -21,14 +21,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from archive import import_jobs, library, services
-from archive.import_runs import ImportSummary
-from archive.importers import chatgpt as chatgpt_importer
-from archive.importers import claude as claude_importer
 from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch
-from archive.search import archive_search
-from elion.errors import ServiceError
-from elion.fulltext import query_terms
+from archive.services import documents as services
+from archive.services import import_jobs, library
+from archive.services.import_runs import ImportSummary
+from archive.services.importers import chatgpt as chatgpt_importer
+from archive.services.importers import claude as claude_importer
+from archive.services.search import archive_search
+from elion.base.errors import ServiceError
+from elion.base.fulltext import query_terms
 
 ARCHIVE_PAGE_SIZE = 25
 
@@ -133,7 +134,7 @@ def archive_page(request: HttpRequest) -> HttpResponse:
         # A background import still queued or running: the page follows it again after a reload.
         "import_job": import_jobs.import_job_current("chatgpt"),
         "claude_import_job": import_jobs.import_job_current("claude"),
-        # The export goes to the API in pieces of at most this many bytes (`archive.upload_pieces`).
+        # The export goes to the API in pieces of at most this many bytes (`archive.services.upload_pieces`).
         "piece_bytes": settings.ELION_UPLOAD_PIECE_BYTES,
     }
     context.update(_claude_memory_suggestions_context(request))

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from artifacts import services
 from conversations.web.rendering import render_markdown
-from elion.errors import ServiceError
+from elion.base.errors import ServiceError
 
 
 @require_GET

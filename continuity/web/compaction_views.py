@@ -1,4 +1,4 @@
-"""HTTP API and page actions for Compact / Undo (`continuity.compaction`). Thin."""
+"""HTTP API and page actions for Compact / Undo (`continuity.rules.compaction`). Thin."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from continuity.compaction import (
+from continuity.rules.compaction import (
     compaction_for_head,
     compaction_repr,
     conversation_compact,
     conversation_compaction_undo,
 )
-from conversations.access import access_conversation
 from conversations.web import schema as docs
-from elion.errors import ServiceError
+from elion.base.errors import ServiceError
+from transcript.access import access_conversation
 
 
 class ConversationCompactionView(APIView):

@@ -5,7 +5,7 @@
 table create, replace and remove those rows on every write path (ORM, bulk,
 admin, raw SQL), leaving `search_text` NULL; `conversations.past_search`
 tokenises pending rows in Python before each search, so both databases see
-identical words (the recipe in `elion/fulltext.py`).
+identical words (the recipe in `elion/base/fulltext.py`).
 
 Full-text index over `search_text`: SQLite, an external-content FTS5 table
 kept in step by triggers on the entry table; PostgreSQL, a stored generated
@@ -20,7 +20,7 @@ the triggers are missing after all migrations.
 import django.db.models.deletion
 from django.db import migrations, models
 
-from elion.db.vendor_sql import vendor_statements
+from elion.base.db.vendor_sql import vendor_statements
 
 ENTRY = "conversations_messagesearchentry"
 MESSAGE = "conversations_message"

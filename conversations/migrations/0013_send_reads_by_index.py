@@ -1,6 +1,6 @@
 """What a send reads, read through indexes (issue 18: a send's cost must not grow with thread length).
 
-1. The kept copy of a long thread (`conversations.transcript.tree_cache`) is
+1. The kept copy of a long thread (`transcript.tree_cache`) is
    brought up to date by reading a conversation's rows changed since a moment,
    its streaming rows and its stored prompt. Each of the three now has an
    index that starts with the conversation, so the read costs what changed,
@@ -18,7 +18,7 @@
 
 from django.db import migrations, models
 
-from elion.db.vendor_sql import vendor_statements
+from elion.base.db.vendor_sql import vendor_statements
 
 ENTRY = "conversations_messagesearchentry"
 FTS = "message_search_fts"

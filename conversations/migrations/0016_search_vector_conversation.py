@@ -5,7 +5,7 @@ SQLite's FTS5 table learned the row's conversation in migration 0013, so a
 MATCH skips the current thread inside its doclists. This gives PostgreSQL the
 same: the generated `search_vector` also holds one lexeme naming the row's
 conversation, `conversation:<32 hex digits>`, which no tokenised text can
-produce (`elion.fulltext` makes tokens of letters and digits only). Recall
+produce (`elion.base.fulltext` makes tokens of letters and digits only). Recall
 asks for `terms & !conversation:<current>` (`search_index.tsquery_excluding`),
 so the GIN index leaves the current thread's rows out of a term's bitmap and
 an id-ordered walk refuses them on the vector alone, without the eligibility
@@ -19,7 +19,7 @@ and the GIN index is built again. Search text and every id are unchanged.
 
 from django.db import migrations
 
-from elion.db.vendor_sql import vendor_statements
+from elion.base.db.vendor_sql import vendor_statements
 
 ENTRY = "conversations_messagesearchentry"
 TEXT_VECTOR = "to_tsvector('simple', coalesce(search_text, ''))"

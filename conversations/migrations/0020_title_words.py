@@ -17,7 +17,7 @@ A title the owner typed matches none of these and is kept as it is.
 
 from django.db import migrations, models
 
-from conversations.threads.titles import OLD_ORIGIN_SUFFIXES, title_before_words, title_from_first_message
+from conversations.services.threads.titles import OLD_ORIGIN_SUFFIXES, title_before_words, title_from_first_message
 
 BATCH = 500
 

@@ -7,7 +7,7 @@ statuses, and existing rows need no backfill (none can have the new status yet).
 
 from django.db import migrations, models
 
-from elion.db.vendor_sql import vendor_statements
+from elion.base.db.vendor_sql import vendor_statements
 
 ENTRY = "conversations_messagesearchentry"
 MESSAGE = "conversations_message"

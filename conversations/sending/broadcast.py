@@ -23,7 +23,7 @@ from uuid import UUID
 
 from channels.layers import get_channel_layer
 
-from elion.rows import id_or_not_found
+from elion.base.rows import id_or_not_found
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """A send's input: the parsed, checked command (`SendCommand`), from an API body or a WebSocket frame.
 
-Shape only: no database, no provider. Imports `elion.errors`.
+Shape only: no database, no provider. Imports `elion.base.errors`.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from uuid import UUID
 
 from django.conf import settings
 
-from conversations.attachments.services import (
+from elion.base.errors import InvalidInput
+from transcript.attachments.services import (
     attachment_ids_clean,
 )
-from elion.errors import InvalidInput
 
 
 class ParentChoice(enum.Enum):

@@ -16,7 +16,7 @@
   `image_generation_call` item's base64 is stored.
 
 Every image, made or failed, is recorded in the reply's
-`metadata["generated_images"]` (`conversations.attachments.generated`). A
+`metadata["generated_images"]` (`transcript.attachments.generated`). A
 failure (provider error, content-policy refusal, bad base64, too large) is a
 tool error: the model reads it on `chat.completions` and the reply shows it on
 both; it never fails the reply.
@@ -36,17 +36,17 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from conversations.attachments.generated import (
+from conversations.models import Character
+from conversations.sending.persist import persist
+from conversations.sending.tool_loop import GENERATE_IMAGE, AsyncTool, ToolContext, ToolResult
+from transcript.attachments.generated import (
     GeneratedImageRejected,
     generated_image_bytes,
     generated_image_failure_record,
     generated_image_store,
 )
-from conversations.models import Character
-from conversations.provider import gateway as provider_gateway
-from conversations.provider.gateway import ProviderError, ToolCallRequested
-from conversations.sending.persist import persist
-from conversations.sending.tool_loop import GENERATE_IMAGE, AsyncTool, ToolContext, ToolResult
+from transcript.provider import gateway as provider_gateway
+from transcript.provider.gateway import ProviderError, ToolCallRequested
 
 logger = logging.getLogger(__name__)
 

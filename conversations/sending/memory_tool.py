@@ -2,8 +2,8 @@
 
 Offered (`conversations.sending.tool_loop.available_tools`) only while
 Settings → "Elion may suggest memories" is on and the conversation may
-suggest (`continuity.eligibility.may_suggest_memories`: never a private,
-shielded or quarantined one); `memories.proposals.memory_propose` asks both
+suggest (`continuity.rules.eligibility.may_suggest_memories`: never a private,
+shielded or quarantined one); `memories.services.proposals.memory_propose` asks both
 again when the call runs. The result tells the model what happened: proposed
 (and that it is not a memory yet) or refused, with the reason. A proposal
 saves no memory: nothing of it reaches a snapshot, a prompt or recall until
@@ -16,7 +16,7 @@ import json
 from uuid import UUID
 
 from memories.models import IMPORTANCE_MAX, IMPORTANCE_MIN, PROPOSAL_REASON_MAX, MemoryCategory
-from memories.proposals import memory_propose
+from memories.services.proposals import memory_propose
 
 PROPOSE_MEMORY = {
     "name": "propose_memory",
@@ -46,7 +46,7 @@ PROPOSE_MEMORY = {
 
 
 def propose_memory(args: dict, *, conversation_id: UUID, reply_id: UUID | None, call_id: str) -> str:
-    """Run one call. Bad arguments raise `elion.errors.InvalidInput` (the tool loop makes it an error result)."""
+    """Run one call. Bad arguments raise `elion.base.errors.InvalidInput` (the tool loop makes it an error result)."""
     outcome = memory_propose(
         conversation_id=conversation_id, reply_id=reply_id, tool_call_id=call_id,
         text=args.get("text"), category=args.get("category"), importance=args.get("importance"),

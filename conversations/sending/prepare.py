@@ -29,30 +29,30 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from continuity.dynamic_context import PINNED_CHARACTER_KEY
-from continuity.eligibility import may_suggest_memories
-from continuity.prompt_store import static_prompt_ready
-from continuity.request_assembly import AssembledRequest, RecallInBirthPeriod
-from continuity.request_building import SendContext, reply_request_build, send_context_load
-from conversations.access import access_conversation
-from conversations.attachments.services import (
+from continuity.rules.dynamic_context import PINNED_CHARACTER_KEY
+from continuity.rules.eligibility import may_suggest_memories
+from continuity.rules.prompt_store import static_prompt_ready
+from continuity.rules.request_assembly import AssembledRequest, RecallInBirthPeriod
+from continuity.rules.request_building import SendContext, reply_request_build, send_context_load
+from conversations.models import AssistantSettings, Conversation, Message, MessageKind, MessageStatus, Role
+from conversations.sending import tool_loop
+from conversations.sending.commands import FROM_HEAD, ParentChoice, SendCommand
+from conversations.services.characters import access_character
+from conversations.services.threads.titles import title_from_first_message
+from elion.base.errors import Conflict, InvalidInput
+from elion.base.rows import id_or_not_found
+from transcript.access import access_conversation
+from transcript.append import APPENDED_FIELDS, message_append
+from transcript.attachments.services import (
     PreverifiedAttachments,
     attachments_commit,
     attachments_preverify,
     manifest_ids,
 )
-from conversations.characters import access_character
-from conversations.models import AssistantSettings, Conversation, Message, MessageKind, MessageStatus, Role
-from conversations.provider.binding import provider_binding_gate_counted
-from conversations.provider.gateway import ProviderConfig, RequestOptions, conversation_cache_key
-from conversations.sending import tool_loop
-from conversations.sending.commands import FROM_HEAD, ParentChoice, SendCommand
-from conversations.threads.titles import title_from_first_message
-from conversations.transcript.append import APPENDED_FIELDS, message_append
-from conversations.transcript.guard import transcript_write_guard
-from conversations.transcript.leases import lease_deadline, streams_interrupt_expired
-from elion.errors import Conflict, InvalidInput
-from elion.rows import id_or_not_found
+from transcript.guard import transcript_write_guard
+from transcript.leases import lease_deadline, streams_interrupt_expired
+from transcript.provider.binding import provider_binding_gate_counted
+from transcript.provider.gateway import ProviderConfig, RequestOptions, conversation_cache_key
 
 logger = logging.getLogger(__name__)
 

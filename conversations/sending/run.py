@@ -23,24 +23,24 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from conversations.models import Message, MessageStatus
-from conversations.provider import gateway as provider_gateway
-from conversations.provider.gateway import ProviderError
-from conversations.provider.wire import REASONING_ROLE
 from conversations.sending import images, tool_loop
 from conversations.sending.broadcast import STARTED, ReplyBroadcast, done_data
 from conversations.sending.persist import persist
 from conversations.sending.prepare import FreshReply
-from conversations.transcript.citations import citations_clean
-from conversations.transcript.leases import lease_deadline
-from conversations.transcript.search_index import message_search_index_sync
-from conversations.transcript.tool_pairing import (
+from elion.base.database_errors import database_outage
+from operations.usage import USAGE_KEYS  # the provider-reported usage stored on each reply, summed over rounds
+from transcript.citations import citations_clean
+from transcript.leases import lease_deadline
+from transcript.provider import gateway as provider_gateway
+from transcript.provider.gateway import ProviderError
+from transcript.provider.wire import REASONING_ROLE
+from transcript.search_index import message_search_index_sync
+from transcript.tool_pairing import (
     output_item_part,
     project_tool_parts,
     reasoning_part,
     reasoning_parts_drop,
 )
-from conversations.usage import USAGE_KEYS  # the provider-reported usage stored on each reply, summed over rounds
-from elion.database_errors import database_outage
 
 logger = logging.getLogger(__name__)
 

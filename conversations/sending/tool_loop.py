@@ -30,7 +30,7 @@ unless the model calls one of these tools.
 Each call and its result are stored as a pair of parts on the assistant
 message (`{"type": "tool_call", "call_id", "name", "arguments", "round"}`,
 `{"type": "tool_result", "call_id", "content", "is_error"}`), each written as
-it happens. `conversations.transcript.tool_pairing.project_tool_parts` turns stored parts back into request
+it happens. `transcript.tool_pairing.project_tool_parts` turns stored parts back into request
 messages, pairing every call with exactly one result; a call whose result was
 never stored (the process died mid-tool) gets a synthetic error result,
 marked as such. Parts never enter `Message.content`, so handoffs, recall and
@@ -49,17 +49,17 @@ from django.conf import settings
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from archive.library import access_library_file, library_file_repr, library_files, library_page
 from archive.models import ArchiveCollection
-from archive.search import archive_search
+from archive.services.library import access_library_file, library_file_repr, library_files, library_page
+from archive.services.search import archive_search
 from artifacts import services as artifacts
 from artifacts.models import ArtifactKind
-from continuity.eligibility import model_search_sources
+from continuity.rules.eligibility import model_search_sources
 from conversations.models import Message
-from conversations.provider.gateway import ProviderConfig, ToolCallRequested
 from conversations.sending import memory_tool
-from conversations.visibility.past_search import past_conversation_search as owner_search
-from elion.errors import ServiceError
+from conversations.services.visibility.past_search import past_conversation_search as owner_search
+from elion.base.errors import ServiceError
+from transcript.provider.gateway import ProviderConfig, ToolCallRequested
 
 logger = logging.getLogger(__name__)
 
@@ -253,7 +253,7 @@ def past_conversation_search(*, query: str, context: ToolContext, limit: int = P
 
     Matching and ranking are the owner's Past Conversation Search (live-branch
     user/assistant speech only); which conversations count is
-    `continuity.eligibility.model_search_sources`: its persona's automatic
+    `continuity.rules.eligibility.model_search_sources`: its persona's automatic
     continuity sources, never shielded, never the current conversation.
     """
     # Shielded conversations are never asked for; the wider limit leaves room

@@ -24,18 +24,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from continuity.health import reconciliation_status
-from conversations.access import access_conversation
-from conversations.assistant_settings import assistant_settings_get
-from conversations.attachments.services import manifests_for
+from continuity.rules.health import reconciliation_status
 from conversations.models import Conversation, Folder, Message
 from conversations.sending.commands import send_command_from_payload
 from conversations.sending.events import reply_events
 from conversations.sending.prepare import PreparedReply, retry_prepare, send_prepare
 from conversations.sending.stop import reply_stop
 from conversations.sending.watch import ReplyWatch, live_reply_id, parse_after_seq
-from conversations.settings_service import assistant_settings_update
-from conversations.threads.services import (
+from conversations.services.settings_service import assistant_settings_update
+from conversations.services.threads.services import (
     conversation_create,
     conversation_rewind,
     conversation_switch,
@@ -44,20 +41,23 @@ from conversations.threads.services import (
     folder_delete,
     folder_update,
 )
-from conversations.transcript.deletion import access_deletion, conversation_delete_forever, deletion_receipt
-from conversations.transcript.leases import stale_streams_read_as_interrupted
-from conversations.transcript.siblings import Siblings, children_in, siblings_for, siblings_of
-from conversations.transcript.tree import tree_messages, walk_to_root
 from conversations.web import export as conversation_export
 from conversations.web import message_pages
 from conversations.web import schema as docs
 from conversations.web import serializers as s
-from elion import access
-from elion.database_errors import connection_release
-from elion.errors import InvalidInput, ServiceError
-from elion.input_checks import json_load_checked
-from elion.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded
-from elion.rows import id_or_not_found
+from elion.base import access
+from elion.base.database_errors import connection_release
+from elion.base.errors import InvalidInput, ServiceError
+from elion.base.input_checks import json_load_checked
+from elion.base.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded
+from elion.base.rows import id_or_not_found
+from transcript.access import access_conversation
+from transcript.assistant_settings import assistant_settings_get
+from transcript.attachments.services import manifests_for
+from transcript.deletion import access_deletion, conversation_delete_forever, deletion_receipt
+from transcript.leases import stale_streams_read_as_interrupted
+from transcript.siblings import Siblings, children_in, siblings_for, siblings_of
+from transcript.tree import tree_messages, walk_to_root
 
 
 def validated(serializer_class: type[serializers.Serializer], data: object) -> dict:

@@ -13,12 +13,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.visibility import transitions as visibility
-from conversations.visibility.past_search import past_conversation_search
+from conversations.services.visibility import transitions as visibility
+from conversations.services.visibility.past_search import past_conversation_search
 from conversations.web import schema as docs
 from conversations.web.serializers import conversation_repr
-from elion.errors import InvalidInput
-from elion.fulltext import query_terms
+from elion.base.errors import InvalidInput
+from elion.base.fulltext import query_terms
 
 QUERY_MAX = 500
 _TRUE = ("1", "true", "on", "yes")

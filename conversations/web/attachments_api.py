@@ -18,18 +18,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.access import access_conversation
-from conversations.attachments.services import (
+from conversations.models import AttachmentKind
+from conversations.services.threads.fork import conversation_fork
+from conversations.web import schema as docs
+from conversations.web.serializers import conversation_repr
+from elion.base.errors import InvalidInput
+from transcript.access import access_conversation
+from transcript.attachments.services import (
     attachment_repr,
     attachment_too_large,
     attachment_upload,
     attachment_verified_content,
 )
-from conversations.models import AttachmentKind
-from conversations.threads.fork import conversation_fork
-from conversations.web import schema as docs
-from conversations.web.serializers import conversation_repr
-from elion.errors import InvalidInput
 
 # Room for the multipart boundaries, headers and a conversation_id field.
 MULTIPART_OVERHEAD = 64 * 1024

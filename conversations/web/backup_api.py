@@ -1,6 +1,6 @@
 """`GET /api/backup/`: the full backup zip, streamed (owner only, like every `/api/` path).
 
-Thin: what the zip holds and how it is written live in `conversations.backup`.
+Thin: what the zip holds and how it is written live in `operations.backup`.
 Under ASGI (Daphne) the chunks are handed over as an asynchronous iterator,
 each one made in this request's own thread, so Django never gathers the
 whole zip in memory (it would, to serve a synchronous iterator).
@@ -19,7 +19,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from conversations.backup.writing import backup_chunks
+from operations.backup.writing import backup_chunks
 
 _DONE = object()
 

@@ -2,7 +2,7 @@
 
 `GET|POST /api/characters/`, `PATCH|DELETE /api/characters/{id}/`. Thin: the
 rules (and the prompt rebuild every change causes) live in
-`conversations.characters`.
+`conversations.services.characters`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations import characters
+from conversations.services import characters
 from conversations.web import schema as docs
-from elion.errors import InvalidInput
+from elion.base.errors import InvalidInput
 
 
 class CharacterSerializer(serializers.Serializer):

@@ -1,4 +1,4 @@
-"""The Character Studio page. Thin: every write goes through `conversations.characters`."""
+"""The Character Studio page. Thin: every write goes through `conversations.services.characters`."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from conversations import characters
-from elion.errors import ServiceError
+from conversations.services import characters
+from elion.base.errors import ServiceError
 
 FIELDS = characters.EDITABLE_FIELDS
 REBUILD_NOTE = "Every conversation's stored prompt lists the saved characters, so it was refreshed too."

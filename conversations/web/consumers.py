@@ -34,7 +34,6 @@ from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from conversations.access import access_conversation
 from conversations.sending.broadcast import EVENT_TYPE, STARTED, GroupSubscription, conversation_group
 from conversations.sending.commands import send_command_from_payload
 from conversations.sending.events import reply_events
@@ -43,9 +42,10 @@ from conversations.sending.stop import reply_stop
 from conversations.sending.warm import thread_warm
 from conversations.sending.watch import ReplyWatch, live_reply_id, parse_after_seq
 from conversations.web import serializers
-from elion.access import OWNER_USERNAME, origin_is_cross_site, session_is_current
-from elion.errors import InvalidInput, NotFound, ServiceError
-from elion.input_checks import json_load_checked
+from elion.base.access import OWNER_USERNAME, origin_is_cross_site, session_is_current
+from elion.base.errors import InvalidInput, NotFound, ServiceError
+from elion.base.input_checks import json_load_checked
+from transcript.access import access_conversation
 
 logger = logging.getLogger(__name__)
 

@@ -18,14 +18,14 @@ from collections.abc import Generator, Iterable, Iterator
 from rest_framework.renderers import JSONRenderer
 
 from artifacts.services import artifacts_export
-from continuity.labels import speaker_label
-from conversations.assistant_settings import assistant_settings_get
-from conversations.attachments.services import manifests_for
+from continuity.rules.labels import speaker_label
 from conversations.models import Attachment, Conversation, Message, MessageStatus, Role
-from conversations.transcript.branch_window import live_branch_batches
-from conversations.transcript.citations import sources_numbered
-from conversations.transcript.siblings import Siblings, siblings_for
 from conversations.web.serializers import conversation_repr, message_repr
+from transcript.assistant_settings import assistant_settings_get
+from transcript.attachments.services import manifests_for
+from transcript.branch_window import live_branch_batches
+from transcript.citations import sources_numbered
+from transcript.siblings import Siblings, siblings_for
 
 EXPORT_BATCH = 200
 SPOKEN_ROLES = (Role.USER, Role.ASSISTANT)

@@ -1,7 +1,7 @@
 """The paged messages API: `GET …/messages/?limit=N` with `before=<id>` or `around=<id>` (docs/api.md).
 
 Reading the query string is here; which messages a window holds is
-`conversations.transcript.branch_window`. Without `limit` (and without a
+`transcript.branch_window`. Without `limit` (and without a
 cursor) the list is the whole live branch, as before paging existed.
 """
 
@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from conversations.models import Conversation
-from conversations.transcript.branch_window import (
+from elion.base.errors import InvalidInput
+from transcript.branch_window import (
     BranchWindow,
     branch_window_around,
     branch_window_before,
     branch_window_newest,
 )
-from elion.errors import InvalidInput
 
 PAGE_LIMIT_MAX = 200
 _DIGITS = re.compile(r"[0-9]{1,6}")

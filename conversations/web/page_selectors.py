@@ -22,13 +22,11 @@ from uuid import UUID
 from django.db.models import Count
 from django.utils import timezone
 
-from continuity.compaction import COMPACT_MIN_TURNS, summary_system_text
-from continuity.eligibility import outside_quarantine
-from continuity.labels import assistant_name
 from continuity.models import Compaction
-from continuity.request_assembly import estimate_tokens
-from conversations.attachments.generated import generated_image_records
-from conversations.attachments.services import manifests_for
+from continuity.rules.compaction import COMPACT_MIN_TURNS, summary_system_text
+from continuity.rules.eligibility import outside_quarantine
+from continuity.rules.labels import assistant_name
+from continuity.rules.request_assembly import estimate_tokens
 from conversations.models import (
     AssistantSettings,
     Attachment,
@@ -39,9 +37,12 @@ from conversations.models import (
     MessageStatus,
     Role,
 )
-from conversations.provider.binding import binding_problem_of, configured_provider, recorded_bindings_counted
-from conversations.provider.gateway import ProviderBinding
-from conversations.transcript.branch_window import (
+from conversations.web.rendering import render_markdown
+from elion.base.errors import InvalidInput
+from operations.usage import latest_reported_usage
+from transcript.attachments.generated import generated_image_records
+from transcript.attachments.services import manifests_for
+from transcript.branch_window import (
     BranchWindow,
     branch_token_estimate,
     branch_window_around,
@@ -49,13 +50,12 @@ from conversations.transcript.branch_window import (
     branch_window_start,
     on_live_branch,
 )
-from conversations.transcript.citations import sources_numbered
-from conversations.transcript.siblings import Siblings, children_read, siblings_of
-from conversations.transcript.tool_pairing import reasoning_summary_text
-from conversations.transcript.tree import is_projectable
-from conversations.usage import latest_reported_usage
-from conversations.web.rendering import render_markdown
-from elion.errors import InvalidInput
+from transcript.citations import sources_numbered
+from transcript.provider.binding import binding_problem_of, configured_provider, recorded_bindings_counted
+from transcript.provider.gateway import ProviderBinding
+from transcript.siblings import Siblings, children_read, siblings_of
+from transcript.tool_pairing import reasoning_summary_text
+from transcript.tree import is_projectable
 
 SIDEBAR_LIMIT = 300
 VISIBLE_ROLES = (Role.USER, Role.ASSISTANT)
@@ -120,7 +120,7 @@ def sidebar_groups(limit: int = SIDEBAR_LIMIT) -> list[SidebarGroup]:
 
 
 def assistant_label(conversation: Conversation, settings_row: AssistantSettings) -> str:
-    """The name on assistant bubbles (`continuity.labels.assistant_name`)."""
+    """The name on assistant bubbles (`continuity.rules.labels.assistant_name`)."""
     return assistant_name(conversation.persona, display_name=settings_row.display_name)
 
 
@@ -133,7 +133,7 @@ class Bubble:
     html: str
     editable: bool
     retryable: bool
-    # The message's attachment manifest, in order (conversations.attachments.services), its generated
+    # The message's attachment manifest, in order (transcript.attachments.services), its generated
     # images apart (a reply's, `chat/_generated_images.html`).
     attachments: tuple = ()
     # Its versions (the parent's children), for "‹ i / n ›"; None: shown alone.

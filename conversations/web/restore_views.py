@@ -1,6 +1,6 @@
 """Settings → Restore a backup: upload, a dry-run check with counts, then a confirmation (issue 34).
 
-Thin: the rules are `conversations.backup.restoring` — the same as `manage.py restore` (a whole-backup check,
+Thin: the rules are `operations.backup.restoring` — the same as `manage.py restore` (a whole-backup check,
 a fresh instance only, never a merge). The uploaded zip waits under the data dir, named by a random token,
 until the owner confirms or starts again.
 """
@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from conversations.backup.restoring import BackupRefused, RestoreCheck, backup_restore, backup_restore_check
+from operations.backup.restoring import BackupRefused, RestoreCheck, backup_restore, backup_restore_check
 
 TOKEN_BYTES = 16
 

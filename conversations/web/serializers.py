@@ -6,12 +6,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from continuity.selectors import conversation_handoff_provenance, conversation_snapshot_timing
-from conversations.attachments.services import attachment_repr, manifests_for
+from continuity.rules.selectors import conversation_handoff_provenance, conversation_snapshot_timing
 from conversations.models import AssistantSettings, Conversation, Folder, Message
-from conversations.provider.binding import recorded_binding
-from conversations.transcript.citations import message_citations
-from conversations.transcript.siblings import Siblings, siblings_for
+from transcript.attachments.services import attachment_repr, manifests_for
+from transcript.citations import message_citations
+from transcript.provider.binding import recorded_binding
+from transcript.siblings import Siblings, siblings_for
 
 
 def conversation_provider(conversation: Conversation) -> dict | None:

@@ -1,6 +1,6 @@
 """HTTP API for provider-reported usage: `GET /api/usage/?days=N&months=N`.
 
-Thin: the totals, the periods and the cost rule live in `conversations.usage`.
+Thin: the totals, the periods and the cost rule live in `operations.usage`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations import usage
 from conversations.web import schema as docs
+from operations import usage
 
 
 class UsageFiguresSerializer(serializers.Serializer):
@@ -55,7 +55,7 @@ class UsageReportSerializer(serializers.Serializer):
 
 
 class UsageQuerySerializer(serializers.Serializer):
-    """Documents the query; `conversations.usage.period_count` checks it (400 `invalid_days|invalid_months`)."""
+    """Documents the query; `operations.usage.period_count` checks it (400 `invalid_days|invalid_months`)."""
 
     days = serializers.IntegerField(
         required=False, min_value=1, max_value=usage.DAYS_MAX,

@@ -1,7 +1,7 @@
 """Pages for provider-reported usage: Settings -> Usage, and the chat page's "Reported by the
 provider" block as a fragment (fetched again by static/js/chat/usage.js when a reply settles).
 
-Thin: the totals and the cost rule live in `conversations.usage`.
+Thin: the totals and the cost rule live in `operations.usage`.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from conversations import usage
-from conversations.access import access_conversation
-from conversations.transcript.branch_window import branch_window_newest
 from conversations.web import page_selectors
+from operations import usage
+from transcript.access import access_conversation
+from transcript.branch_window import branch_window_newest
 
 
 @require_GET

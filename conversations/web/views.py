@@ -8,11 +8,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from continuity.eligibility import outside_quarantine
-from continuity.new_chat_handoff import new_chat_handoff_drop, new_chat_handoff_notice
-from conversations.access import access_conversation, message_in_conversation
-from conversations.assistant_settings import assistant_settings_get
-from conversations.characters import characters_list
+from continuity.rules.eligibility import outside_quarantine
+from continuity.services.new_chat_handoff import new_chat_handoff_drop, new_chat_handoff_notice
 from conversations.models import (
     AssistantSettings,
     Conversation,
@@ -22,17 +19,20 @@ from conversations.models import (
     ReasoningEffort,
     Verbosity,
 )
-from conversations.settings_service import assistant_settings_update
-from conversations.threads.services import conversation_create
-from conversations.transcript.branch_window import BranchWindow
-from conversations.transcript.leases import stale_streams_read_as_interrupted
-from conversations.visibility.past_search import quoted_excerpt
-from conversations.visibility.selectors import chat_visibility
+from conversations.services.characters import characters_list
+from conversations.services.settings_service import assistant_settings_update
+from conversations.services.threads.services import conversation_create
+from conversations.services.visibility.past_search import quoted_excerpt
+from conversations.services.visibility.selectors import chat_visibility
 from conversations.web import message_pages, page_selectors
 from conversations.web.serializers import conversation_in_view
-from elion import access
-from elion.errors import NotFound, ServiceError
-from elion.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded
+from elion.base import access
+from elion.base.errors import NotFound, ServiceError
+from elion.base.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded
+from transcript.access import access_conversation, message_in_conversation
+from transcript.assistant_settings import assistant_settings_get
+from transcript.branch_window import BranchWindow
+from transcript.leases import stale_streams_read_as_interrupted
 
 
 def home(request: HttpRequest) -> HttpResponse:

@@ -1,7 +1,7 @@
 """Pages for visibility and deliberate search: the trash, hidden folders, folder and
 conversation transitions, and Past Conversation Search.
 
-Thin: every write is a `conversations.visibility.transitions` (or `services`) call; a
+Thin: every write is a `conversations.services.visibility.transitions` (or `services`) call; a
 refused action comes back as a flash message on the page it came from.
 """
 
@@ -13,17 +13,17 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from continuity.eligibility import outside_quarantine
-from conversations.access import access_conversation, access_folder
+from continuity.rules.eligibility import outside_quarantine
 from conversations.models import Conversation
-from conversations.threads.services import conversation_update, folder_create, folder_delete, folder_update
-from conversations.transcript.deletion import conversation_delete_forever
-from conversations.visibility import selectors as visibility_selectors
-from conversations.visibility import transitions as visibility
-from conversations.visibility.past_search import past_conversation_search
+from conversations.services.threads.services import conversation_update, folder_create, folder_delete, folder_update
+from conversations.services.visibility import selectors as visibility_selectors
+from conversations.services.visibility import transitions as visibility
+from conversations.services.visibility.past_search import past_conversation_search
 from conversations.web.api_visibility import flag, search_query
-from elion.errors import ServiceError
-from elion.fulltext import query_terms
+from elion.base.errors import ServiceError
+from elion.base.fulltext import query_terms
+from transcript.access import access_conversation, access_folder
+from transcript.deletion import conversation_delete_forever
 
 
 def _back(request: HttpRequest, default: str) -> HttpResponse:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django import template
 
 from conversations.models import Message
-from memories.proposals import reply_proposals
+from memories.services.proposals import reply_proposals
 from memories.web.review import proposal_card_context
 
 register = template.Library()

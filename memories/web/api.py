@@ -14,9 +14,10 @@ from rest_framework.views import APIView
 
 from conversations.web import schema as docs
 from conversations.web.serializers import conversation_repr
-from elion.errors import InvalidInput
-from memories import importing, proposals, services
-from memories.snapshots import snapshot_members, snapshot_refresh
+from elion.base.errors import InvalidInput
+from memories.services import importing, proposals
+from memories.services import memory_writes as services
+from memories.services.snapshots import snapshot_members, snapshot_refresh
 from memories.web import serializers as s
 
 

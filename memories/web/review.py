@@ -16,11 +16,12 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from conversations.access import access_conversation
-from elion.errors import ServiceError
-from memories import proposals, services
+from elion.base.errors import ServiceError
 from memories.models import IMPORTANCE_MAX, IMPORTANCE_MIN, MemoryCategory, MemoryProposal, SnapshotMembership
-from memories.snapshots import snapshot_members, snapshot_refresh
+from memories.services import memory_writes as services
+from memories.services import proposals
+from memories.services.snapshots import snapshot_members, snapshot_refresh
+from transcript.access import access_conversation
 
 FRAGMENT_HEADER = "HTTP_X_ELION_FRAGMENT"
 PLACES = ("chat", "list")

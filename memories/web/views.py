@@ -13,10 +13,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from elion.errors import ServiceError
-from memories import importing, services
+from elion.base.errors import ServiceError
 from memories.models import IMPORTANCE_MAX, IMPORTANCE_MIN, Memory, MemoryCategory, MemoryProposal, ProposalStatus
-from memories.snapshots import snapshot_refresh
+from memories.services import importing
+from memories.services import memory_writes as services
+from memories.services.snapshots import snapshot_refresh
 
 
 def _form_context(**extra: object) -> dict:

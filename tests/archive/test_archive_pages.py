@@ -8,7 +8,7 @@ import re
 import pytest
 
 from archive.models import ArchiveDocument
-from archive.services import archive_document_add_text
+from archive.services.documents import archive_document_add_text
 from archive.templatetags.search_marks import marked
 from archive.web.views import ARCHIVE_PAGE_SIZE
 

@@ -7,16 +7,16 @@ import json
 
 import pytest
 
-from archive import chatgpt
-from archive.blobs import archive_store
-from archive.import_runs import PROBLEMS_LISTED
 from archive.models import ArchiveAttachment, ArchiveChunk, ArchiveDocument
-from conversations.attachments import store
+from archive.services import chatgpt
+from archive.services.blobs import archive_store
+from archive.services.import_runs import PROBLEMS_LISTED
 from conversations.models import AssistantSettings
 from conversations.sending import tool_loop
 from tests.archive import chatgpt_export as export
 from tests.archive.conftest import make_zip
 from tests.support.json_fields import WRONG_TYPES, read_outcomes
+from transcript.attachments import store
 
 pytestmark = pytest.mark.django_db
 
@@ -387,7 +387,7 @@ def test_an_image_damaged_inside_the_zip_is_a_problem_and_the_rest_is_imported(c
 
 def test_a_conversation_nested_thousands_deep_is_a_problem_in_bounded_memory(client, upload):
     """Hostile input: 40 KB of nested arrays cost ijson's recursive builder about 1 GB; the depth-bounded
-    builder (`archive.json_values`) reads it to its end, never builds it, and the rest imports."""
+    builder (`archive.services.json_values`) reads it to its end, never builds it, and the rest imports."""
     import tracemalloc
 
     deep = "[" * 20_000 + "]" * 20_000

@@ -23,8 +23,8 @@ IMPORTED = ("Trim it again next Sunday", "read them slowly", "wick trimmed on Su
 
 @sync_to_async
 def claude_imported(archive_access: bool):
-    from archive.importers.claude import archive_claude_import
-    from conversations.settings_service import assistant_settings_update
+    from archive.services.importers.claude import archive_claude_import
+    from conversations.services.settings_service import assistant_settings_update
 
     assistant_settings_update(archive_access=archive_access)
     upload = SimpleUploadedFile("claude.zip", make_zip(export.members()))

@@ -11,8 +11,8 @@ from django.db import connection
 from django_q.models import OrmQ
 
 from archive import tasks
-from archive.importers import claude as claude_importer
 from archive.models import ArchiveChunk, ArchiveDocument, ImportJob
+from archive.services.importers import claude as claude_importer
 from bench.claude_export_build import write_export_zip
 from tests.archive import claude_export as export
 from tests.archive.conftest import make_zip

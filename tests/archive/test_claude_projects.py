@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from archive import claude, import_jobs
 from archive.models import ArchiveChunk, ArchiveDocument
-from conversations.assistant_settings import assistant_settings_get
+from archive.services import claude, import_jobs
 from conversations.sending import tool_loop
 from tests.archive import claude_export as export
 from tests.archive.conftest import make_zip
 from tests.support.import_jobs import job_url
 from tests.support.json_fields import WRONG_TYPES, read_outcomes
+from transcript.assistant_settings import assistant_settings_get
 
 pytestmark = pytest.mark.django_db
 

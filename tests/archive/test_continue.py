@@ -18,21 +18,21 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from archive.continuation import archive_document_continue
 from archive.models import ArchiveDocument
-from archive.services import archive_document_add_text, archive_document_delete
-from continuity.handoff_policy import build_handoff
-from continuity.handoff_store import (
+from archive.services.continuation import archive_document_continue
+from archive.services.documents import archive_document_add_text, archive_document_delete
+from continuity.rules.handoff_policy import build_handoff
+from continuity.rules.handoff_store import (
     archive_handoff_blocks_for,
     archive_source_messages,
     handoff_block_for,
     handoff_limits,
     speaker_names,
 )
-from conversations.assistant_settings import assistant_settings_get
 from conversations.models import Conversation, IdempotentAction, Message, MessageKind, Role
 from tests.support.factories import api_call
 from tests.support.scripted_provider import ScriptedReply
+from transcript.assistant_settings import assistant_settings_get
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from archive.models import ArchiveChunk, ArchiveDocument
-from archive.search import search_text_for
+from archive.services.search import search_text_for
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from django_q.models import OrmQ
 
-from archive import import_jobs
-from archive.importers import chatgpt as chatgpt_importer
 from archive.models import ArchiveChunk, ArchiveDocument, ImportJob
+from archive.services import import_jobs
+from archive.services.importers import chatgpt as chatgpt_importer
 from bench.chatgpt_export_build import write_export_zip
 from tests.archive import chatgpt_export as export
 from tests.support.import_jobs import (

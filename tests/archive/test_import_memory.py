@@ -11,12 +11,12 @@ import tracemalloc
 
 import pytest
 
-from archive import import_jobs
-from archive.import_runs import ImportFile, import_count
-from archive.importers import chatgpt as chatgpt_importer
-from archive.importers import claude as claude_importer
-from archive.importers import export_steps
 from archive.models import ArchiveDocument
+from archive.services import import_jobs
+from archive.services.import_runs import ImportFile, import_count
+from archive.services.importers import chatgpt as chatgpt_importer
+from archive.services.importers import claude as claude_importer
+from archive.services.importers import export_steps
 from bench.chatgpt_export_build import write_export_zip
 from bench.claude_export_build import write_export_zip as write_claude_export_zip
 

@@ -13,8 +13,8 @@ from django.apps import apps
 from django.test import Client
 
 from archive.models import ArchiveChunk, ArchiveDocument
-from archive.services import archive_document_add_text
-from continuity.handoff_store import handoff_block_for
+from archive.services.documents import archive_document_add_text
+from continuity.rules.handoff_store import handoff_block_for
 from conversations.models import Conversation, Message, MessageKind
 from tests.support.factories import sent_and_answered
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archive.parsing import (
+from archive.services.parsing import (
     CHUNK_MAX_CHARACTERS,
     SpeakerNames,
     Turn,
@@ -17,7 +17,7 @@ from archive.parsing import (
     render_turns,
     split_long,
 )
-from continuity.handoff_policy import SEPARATOR, visible_heading
+from continuity.rules.handoff_policy import SEPARATOR, visible_heading
 
 
 def turns_of(text: str) -> list[tuple[str, str, str]]:

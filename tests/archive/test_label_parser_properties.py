@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archive.parsing import CHUNK_MAX_CHARACTERS, chunk_text, speaker_names
+from archive.services.parsing import CHUNK_MAX_CHARACTERS, chunk_text, speaker_names
 
 _line = st.one_of(
     st.sampled_from([

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from archive.search import search_text_for
+from archive.services.search import search_text_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from archive.models import ArchiveDocument
-from continuity.branching import conversation_branch
+from continuity.services.branching import conversation_branch
 from conversations.models import Message, MessageKind, Role
-from conversations.transcript.tree import live_branch
+from transcript.tree import live_branch
 
 pytestmark = pytest.mark.django_db
 

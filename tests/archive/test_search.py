@@ -10,8 +10,8 @@ import pytest
 from django.db import connection
 
 from archive.models import ArchiveChunk, ArchiveDocument
-from archive.search import archive_search, query_terms, search_text_for
-from archive.services import archive_document_add_text
+from archive.services.documents import archive_document_add_text
+from archive.services.search import archive_search, query_terms, search_text_for
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""An export sent in pieces (`archive.upload_pieces`, issue 21): the ASGI server holds a request's whole
+"""An export sent in pieces (`archive.services.upload_pieces`, issue 21): the ASGI server holds a request's whole
 body in memory, so the import page sends a large export as bounded pieces, then starts the background
 import from the uploaded files. A piece sent twice is refused, never appended twice."""
 

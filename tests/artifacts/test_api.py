@@ -10,7 +10,7 @@ from django.test import Client
 
 from artifacts import services
 from artifacts.models import Artifact, ArtifactVersion
-from conversations.visibility.transitions import conversation_trash
+from conversations.services.visibility.transitions import conversation_trash
 from tests.support.factories import api_call, thread
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,7 +8,7 @@ import json
 import pytest
 from django.test import Client
 
-from archive.search import archive_search
+from archive.services.search import archive_search
 from artifacts.models import ArtifactVersion
 from continuity.models import ThreadHandoff
 from tests.support.factories import api_call

@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 
 from artifacts.models import Artifact, ArtifactVersion
-from conversations.provider.gateway import ToolCallRequested
 from conversations.sending.tool_loop import ToolContext, available_tools, run_tool
 from tests.support.factories import api_call, thread
+from transcript.provider.gateway import ToolCallRequested
 
 pytestmark = pytest.mark.django_db
 

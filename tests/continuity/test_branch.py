@@ -14,12 +14,12 @@ from django.db import connection
 from django.template.loader import render_to_string
 from django.test import Client
 
-from continuity import branching
 from continuity.models import ThreadHandoff
-from conversations.assistant_settings import assistant_settings_get
+from continuity.services import branching
 from conversations.models import Conversation, ConversationOrigin, Folder, IdempotentAction, Message, MessageKind, Role
 from conversations.web.page_selectors import bubbles_for
 from tests.support.factories import turns_append
+from transcript.assistant_settings import assistant_settings_get
 
 pytestmark = pytest.mark.django_db
 
@@ -110,7 +110,7 @@ def test_explicit_branch_from_hidden_trashed_or_shielded_source_is_allowed(sourc
     destination = Conversation.objects.get(pk=response.json()["id"])
     assert Message.objects.get(conversation=destination).kind == MessageKind.HANDOFF_ARTIFACT
     # Deliberate access made the bubble; automatic injection still honours the boundary.
-    from continuity.handoff_store import handoff_block_for
+    from continuity.rules.handoff_store import handoff_block_for
 
     assert handoff_block_for(destination) == ""
 
@@ -166,7 +166,7 @@ def test_bubble_stays_in_exports(source):
 
 
 def test_rewound_away_turns_never_reach_a_branch(source, make_turns):
-    from conversations.threads.services import conversation_rewind
+    from conversations.services.threads.services import conversation_rewind
 
     make_turns(source, ("user", "abandoned question"), ("assistant", "abandoned answer"))
     turn_9 = Message.objects.get(conversation=source, content="turn 9")
@@ -285,6 +285,6 @@ def test_marking_is_idempotent_and_skips_new_artifacts(make_conversation, source
     call_command("mark_historical_branch_artifacts", verbosity=0)
     call_command("mark_historical_branch_artifacts", verbosity=0)
     assert Message.objects.filter(kind=MessageKind.HANDOFF_ARTIFACT).count() == 2
-    from continuity.branch_history import historical_branch_artifacts_mark
+    from continuity.services.branch_history import historical_branch_artifacts_mark
 
     assert historical_branch_artifacts_mark(dry_run=True) == 0

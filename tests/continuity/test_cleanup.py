@@ -23,8 +23,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection, transaction
 from django.test import Client
 
-from continuity.cleanup import CONFIRMATION_PHRASE, continuity_cleanup_delete, continuity_cleanup_preview
 from continuity.models import ThreadHandoff
+from continuity.rules.cleanup import CONFIRMATION_PHRASE, continuity_cleanup_delete, continuity_cleanup_preview
 from conversations.models import Conversation
 
 pytestmark = pytest.mark.django_db
@@ -221,8 +221,8 @@ def test_scope_change_after_preview_is_409_and_removes_nothing(owner, rows, chan
 
 
 def test_cleanup_never_touches_any_other_table(owner, rows, thread):
-    from archive.services import archive_document_add_text
-    from memories.services import memory_add
+    from archive.services.documents import archive_document_add_text
+    from memories.services.memory_writes import memory_add
 
     memory_add(text="A memory")
     thread(("user", "question"), ("assistant", "answer"), title="Source")
@@ -255,7 +255,7 @@ def test_concurrent_insert_waits_for_the_deletion_and_is_not_removed(protected, 
     """The deletion locks the table: a row added meanwhile lands after it and survives."""
     if connection.vendor != "postgresql":
         pytest.skip("table lock: PostgreSQL (SQLite's IMMEDIATE transaction serialises writers)")
-    from continuity import cleanup
+    from continuity.rules import cleanup
 
     token = continuity_cleanup_preview().scope_token
     inside, proceed, inserted = threading.Event(), threading.Event(), {}

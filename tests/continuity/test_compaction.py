@@ -11,8 +11,8 @@ import uuid
 import pytest
 from django.test import Client
 
-from continuity.compaction import SUMMARY_HEADING, SUMMARY_INSTRUCTION
-from continuity.request_assembly import HistoryTurn, assemble_request, estimate_tokens
+from continuity.rules.compaction import SUMMARY_HEADING, SUMMARY_INSTRUCTION
+from continuity.rules.request_assembly import HistoryTurn, assemble_request, estimate_tokens
 from conversations.models import Message, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -149,7 +149,7 @@ def test_short_threads_are_not_compacted(make_conversation, make_turns, scripted
 
 
 def test_compacted_summaries_never_enter_handoffs_recall_or_search(long_thread, scripted_provider):
-    from archive.search import archive_search
+    from archive.services.search import archive_search
     from continuity.models import ThreadHandoff
 
     conversation, _ = long_thread

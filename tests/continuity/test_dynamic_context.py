@@ -13,12 +13,12 @@ import re
 import pytest
 from django.test import Client
 
-from continuity.keyword_recall import RECALL_END, words
-from continuity.request_assembly import estimate_tokens
-from continuity.static_prompt import QUOTED_RECALL_LABEL, RESERVED_RECALL_HEADING
+from continuity.rules.keyword_recall import RECALL_END, words
+from continuity.rules.request_assembly import estimate_tokens
+from continuity.rules.static_prompt import QUOTED_RECALL_LABEL, RESERVED_RECALL_HEADING
 from conversations.models import Conversation, Folder, Message, MessageKind
-from conversations.transcript.append import APPENDED_FIELDS, message_append
 from tests.support.diagnostics import DIAGNOSTIC_NAMES
+from transcript.append import APPENDED_FIELDS, message_append
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -153,7 +153,7 @@ def test_excerpts_are_cut_to_about_300_characters_around_the_match(current, thre
 def test_recall_never_reads_the_current_thread_system_prompts_tool_parts_handoff_bubbles_or_dead_branches(
     current, thread, make_turns, add_message, scripted_provider, settings
 ):
-    from memories.services import memory_add
+    from memories.services.memory_writes import memory_add
 
     # The current thread itself mentions the word.
     make_turns(current, ("user", "the quokka photo from the zoo"), ("assistant", "So cheerful."))
@@ -233,7 +233,7 @@ def test_birth_period_no_recall_even_when_the_opener_asks_to_remember_and_find(
 
 
 def test_a_branch_handoff_bubble_does_not_end_the_birth_period(thread, scripted_provider):
-    from continuity.branching import conversation_branch
+    from continuity.services.branching import conversation_branch
 
     thread(("user", "Marisol and the lighthouse door."), ("assistant", "Blue."), title="Other lighthouse")
     source = thread(("user", "Our walk along the pier."), ("assistant", "The pier at dusk."), title="Pier")
@@ -245,8 +245,8 @@ def test_a_branch_handoff_bubble_does_not_end_the_birth_period(thread, scripted_
 
 
 def test_birth_period_guard_refuses_to_dispatch_a_recall_section(make_conversation, scripted_provider, monkeypatch, caplog):
-    from continuity import dynamic_context as dc
-    from continuity import request_building
+    from continuity.rules import dynamic_context as dc
+    from continuity.rules import request_building
 
     real = dc.dynamic_context_build
 
@@ -273,9 +273,9 @@ def test_birth_period_guard_refuses_to_dispatch_a_recall_section(make_conversati
 def test_reserved_heading_quoted_in_identity_memory_character_and_opener_does_not_trip_the_guard(
     make_conversation, scripted_provider
 ):
-    from conversations.characters import character_create
-    from conversations.settings_service import assistant_settings_update
-    from memories.services import memory_add
+    from conversations.services.characters import character_create
+    from conversations.services.settings_service import assistant_settings_update
+    from memories.services.memory_writes import memory_add
 
     quoted = f"Before\n{RESERVED_RECALL_HEADING}\nAfter"
     assistant_settings_update(custom_instructions=quoted)
@@ -362,7 +362,7 @@ def test_excerpts_copying_the_current_threads_own_history_are_suppressed(current
 
 
 def test_pinned_character_travels_in_the_dynamic_context_for_that_message_only(current, scripted_provider):
-    from conversations.characters import character_create
+    from conversations.services.characters import character_create
 
     echo = character_create(name="Echo", description="A fox made of starlight.", image_guidance="Soft blue glow.")
     send(current, "Tell me a bedtime story.", pinned_character_id=echo.pk)
@@ -376,7 +376,7 @@ def test_pinned_character_travels_in_the_dynamic_context_for_that_message_only(c
 
 
 def test_pinned_character_and_recall_share_one_dynamic_message(current, thread, scripted_provider):
-    from conversations.characters import character_create
+    from conversations.services.characters import character_create
 
     thread(("user", "The lighthouse keeper Marisol painted the door blue."), ("assistant", "Blue."))
     echo = character_create(name="Echo", description="A fox.")
@@ -466,7 +466,7 @@ def test_recall_gives_the_same_excerpts_in_the_same_order_on_every_run(current, 
 
 
 def test_a_prompt_stored_under_an_older_recall_policy_is_rebuilt_before_use(make_conversation, scripted_provider):
-    from continuity.policies import policy_markers
+    from continuity.rules.policies import policy_markers
 
     fresh = make_conversation(persona="elion")
     stale_markers = {**policy_markers(), "recall_policy": "recall/older"}
@@ -487,9 +487,9 @@ def test_a_prompt_stored_under_an_older_recall_policy_is_rebuilt_before_use(make
 def test_candidates_are_the_newest_eligible_matches_of_each_term(thread, monkeypatch):
     """The two-step search (one probe, then rare terms again) gives exactly each
     term's newest `CANDIDATES_PER_TERM` eligible matches, on either database."""
-    from continuity import recall_search
+    from continuity.rules import recall_search
     from conversations.models import MessageSearchEntry
-    from conversations.transcript.search_index import message_search_index_sync
+    from transcript.search_index import message_search_index_sync
 
     monkeypatch.setattr(recall_search, "CANDIDATES_PER_TERM", 2)
     texts = ["omega one", "alpha one", "omega two", "alpha two", "alpha three", "omega three", "alpha four",
@@ -520,9 +520,9 @@ def test_candidates_stay_exact_when_rare_terms_are_found_by_bounded_walks_and_id
     answer from FTS5's own order)."""
     import random
 
-    from continuity import recall_search
+    from continuity.rules import recall_search
     from conversations.models import MessageSearchEntry
-    from conversations.transcript.search_index import message_search_index_sync
+    from transcript.search_index import message_search_index_sync
 
     for name, value in (("CANDIDATES_PER_TERM", 3), ("PROBE_ROWS", 4), ("WALK_ROWS", 3), ("MIN_WALK_ROWS", 1),
                         ("MIN_WINDOW_ROWS", 2), ("MAX_WINDOW_ROWS", 40)):
@@ -568,10 +568,10 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
 
     from django.db import connection
 
-    from continuity import recall_search
+    from continuity.rules import recall_search
     from conversations.models import MessageSearchEntry
-    from conversations.transcript.search_index import message_search_index_sync
     from tests.support.factories import turns_append
+    from transcript.search_index import message_search_index_sync
 
     for name, value in (("CANDIDATES_PER_TERM", 3), ("PROBE_ROWS", 4), ("WALK_ROWS", 3), ("MIN_WALK_ROWS", 1),
                         ("MIN_WINDOW_ROWS", 2), ("MAX_WINDOW_ROWS", 40)):
@@ -624,9 +624,9 @@ def test_recall_index_search_leaves_the_excluded_conversations_rows_out_by_itsel
     the excluded thread's rows."""
     from django.db import connection
 
-    from continuity import recall_search
+    from continuity.rules import recall_search
     from conversations.models import MessageSearchEntry
-    from conversations.transcript.search_index import message_search_index_sync
+    from transcript.search_index import message_search_index_sync
 
     other = thread(("user", "lantern harbour"), ("assistant", "lantern"))
     current = thread(*[("user" if n % 2 == 0 else "assistant", f"lantern harbour {n}") for n in range(12)])
@@ -698,7 +698,7 @@ def test_the_conversation_lexeme_is_never_a_search_match(thread):
     """The vector's conversation lexeme (PostgreSQL, migration 0016) is no word anyone can search for:
     Past Conversation Search for a conversation's id or for "conversation" finds no row by it."""
     from conversations.models import Conversation
-    from conversations.transcript.search_index import message_matching_ids, message_search_index_sync
+    from transcript.search_index import message_matching_ids, message_search_index_sync
 
     conversation = thread(("user", "plain words only"), ("assistant", "yes"))
     message_search_index_sync()

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from continuity import handoff_policy as hp
-from continuity.handoff_policy import (
+from continuity.rules import handoff_policy as hp
+from continuity.rules.handoff_policy import (
     HEADING_MAX_CHARACTERS,
     Handoff,
     HandoffLimits,
@@ -369,7 +369,7 @@ def test_heading_markdown_renders_as_text(db):
 
 
 def test_int_or_default_reads_invalid_limits_as_defaults(monkeypatch):
-    from elion.env import int_or_default
+    from elion.base.env import int_or_default
 
     for raw in ("", "abc", "-5", "0", "1.5", " "):
         monkeypatch.setenv("HANDOFF_TOTAL_CHARACTER_BUDGET", raw)
@@ -395,4 +395,4 @@ def test_policy_module_is_pure():
     } | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     assert not any(name.startswith(("django", "conversations", "rest_framework")) for name in imported)
     assert imported <= {"__future__", "json", "re", "uuid", "collections.abc", "dataclasses", "datetime",
-                        "continuity.labels"}
+                        "continuity.rules.labels"}

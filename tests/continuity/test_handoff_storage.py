@@ -10,20 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from continuity.branching import conversation_branch
-from continuity.handoff_store import (
+from continuity.models import ThreadHandoff
+from continuity.rules.handoff_store import (
     handoff_block_for,
     handoff_blocks_for,
     handoff_limits,
     thread_handoff_source_ids,
     thread_handoffs_read,
 )
-from continuity.models import ThreadHandoff
-from continuity.prompt_store import continuity_blocks, markers_are_current, policy_markers, static_prompt_ensure
-from continuity.selectors import conversation_handoff_provenance
-from conversations.assistant_settings import assistant_settings_read
+from continuity.rules.prompt_store import continuity_blocks, markers_are_current, policy_markers, static_prompt_ensure
+from continuity.rules.selectors import conversation_handoff_provenance
+from continuity.services.branching import conversation_branch
 from conversations.models import Conversation, Folder, Message, MessageKind, Role
-from conversations.transcript.append import APPENDED_FIELDS, message_append
+from transcript.append import APPENDED_FIELDS, message_append
+from transcript.assistant_settings import assistant_settings_read
 
 pytestmark = pytest.mark.django_db
 
@@ -118,7 +118,7 @@ def test_stale_handoff_size_marker_rebuilds_stored_prompt_before_reuse(thread, s
 
 
 def test_rebuilding_an_unchanged_prompt_keeps_its_boundary(thread):
-    from continuity.prompt_store import static_prompts_rebuild
+    from continuity.rules.prompt_store import static_prompts_rebuild
 
     thread(("user", "q"), ("assistant", "r"))
     destination = thread()
@@ -130,7 +130,7 @@ def test_rebuilding_an_unchanged_prompt_keeps_its_boundary(thread):
 def test_each_prompt_has_its_own_boundary(thread):
     thread(("user", "q"), ("assistant", "r"))
     one, two = thread(), thread()
-    from continuity.handoff_policy import boundary_id_in
+    from continuity.rules.handoff_policy import boundary_id_in
 
     assert boundary_id_in(prompt_of(one)) != boundary_id_in(prompt_of(two))
 
@@ -150,7 +150,7 @@ def test_ineligible_source_is_not_injected(thread, change):
 
 
 def test_rewound_away_messages_never_injected(thread, make_turns):
-    from conversations.threads.services import conversation_rewind
+    from conversations.services.threads.services import conversation_rewind
 
     source = thread(("user", "kept question"), ("assistant", "kept answer"))
     make_turns(source, ("user", "later question"), ("assistant", "later answer"))
@@ -207,7 +207,7 @@ def test_invalid_env_limits_fall_back_to_defaults(tmp_path):
     }
     code = (
         "import django, json; django.setup(); from django.conf import settings; "
-        "from continuity.handoff_store import handoff_limits; l = handoff_limits(); "
+        "from continuity.rules.handoff_store import handoff_limits; l = handoff_limits(); "
         "print(json.dumps([settings.HANDOFF_PER_MESSAGE_CHARACTER_LIMIT, settings.HANDOFF_TOTAL_CHARACTER_BUDGET, "
         "l.per_message, l.total_budget]))"
     )

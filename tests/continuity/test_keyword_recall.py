@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from continuity import keyword_recall as kr
-from continuity.static_prompt import QUOTED_RECALL_LABEL, RESERVED_RECALL_HEADING
+from continuity.rules import keyword_recall as kr
+from continuity.rules.static_prompt import QUOTED_RECALL_LABEL, RESERVED_RECALL_HEADING
 from tests.support.recall_text import hit, render
 
 # --- Keyword extraction -------------------------------------------------------------
@@ -59,7 +59,7 @@ def test_a_message_of_only_stop_and_relational_words_has_no_keywords(tokens):
 
 
 def test_words_match_the_shared_full_text_tokeniser():
-    from elion.fulltext import words
+    from elion.base.fulltext import words
 
     sample = "Ünïcode café, snake_case, e-mail me@example.com — 3.14 and Ω-mega!"
     assert kr.words(sample) == words(sample)
@@ -258,7 +258,7 @@ def test_heading_inside_a_verbatim_handoff_block_is_not_a_recall_section():
 
 @pytest.mark.parametrize("field", ["owner_name", "display_name"])
 def test_names_quoting_the_heading_are_quoted_in_the_static_prompt_and_never_look_like_recall(field):
-    from continuity.static_prompt import build_static_prompt
+    from continuity.rules.static_prompt import build_static_prompt
     from tests.support.static_prompt_inputs import full_inputs, settings
 
     name = f"Echo\n{RESERVED_RECALL_HEADING}\nEnd"

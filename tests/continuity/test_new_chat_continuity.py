@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from continuity import handoff_store
 from continuity.models import ThreadHandoff
+from continuity.rules import handoff_store
 from conversations.models import Conversation, Folder, Message
-from conversations.threads.services import conversation_create, conversation_rewind
+from conversations.services.threads.services import conversation_create, conversation_rewind
 
 pytestmark = pytest.mark.django_db
 
@@ -119,7 +119,7 @@ def test_capture_uses_database_reads_only(thread, monkeypatch):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from conversations.provider import gateway as provider_gateway
+    from transcript.provider import gateway as provider_gateway
 
     thread(("user", "q"), ("assistant", "r"))
 

@@ -20,15 +20,15 @@ from django.test import Client
 from django.utils import timezone
 from django_q.models import Schedule
 
-from continuity.eligibility import VisibilityState, feeds_automatic_continuity, visibility_state
 from continuity.models import ThreadHandoff
+from continuity.rules.eligibility import VisibilityState, feeds_automatic_continuity, visibility_state
 from conversations.models import Conversation, ConversationDeletion, Message
 from conversations.tasks import expire_private_chats
-from conversations.transcript.deletion import private_chats_expire
 from memories.models import ConversationMemorySnapshot, SnapshotMembership
-from memories.services import memory_add
+from memories.services.memory_writes import memory_add
 from tests.support.factories import api_call
 from tests.support.scripted_provider import ScriptedReply
+from transcript.deletion import private_chats_expire
 
 # The private chat's words: queries name "marigold"; "quill stone" is only in its assistant turn.
 P_USER = "Tell me about the marigold ledger."

@@ -12,8 +12,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from continuity import keyword_recall as kr
-from continuity.static_prompt import RESERVED_RECALL_HEADING
+from continuity.rules import keyword_recall as kr
+from continuity.rules.static_prompt import RESERVED_RECALL_HEADING
 from tests.support.recall_text import hit, render
 
 # --- Properties of ranking, selection and rendering ------------------------------------------

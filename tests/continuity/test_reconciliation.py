@@ -26,11 +26,12 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from continuity import reconciliation, tasks
+from continuity import tasks
 from continuity.models import PromptReconciliationFailure, PromptReconciliationRun, ThreadHandoff
-from continuity.policies import policy_markers
-from continuity.prompt_store import markers_are_current, static_prompt_ensure
-from continuity.reconciliation import (
+from continuity.rules import reconciliation
+from continuity.rules.policies import policy_markers
+from continuity.rules.prompt_store import markers_are_current, static_prompt_ensure
+from continuity.rules.reconciliation import (
     policy_version,
     prompts_reconcile,
     prompts_reconcile_batch,
@@ -39,7 +40,7 @@ from continuity.reconciliation import (
 )
 from conversations.models import Conversation, Message, Role
 from memories.models import SnapshotMembership
-from memories.services import memory_add
+from memories.services.memory_writes import memory_add
 from tests.support.stale_prompts import OLD_MARKERS, RECENT_ACTIVITY, seed_stale_prompts
 
 pytestmark = pytest.mark.django_db

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from continuity import static_prompt as sp
-from continuity.static_prompt import (
+from continuity.rules import static_prompt as sp
+from continuity.rules.static_prompt import (
     PromptCharacter,
     PromptMemory,
     build_static_prompt,
@@ -147,8 +147,8 @@ def test_build_is_deterministic():
 def test_stored_prompt_records_policy_markers(make_conversation):
     from django.db import transaction
 
-    from continuity.policies import RECALL_POLICY, handoff_size_policy
-    from continuity.prompt_store import static_prompt_ensure
+    from continuity.rules.policies import RECALL_POLICY, handoff_size_policy
+    from continuity.rules.prompt_store import static_prompt_ensure
 
     conversation = make_conversation()
     with transaction.atomic():
@@ -162,9 +162,9 @@ def test_stored_prompt_records_policy_markers(make_conversation):
 
 @pytest.mark.django_db
 def test_prompt_inputs_read_memories_from_the_conversation_snapshot(make_conversation):
-    from continuity.prompt_store import prompt_inputs_for
-    from conversations.assistant_settings import assistant_settings_get
-    from memories.services import memories_reorder, memory_add
+    from continuity.rules.prompt_store import prompt_inputs_for
+    from memories.services.memory_writes import memories_reorder, memory_add
+    from transcript.assistant_settings import assistant_settings_get
 
     first = memory_add(text="First", category="place", importance=5)
     second = memory_add(text="Second")

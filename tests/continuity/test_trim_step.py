@@ -13,8 +13,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from continuity.request_assembly import HistoryTurn, assemble_request, trim_history, turn_tokens
-from elion import env
+from continuity.rules.request_assembly import HistoryTurn, assemble_request, trim_history, turn_tokens
+from elion.base import env
 
 
 def earlier_trim_history(turns: list[HistoryTurn], budget_tokens: int) -> tuple[list[HistoryTurn], int]:

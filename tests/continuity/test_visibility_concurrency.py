@@ -5,7 +5,7 @@ before the operation reports success. That prevents continuity content
 captured before the transition from remaining in an existing prompt."
 
 Each operation runs in its own thread and connection and commits for real. On
-PostgreSQL this exercises the row locks (`conversations.visibility.transitions`: memory-set
+PostgreSQL this exercises the row locks (`conversations.services.visibility.transitions`: memory-set
 lock, then the rows, then the affected threads in id order); on SQLite the
 IMMEDIATE write lock serialises whole transactions.
 """
@@ -21,8 +21,8 @@ from django.conf import settings
 from conversations.models import Conversation, Folder, Message, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
-from conversations.threads.services import conversation_create, folder_update
-from conversations.visibility import transitions as visibility
+from conversations.services.threads.services import conversation_create, folder_update
+from conversations.services.visibility import transitions as visibility
 from tests.support.racing import Gate, run_paused, run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)

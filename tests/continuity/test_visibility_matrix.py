@@ -34,8 +34,8 @@ import json
 import pytest
 from django.test import Client
 
-from continuity.eligibility import feeds_automatic_continuity
 from continuity.models import ThreadHandoff
+from continuity.rules.eligibility import feeds_automatic_continuity
 from conversations.models import Conversation, Folder, Message, Role
 from tests.support.scripted_provider import ScriptedReply
 

@@ -15,10 +15,10 @@ import pytest
 from django.db import transaction
 from django.test import Client
 
-from continuity.eligibility import VisibilityState, visibility_state
-from continuity.prompt_store import static_prompt_ensure
-from conversations.access import access_conversation
+from continuity.rules.eligibility import VisibilityState, visibility_state
+from continuity.rules.prompt_store import static_prompt_ensure
 from conversations.models import Conversation, Folder, Message, Role
+from transcript.access import access_conversation
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ import pytest
 from django.db import transaction
 from django.test import Client
 
-from conversations.characters import character_create
 from conversations.models import Character, Message
+from conversations.services.characters import character_create
 
 pytestmark = pytest.mark.django_db
 
@@ -22,8 +22,8 @@ def api() -> Client:
 
 
 def stored_prompt_of(conversation) -> str:
-    from continuity.prompt_store import static_prompt_ensure
-    from conversations.access import access_conversation
+    from continuity.rules.prompt_store import static_prompt_ensure
+    from transcript.access import access_conversation
 
     with transaction.atomic():
         return static_prompt_ensure(access_conversation(conversation.pk, lock=True)).content

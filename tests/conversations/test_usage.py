@@ -1,5 +1,5 @@
 """Provider-reported usage totalled per day and month, and its estimated cost (issue "GPT-5.5 …", usage
-and cost): `conversations.usage`, `GET /api/usage/`, Settings -> Usage, and the chat page's "Reported by the
+and cost): `operations.usage`, `GET /api/usage/`, Settings -> Usage, and the chat page's "Reported by the
 provider" block. Real database rows; the send path runs the real SDK against the scripted provider."""
 
 from __future__ import annotations
@@ -14,9 +14,13 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from conversations.models import Folder, Message, Role
-from conversations.usage import USAGE_KEYS, usage_report
-from conversations.visibility.transitions import conversation_move_locked, conversation_trash, folder_hidden_set
-from elion import env
+from conversations.services.visibility.transitions import (
+    conversation_move_locked,
+    conversation_trash,
+    folder_hidden_set,
+)
+from elion.base import env
+from operations.usage import USAGE_KEYS, usage_report
 from tests.support.factories import thread, turns_append
 from tests.support.scripted_provider import ScriptedReply
 

@@ -1,4 +1,4 @@
-"""The pooled SQLite backend (`elion.db.backends.sqlite3`), on real database files.
+"""The pooled SQLite backend (`elion.base.db.backends.sqlite3`), on real database files.
 
 Each test makes its own wrappers on its own files (whatever DATABASE_URL the
 suite runs with), so the pools here never meet the test database's.
@@ -13,13 +13,13 @@ import threading
 import pytest
 from django.conf import settings
 
-from elion.db.backends.sqlite3 import base as pool
+from elion.base.db.backends.sqlite3 import base as pool
 
 
 def wrapper(path, **options):
     return pool.DatabaseWrapper(
         {
-            "ENGINE": "elion.db.backends.sqlite3",
+            "ENGINE": "elion.base.db.backends.sqlite3",
             "NAME": str(path),
             "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL;", "transaction_mode": "IMMEDIATE", **options},
             "ATOMIC_REQUESTS": False,
@@ -308,4 +308,4 @@ def test_the_app_uses_the_pooled_backend_for_sqlite(tmp_path, database_url):
         [sys.executable, "-c", "from django.conf import settings; print(settings.DATABASES['default']['ENGINE'])"],
         env=env, capture_output=True, text=True, check=True, cwd=settings.BASE_DIR,
     ).stdout.strip()
-    assert engine == "elion.db.backends.sqlite3"
+    assert engine == "elion.base.db.backends.sqlite3"

@@ -28,10 +28,10 @@ def stored_prompt(conversation) -> str | None:
 
 def fresh_prompt(conversation) -> str:
     """What a rebuild from the current rows gives."""
-    from continuity.prompt_store import prompt_inputs_for
-    from continuity.static_prompt import build_static_prompt
-    from conversations.assistant_settings import assistant_settings_get
+    from continuity.rules.prompt_store import prompt_inputs_for
+    from continuity.rules.static_prompt import build_static_prompt
     from conversations.models import Conversation
+    from transcript.assistant_settings import assistant_settings_get
 
     return build_static_prompt(prompt_inputs_for(Conversation.objects.get(pk=conversation.pk), settings_row=assistant_settings_get()))
 
@@ -44,7 +44,7 @@ def member_ids(conversation) -> set[int]:
 
 @pytest.fixture
 def make_memory(db):
-    from memories.services import memory_add
+    from memories.services.memory_writes import memory_add
 
     def make(text, **kwargs):
         return memory_add(text=text, **kwargs)
@@ -57,8 +57,8 @@ def store_prompt(db):
     """Store a conversation's static prompt the way the first send does (under its row lock)."""
     from django.db import transaction
 
-    from continuity.prompt_store import static_prompt_ensure
-    from conversations.access import access_conversation
+    from continuity.rules.prompt_store import static_prompt_ensure
+    from transcript.access import access_conversation
 
     def store(conversation):
         with transaction.atomic():

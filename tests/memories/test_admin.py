@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memories.models import ConversationMemorySnapshot, Memory
-from memories.services import memory_add
+from memories.services.memory_writes import memory_add
 from tests.memories.conftest import memory_texts, stored_prompt
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from django.core.management import call_command
 
 from conversations.models import Conversation, Message, Role
 from memories.models import ConversationMemorySnapshot
-from memories.services import memory_add, memory_delete
+from memories.services.memory_writes import memory_add, memory_delete
 from tests.memories.conftest import member_ids, memory_texts, stored_prompt
 
 pytestmark = pytest.mark.django_db

@@ -23,15 +23,15 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from continuity import prompt_store
+from continuity.rules import prompt_store
 from conversations.models import Conversation, Message, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
-from conversations.threads.services import conversation_create
-from elion.errors import NotFound
+from conversations.services.threads.services import conversation_create
+from elion.base.errors import NotFound
 from memories.models import Memory, SnapshotMembership
-from memories.services import memory_add, memory_delete, memory_edit
-from memories.snapshots import snapshot_refresh
+from memories.services.memory_writes import memory_add, memory_delete, memory_edit
+from memories.services.snapshots import snapshot_refresh
 from tests.memories.conftest import fresh_prompt, member_ids, memory_texts, stored_prompt
 from tests.support.racing import Gate, run_paused, run_together
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from elion.errors import InvalidInput
-from memories.importing import memories_parse
-from memories.services import MemoryDraft
+from elion.base.errors import InvalidInput
+from memories.services.importing import memories_parse
+from memories.services.memory_writes import MemoryDraft
 
 
 def test_json_strings_and_objects():

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from elion.errors import InvalidInput
-from memories.importing import claude_memories_shaped, claude_memory_texts, memories_parse
+from elion.base.errors import InvalidInput
 from memories.models import MEMORY_TEXT_MAX
-from memories.services import MemoryDraft
+from memories.services.importing import claude_memories_shaped, claude_memory_texts, memories_parse
+from memories.services.memory_writes import MemoryDraft
 
 
 def test_each_paragraph_is_a_memory_under_the_heading_above_it():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memories.models import Memory, SnapshotMembership
-from memories.services import holders_of, memory_add
+from memories.services.memory_writes import holders_of, memory_add
 
 pytestmark = pytest.mark.django_db
 

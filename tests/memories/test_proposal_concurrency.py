@@ -18,15 +18,15 @@ import pytest
 from django.conf import settings as django_settings
 
 from conversations.models import Conversation, Role
-from conversations.threads.services import conversation_create
-from conversations.transcript.deletion import conversation_delete_forever
-from conversations.visibility.transitions import conversation_trash
-from elion.errors import Conflict, NotFound
+from conversations.services.threads.services import conversation_create
+from conversations.services.visibility.transitions import conversation_trash
+from elion.base.errors import Conflict, NotFound
 from memories.models import Memory, MemoryProposal, MemorySource, ProposalStatus, SnapshotMembership
-from memories.proposals import memory_propose, proposal_approve, proposal_dismiss
-from memories.services import memory_delete
+from memories.services.memory_writes import memory_delete
+from memories.services.proposals import memory_propose, proposal_approve, proposal_dismiss
 from tests.support.factories import turns_append
 from tests.support.racing import run_together
+from transcript.deletion import conversation_delete_forever
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

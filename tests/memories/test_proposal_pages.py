@@ -7,12 +7,12 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from continuity.request_assembly import estimate_tokens
+from continuity.rules.request_assembly import estimate_tokens
 from conversations.models import Role
-from conversations.threads.services import conversation_create
+from conversations.services.threads.services import conversation_create
 from memories.models import Memory, MemoryProposal, ProposalStatus, SnapshotMembership
-from memories.proposals import memory_propose
-from memories.services import memory_add
+from memories.services.memory_writes import memory_add
+from memories.services.proposals import memory_propose
 from tests.memories.conftest import MEMORY_HEADING, stored_prompt
 from tests.support.factories import turns_append
 

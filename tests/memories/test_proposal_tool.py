@@ -13,10 +13,10 @@ import pytest
 from django.test import Client
 
 from conversations.models import Conversation, Message, Role
-from conversations.threads.services import folder_create
-from conversations.visibility.transitions import conversation_restore, conversation_trash
+from conversations.services.threads.services import folder_create
+from conversations.services.visibility.transitions import conversation_restore, conversation_trash
 from memories.models import Memory, MemoryProposal, MemorySource, ProposalStatus, SnapshotMembership
-from memories.services import memory_add
+from memories.services.memory_writes import memory_add
 from tests.support.factories import api_call
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.tool_requests import (

@@ -9,13 +9,13 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from continuity.branching import conversation_branch
+from continuity.services.branching import conversation_branch
 from conversations.models import Role
-from conversations.threads.services import conversation_create, folder_create
-from conversations.visibility.transitions import folder_hidden_set
+from conversations.services.threads.services import conversation_create, folder_create
+from conversations.services.visibility.transitions import folder_hidden_set
 from memories.models import MemoryProposal, MemoryVersion, ProposalStatus, SnapshotMembership
-from memories.proposals import memory_propose
-from memories.services import memory_add, memory_delete, memory_edit
+from memories.services.memory_writes import memory_add, memory_delete, memory_edit
+from memories.services.proposals import memory_propose
 from tests.memories.conftest import memory_texts, stored_prompt
 from tests.support.factories import api_call, turns_append
 

@@ -9,7 +9,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from memories.models import Memory, MemorySource
-from memories.services import memory_add
+from memories.services.memory_writes import memory_add
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from memories.services import memory_add, memory_delete, memory_edit
+from memories.services.memory_writes import memory_add, memory_delete, memory_edit
 from tests.memories.conftest import memory_texts, system_prompt_received
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]

@@ -7,14 +7,14 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from continuity.prompt_store import prompt_inputs_for
-from conversations.assistant_settings import assistant_settings_get
+from continuity.rules.prompt_store import prompt_inputs_for
 from conversations.models import Conversation, Message, Role
-from memories import importing
 from memories.models import ConversationMemorySnapshot, Memory, SnapshotMembership
-from memories.services import memories_reorder, memory_delete, memory_edit, memory_edit_impact
-from memories.snapshots import snapshot_refresh
+from memories.services import importing
+from memories.services.memory_writes import memories_reorder, memory_delete, memory_edit, memory_edit_impact
+from memories.services.snapshots import snapshot_refresh
 from tests.memories.conftest import fresh_prompt, member_ids, memory_texts, stored_prompt
+from transcript.assistant_settings import assistant_settings_get
 
 pytestmark = pytest.mark.django_db
 
@@ -250,7 +250,7 @@ def test_memory_changes_leave_visible_history_untouched(make_memory, make_conver
 
 
 def test_branch_destination_captures_current_set_without_deleted_ids(make_memory, make_conversation, make_turns):
-    from continuity.branching import conversation_branch
+    from continuity.services.branching import conversation_branch
 
     first = make_memory("First fact")
     source = make_conversation()

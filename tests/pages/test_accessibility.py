@@ -22,15 +22,15 @@ from django.test import Client
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from archive.library import library_file_add_text
-from archive.services import archive_document_add_text
+from archive.services.documents import archive_document_add_text
+from archive.services.library import library_file_add_text
 from artifacts import services as artifact_services
-from conversations.characters import character_create
 from conversations.models import Conversation, Folder, Message
-from conversations.settings_service import assistant_settings_update
-from conversations.threads.services import conversation_create
+from conversations.services.characters import character_create
+from conversations.services.settings_service import assistant_settings_update
+from conversations.services.threads.services import conversation_create
 from memories.models import Memory
-from memories.services import memory_add
+from memories.services.memory_writes import memory_add
 from tests.support.factories import turns_append
 from tests.support.scripted_provider import ScriptedImageCall, ScriptedReply
 

@@ -16,10 +16,10 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from conversations.threads.services import conversation_rewind
-from conversations.transcript.tree import live_branch
+from conversations.services.threads.services import conversation_rewind
 from conversations.web.page_selectors import PAGE_WINDOW, thread_token_estimate
 from tests.support.factories import thread, turns_append
+from transcript.tree import live_branch
 
 pytestmark = pytest.mark.django_db
 

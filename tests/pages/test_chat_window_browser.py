@@ -11,10 +11,10 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.transcript.tree import live_branch
 from conversations.web.page_selectors import PAGE_WINDOW, thread_token_estimate
 from tests.support.chat_page import rewind_confirmed, seed_conversation, send, wait_settled
 from tests.support.scripted_provider import ScriptedReply
+from transcript.tree import live_branch
 
 pytestmark = pytest.mark.browser
 

@@ -13,8 +13,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from continuity.cleanup import CONFIRMATION_PHRASE
 from continuity.models import ThreadHandoff
+from continuity.rules.cleanup import CONFIRMATION_PHRASE
 from conversations.models import Conversation
 from tests.pages.conftest import OWNER_PASSWORD
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from continuity.prompt_store import static_prompt_ensure
-from conversations.access import access_conversation
+from continuity.rules.prompt_store import static_prompt_ensure
 from conversations.models import Conversation, Folder, Message, Role
+from transcript.access import access_conversation
 
 pytestmark = pytest.mark.django_db
 

@@ -12,10 +12,10 @@ import pytest
 from django.test import Client
 from playwright.sync_api import Page, expect
 
-from conversations.characters import character_create
 from conversations.models import Attachment
-from conversations.settings_service import assistant_settings_update
-from conversations.visibility.transitions import conversation_trash
+from conversations.services.characters import character_create
+from conversations.services.settings_service import assistant_settings_update
+from conversations.services.visibility.transitions import conversation_trash
 from tests.support.chat_page import send, wait_settled
 from tests.support.factories import api_call
 from tests.support.scripted_provider import ScriptedImageCall, ScriptedReply

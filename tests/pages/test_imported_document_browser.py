@@ -10,8 +10,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from playwright.sync_api import Page, expect
 
-from archive.importers.chatgpt import archive_chatgpt_import
 from archive.models import ArchiveDocument
+from archive.services.importers.chatgpt import archive_chatgpt_import
 from tests.support.chat_page import SIZES
 
 pytestmark = pytest.mark.browser

@@ -10,10 +10,10 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from conversations.models import Role
-from conversations.threads.services import conversation_create
+from conversations.services.threads.services import conversation_create
 from memories.models import Memory, MemoryProposal, MemorySource, ProposalStatus, SnapshotMembership
-from memories.proposals import memory_propose, proposal_approve
-from memories.services import memory_add, memory_edit
+from memories.services.memory_writes import memory_add, memory_edit
+from memories.services.proposals import memory_propose, proposal_approve
 from tests.support.factories import turns_append
 from tests.support.scripted_provider import ScriptedReply
 

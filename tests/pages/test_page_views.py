@@ -12,8 +12,8 @@ import pytest
 from django.utils import timezone
 
 from conversations.models import AssistantSettings, Conversation, Folder, Message, MessageStatus, Role
-from conversations.transcript.leases import streams_interrupt_expired
 from conversations.web.page_selectors import sidebar_groups, thread_token_estimate
+from transcript.leases import streams_interrupt_expired
 
 pytestmark = pytest.mark.django_db
 

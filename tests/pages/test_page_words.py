@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from conversations.transcript.search_index import message_search_index_sync
 from tests.support.factories import thread
+from transcript.search_index import message_search_index_sync
 
 pytestmark = pytest.mark.django_db
 

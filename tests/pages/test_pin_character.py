@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.characters import character_create
 from conversations.models import Message, Role
+from conversations.services.characters import character_create
 from tests.support.chat_page import COMPOSER, seed_conversation, send, wait_settled
 
 pytestmark = pytest.mark.browser

@@ -8,12 +8,12 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from archive.services import archive_document_add_text
+from archive.services.documents import archive_document_add_text
 from continuity.models import ThreadHandoff
 from conversations.models import Conversation, Message, MessageKind
-from conversations.threads.services import conversation_create
+from conversations.services.threads.services import conversation_create
 from memories.models import SnapshotMembership
-from memories.services import memory_add
+from memories.services.memory_writes import memory_add
 from tests.support.factories import turns_append
 
 pytestmark = pytest.mark.browser

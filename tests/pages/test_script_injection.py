@@ -16,12 +16,12 @@ import pytest
 from django.db import transaction
 from playwright.sync_api import Page, expect
 
-from archive.library import library_file_add_text
 from archive.models import ArchiveDocument, LibraryFile
-from conversations.characters import character_create
+from archive.services.library import library_file_add_text
 from conversations.models import Conversation, Message, Role
-from conversations.threads.services import conversation_create, folder_create
-from memories.services import memory_add
+from conversations.services.characters import character_create
+from conversations.services.threads.services import conversation_create, folder_create
+from memories.services.memory_writes import memory_add
 from tests.pages.conftest import OWNER_PASSWORD
 from tests.support.chat_page import send, wait_settled
 from tests.support.dialogs import DialogWatch

@@ -16,9 +16,9 @@ from django.test import RequestFactory
 from django.utils import timezone
 
 from conversations.models import Conversation
-from conversations.provider.binding import configured_provider
 from conversations.web.page_selectors import activity_group_name, provider_change_for, sidebar_groups
-from elion.api_errors import server_error
+from elion.base.api_errors import server_error
+from transcript.provider.binding import configured_provider
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +53,7 @@ def test_a_conversation_is_filed_under_its_last_activity(day, name):
 
 
 def test_sidebar_lists_unfiled_chats_under_date_headings_and_folders_after(make_conversation):
-    from conversations.threads.services import folder_create
+    from conversations.services.threads.services import folder_create
 
     work = folder_create(name="Work")
     ages = {"now": timedelta(0), "yesterday": timedelta(days=1), "three days": timedelta(days=3),

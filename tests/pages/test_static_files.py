@@ -1,5 +1,5 @@
 """Light pages (issue 34): static files collected through the hashed, compressed storage `make run` uses
-(`elion.static_storage`), served by WhiteNoise with immutable caching and brotli/gzip siblings; the ES-module
+(`elion.base.static_storage`), served by WhiteNoise with immutable caching and brotli/gzip siblings; the ES-module
 imports between scripts name hashed files too; pages (never a streamed response) go out gzip-compressed.
 
 The suite itself serves the source files unhashed (`STATIC_HASHED` off under pytest); this module collects once
@@ -18,7 +18,7 @@ from tests.support.factories import thread
 
 HASHED = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "elion.static_storage.HashedCompressedStaticStorage"},
+    "staticfiles": {"BACKEND": "elion.base.static_storage.HashedCompressedStaticStorage"},
 }
 FOREVER = re.compile(r"max-age=(\d+)")
 YEAR = 365 * 24 * 3600

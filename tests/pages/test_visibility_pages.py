@@ -13,11 +13,11 @@ import pytest
 from django.db import transaction
 from playwright.sync_api import Page, expect
 
-from continuity.prompt_store import static_prompt_ensure
-from conversations.access import access_conversation
+from continuity.rules.prompt_store import static_prompt_ensure
 from conversations.models import Conversation, Folder, Message, Role
-from conversations.threads.services import conversation_create
+from conversations.services.threads.services import conversation_create
 from tests.support.factories import turns_append
+from transcript.access import access_conversation
 
 pytestmark = pytest.mark.browser
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from elion.access import get_owner_user
+from elion.base.access import get_owner_user
 from tests.support.routes import ROUTES
 
 pytestmark = pytest.mark.django_db

@@ -21,8 +21,8 @@ from django.test import Client
 from django.utils import timezone
 
 from conversations.models import Message
+from elion.base.redaction import KeyRedactingFilter, redact_secret
 from elion.models import LoginFailure
-from elion.redaction import KeyRedactingFilter, redact_secret
 from memories.models import Memory
 from tests.support.factories import thread
 
@@ -90,7 +90,7 @@ def test_login_throttling_covers_the_login_page_too(protected):
 
 
 def test_login_throttling_overall_failures_lock_every_address(protected, monkeypatch):
-    from elion import login_throttle
+    from elion.base import login_throttle
 
     monkeypatch.setattr(login_throttle, "OVERALL_THRESHOLD", 3)
     for index in range(3):
@@ -186,7 +186,7 @@ def test_no_500_json_nested_deeper_than_64_levels_is_json_too_deep(depth, protec
 
 
 def test_no_500_nesting_up_to_64_levels_still_parses():
-    from elion.input_checks import json_load_checked, json_too_deep
+    from elion.base.input_checks import json_load_checked, json_too_deep
 
     assert json_load_checked("[" * 64 + "]" * 64) is not None
     assert json_too_deep('{"a": "' + "[" * 500 + '"}') is False  # brackets inside a string do not count
@@ -277,7 +277,7 @@ def test_private_files_data_dir_database_and_secret_key(tmp_path):
 
 
 def test_private_files_blobs_are_readable_by_the_owner_only(settings, tmp_path):
-    from conversations.attachments import store
+    from transcript.attachments import store
 
     settings.ELION_ATTACHMENT_ROOT = str(tmp_path / "attachments")
     target = store.upload_store()
@@ -334,7 +334,7 @@ def test_bounded_memory_an_export_is_read_one_conversation_at_a_time():
     a 30 MB file is never read, let alone built."""
     import io
 
-    from archive import chatgpt
+    from archive.services import chatgpt
 
     data = b"[" + b"{}," * 10_000_000 + b"{}]"
     source = io.BytesIO(data)

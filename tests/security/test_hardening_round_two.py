@@ -11,8 +11,8 @@ import pytest
 from django.test import Client
 
 from archive.models import ArchiveDocument
+from elion.base.rows import parse_sha256
 from elion.models import LoginFailure
-from elion.rows import parse_sha256
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "correct horse battery"
@@ -78,7 +78,7 @@ def test_login_throttle_keeps_the_owner_able_to_get_in_from_a_locked_address(pro
 
 
 def test_login_throttle_keeps_the_owner_able_to_get_in_under_the_overall_lock(protected, monkeypatch):
-    from elion import login_throttle
+    from elion.base import login_throttle
 
     monkeypatch.setattr(login_throttle, "OVERALL_THRESHOLD", 3)
     owner = Client()
@@ -114,7 +114,7 @@ def test_a_full_database_is_507_insufficient_storage():
 
     from django.db.utils import OperationalError
 
-    from elion.database_errors import database_outage
+    from elion.base.database_errors import database_outage
 
     full = sqlite3.connect(":memory:")
     full.execute("PRAGMA max_page_count = 2")
@@ -161,7 +161,7 @@ async def test_the_asgi_layer_cuts_a_chunked_body_off_at_its_routes_limit(protec
     from asgiref.testing import ApplicationCommunicator
 
     from elion.asgi import application
-    from elion.request_bounds import DEFAULT_BODY_BYTES
+    from elion.base.request_bounds import DEFAULT_BODY_BYTES
 
     scope = _http_scope("/api/settings/", [(b"transfer-encoding", b"chunked"),
                                            (b"authorization", b"Bearer script-token")])

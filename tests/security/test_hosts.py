@@ -13,7 +13,7 @@ import pytest
 from channels.testing import HttpCommunicator, WebsocketCommunicator
 
 from elion.asgi import application
-from elion.host_guard import host_is_served
+from elion.web.host_guard import host_is_served
 from tests.support.factories import thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,7 +38,7 @@ async def test_dns_rebinding_a_foreign_host_is_refused_on_http_without_protectio
     assert status == 400
     from asgiref.sync import sync_to_async
 
-    from conversations.assistant_settings import assistant_settings_get
+    from transcript.assistant_settings import assistant_settings_get
 
     assert (await sync_to_async(assistant_settings_get)()).custom_instructions != "pwned"  # nothing written
 

@@ -1,4 +1,4 @@
-"""The one fetch-with-access (`elion.rows.access_row`): an id of any shape is a row or a JSON 404, never a 500.
+"""The one fetch-with-access (`elion.base.rows.access_row`): an id of any shape is a row or a JSON 404, never a 500.
 
 An integer beyond the database's 64-bit range used to reach SQLite as is
 (OverflowError, a 500); a bool or a decimal string named row 1.
@@ -11,13 +11,13 @@ from uuid import UUID, uuid4
 import pytest
 from django.test import Client
 
-from archive.upload_pieces import piece_upload_state
-from conversations.attachments.services import attachment_verified_content
+from archive.services.upload_pieces import piece_upload_state
 from conversations.sending.broadcast import conversation_group
 from conversations.sending.prepare import retry_prepare
 from conversations.web.api import parse_conversation_id
-from elion.errors import NotFound
-from elion.rows import id_or_not_found, parse_id
+from elion.base.errors import NotFound
+from elion.base.rows import id_or_not_found, parse_id
+from transcript.attachments.services import attachment_verified_content
 
 pytestmark = pytest.mark.django_db
 

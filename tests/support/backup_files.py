@@ -6,7 +6,7 @@ import hashlib
 import zipfile
 from pathlib import Path
 
-from conversations.backup.writing import backup_chunks
+from operations.backup.writing import backup_chunks
 
 
 def backup_file(tmp_path: Path, name: str = "backup.zip") -> Path:

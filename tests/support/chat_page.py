@@ -10,7 +10,7 @@ import zlib
 from playwright.sync_api import Page, expect
 
 from conversations.models import Conversation, Message
-from conversations.threads.services import conversation_create
+from conversations.services.threads.services import conversation_create
 
 COMPOSER = "[data-composer-input]"
 SIZES = {"desktop": {"width": 1366, "height": 900}, "phone": {"width": 390, "height": 844}}
@@ -22,7 +22,7 @@ def seed_conversation(*pairs: tuple[str, str], title: str = "Seeded chat") -> tu
     Rows carry the configured provider's binding (the `live_app` fixture configures
     this process like the server), as every durable message does.
     """
-    from conversations.provider.binding import binding_fields, configured_provider
+    from transcript.provider.binding import binding_fields, configured_provider
 
     conversation = conversation_create(persona="elion", title=title)
     parent, created = None, []

@@ -22,8 +22,8 @@ CONFIGURED = "configured"  # stamp the configured provider's binding
 
 
 def _binding(binding: Any):
-    from conversations.provider.binding import configured_provider
-    from conversations.provider.gateway import ProviderBinding
+    from transcript.provider.binding import configured_provider
+    from transcript.provider.gateway import ProviderBinding
 
     if binding == CONFIGURED:
         return configured_provider().binding()
@@ -38,7 +38,7 @@ def turns_append(conversation, *pairs: tuple[str, str], parent: Any = HEAD, bind
     `binding`: CONFIGURED (as every durable message the app writes), `{}`/None
     for legacy unbound rows, or a dict of the four binding columns.
     """
-    from conversations.transcript.append import APPENDED_FIELDS, message_append
+    from transcript.append import APPENDED_FIELDS, message_append
 
     parent = conversation.head if parent == HEAD else parent
     stamp = _binding(binding)
@@ -54,7 +54,7 @@ def turns_append(conversation, *pairs: tuple[str, str], parent: Any = HEAD, bind
 
 def thread(*pairs: tuple[str, str], persona: str = "elion", title: str = "", binding: Any = CONFIGURED, **kwargs):
     """A new conversation (through `conversation_create`) holding these turns."""
-    from conversations.threads.services import conversation_create
+    from conversations.services.threads.services import conversation_create
 
     conversation = conversation_create(persona=persona, title=title, **kwargs)
     if pairs:
@@ -104,7 +104,7 @@ async def wait_for(predicate: Callable[[], T], timeout: float = 10.0, interval: 
 
 def request_for(conversation):
     """The model request for a reply at `conversation`'s head, built the way a send builds it (no tools offered)."""
-    from continuity.request_building import reply_request_build, send_context_load
+    from continuity.rules.request_building import reply_request_build, send_context_load
 
     context = send_context_load(conversation)
     return reply_request_build(context, branch=context.branch_to(conversation.head_id), tools=[])

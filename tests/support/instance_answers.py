@@ -38,15 +38,15 @@ def stored_prompts() -> dict[str, str]:
 
 def every_row() -> dict[str, str]:
     """Each backed-up model's rows, serialized as a backup serializes them (every concrete field)."""
-    from conversations.backup.members import backed_up_models, model_label
-    from conversations.backup.writing import rows_jsonl
+    from operations.backup.members import backed_up_models, model_label
+    from operations.backup.writing import rows_jsonl
 
     return {model_label(m): rows_jsonl(m._base_manager.order_by("pk")).decode() for m in backed_up_models()}
 
 
 def instance_answers() -> dict:
     from archive.models import ArchiveDocument, LibraryFile
-    from continuity.prompt_store import static_prompts_rebuild_all
+    from continuity.rules.prompt_store import static_prompts_rebuild_all
     from conversations.models import Conversation
     from memories.models import Memory
 

@@ -8,7 +8,7 @@ import time
 
 from django.db import connections
 
-from continuity import prompt_store
+from continuity.rules import prompt_store
 from tests.support.concurrency import marks_lock_wait, wait_until_blocked_on_lock
 
 

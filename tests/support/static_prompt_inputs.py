@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from continuity.static_prompt import (
+from continuity.rules.static_prompt import (
     PromptCharacter,
     PromptInputs,
     PromptMemory,

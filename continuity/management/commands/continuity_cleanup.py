@@ -6,8 +6,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from continuity.cleanup import CONFIRMATION_PHRASE, continuity_cleanup_delete, continuity_cleanup_preview
-from elion.errors import ServiceError
+from continuity.rules.cleanup import CONFIRMATION_PHRASE, continuity_cleanup_delete, continuity_cleanup_preview
+from elion.base.errors import ServiceError
 
 
 class Command(BaseCommand):

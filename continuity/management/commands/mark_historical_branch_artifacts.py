@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandParser
 
-from continuity.branch_history import historical_branch_artifacts_mark
+from continuity.services.branch_history import historical_branch_artifacts_mark
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversations.backup.writing import backup_chunks
+from operations.backup.writing import backup_chunks
 
 
 class Command(BaseCommand):

@@ -6,8 +6,8 @@ from uuid import UUID
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversations.provider.legacy_binding import legacy_conversations_bind
-from elion.errors import ServiceError
+from elion.base.errors import ServiceError
+from transcript.provider.legacy_binding import legacy_conversations_bind
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from elion.access import is_loopback_host
+from elion.base.access import is_loopback_host
 
 
 class Command(BaseCommand):

@@ -6,8 +6,8 @@ from uuid import UUID
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversations.attachments.verification import blobs_rehash_all
-from conversations.transcript.integrity import transcripts_check
+from transcript.attachments.verification import blobs_rehash_all
+from transcript.integrity import transcripts_check
 
 
 class Command(BaseCommand):

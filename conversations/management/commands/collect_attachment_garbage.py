@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversations.attachments.gc import attachment_garbage_collect
+from transcript.attachments.gc import attachment_garbage_collect
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from conversations.transcript.deletion import deletions_finish
+from transcript.deletion import deletions_finish
 
 
 class Command(BaseCommand):

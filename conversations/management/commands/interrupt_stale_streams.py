@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from conversations.transcript.leases import streams_interrupt_expired
+from transcript.leases import streams_interrupt_expired
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversations.backup.restoring import BackupRefused, backup_restore
+from operations.backup.restoring import BackupRefused, backup_restore
 
 
 class Command(BaseCommand):

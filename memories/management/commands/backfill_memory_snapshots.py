@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memories.snapshots import BACKFILL_BATCH_SIZE, snapshots_backfill_legacy
+from memories.services.snapshots import BACKFILL_BATCH_SIZE, snapshots_backfill_legacy
 
 
 class Command(BaseCommand):

@@ -15,13 +15,13 @@ from asgiref.sync import sync_to_async
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import AsyncClient
 
-from conversations.attachments import store as attachment_store
 from conversations.models import Attachment, Message, MessageAttachment, Role
 from tests.archive.conftest import minimal_pdf
 from tests.conftest import parse_sse, read_streaming
 from tests.support.attachment_files import png_bytes
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.sending import create_conversation, messages_of, send_sse
+from transcript.attachments import store as attachment_store
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -282,7 +282,7 @@ async def test_path_traversal_in_upload_names_is_neutralised(scripted_provider, 
      ("line\nbreak\x00.txt", "linebreak.txt"), ("a" * 300 + ".txt", "a" * 200)],
 )
 async def test_attachment_names_are_display_names_never_paths(raw, clean):
-    from conversations.attachments.services import attachment_name_clean
+    from transcript.attachments.services import attachment_name_clean
 
     assert attachment_name_clean(raw) == clean
 

@@ -14,15 +14,15 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from conversations.attachments import store
-from conversations.attachments.gc import attachment_garbage_collect
-from conversations.attachments.services import attachment_upload
 from conversations.models import Attachment, Conversation
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
-from conversations.threads.services import conversation_create
-from elion.errors import Conflict
+from conversations.services.threads.services import conversation_create
+from elion.base.errors import Conflict
 from tests.support.attachment_files import png_bytes
+from transcript.attachments import store
+from transcript.attachments.gc import attachment_garbage_collect
+from transcript.attachments.services import attachment_upload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

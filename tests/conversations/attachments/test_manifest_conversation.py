@@ -12,8 +12,6 @@ from django.db import connection
 from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
-from conversations.attachments.generated import generated_image_store
-from conversations.attachments.services import attachments_preverify, manifests_in_conversation
 from conversations.models import Attachment, AttachmentKind, Conversation, Message, MessageAttachment, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
@@ -21,6 +19,8 @@ from tests.support.attachment_files import png_bytes
 from tests.support.factories import request_for, thread
 from tests.support.fork import fork
 from tests.support.manifests import sent_with
+from transcript.attachments.generated import generated_image_store
+from transcript.attachments.services import attachments_preverify, manifests_in_conversation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

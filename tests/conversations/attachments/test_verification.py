@@ -27,19 +27,19 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django_q.models import Schedule
 
-from conversations.assistant_settings import assistant_settings_get
-from conversations.attachments import store
-from conversations.attachments.encoded_cache import EncodedBlobCache, encoded_blobs
-from conversations.attachments.services import AttachmentUnavailable, attachment_upload
-from conversations.attachments.verification import blobs_rehash_all, identities_record
 from conversations.models import Attachment, AttachmentBlobIdentity, Conversation, Message, MessageStatus
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import retry_prepare, send_prepare
+from conversations.services.threads.fork import conversation_fork
+from conversations.services.threads.services import conversation_create
+from conversations.services.visibility.transitions import conversation_trash
 from conversations.tasks import rehash_attachment_blobs
-from conversations.threads.fork import conversation_fork
-from conversations.threads.services import conversation_create
-from conversations.visibility.transitions import conversation_trash
 from tests.support.attachment_files import png_bytes
+from transcript.assistant_settings import assistant_settings_get
+from transcript.attachments import store
+from transcript.attachments.encoded_cache import EncodedBlobCache, encoded_blobs
+from transcript.attachments.services import AttachmentUnavailable, attachment_upload
+from transcript.attachments.verification import blobs_rehash_all, identities_record
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

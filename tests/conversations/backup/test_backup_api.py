@@ -12,8 +12,8 @@ from django.db import connection
 from django.test import AsyncClient, Client
 from django.test.utils import CaptureQueriesContext
 
-from conversations.backup.writing import ROW_BATCH, backup_chunks
 from conversations.models import Message
+from operations.backup.writing import ROW_BATCH, backup_chunks
 from tests.conftest import read_streaming
 from tests.support.factories import thread, turns_append
 

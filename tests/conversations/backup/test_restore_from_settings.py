@@ -12,8 +12,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import Client
 
-from conversations.backup.writing import backup_chunks
 from conversations.models import Conversation, Message
+from operations.backup.writing import backup_chunks
 from tests.support.factories import thread
 
 pytestmark = pytest.mark.django_db(transaction=True)

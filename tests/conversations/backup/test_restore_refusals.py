@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from conversations.attachments import store
-from conversations.backup.restoring import BackupRefused, backup_restore
 from conversations.models import Conversation, Message
+from operations.backup.restoring import BackupRefused, backup_restore
 from tests.conversations.backup.conftest import build_rich_instance
 from tests.support.backup_files import backup_file, members_of, rewritten
 from tests.support.factories import thread
+from transcript.attachments import store
 
 # Sends run their reply in another thread: the rows must be committed.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from conversations.models import Message, Role
-from conversations.provider.binding import binding_fields, configured_provider
+from transcript.provider.binding import binding_fields, configured_provider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

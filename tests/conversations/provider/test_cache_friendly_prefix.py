@@ -15,8 +15,8 @@ import json
 import pytest
 from django.test import Client
 
-from conversations.characters import character_create
-from memories.services import memory_add, memory_edit
+from conversations.services.characters import character_create
+from memories.services.memory_writes import memory_add, memory_edit
 from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,10 +12,10 @@ import pytest
 from django.test import Client
 
 from conversations.models import Message
-from conversations.transcript.citations import citations_clean
 from tests.support.factories import sent_and_answered as send
 from tests.support.factories import thread
 from tests.support.scripted_provider import ScriptedReply
+from transcript.citations import citations_clean
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

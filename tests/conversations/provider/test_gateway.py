@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
-from conversations.provider import gateway as gw
-from conversations.provider import wire
-from conversations.provider.gateway import (
+from tests.support.scripted_provider import ScriptedProvider, ScriptedReply
+from transcript.provider import gateway as gw
+from transcript.provider import wire
+from transcript.provider.gateway import (
     Completed,
     ProviderConfig,
     ProviderError,
@@ -30,7 +31,6 @@ from conversations.provider.gateway import (
     route_fingerprint,
     stream_reply,
 )
-from tests.support.scripted_provider import ScriptedProvider, ScriptedReply
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from conversations.assistant_settings import assistant_settings_get
-from conversations.provider.gateway import conversation_cache_key
 from tests.support.factories import sent_and_answered as send
 from tests.support.factories import thread
 from tests.support.scripted_provider import ScriptedReply
+from transcript.assistant_settings import assistant_settings_get
+from transcript.provider.gateway import conversation_cache_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,7 +64,7 @@ def test_saving_the_store_setting_alone_rebuilds_no_stored_prompt():
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from conversations.settings_service import assistant_settings_update
+    from conversations.services.settings_service import assistant_settings_update
 
     thread(("user", "hello"), ("assistant", "hi"))
     assistant_settings_get()

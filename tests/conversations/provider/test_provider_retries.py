@@ -8,9 +8,9 @@ import asyncio
 
 import pytest
 
-from conversations.provider import gateway as gw
-from conversations.provider.gateway import Completed, ProviderError, ProviderWaiting, TextDelta
 from tests.support.scripted_provider import ScriptedReply
+from transcript.provider import gateway as gw
+from transcript.provider.gateway import Completed, ProviderError, ProviderWaiting, TextDelta
 
 CHAT = [{"role": "system", "content": "You are Elion."}, {"role": "user", "content": "Hi"}]
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from conversations.models import Message, MessageStatus, Role
-from conversations.threads.services import conversation_create
+from conversations.services.threads.services import conversation_create
 from tests.support.crash_recovery import app_env
 from tests.support.factories import wait_until
 from tests.support.live_server import LiveApp
@@ -88,7 +88,7 @@ def test_interrupted_reply_can_be_retried_after_a_crash(scripted_provider, make_
 
 
 def test_a_reply_with_a_live_lease_is_not_marked_interrupted(make_conversation, make_turns, settings):
-    from conversations.transcript.leases import lease_deadline, streams_interrupt_expired
+    from transcript.leases import lease_deadline, streams_interrupt_expired
 
     conversation = make_conversation()
     _, reply = make_turns(conversation, ("user", "q"), ("assistant", "streaming..."))

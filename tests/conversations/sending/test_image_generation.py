@@ -19,11 +19,11 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from conversations.attachments import store as attachment_store
 from conversations.models import Attachment, AttachmentBlobIdentity, Character, Message, MessageStatus, Role
 from tests.conftest import parse_sse, read_streaming
 from tests.support.factories import wait_for
 from tests.support.scripted_provider import ScriptedImage, ScriptedImageCall, ScriptedReply, tiny_png, tiny_png_b64
+from transcript.attachments import store as attachment_store
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -40,14 +40,14 @@ def attachment_root(settings, tmp_path) -> Path:
 
 @sync_to_async
 def images_on(on: bool = True) -> None:
-    from conversations.settings_service import assistant_settings_update
+    from conversations.services.settings_service import assistant_settings_update
 
     assistant_settings_update(image_generation=on)
 
 
 @sync_to_async
 def character(name: str = "Lumen", image_guidance: str = GUIDANCE) -> Character:
-    from conversations.characters import character_create
+    from conversations.services.characters import character_create
 
     return character_create(name=name, description="a small fox made of light", image_guidance=image_guidance)
 

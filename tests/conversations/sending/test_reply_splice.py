@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conversations.sending.watch import StreamSplice, parse_after_seq
-from elion.errors import InvalidInput
+from elion.base.errors import InvalidInput
 
 
 def seqs(deltas: list[str]) -> list[int]:

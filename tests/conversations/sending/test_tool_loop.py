@@ -12,7 +12,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from continuity.request_assembly import tool_definitions_text
+from continuity.rules.request_assembly import tool_definitions_text
 from conversations.models import Message, Role
 from conversations.sending import tool_loop
 from tests.conftest import parse_sse, read_streaming
@@ -31,14 +31,14 @@ SELECTORS = ["responses", "chat.completions"]
 
 @sync_to_async
 def set_assistant(**changes):
-    from conversations.settings_service import assistant_settings_update
+    from conversations.services.settings_service import assistant_settings_update
 
     assistant_settings_update(**changes)
 
 
 @sync_to_async
 def archive_text(text: str, title: str = "Orchard", collection: str = "incarnations"):
-    from archive.services import archive_document_add_text
+    from archive.services.documents import archive_document_add_text
 
     return archive_document_add_text(text=text, title=title, collection=collection).document
 
@@ -241,7 +241,7 @@ async def test_a_tool_that_raises_gives_the_model_an_error_result(scripted_provi
 
 @pytest.mark.parametrize("selector", SELECTORS)
 async def test_library_tools_list_and_read_paged(scripted_provider, settings, selector):
-    from archive.library import library_file_add_text
+    from archive.services.library import library_file_add_text
 
     settings.ELION_API_SELECTOR = selector
     text = "x" * 8000 + "THE END"
@@ -329,7 +329,7 @@ async def test_tool_definitions_are_counted_in_the_diagnostics(scripted_provider
 
 
 async def test_tool_parts_never_reach_handoffs_or_visible_content(scripted_provider):
-    from continuity.branching import conversation_branch
+    from continuity.services.branching import conversation_branch
 
     await archive_text(ORCHARD)
     await set_assistant(archive_access=True)

@@ -7,15 +7,15 @@ import json
 import pytest
 
 from conversations.models import Folder, Message, MessageKind, MessageStatus
-from conversations.provider.gateway import ToolCallRequested
 from conversations.sending.tool_loop import (
     ToolContext,
     available_tools,
     past_conversation_search,
     run_tool,
 )
-from conversations.transcript.append import APPENDED_FIELDS, message_append
-from conversations.transcript.tool_pairing import INTERRUPTED_RESULT, project_tool_parts
+from transcript.append import APPENDED_FIELDS, message_append
+from transcript.provider.gateway import ToolCallRequested
+from transcript.tool_pairing import INTERRUPTED_RESULT, project_tool_parts
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,6 @@ from django.test.utils import CaptureQueriesContext
 from django.utils.timezone import now
 
 from continuity.models import ThreadHandoff
-from conversations.attachments import store
-from conversations.attachments.services import attachment_upload, manifests_for
 from conversations.models import (
     Conversation,
     ConversationOrigin,
@@ -25,18 +23,20 @@ from conversations.models import (
     MessageStatus,
     Role,
 )
-from conversations.provider.binding import binding_fields, configured_provider
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
-from conversations.threads.services import conversation_create, conversation_rewind
-from conversations.transcript.search_index import message_search_index_sync
-from conversations.transcript.tree import live_branch, tree_problems
-from elion.fulltext import search_text_for
+from conversations.services.threads.services import conversation_create, conversation_rewind
+from elion.base.fulltext import search_text_for
 from memories.models import ConversationMemorySnapshot, Memory, SnapshotMembership
-from memories.services import memory_add
+from memories.services.memory_writes import memory_add
 from tests.support.attachment_files import png_bytes
 from tests.support.factories import request_for
 from tests.support.fork import finish_reply, fork
+from transcript.attachments import store
+from transcript.attachments.services import attachment_upload, manifests_for
+from transcript.provider.binding import binding_fields, configured_provider
+from transcript.search_index import message_search_index_sync
+from transcript.tree import live_branch, tree_problems
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -128,7 +128,7 @@ def test_concurrent_forks_with_one_key_make_one_conversation(bound):
     start = threading.Barrier(3)
 
     def run():
-        from conversations.threads.fork import conversation_fork
+        from conversations.services.threads.fork import conversation_fork
 
         try:
             start.wait()
@@ -253,7 +253,7 @@ def test_fork_gets_a_memory_snapshot_at_creation(client, bound):
 
 
 def test_fork_of_a_branch_keeps_its_handoff(client, bound):
-    from continuity.branching import conversation_branch
+    from continuity.services.branching import conversation_branch
 
     source = conversation_create(persona="elion")
     bound(source, ("user", "q"), ("assistant", "a"))
@@ -268,8 +268,8 @@ def test_fork_of_a_branch_keeps_its_handoff(client, bound):
 def test_delete_forever_removes_the_conversations_blobs_and_a_fork_still_verifies(client):
     """Permanent deletion removes the blobs nothing else references: the
     conversation's own store (a fork holds its own copies, so it keeps working)."""
-    from conversations.transcript.deletion import conversation_delete_forever
-    from conversations.visibility.transitions import conversation_trash
+    from conversations.services.visibility.transitions import conversation_trash
+    from transcript.deletion import conversation_delete_forever
 
     source = conversation_create(persona="elion")
     (image,) = with_attachments(source, ("photo.png", png_bytes()))

@@ -15,12 +15,12 @@ from django.test import AsyncClient, Client
 from django.test.utils import CaptureQueriesContext
 
 from conversations.models import Conversation, Message, MessageStatus, Role
-from conversations.threads.services import conversation_rewind, conversation_switch
-from conversations.transcript.tree import live_branch
-from elion.errors import Conflict
+from conversations.services.threads.services import conversation_rewind, conversation_switch
+from elion.base.errors import Conflict
 from tests.conftest import parse_sse, read_streaming
 from tests.support.factories import api_call, thread, turns_append, wait_for
 from tests.support.scripted_provider import ScriptedReply
+from transcript.tree import live_branch
 
 
 def messages_of(client: Client, conversation, **query) -> list[dict]:

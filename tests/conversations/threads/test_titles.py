@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conversations.models import Conversation
-from conversations.threads.titles import (
+from conversations.services.threads.titles import (
     AUTO_TITLE_CHARACTERS,
     branch_title,
     markdown_plain_text,

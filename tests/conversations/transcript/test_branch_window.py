@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from continuity.request_assembly import estimate_tokens
+from continuity.rules.request_assembly import estimate_tokens
 from conversations.models import Message, Role
-from conversations.threads.services import conversation_rewind
-from conversations.transcript.branch_window import branch_token_estimate, branch_window_start, live_branch_batches
-from conversations.transcript.tree import live_branch
+from conversations.services.threads.services import conversation_rewind
 from tests.support.factories import thread, turns_append
+from transcript.branch_window import branch_token_estimate, branch_window_start, live_branch_batches
+from transcript.tree import live_branch
 
 pytestmark = pytest.mark.django_db
 

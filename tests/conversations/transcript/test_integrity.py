@@ -11,8 +11,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from conversations.models import Message, MessageStatus
-from conversations.transcript.integrity import transcript_problems
-from conversations.transcript.leases import streams_interrupt_expired
+from transcript.integrity import transcript_problems
+from transcript.leases import streams_interrupt_expired
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -74,7 +74,7 @@ def test_interrupted_tool_call_gets_a_synthetic_result_and_the_next_request_is_w
 
 def test_projection_pairs_an_unswept_interrupted_call_the_same_way():
     """Pure projection: the stored synthetic result and the fallback give the same request."""
-    from conversations.transcript.tool_pairing import parts_closed, project_tool_parts
+    from transcript.tool_pairing import parts_closed, project_tool_parts
 
     parts = [{"type": "tool_call", "call_id": "c1", "name": "list_library", "arguments": "{}", "round": 0}]
     assert project_tool_parts(parts) == project_tool_parts(parts_closed(parts))

@@ -15,14 +15,14 @@ from django.test import Client
 from django.utils import timezone
 
 from conversations.models import Conversation, ConversationDeletion, Message, MessageSearchEntry
-from conversations.transcript.deletion import (
+from conversations.services.visibility.transitions import conversation_trash
+from memories.models import ConversationMemorySnapshot
+from transcript.deletion import (
     STEP_NAMES,
     conversation_deletion_intent,
     deletion_run,
     deletions_finish,
 )
-from conversations.visibility.transitions import conversation_trash
-from memories.models import ConversationMemorySnapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

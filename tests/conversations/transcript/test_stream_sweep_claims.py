@@ -16,7 +16,7 @@ from django.db import connection
 from django.utils import timezone
 
 from conversations.models import Conversation, Message, MessageStatus, Role
-from conversations.transcript.leases import streams_interrupt_expired
+from transcript.leases import streams_interrupt_expired
 
 STALE = 300
 SWEEPERS = 4

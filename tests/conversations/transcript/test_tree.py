@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, transaction
 
-from continuity.request_assembly import HistoryTurn, assemble_request
+from continuity.rules.request_assembly import HistoryTurn, assemble_request
 from conversations.models import Message, MessageKind, MessageStatus, Role
-from conversations.threads.services import conversation_rewind
-from conversations.transcript.tree import is_projectable, live_branch, tree_messages, tree_problems, walk_to_root
+from conversations.services.threads.services import conversation_rewind
+from transcript.tree import is_projectable, live_branch, tree_messages, tree_problems, walk_to_root
 
 pytestmark = pytest.mark.django_db
 

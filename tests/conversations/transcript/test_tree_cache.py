@@ -1,9 +1,9 @@
 """Send cost flat in thread length (issue "Long threads stay fast"): a process keeps the rows of its
-conversations (`conversations.transcript.tree_cache`) and asks the database only what changed, and a
+conversations (`transcript.tree_cache`) and asks the database only what changed, and a
 finished message is projected into a history turn once. The request built from the kept rows must be
 exactly the request the earlier code built from freshly read rows: the property test below builds both
 over random trees, budgets, tool pairs, reasoning, compactions, statuses and attachments (turns with
-files, and turns of files only), and since the history is kept between sends (`continuity.kept_history`),
+files, and turns of files only), and since the history is kept between sends (`continuity.rules.kept_history`),
 over the same conversation send after send.
 """
 
@@ -22,27 +22,27 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from continuity.compaction import compaction_projection
-from continuity.dynamic_context import dynamic_context_build
 from continuity.models import Compaction
-from continuity.request_assembly import HistoryTurn, assemble_request, tool_definitions_text
-from continuity.request_building import reply_request_build, send_context_load
-from continuity.static_prompt import prior_thread_section_in
-from conversations.assistant_settings import assistant_settings_get
-from conversations.attachments.services import (
+from continuity.rules.compaction import compaction_projection
+from continuity.rules.dynamic_context import dynamic_context_build
+from continuity.rules.request_assembly import HistoryTurn, assemble_request, tool_definitions_text
+from continuity.rules.request_building import reply_request_build, send_context_load
+from continuity.rules.static_prompt import prior_thread_section_in
+from conversations.models import Message, MessageStatus, Role
+from conversations.sending.commands import SendCommand
+from conversations.sending.prepare import send_prepare
+from tests.support.factories import thread
+from transcript import tree_cache
+from transcript.append import APPENDED_FIELDS, message_append
+from transcript.assistant_settings import assistant_settings_get
+from transcript.attachments.services import (
     attachment_parts_verified,
     attachment_upload,
     attachments_commit,
     manifests_for,
 )
-from conversations.models import Message, MessageStatus, Role
-from conversations.sending.commands import SendCommand
-from conversations.sending.prepare import send_prepare
-from conversations.transcript import tree_cache
-from conversations.transcript.append import APPENDED_FIELDS, message_append
-from conversations.transcript.tool_pairing import interrupted_tool_calls_close, project_tool_parts
-from conversations.transcript.tree import is_projectable, live_branch
-from tests.support.factories import thread
+from transcript.tool_pairing import interrupted_tool_calls_close, project_tool_parts
+from transcript.tree import is_projectable, live_branch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -281,7 +281,7 @@ def test_a_warmed_threads_first_send_reads_only_the_rows_that_changed(request):
     """The first send of a long thread in a process reads and projects it whole; after `thread_warm`
     (which the page's WebSocket asks for as it opens) that send reads only what changed and extends the
     warmed history instead of projecting the thread again."""
-    from continuity import kept_history
+    from continuity.rules import kept_history
     from conversations.sending.warm import thread_warm
 
     conversation = long_thread(2_000)
@@ -315,8 +315,8 @@ def test_a_short_thread_is_not_warmed(settings):
 def test_projection_after_a_warm_equals_the_earlier_projection(steps, after, budget, settings):
     """A warm (cold caches, then `send_context_warm`) changes nothing a send builds: the request after it,
     and after more steps on top of it, is the earlier code's request for the same rows."""
-    from continuity import kept_history
-    from continuity.request_building import send_context_warm
+    from continuity.rules import kept_history
+    from continuity.rules.request_building import send_context_warm
 
     conversation = thread(("user", "Hello"), ("assistant", "Hi there"))
     for step in steps:

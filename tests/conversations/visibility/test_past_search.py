@@ -11,10 +11,10 @@ from django.db import connection
 from django.test import Client
 
 from conversations.models import Conversation, Folder, Message, MessageSearchEntry
-from conversations.threads.services import conversation_rewind
-from conversations.transcript.search_index import message_search_index_sync
-from conversations.visibility.past_search import past_conversation_search, quoted_excerpt
-from elion.fulltext import excerpt
+from conversations.services.threads.services import conversation_rewind
+from conversations.services.visibility.past_search import past_conversation_search, quoted_excerpt
+from elion.base.fulltext import excerpt
+from transcript.search_index import message_search_index_sync
 
 pytestmark = pytest.mark.django_db
 

@@ -16,9 +16,7 @@ from django.test import AsyncClient, Client
 from rest_framework.renderers import JSONRenderer
 
 from artifacts.services import artifacts_export
-from continuity.labels import speaker_label
-from conversations.assistant_settings import assistant_settings_get
-from conversations.attachments.services import manifests_for
+from continuity.rules.labels import speaker_label
 from conversations.models import (
     Attachment,
     Message,
@@ -27,11 +25,13 @@ from conversations.models import (
     MessageStatus,
     Role,
 )
-from conversations.threads.services import conversation_rewind
-from conversations.transcript.tree import live_branch
+from conversations.services.threads.services import conversation_rewind
 from conversations.web.export import EXPORT_BATCH
 from conversations.web.serializers import conversation_repr, message_repr
 from tests.support.factories import thread, turns_append
+from transcript.assistant_settings import assistant_settings_get
+from transcript.attachments.services import manifests_for
+from transcript.tree import live_branch
 
 pytestmark = pytest.mark.django_db
 

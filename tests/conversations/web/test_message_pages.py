@@ -17,10 +17,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from conversations.models import Message, Role
-from conversations.threads.services import conversation_rewind
-from conversations.transcript.tree import live_branch
+from conversations.services.threads.services import conversation_rewind
 from conversations.web.message_pages import PAGE_LIMIT_MAX
 from tests.support.factories import thread, turns_append
+from transcript.tree import live_branch
 
 pytestmark = pytest.mark.django_db
 

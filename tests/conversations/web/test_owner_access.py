@@ -107,7 +107,7 @@ def test_with_a_password_a_network_bind_needs_the_served_host_names(protected):
 
 @pytest.mark.asyncio
 async def test_asgi_guard_refuses_non_loopback_connections_without_a_password():
-    from elion.loopback_guard import LoopbackGuard
+    from elion.base.loopback_guard import LoopbackGuard
 
     sent = []
 

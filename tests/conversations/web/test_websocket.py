@@ -6,7 +6,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from conversations.models import Message, MessageStatus
-from conversations.threads.services import conversation_create
+from conversations.services.threads.services import conversation_create
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.websocket import communicator, receive_until_done
 
@@ -71,10 +71,10 @@ async def test_websocket_connect_makes_a_long_thread_ready_for_its_first_send(mo
     import asyncio
     import threading
 
-    from continuity import kept_history
-    from conversations.transcript import tree_cache
+    from continuity.rules import kept_history
     from conversations.web import consumers
     from tests.support.factories import thread
+    from transcript import tree_cache
 
     warmed = threading.Event()  # set once the consumer's warm has returned, in its pool thread
     warm = consumers.thread_warm

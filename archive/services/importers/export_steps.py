@@ -1,0 +1,77 @@
+"""The steps both export importers share: the upload check, the export limits, the custom-instructions
+suggestion, the imported assistant's label, and an export's parsed items as `import_runs` takes them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Sequence
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+
+from archive.models import IMPORTED_ASSISTANT_NAMES
+from archive.services import chatgpt, claude
+from archive.services.import_runs import ImportSummary, ReadConversation
+from archive.services.parsing import ConversationProblem
+from elion.base.errors import InvalidInput
+from transcript.assistant_settings import assistant_settings_get
+from transcript.uploads import too_large
+
+
+def custom_instructions_suggestion(instructions: str) -> str | None:
+    """The custom instructions an export carried, unless Settings already hold exactly them."""
+    suggestion = instructions.strip()
+    if not suggestion or suggestion == assistant_settings_get().custom_instructions.strip():
+        return None
+    return suggestion
+
+
+def _export_limits() -> chatgpt.ExportLimits:
+    return chatgpt.ExportLimits(
+        max_json_bytes=settings.ELION_ARCHIVE_IMPORT_MAX_JSON_BYTES,
+        max_members=settings.ELION_ARCHIVE_IMPORT_MAX_MEMBERS,
+        max_image_bytes=settings.ELION_ATTACHMENT_MAX_BYTES,
+    )
+
+
+def imported_assistant_name(source: str, assistant_name: object = "") -> str:
+    """The label of an imported export's assistant: the name the owner gave, else its source's own
+    ("ChatGPT", "Claude"); never the display name of Elion (`IMPORTED_ASSISTANT_NAMES`)."""
+    return " ".join(str(assistant_name or "").split())[:60] or IMPORTED_ASSISTANT_NAMES[source]
+
+
+# What an export's parsers read besides problems: one archive document each.
+ParsedItem = chatgpt.ExportedConversation | claude.ClaudeConversation | claude.ClaudeProject
+
+
+def _items_read(
+    items: Iterable[ParsedItem | ConversationProblem],
+    next_index: int,
+    *,
+    store: Callable[[ParsedItem], Callable[[ImportSummary], int | None]],
+    instructions: Callable[[ParsedItem], str] = lambda item: "",
+) -> Generator[ReadConversation | ConversationProblem, None, int]:
+    """An export's parsed items (conversations or projects) as `import_runs` takes them, one at a time:
+    a problem as it is, anything else as a `ReadConversation` that stores itself with `store(item)`,
+    carrying `instructions(item)`. Returns the index after the last item (`next_index` when none)."""
+    for item in items:
+        next_index = item.index + 1
+        if isinstance(item, ConversationProblem):
+            yield item
+            continue
+        yield ReadConversation(
+            index=item.index,
+            store=store(item),
+            custom_instructions=instructions(item),
+            moment=item.updated_at or item.created_at,
+        )
+    return next_index
+
+
+def import_files_check(uploads: Sequence[UploadedFile | None], missing: str) -> list[UploadedFile]:
+    """The uploaded files of one import, within the size limit; 400/413 saying why not."""
+    uploads = [upload for upload in uploads if upload is not None]
+    if not uploads:
+        raise InvalidInput(missing, code="missing_file")
+    if sum(upload.size or 0 for upload in uploads) > settings.ELION_ARCHIVE_IMPORT_MAX_BYTES:
+        raise too_large("The export", settings.ELION_ARCHIVE_IMPORT_MAX_BYTES)
+    return uploads

@@ -1,0 +1,206 @@
+"""Building the model request for a reply: stored rows in, the assembled request out.
+
+A send reads what it needs once, under the conversation's lock, into a
+`SendContext` (every message row, the stored prompt, the settings row); the
+request is then built from that context alone, plus what is fresh for each
+send (the dynamic context) and the blobs, which are verified again.
+The pure assembly is `continuity.rules.request_assembly`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from uuid import UUID
+
+from django.conf import settings
+
+from continuity.rules.compaction import compaction_on_branch
+from continuity.rules.dynamic_context import carried_text_index_warm, dynamic_context_build
+from continuity.rules.handoff_store import ThreadHandoffs, thread_handoffs_read
+from continuity.rules.kept_history import BranchHistory, branch_history
+from continuity.rules.request_assembly import AssembledRequest, assemble_request, tool_definitions_text
+from continuity.rules.static_prompt import prior_thread_section_in
+from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
+from elion.base.errors import NotFound
+from transcript.assistant_settings import assistant_settings_get
+from transcript.attachments.services import manifest_parts_verified, manifested_message_ids
+from transcript.tree_cache import BranchRead, conversation_read, kept_branch_read
+
+
+@dataclass
+class SendContext:
+    """What one send (or retry) has read, once, under its conversation's row lock.
+
+    `tree` holds every message but the stored prompt, by id; `prompt` is the
+    stored prompt (None before the first send stores it); `settings_row` the
+    AssistantSettings row; `verified_parts` the attachment parts verified
+    before the lock (`attachments_preverify`). Everything that checks, appends or builds for this
+    send reads from here, so a send costs a handful of statements however
+    long the thread is.
+    """
+
+    conversation: Conversation
+    tree: dict[UUID, Message]
+    prompt: Message | None
+    settings_row: AssistantSettings
+    # The tree's rows counted by `Message.binding_columns` (for the binding gate), and its streaming rows.
+    binding_counts: Mapping[tuple[str, str, str, str, str, str], int]
+    streaming: list[Message]
+    # Attachment request parts this send verified before it took the lock, by attachment id.
+    verified_parts: dict[UUID, dict] = field(default_factory=dict)
+    # The conversation's handoffs, once this send has read them (`handoffs_read`: to build its stored prompt).
+    handoffs: ThreadHandoffs | None = None
+
+    def handoffs_read(self) -> ThreadHandoffs:
+        """The conversation's handoff row (one query) and bubbles (from `tree`), read once per send."""
+        if self.handoffs is None:
+            self.handoffs = thread_handoffs_read(self.conversation, self.tree.values())
+        return self.handoffs
+
+    def get(self, message_id: object) -> Message:
+        try:
+            return self.tree[UUID(str(message_id))]
+        except (KeyError, ValueError, TypeError) as exc:
+            raise NotFound("No message with that id in this conversation.", code="message_not_found") from exc
+
+    def branch_to(self, message_id: UUID | None) -> BranchRead:
+        """Root → `message_id`, oldest first (the live branch when it is the head), as the tree cache reads it."""
+        return kept_branch_read(self.conversation.id, self.tree, message_id)
+
+    def latest_reply_to(self, user_message: Message) -> Message | None:
+        replies = [
+            m for m in self.tree.values()
+            if m.parent_id == user_message.id and m.role == Role.ASSISTANT and m.status != MessageStatus.FAILED
+        ]
+        return max(replies, key=lambda m: m.seq, default=None)
+
+
+def send_context_load(conversation: Conversation, *, verified_parts: dict[UUID, dict] | None = None) -> SendContext:
+    """Every stored row of one conversation in one query, and the settings row.
+
+    Precondition for a send: the caller holds the conversation's row lock.
+    """
+    read = conversation_read(conversation)
+    return SendContext(
+        conversation=conversation,
+        tree=read.tree,
+        prompt=read.prompt,
+        settings_row=assistant_settings_get(),
+        binding_counts=read.binding_counts,
+        streaming=read.streaming,
+        verified_parts=verified_parts or {},
+    )
+
+
+def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list[dict]) -> AssembledRequest:
+    """The model input for the reply to the last user turn of `branch` (root first).
+
+    Reads the context's rows and stored prompt; verifies every attachment
+    blob the branch references (also those a compaction now stands in for).
+    The history turns are those kept from this conversation's last send plus
+    the ones since (`continuity.rules.kept_history`): nothing here passes over the
+    whole branch.
+    """
+    conversation = context.conversation
+    attachment_parts = branch_attachment_parts(conversation, branch, verified=context.verified_parts)
+    # A compaction whose boundary lies on this branch stands in for the turns it covers.
+    compacted = compaction_on_branch(conversation, branch.positions)
+    history = branch_history(
+        conversation.id, branch, attachment_parts=attachment_parts, start_index=compacted.first_index
+    )
+    static_prompt = context.prompt.content if context.prompt else ""
+    # Layer 2, fresh for this send and never stored: pinned character + keyword recall.
+    dynamic = dynamic_context_build(
+        conversation,
+        branch=branch.messages,
+        static_prompt=static_prompt,
+        history=history.texts,
+        settings_row=context.settings_row,
+        history_lineage=history.lineage,
+        # Read once per send, and only if recall runs: already, when this send built its stored prompt.
+        handoff_sources=lambda: context.handoffs_read().source_ids(),
+    )
+    request = assemble_request(
+        static_prompt=static_prompt,
+        history=history,
+        dynamic_context=dynamic.text,
+        handoff_text=prior_thread_section_in(static_prompt),
+        tool_definitions_text=tool_definitions_text(tools),
+        input_budget_tokens=settings.ELION_INPUT_BUDGET_TOKENS,
+        trim_step_tokens=trim_step_tokens(),
+        birth_period=dynamic.birth_period,
+        compacted_summary=compacted.summary_text,
+        earlier_reasoning=settings.ELION_REASONING_CONTEXT == "all_turns",
+    )
+    return replace(request, in_view=in_view_of(request, history, branch))
+
+
+def trim_step_tokens() -> int:
+    """`ELION_TRIM_STEP` (a share of the input budget) in tokens: how far back past the budget a trim cuts."""
+    return int(settings.ELION_INPUT_BUDGET_TOKENS * settings.ELION_TRIM_STEP)
+
+
+def in_view_of(request: AssembledRequest, history: BranchHistory, branch: BranchRead) -> dict:
+    """Where the model's view of the branch begins: the first message a trim kept, and how many branch
+    messages lie above it (none trimmed: `first_message_id` null). A compaction's summary is not a trim."""
+    if request.history_start == 0 or request.history_start >= len(history):
+        return {"first_message_id": None, "out_of_view": 0}
+    first = history.message_at(request.history_start)
+    return {"first_message_id": str(first.id), "out_of_view": branch.positions[first.id]}
+
+
+def branch_attachment_parts(
+    conversation: Conversation, branch: BranchRead, *, verified: dict[UUID, dict]
+) -> dict[UUID, tuple[dict, ...]]:
+    """Every manifest on the branch, each blob verified during this send, as request parts.
+
+    Seed 004: resume revalidates every referenced blob before model
+    projection; a missing or tampered one raises AttachmentUnavailable (409,
+    naming it), which rolls the caller's transaction back. `verified`: the
+    parts this send verified before its lock; the rest are verified now.
+    A reply's generated images are verified with the rest but travel as no
+    input (neither API takes an image in an assistant turn): only the user
+    turns' parts are answered.
+    """
+    parts = manifest_parts_verified(conversation.id, _turn_on(branch), verified=verified)
+    return {
+        message_id: found for message_id, found in parts.items()
+        if branch.messages[branch.positions[message_id]].role == Role.USER
+    }
+
+
+def _turn_on(branch: BranchRead) -> Callable[[UUID], bool]:
+    """Is a message one of the branch's user or assistant turns?"""
+
+    def on_branch(message_id: UUID) -> bool:
+        index = branch.positions.get(message_id)
+        return index is not None and branch.messages[index].role in (Role.USER, Role.ASSISTANT)
+
+    return on_branch
+
+
+def send_context_warm(conversation: Conversation) -> None:
+    """Read and build now what a send of `conversation` would before its request, into this process's kept
+    copies: the rows (`tree_cache`), the branch to the head, its history turns (`kept_history`) and recall's
+    index of the text they carry. The first send of a long thread in a process otherwise pays for all of it
+    (about half a second at 10,000 messages); after this it costs what every later send does.
+
+    Reads without the conversation's lock and writes nothing: a row written meanwhile is read again by the
+    next send (the tree cache asks for every row changed since the newest it saw, less `RECHECK_WINDOW`).
+    No blob is verified here; every send verifies its own (seed 004). The history is projected with the
+    attachments the branch's user turns have, so the next send keeps it.
+    """
+    read = conversation_read(conversation)
+    if conversation.head_id is None or conversation.head_id not in read.tree:
+        return
+    branch = kept_branch_read(conversation.id, read.tree, conversation.head_id)
+    on_branch = _turn_on(branch)
+    attached = {
+        message_id: () for message_id in manifested_message_ids(conversation.id)
+        if on_branch(message_id) and branch.messages[branch.positions[message_id]].role == Role.USER
+    }
+    compacted = compaction_on_branch(conversation, branch.positions)
+    history = branch_history(conversation.id, branch, attachment_parts=attached, start_index=compacted.first_index)
+    static_prompt = read.prompt.content if read.prompt else ""
+    carried_text_index_warm(conversation, [static_prompt, *history.texts], lineage=history.lineage)

@@ -1,0 +1,137 @@
+"""Branch / Fresh Chat: an explicit, retry-safe handoff into a new conversation.
+
+The destination conversation (origin `branch`, same persona, its own memory
+snapshot through `conversation_create`), its visible assistant handoff bubble
+and its handoff row are created together or not at all. An
+`Idempotency-Key` names the action: the same key for the same source always
+answers the first destination.
+
+Branching is deliberate access, so it works from a hidden, trashed or
+shielded source; whether the handoff then reaches the model is the injection
+rule's business (`continuity.rules.handoff_store.handoff_blocks_for`).
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from django.db import IntegrityError, transaction
+
+from continuity.rules.handoff_store import handoff_row_create, live_branch_handoff
+from conversations.models import (
+    Conversation,
+    ConversationOrigin,
+    IdempotentAction,
+    MessageKind,
+    MessageStatus,
+    Role,
+)
+from conversations.services.threads.services import conversation_create
+from conversations.services.threads.titles import branch_title
+from elion.base.errors import Conflict, InvalidInput
+from memories.services.snapshots import memory_set_lock
+from transcript.access import access_conversation
+from transcript.append import APPENDED_FIELDS, message_append
+from transcript.assistant_settings import assistant_settings_read
+from transcript.provider.binding import configured_provider
+
+BRANCH_ACTION = "branch"
+IDEMPOTENCY_KEY_MAX = 200
+
+
+def idempotency_key_clean(key: object) -> str:
+    if not isinstance(key, str) or not key.strip():
+        raise InvalidInput(
+            "Send an Idempotency-Key header so a retried branch cannot create a second conversation.",
+            code="idempotency_key_required",
+        )
+    key = key.strip()
+    if len(key) > IDEMPOTENCY_KEY_MAX:
+        raise InvalidInput(
+            f"An Idempotency-Key can be at most {IDEMPOTENCY_KEY_MAX} characters.", code="invalid_idempotency_key"
+        )
+    return key
+
+
+def _recorded_result(source: Conversation, key: str) -> Conversation | None:
+    action = (
+        IdempotentAction.objects.filter(action=BRANCH_ACTION, source=source, key=key).select_related("result").first()
+    )
+    return action.result if action else None
+
+
+def _branch_create(source: Conversation) -> Conversation:
+    handoff = live_branch_handoff(source, settings_row=assistant_settings_read())
+    if handoff.is_empty:
+        raise Conflict(
+            "This conversation has no finished messages to carry into a branch yet.", code="branch_source_empty"
+        )
+    destination = handoff_destination_create(
+        persona=source.persona,
+        title=branch_title(source.display_title),
+        bubble=handoff.visible(source.title),
+        metadata={"source_conversation_id": str(source.id), "source_message_ids": handoff.source_message_ids},
+    )
+    handoff_row_create(destination=destination, source=source, handoff=handoff)
+    return destination
+
+
+def handoff_destination_create(
+    *, persona: str, bubble: str, metadata: dict, title: str = "", origin: str = ConversationOrigin.BRANCH
+) -> Conversation:
+    """A Branch / Fresh Chat–style conversation whose one message is the visible handoff bubble `bubble`.
+
+    `title` is its title from the start (a branch carries its source's title,
+    `conversations.services.threads.titles.branch_title`); empty, the first send titles it.
+    `origin` is `branch`, or `imported` for an archive document's continuation.
+
+    The destination continues under the current provider (seed 004: every durable
+    message carries the binding; Branch is how drifted history continues).
+    """
+    destination = conversation_create(persona=persona, title=title, origin=origin, title_auto=bool(title))
+    message_append(
+        conversation=destination,
+        parent=None,
+        role=Role.ASSISTANT,
+        binding=configured_provider().binding(),
+        make_head=True,
+        kind=MessageKind.HANDOFF_ARTIFACT,
+        status=MessageStatus.COMPLETE,
+        content=bubble,
+        metadata=metadata,
+    )
+    destination.save(update_fields=APPENDED_FIELDS)
+    return destination
+
+
+def conversation_branch(*, conversation_id: UUID | str, idempotency_key: object) -> tuple[Conversation, bool]:
+    """Branch from a conversation; returns (destination, created).
+
+    The same key for the same source answers the first destination with
+    `created=False`: repeated clicks, lost responses and concurrent duplicates
+    make one branch.
+    """
+    key = idempotency_key_clean(idempotency_key)
+    with transaction.atomic():
+        # Lock order (memories.services.snapshots): the memory set first, since the
+        # destination captures a snapshot; then the source's row, which queues
+        # concurrent branches of one source, so a duplicate waits for the
+        # first to commit and then finds its result.
+        memory_set_lock()
+        source = access_conversation(conversation_id, lock=True)
+        existing = _recorded_result(source, key)
+        if existing is not None:
+            return existing, False
+        try:
+            # The unique (action, source, key) constraint is the last guard
+            # where the lock does not serialise (SQLite ignores FOR UPDATE):
+            # the loser's destination, bubble and row roll back together.
+            with transaction.atomic():
+                destination = _branch_create(source)
+                IdempotentAction.objects.create(action=BRANCH_ACTION, key=key, source=source, result=destination)
+        except IntegrityError:
+            existing = _recorded_result(source, key)
+            if existing is None:
+                raise
+            return existing, False
+    return destination, True

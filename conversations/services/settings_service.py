@@ -1,0 +1,64 @@
+"""Saving the AssistantSettings singleton: every stored prompt is rebuilt with it.
+
+Reading it is `transcript.assistant_settings` (the base layer).
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from continuity.rules.prompt_store import static_prompts_rebuild_all
+from conversations.models import AssistantSettings, Personality, ReasoningEffort, Verbosity
+from elion.base.errors import InvalidInput
+from memories.services.snapshots import memory_set_lock
+
+EDITABLE_FIELDS = (
+    "custom_instructions",
+    "personality",
+    "display_name",
+    "owner_name",
+    "archive_access",
+    "web_search",
+    "provider_store_responses",
+    "reasoning_effort",
+    "verbosity",
+    "reasoning_summary_shown",
+    "image_generation",
+    "memory_suggestions",
+)
+# Settings no stored prompt reads: saving only these rebuilds nothing.
+OUTSIDE_THE_PROMPT = frozenset(
+    {"provider_store_responses", "reasoning_effort", "verbosity", "reasoning_summary_shown", "memory_suggestions"}
+)
+# Switches that take only true or false (not "yes", 1 or "on": those are a form's business).
+STRICT_FLAGS = ("image_generation", "memory_suggestions")
+# Settings with a fixed set of values, each checked against its choices.
+CHOICES = {"personality": Personality, "reasoning_effort": ReasoningEffort, "verbosity": Verbosity}
+
+
+@transaction.atomic
+def assistant_settings_update(**changes: object) -> AssistantSettings:
+    """Save settings; every stored Elion prompt is then rebuilt (seed: settings
+    saves refresh existing prompts) inside the same transaction."""
+    unknown = set(changes) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise InvalidInput(f"Unknown settings: {', '.join(sorted(unknown))}.", code="unknown_setting")
+    for name, choices in CHOICES.items():
+        if name in changes and changes[name] not in choices.values:
+            raise InvalidInput(f"{name} must be one of {', '.join(choices.values)}.", code=f"invalid_{name}")
+    for name in STRICT_FLAGS:
+        if name in changes and not isinstance(changes[name], bool):
+            raise InvalidInput(f"{name} must be true or false.", code=f"invalid_{name}")
+    for name in ("display_name", "owner_name"):
+        if name in changes and not str(changes[name]).strip():
+            raise InvalidInput(f"{name} cannot be empty.", code="invalid_name")
+    # Lock order step 1 (see memories.services.snapshots): a conversation created
+    # meanwhile waits, so it cannot store a prompt built from the old settings.
+    memory_set_lock()
+    settings_row = AssistantSettings.objects.select_for_update().get_or_create(pk=1)[0]
+    for name, value in changes.items():
+        setattr(settings_row, name, value.strip() if isinstance(value, str) else value)
+    settings_row.save()
+    if set(changes) - OUTSIDE_THE_PROMPT:
+        static_prompts_rebuild_all()
+    return settings_row

@@ -1,0 +1,177 @@
+"""Visibility transitions: hide/unhide a folder, move a conversation, trash, restore,
+keep a private chat, release a Continuity Shield (seed, "Hidden Folders and Continuity Quarantine",
+"Continuity Shield"). Pages, the API and the admin all call these.
+
+Rules:
+
+* Hiding a folder, moving a conversation into a hidden folder and trashing
+  put conversations in quarantine (`continuity.rules.eligibility`).
+* A conversation that leaves quarantine (its folder is unhidden or deleted,
+  it is moved out of a hidden folder, it is restored) becomes
+  Continuity-Shielded. Only `conversation_shield_release` clears a shield.
+* Keeping a private chat ("Keep this chat") makes it an ordinary
+  conversation that is Continuity-Shielded, as any conversation leaving
+  quarantine; the release is then the owner's own step.
+* Every transition, the release included, rebuilds the stored prompt of
+  every thread that carries a handoff from an affected conversation, in the
+  same transaction, so when the call returns no stored prompt holds
+  continuity content its source may no longer give (and a released source's
+  handoff is back).
+
+Lock order (see `memories.services.snapshots`): every transition takes
+`memory_set_lock()` first, then the rows it changes, then
+`static_prompts_rebuild` locks the affected threads in id order. Transitions
+are therefore serialised with each other, with memory writes and with
+conversation creation; a first send racing a transition either commits its
+prompt before the rebuild locks that thread (and is rebuilt) or waits for
+the transition to commit (and then reads the new state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from uuid import UUID
+
+from django.db import transaction
+
+from continuity.rules.eligibility import in_quarantine
+from continuity.rules.handoff_store import handoff_destinations
+from continuity.rules.prompt_store import static_prompts_rebuild
+from conversations.models import Conversation, Folder
+from elion.base.errors import Conflict, NotFound
+from memories.services.snapshots import memory_set_lock
+from transcript.access import access_conversation, access_folder
+
+
+def affected_prompts_refresh(source_ids: Iterable[UUID]) -> int:
+    """Rebuild the stored prompts that carry continuity content of `source_ids`.
+
+    The only cross-thread content a stored prompt holds is a handoff, so the
+    affected threads are the handoffs' destinations. Returns how many
+    prompts changed.
+
+    Precondition: inside the transition's transaction, after the state
+    change is written, holding `memory_set_lock()`.
+    """
+    destinations = handoff_destinations(source_ids)
+    if not destinations:
+        return 0
+    return static_prompts_rebuild(destinations)
+
+
+def _locked_folder(folder_id: int | str) -> Folder:
+    folder = access_folder(folder_id)
+    if folder is None:
+        raise NotFound("No folder has that id.", code="folder_not_found")
+    return Folder.objects.select_for_update().get(pk=folder.pk)
+
+
+@transaction.atomic
+def folder_hidden_set(*, folder_id: int | str, hidden: bool) -> Folder:
+    """Hide or unhide a folder. Unhiding shields every conversation in it."""
+    memory_set_lock()
+    folder = _locked_folder(folder_id)
+    was_hidden, folder.hidden = folder.hidden, bool(hidden)
+    folder.save(update_fields=["hidden"])
+    members = Conversation.objects.filter(folder=folder)
+    if was_hidden and not folder.hidden:
+        # Leaving quarantine; `update` leaves `updated_at` (the sidebar order) alone.
+        members.update(shielded=True)
+    affected_prompts_refresh(members.values("pk"))
+    return folder
+
+
+@transaction.atomic
+def folder_remove(*, folder_id: int | str) -> int:
+    """Delete a folder; its conversations move to no folder (nothing is lost). Returns how many moved.
+
+    Conversations leaving a hidden folder this way leave quarantine, so they
+    are shielded.
+    """
+    memory_set_lock()
+    folder = _locked_folder(folder_id)
+    member_ids = list(Conversation.objects.filter(folder=folder).values_list("pk", flat=True))
+    changes = {"folder": None, **({"shielded": True} if folder.hidden else {})}
+    Conversation.objects.filter(pk__in=member_ids).update(**changes)
+    folder.delete()
+    affected_prompts_refresh(member_ids)
+    return len(member_ids)
+
+
+def conversation_move_locked(conversation: Conversation, folder_id: int | str | None) -> Conversation:
+    """Move a conversation into a folder (None: no folder), shielding it if it leaves a hidden one.
+
+    Precondition: inside a transaction holding `memory_set_lock()` and the
+    conversation's row lock. Saves only `folder` and `shielded`.
+    """
+    target = access_folder(folder_id)
+    leaves_hidden = conversation.folder_id is not None and Folder.objects.filter(
+        pk=conversation.folder_id, hidden=True
+    ).exists()
+    conversation.folder = target
+    if leaves_hidden and not (target is not None and target.hidden):
+        conversation.shielded = True
+    conversation.save(update_fields=["folder", "shielded"])
+    affected_prompts_refresh([conversation.pk])
+    return conversation
+
+
+@transaction.atomic
+def conversation_trash(*, conversation_id: UUID | str) -> Conversation:
+    """Move a conversation to the trash: still readable, no longer sendable, quarantined."""
+    memory_set_lock()
+    conversation = access_conversation(conversation_id, lock=True)
+    conversation.trashed = True
+    conversation.save(update_fields=["trashed"])
+    affected_prompts_refresh([conversation.pk])
+    return conversation
+
+
+@transaction.atomic
+def conversation_restore(*, conversation_id: UUID | str) -> Conversation:
+    """Take a conversation out of the trash; it comes back Continuity-Shielded."""
+    memory_set_lock()
+    conversation = access_conversation(conversation_id, lock=True)
+    if conversation.trashed:
+        conversation.trashed, conversation.shielded = False, True
+        conversation.save(update_fields=["trashed", "shielded"])
+    affected_prompts_refresh([conversation.pk])
+    return conversation
+
+
+@transaction.atomic
+def conversation_shield_release(*, conversation_id: UUID | str) -> Conversation:
+    """The owner's explicit release: the conversation feeds automatic continuity again.
+
+    Refused while the conversation is still in quarantine (trashed or in a
+    hidden folder): leaving quarantine would shield it again anyway.
+    """
+    memory_set_lock()
+    conversation = access_conversation(conversation_id, lock=True)
+    if in_quarantine(conversation):
+        raise Conflict(
+            "This conversation is in the trash or in a hidden folder; restore it or move it out first.",
+            code="conversation_quarantined",
+        )
+    conversation.shielded = False
+    conversation.save(update_fields=["shielded"])
+    affected_prompts_refresh([conversation.pk])
+    return conversation
+
+
+@transaction.atomic
+def conversation_keep(*, conversation_id: UUID | str) -> Conversation:
+    """"Keep this chat": a private chat becomes an ordinary, Continuity-Shielded conversation.
+
+    It is no longer private (so no longer expires) and, shielded, still
+    feeds nothing automatically until the owner releases the shield. A
+    conversation that is not private is left as it is, so a retried keep
+    answers the same conversation.
+    """
+    memory_set_lock()
+    conversation = access_conversation(conversation_id, lock=True)
+    if conversation.private:
+        conversation.private, conversation.shielded = False, True
+        conversation.save(update_fields=["private", "shielded"])
+    affected_prompts_refresh([conversation.pk])
+    return conversation

@@ -1,0 +1,136 @@
+"""Appending to the transcript tree: the one way a message joins a conversation (seed 004).
+
+Every new message takes the conversation's next `seq`, names its parent (a
+message of the same conversation with a smaller seq, or none for a root),
+carries the provider binding it was produced under (empty for the stored
+prompt, which no provider produced), and may become the head. Nothing is
+ever rewritten: rewind moves the head, edit-and-resend and retry append a
+sibling. A fork appends a copy of a whole branch at once (`message_chain_copy`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID, uuid4
+
+from django.db import connection
+from django.utils import timezone
+
+from conversations.models import Conversation, Message
+from transcript.provider.gateway import ProviderBinding
+
+# The conversation columns an append changes in memory; the caller saves them.
+APPENDED_FIELDS = ("head", "last_seq", "updated_at")
+
+
+def message_append(
+    *,
+    conversation: Conversation,
+    parent: Message | None,
+    role: str,
+    binding: ProviderBinding | None,
+    make_head: bool,
+    **fields: object,
+) -> Message:
+    """Insert one message after `parent` with the conversation's next seq.
+
+    Precondition: the caller holds the conversation's row lock inside a
+    transaction (so no other writer takes the same seq), and saves the
+    conversation's `APPENDED_FIELDS` before that transaction commits: a send
+    appends two or three messages and saves the conversation once.
+    `binding` is the provider tuple to stamp (None only for the stored prompt).
+    """
+    if parent is not None and (parent.conversation_id != conversation.pk or parent.seq > conversation.last_seq):
+        raise ValueError("a parent must be an earlier message of the same conversation")
+    conversation.last_seq += 1
+    stamped = (
+        {
+            "provider_id": binding.provider_id,
+            "provider_type": binding.provider_type,
+            "model": binding.model,
+            "route_fingerprint": binding.route_fingerprint,
+        }
+        if binding is not None
+        else {}
+    )
+    message = Message.objects.create(
+        conversation=conversation, parent=parent, seq=conversation.last_seq, role=role, **stamped, **fields
+    )
+    if make_head:
+        conversation.head = message
+    return message
+
+
+def binding_of(message: Message) -> ProviderBinding:
+    """The provider tuple recorded on a stored message (a fork copies it unchanged)."""
+    return ProviderBinding(message.provider_id, message.provider_type, message.model, message.route_fingerprint)
+
+
+# A copy's own columns; every other column is its original's, unchanged (so a column
+# added to Message later is copied too), except the two a finished copy never has.
+SET_BY_COPY = ("id", "conversation", "parent", "seq", "metadata", "created_at", "updated_at")
+NOT_COPIED = ("lease_expires_at", "stop_requested_at")
+
+
+def message_chain_copy(
+    *, conversation: Conversation, originals: Sequence[UUID], mark_key: str, batch_size: int = 500
+) -> list[UUID]:
+    """Append copies of `originals` (a chain of another conversation, root first) as a new chain
+    from no parent, and make the last copy the head; returns the copies' ids in the same order.
+
+    `message_append`'s rule, for many messages at once: each copy takes the
+    next seq and the copy before it as its parent; it keeps its original's
+    role, kind, content, parts, status, error, provider binding and any other
+    column (history as it was produced; no lease, no stop request), and its
+    metadata gains `mark_key`: the original's id.
+    The rows are copied inside the database (`INSERT … SELECT`, `batch_size`
+    a statement), so the text of a long branch never passes through Python.
+
+    Same precondition as `message_append`: the conversation's row lock, and
+    saving its `APPENDED_FIELDS` before that transaction commits. The database
+    triggers index the copies like any insert.
+    """
+    table = connection.ops.quote_name(Message._meta.db_table)
+    column = {f.name: connection.ops.quote_name(f.column) for f in Message._meta.concrete_fields}
+    copied = [name for name in column if name not in SET_BY_COPY + NOT_COPIED]
+    postgres = connection.vendor == "postgresql"
+    uuid_cast, int_cast = ("::uuid", "::integer") if postgres else ("", "")
+    # The mark is added the way `{**metadata, key: id}` would: replaced if present, else appended.
+    marked = f"m.{column['metadata']} || jsonb_build_object(%s, v.mark)" if postgres else (
+        f"json_set(m.{column['metadata']}, %s, v.mark)"
+    )
+    mark_param = mark_key if postgres else f'$."{mark_key}"'
+    timestamp = Message._meta.get_field("created_at").get_db_prep_value(timezone.now(), connection)
+    pk = Message._meta.pk
+
+    def uuid_value(value: UUID) -> object:
+        return pk.get_db_prep_value(value, connection)
+
+    copies: list[UUID] = []
+    for start in range(0, len(originals), batch_size):
+        rows = []
+        for original in originals[start:start + batch_size]:
+            conversation.last_seq += 1
+            copy = uuid4()
+            rows.append((original, copy, copies[-1] if copies else None, conversation.last_seq, str(original)))
+            copies.append(copy)
+        values = ", ".join([f"(%s{uuid_cast}, %s{uuid_cast}, %s{uuid_cast}, %s{int_cast}, %s)"] * len(rows))
+        targets = ["id", "conversation", "parent", "seq", *copied, "metadata", "created_at", "updated_at"]
+        sources = ["v.new_id", "%s", "v.parent_id", "v.seq", *(f"m.{column[name]}" for name in copied),
+                   marked, "%s", "%s"]
+        sql = (
+            f"WITH v(original_id, new_id, parent_id, seq, mark) AS (VALUES {values}) "
+            f"INSERT INTO {table} ({', '.join(column[name] for name in targets)}) "
+            f"SELECT {', '.join(sources)} FROM v JOIN {table} m ON m.{column['id']} = v.original_id"
+        )
+        params = [
+            value
+            for original, copy, parent, seq, mark in rows
+            for value in (uuid_value(original), uuid_value(copy), uuid_value(parent) if parent else None, seq, mark)
+        ]
+        params += [uuid_value(conversation.pk), mark_param, timestamp, timestamp]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+    if copies:
+        conversation.head_id = copies[-1]
+    return copies

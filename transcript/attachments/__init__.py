@@ -1,0 +1,10 @@
+"""Attachments (seed 004): content-addressed blobs with an immutable ordered manifest per message.
+
+Owns the blob store on disk (`store`), upload, commit and projection
+(`services`), verification before every model projection by recorded file
+identity plus the periodic full re-hash (`verification`), the per-process
+cache of images' encoded form (`encoded_cache`), and garbage collection
+(`gc`). Base
+layer: imports models, `transcript.access`, `transcript.uploads` (reading
+uploaded bytes safely) and `elion` utilities only.
+"""

@@ -1,0 +1,244 @@
+"""Windows of the live branch: the newest `limit` messages, the `limit` before a message, or `limit` around one.
+
+The live branch is the walk from the conversation's head up to its root
+(`tree.live_branch`). A window never loads the whole branch: a recursive
+query walks parent links inside the database, a bounded number of steps
+from a known message, and only the window's rows are then read. So a page's
+statement count is the same at any thread length, and its rows are only the
+window's.
+
+- Newest (`limit` only): the head and the messages before it.
+- `before`: the messages just before the cursor (the cursor itself is not in
+  the window, it is after it).
+- `around`: the cursor, up to `(limit - 1) // 2` messages after it and the
+  rest before; when one side runs out, the other side gets its share (clamped
+  at the root and the head), so a window always holds `min(limit, branch length)`
+  messages.
+
+A cursor must lie on the live branch: the walk from the head must reach it.
+That walk stops at the cursor's seq (a parent's seq is always smaller than
+its child's), so a cursor from a rewound-away branch is refused as cheaply as
+one on the branch is found. Walking from the head to an old cursor visits the
+messages between them inside the database (primary-key lookups, no rows
+returned); no index beyond the primary key is needed.
+
+`live_branch_batches` streams the whole branch root first for exports;
+`on_live_branch` and `branch_rows_to` serve a fork. `branch_window_start`
+(the first messages) and `branch_token_estimate` (one aggregate over the
+whole walk, summed inside the database) serve the windowed chat page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from uuid import UUID
+
+from django.db import connection
+from django.db.models.expressions import RawSQL
+
+from conversations.models import Conversation, Message, Role
+from elion.base.errors import NotFound
+
+MESSAGE_TABLE = Message._meta.db_table
+
+
+@dataclass(frozen=True)
+class BranchWindow:
+    messages: list[Message]  # oldest to newest
+    has_more_before: bool
+    has_more_after: bool
+
+
+def _prep(value: UUID) -> object:
+    return Message._meta.pk.get_db_prep_value(value, connection)
+
+
+def _uuid(value: object) -> UUID:
+    return value if isinstance(value, UUID) else UUID(str(value))
+
+
+def _walk_sql(tail: str) -> str:
+    """A walk up parent links from one message of one conversation, `depth` 0 at the start.
+
+    The recursive step requires a smaller seq (the tree's invariant), so the
+    walk ends even over a damaged row, and `floor_seq` stops it early.
+    Parameters: start id, conversation id, max depth, floor seq, then `tail`'s.
+    """
+    table = connection.ops.quote_name(MESSAGE_TABLE)
+    return (
+        f"WITH RECURSIVE walk(id, parent_id, seq, depth) AS ("
+        f" SELECT m.id, m.parent_id, m.seq, 0 FROM {table} m WHERE m.id = %s AND m.conversation_id = %s"
+        f" UNION ALL"
+        f" SELECT m.id, m.parent_id, m.seq, w.depth + 1 FROM {table} m JOIN walk w ON m.id = w.parent_id"
+        f" WHERE w.depth < %s AND m.seq < w.seq AND m.seq >= %s"
+        f") {tail}"
+    )
+
+
+def _ancestor_ids(conversation: Conversation, start_id: UUID, steps: int) -> list[UUID]:
+    """`start_id` and up to `steps` of its ancestors, nearest first (one statement)."""
+    sql = _walk_sql("SELECT id FROM walk ORDER BY depth")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_prep(start_id), _prep(conversation.pk), steps, 0])
+        return [_uuid(value) for (value,) in cursor.fetchall()]
+
+
+def _cursor_and_after_ids(conversation: Conversation, cursor: Message, steps: int) -> list[UUID] | None:
+    """The cursor and up to `steps` live-branch messages after it, oldest first; None when the
+    walk from the head does not reach the cursor (it is on another branch). One statement."""
+    sql = _walk_sql(
+        "SELECT id FROM walk WHERE depth >= (SELECT depth FROM walk WHERE id = %s) - %s ORDER BY depth DESC"
+    )
+    head_id = conversation.head_id
+    if head_id is None:
+        return None
+    with connection.cursor() as db_cursor:
+        db_cursor.execute(
+            sql, [_prep(head_id), _prep(conversation.pk), conversation.last_seq, cursor.seq, _prep(cursor.pk), steps]
+        )
+        ids = [_uuid(value) for (value,) in db_cursor.fetchall()]
+    return ids or None
+
+
+def _rows(conversation: Conversation, ids: list[UUID]) -> list[Message]:
+    """The messages with these ids, in branch order (seq rises along a branch)."""
+    if not ids:
+        return []
+    return list(Message.objects.filter(conversation=conversation, pk__in=ids).exclude(role=Role.SYSTEM).order_by("seq"))
+
+
+def _live_cursor(conversation: Conversation, cursor_id: UUID, steps_after: int) -> list[UUID]:
+    """The cursor and up to `steps_after` messages after it, or NotFound when it is not on the live branch."""
+    cursor = Message.objects.filter(conversation=conversation, pk=cursor_id).exclude(role=Role.SYSTEM).first()
+    path = _cursor_and_after_ids(conversation, cursor, steps_after) if cursor is not None else None
+    if path is None:
+        raise NotFound("No message with that id on this conversation's live branch.", code="message_not_found")
+    return path
+
+
+def branch_window_newest(conversation: Conversation, *, limit: int) -> BranchWindow:
+    """The newest `limit` live-branch messages. Precondition: `limit` ≥ 1."""
+    if conversation.head_id is None:
+        return BranchWindow([], has_more_before=False, has_more_after=False)
+    nearest_first = _ancestor_ids(conversation, conversation.head_id, limit)
+    window = list(reversed(nearest_first[:limit]))
+    return BranchWindow(_rows(conversation, window), has_more_before=len(nearest_first) > limit, has_more_after=False)
+
+
+def branch_window_before(conversation: Conversation, *, cursor_id: UUID, limit: int) -> BranchWindow:
+    """The `limit` live-branch messages just before the cursor. NotFound when it is not on the live branch."""
+    _live_cursor(conversation, cursor_id, 0)
+    earlier = _ancestor_ids(conversation, cursor_id, limit + 1)[1:]  # nearest first, the cursor left out
+    window = list(reversed(earlier[:limit]))
+    return BranchWindow(_rows(conversation, window), has_more_before=len(earlier) > limit, has_more_after=True)
+
+
+def around_split(limit: int, before_available: int, after_available: int) -> tuple[int, int]:
+    """How many messages before and after the cursor an `around` window of `limit` takes.
+
+    The cursor takes one place; the later side wants `(limit - 1) // 2`, the
+    earlier side the rest, and a side that runs out gives its share to the other.
+    """
+    room = limit - 1
+    after = min(after_available, max(room // 2, room - before_available))
+    before = min(before_available, room - after)
+    return before, after
+
+
+def branch_window_around(conversation: Conversation, *, cursor_id: UUID, limit: int) -> BranchWindow:
+    """A window of `limit` live-branch messages centred on the cursor (see `around_split`).
+
+    NotFound when the cursor is not on the live branch.
+    """
+    # Up to `limit` on each side: enough to fill the window from one side alone
+    # and still see whether more lie beyond it.
+    cursor_and_after = _live_cursor(conversation, cursor_id, limit)
+    after_ids = cursor_and_after[1:]
+    before_ids = _ancestor_ids(conversation, cursor_id, limit)[1:]  # nearest first
+    before, after = around_split(limit, len(before_ids), len(after_ids))
+    window = list(reversed(before_ids[:before])) + [cursor_id] + after_ids[:after]
+    return BranchWindow(
+        _rows(conversation, window),
+        has_more_before=len(before_ids) > before,
+        has_more_after=len(after_ids) > after,
+    )
+
+
+def _root_id(conversation: Conversation) -> UUID | None:
+    """The live branch's root (the walk's last step); one statement, only that row returned."""
+    if conversation.head_id is None:
+        return None
+    sql = _walk_sql("SELECT id FROM walk ORDER BY depth DESC LIMIT 1")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_prep(conversation.head_id), _prep(conversation.pk), conversation.last_seq, 0])
+        row = cursor.fetchone()
+    return _uuid(row[0]) if row else None
+
+
+def branch_window_start(conversation: Conversation, *, limit: int) -> BranchWindow:
+    """The first `limit` live-branch messages (the root and those after it). Precondition: `limit` ≥ 1."""
+    root_id = _root_id(conversation)
+    if root_id is None:
+        return BranchWindow([], has_more_before=False, has_more_after=False)
+    return branch_window_around(conversation, cursor_id=root_id, limit=limit)
+
+
+def branch_token_estimate(conversation: Conversation, roles: tuple[str, ...]) -> int:
+    """ceil(len(content) / 4) summed over the live branch's messages of these roles
+    (`estimate_tokens` per message), computed inside the database: one statement, one row back."""
+    if conversation.head_id is None or not roles:
+        return 0
+    table = connection.ops.quote_name(MESSAGE_TABLE)
+    marks = ", ".join(["%s"] * len(roles))
+    sql = _walk_sql(
+        f"SELECT COALESCE(SUM((LENGTH(m.content) + 3) / 4), 0) FROM walk JOIN {table} m ON m.id = walk.id"
+        f" WHERE m.role IN ({marks})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_prep(conversation.head_id), _prep(conversation.pk), conversation.last_seq, 0, *roles])
+        (total,) = cursor.fetchone()
+    return int(total)
+
+
+def on_live_branch(conversation: Conversation, message: Message) -> bool:
+    """Does the walk from the head reach `message` (a message of this conversation)? One statement."""
+    return _cursor_and_after_ids(conversation, message, 0) is not None
+
+
+def branch_rows_to(conversation: Conversation, tip_id: UUID, *fields: str) -> list[Message]:
+    """The branch from its root down to `tip_id`, root first, loading only `fields` (and the id):
+    one query, however long the branch."""
+    walk = RawSQL(_walk_sql("SELECT id FROM walk"), [_prep(tip_id), _prep(conversation.pk), conversation.last_seq, 0])
+    rows = Message.objects.filter(conversation=conversation, pk__in=walk).exclude(role=Role.SYSTEM)
+    return list(rows.only("id", "seq", *fields).order_by("seq"))
+
+
+def live_branch_batches(
+    conversation: Conversation, *, roles: tuple[str, ...] | None = None, batch_size: int = 200
+) -> Iterator[list[Message]]:
+    """The live branch root first, in lists of at most `batch_size`, never holding more in memory.
+
+    One walk from the head notes every `batch_size`-th message (the tips of
+    the segments); then each segment, the root's first, is read by a walk of
+    `batch_size` steps from its tip: a query per batch, each bounded, and no
+    cursor held open across them. Parent links never change, so the batches
+    join into the branch as it was when the export began. `roles`: only these
+    roles (the stored prompt, outside the tree, is never on the branch).
+    """
+    if conversation.head_id is None:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _walk_sql("SELECT id FROM walk WHERE depth %% %s = 0 ORDER BY depth DESC"),
+            [_prep(conversation.head_id), _prep(conversation.pk), conversation.last_seq, 0, batch_size],
+        )
+        tips = [_uuid(value) for (value,) in cursor.fetchall()]
+    for tip in tips:
+        segment = RawSQL(_walk_sql("SELECT id FROM walk"), [_prep(tip), _prep(conversation.pk), batch_size - 1, 0])
+        rows = Message.objects.filter(conversation=conversation, pk__in=segment).exclude(role=Role.SYSTEM)
+        if roles is not None:
+            rows = rows.filter(role__in=roles)
+        batch = list(rows.order_by("seq"))
+        if batch:
+            yield batch

@@ -1,0 +1,190 @@
+"""The Responses API adapter: one streamed turn as neutral events."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from transcript.provider.config import ProviderConfig, RequestOptions, _client
+from transcript.provider.errors import _clip, _lost
+from transcript.provider.events import (
+    CitationFound,
+    Completed,
+    ImageGenerated,
+    ImagePartial,
+    ImageStarted,
+    OutputItemDone,
+    ProviderError,
+    ProviderEvent,
+    ReasoningDone,
+    ReasoningSummaryDelta,
+    RefusalDelta,
+    TextDelta,
+    ToolCallRequested,
+)
+from transcript.provider.wire import responses_input
+
+# WIRE_AS_IS: the conversation (Responses `input`, Chat Completions `messages`)
+# goes to the SDK as `extra_body`, which it serialises as given. As a typed
+# argument it would first pass through the SDK's params transform, which walks
+# every item and string against the params' TypedDict unions to rename aliased
+# keys and format dates or base64 fields. Our wire items have none of those,
+# so the transform returns them unchanged, but it costs 9 ms of CPU before a
+# 23-item request leaves (bench/README.md), more as a thread grows, all of it
+# before the first token. `tests/conversations/provider/test_gateway.py`
+# checks the SDK's own transform leaves every item shape we send unchanged.
+
+
+def _tool_spec(tool: dict[str, Any]) -> dict[str, Any]:
+    return {"name": tool["name"], "description": tool.get("description", ""), "parameters": tool["parameters"]}
+
+
+def _is_builtin(tool: dict[str, Any]) -> bool:
+    """A provider built-in such as ``{"type": "web_search"}`` (Responses API only), not a function."""
+    return tool.get("type", "function") != "function"
+
+
+def _url_citations(item: Any, start: int) -> list[CitationFound]:  # noqa: ANN401 - an SDK output message item
+    """The `url_citation` annotations of a finished message item, offsets made relative to the stream's text
+    (`start`: where the item's first text part began). Other annotation kinds are not citations."""
+    found: list[CitationFound] = []
+    for part in item.content or []:
+        if getattr(part, "type", None) != "output_text":
+            continue
+        for annotation in part.annotations or []:
+            if getattr(annotation, "type", None) != "url_citation":
+                continue
+            first, last = annotation.start_index, annotation.end_index
+            if isinstance(first, int) and isinstance(last, int) and isinstance(annotation.url, str):
+                found.append(CitationFound(annotation.url, str(annotation.title or ""), start + first, start + last))
+        start += len(part.text or "")
+    return found
+
+
+def _detail(usage: object, group: str, name: str) -> int | None:
+    """One figure of a usage object's details (`input_tokens_details.cached_tokens`…), None when absent."""
+    value = getattr(getattr(usage, group, None), name, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# Every Responses request: the provider keeps nothing unless the owner allows it (`store`), and
+# reasoning comes back encrypted (`include`), the only form that can be carried with `store: false`.
+REASONING_INCLUDE = ["reasoning.encrypted_content"]
+# With web search offered, the sources each search read come back on its `web_search_call` item too.
+WEB_SEARCH_SOURCES_INCLUDE = "web_search_call.action.sources"
+
+
+def responses_request_fields(options: RequestOptions, *, web_search: bool = False) -> dict[str, Any]:
+    """The owner's and the conversation's wishes as Responses request fields."""
+    include = [*REASONING_INCLUDE, WEB_SEARCH_SOURCES_INCLUDE] if web_search else REASONING_INCLUDE
+    fields: dict[str, Any] = {"store": options.store, "include": include}
+    if options.cache_key:
+        fields["prompt_cache_key"] = options.cache_key
+    if options.cache_retention:
+        fields["prompt_cache_retention"] = options.cache_retention
+    reasoning: dict[str, str] = {}
+    if options.reasoning_effort:
+        reasoning["effort"] = options.reasoning_effort
+    if options.reasoning_summary:
+        reasoning["summary"] = "auto"
+    if reasoning:
+        fields["reasoning"] = reasoning
+    if options.verbosity:
+        fields["text"] = {"verbosity": options.verbosity}
+    return fields
+
+
+async def _stream_responses(
+    config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]], options: RequestOptions
+) -> AsyncIterator[ProviderEvent]:
+    extra: dict[str, Any] = {}
+    if tools:
+        extra["tools"] = [
+            dict(t) if _is_builtin(t) else {"type": "function", **_tool_spec(t), "strict": False} for t in tools
+        ]
+    items = responses_input(messages, options.image_detail)
+    web_search = any(t.get("type") == "web_search" for t in tools)
+    fields = responses_request_fields(options, web_search=web_search)
+    stream = await _client(config).responses.create(
+        model=config.model, stream=True, extra_body={"input": items, **fields}, **extra
+    )
+    streamed = 0  # characters of text so far: citation offsets are made relative to them
+    message_starts: dict[str, int] = {}
+    async with stream:
+        async for event in stream:
+            if event.type == "response.output_text.delta":
+                streamed += len(event.delta)
+                yield TextDelta(event.delta)
+            elif event.type == "response.refusal.delta":
+                streamed += len(event.delta)
+                yield RefusalDelta(event.delta)
+            elif event.type == "response.reasoning_summary_text.delta":
+                yield ReasoningSummaryDelta(event.delta)
+            elif event.type == "response.output_item.added" and event.item.type == "message":
+                message_starts[event.item.id] = streamed
+            elif event.type == "response.output_item.done" and event.item.type == "function_call":
+                yield ToolCallRequested(event.item.call_id, event.item.name, event.item.arguments, event.item.id or "")
+            elif event.type == "response.output_item.done" and event.item.type == "reasoning":
+                summary = tuple(part.text for part in event.item.summary or [] if isinstance(part.text, str))
+                yield ReasoningDone(event.item.id, event.item.encrypted_content or None, summary)
+            elif event.type == "response.output_item.done" and event.item.type == "message":
+                for citation in _url_citations(event.item, message_starts.get(event.item.id, streamed)):
+                    yield citation
+                yield OutputItemDone(_item_json(event.item))
+            elif event.type == "response.output_item.done" and event.item.type == "web_search_call":
+                yield OutputItemDone(_item_json(event.item))
+            elif event.type == "response.output_item.added" and event.item.type == "image_generation_call":
+                yield ImageStarted(event.item.id)
+            elif event.type == "response.image_generation_call.partial_image":
+                yield ImagePartial(event.item_id, event.partial_image_index, event.partial_image_b64)
+            elif event.type == "response.output_item.done" and event.item.type == "image_generation_call":
+                yield _image_generated(event.item, config.api_key)
+                # Kept like the others, its image aside: that is the reply's content-addressed attachment
+                # (`metadata.generated_images`, by `item_id`), never base64 in the row.
+                yield OutputItemDone({k: v for k, v in _item_json(event.item).items() if k != "result"})
+            elif event.type in ("response.completed", "response.incomplete"):
+                usage = event.response.usage
+                reason = _incomplete_reason(event.response) if event.type == "response.incomplete" else None
+                yield (
+                    Completed(
+                        usage.input_tokens,
+                        usage.output_tokens,
+                        _detail(usage, "input_tokens_details", "cached_tokens"),
+                        _detail(usage, "output_tokens_details", "reasoning_tokens"),
+                        reason,
+                    )
+                    if usage
+                    else Completed(None, None, incomplete_reason=reason)
+                )
+                return
+            elif event.type in ("response.failed", "error"):
+                err = event.response.error if event.type == "response.failed" else event
+                detail = f"The model provider reported an error: {_clip(err, config.api_key)}."
+                raise ProviderError("provider_http_error", detail)
+    raise _lost()
+
+
+def _incomplete_reason(response: Any) -> str:  # noqa: ANN401 - an SDK Response
+    """Why the provider cut the reply off (`incomplete_details.reason`), "unknown" when it did not say."""
+    details = getattr(response, "incomplete_details", None)
+    return str(getattr(details, "reason", None) or "unknown")
+
+
+def _item_json(item: Any) -> dict[str, Any]:  # noqa: ANN401 - an SDK output item
+    """An output item as the provider sent it (the fields it set), as JSON."""
+    return item.model_dump(mode="json", exclude_unset=True)
+
+
+def _image_generated(item: Any, api_key: str | None) -> ImageGenerated:  # noqa: ANN401 - an SDK output item
+    error = getattr(item, "error", None)
+    words = _clip(error, api_key) if error is not None else ""
+    if not words and item.status == "failed":
+        words = "the image could not be generated"
+    return ImageGenerated(
+        item_id=item.id,
+        result_b64=item.result if isinstance(item.result, str) and item.result else None,
+        status=str(item.status),
+        error=words,
+        revised_prompt=str(getattr(item, "revised_prompt", None) or ""),
+        error_code=str(getattr(error, "code", None) or ""),
+    )
