@@ -46,8 +46,8 @@ def load(small: int, large: int, seed: int) -> tuple[int, int]:
     from django.db import transaction
 
     from continuity.rules.policies import policy_markers
+    from continuity.rules.prompt_policy import build_static_prompt
     from continuity.rules.prompt_store import prompt_inputs_many
-    from continuity.rules.static_prompt import build_static_prompt
     from conversations.models import Conversation, Message, MessageKind, Role
     from memories.models import ConversationMemorySnapshot, Memory, SnapshotMembership
     from memories.services.memory_writes import memory_add

@@ -5,7 +5,7 @@ the GPT-5.6 family, per the installed SDK's `Reasoning.context` docstring): reas
 before the last user message are dropped by the provider. Sending them anyway costs request bytes and
 the JSON work to build them, on every send. This bench builds the same 1,000-turn history (each reply
 with one reasoning item, as the Responses API hands them out with `store: false`) through the app's
-own assembly (`continuity.rules.request_assembly.assemble_request`) and wire projection
+own assembly (`continuity.rules.request_policy.assemble_request`) and wire projection
 (`transcript.provider.wire.responses_input`), with and without earlier reasoning
 (`ELION_REASONING_CONTEXT` "all_turns" vs "current_turn"), and prints side by side the request bytes
 and the time to assemble and serialise it, for encrypted contents of 1, 4 and 16 KiB (the size grows
@@ -27,7 +27,7 @@ from bench.common import synthetic_vocabulary
 
 
 def history(turns: int, encrypted_bytes: int, rng: random.Random) -> list:
-    from continuity.rules.request_assembly import HistoryTurn
+    from continuity.rules.request_policy import HistoryTurn
     from transcript.provider.wire import reasoning_message
 
     words = synthetic_vocabulary(rng, 2_000)
@@ -44,7 +44,7 @@ def history(turns: int, encrypted_bytes: int, rng: random.Random) -> list:
 
 def request_bytes(turns: list, earlier_reasoning: bool) -> tuple[int, float]:
     """The Responses request body's `input` for these turns: its bytes, and the seconds to build and encode it."""
-    from continuity.rules.request_assembly import HistoryTurn, assemble_request
+    from continuity.rules.request_policy import HistoryTurn, assemble_request
     from transcript.provider.wire import responses_input
 
     started = time.perf_counter()

@@ -167,8 +167,8 @@ def naive_candidates(terms, *, persona, exclude):
     """The same rows as `recall_candidates`, found by scanning with icontains."""
     from django.db.models import Q
 
-    from continuity.rules.keyword_recall import RecallHit
-    from continuity.rules.recall_search import CANDIDATES_PER_TERM, RECALLABLE_ROLES, RECALLABLE_STATUSES, _sources
+    from continuity.rules.recall_policy import RecallHit
+    from continuity.rules.recall_store import CANDIDATES_PER_TERM, RECALLABLE_ROLES, RECALLABLE_STATUSES, _sources
     from conversations.models import Message, MessageKind
 
     if not terms:
@@ -231,9 +231,9 @@ def index_sizes() -> list[tuple[str, int]]:
 
 
 def measure(count: int, words: list[str], seed: int, naive_every: int = 1) -> None:
-    from continuity.rules import keyword_recall as kr
+    from continuity.rules import recall_policy as kr
     from continuity.rules.dynamic_context import recall_section
-    from continuity.rules.recall_search import live_message_ids, title_terms
+    from continuity.rules.recall_store import live_message_ids, title_terms
     from conversations.models import Conversation, Message
 
     rng = random.Random(seed + 1)

@@ -49,8 +49,8 @@ def load(count: int, seed: int) -> None:
     from django.db import transaction
 
     from continuity.models import ThreadHandoff
+    from continuity.rules.prompt_policy import build_static_prompt
     from continuity.rules.prompt_store import prompt_inputs_many
-    from continuity.rules.static_prompt import build_static_prompt
     from conversations.models import Conversation, Message, MessageKind, Role
     from memories.models import ConversationMemorySnapshot, SnapshotMembership
     from memories.services.memory_writes import memory_add

@@ -480,7 +480,7 @@ def _install_hooks() -> None:
     from django.db import transaction
 
     try:  # this tree's layout
-        from continuity.rules import request_building as send_request
+        from continuity.rules import request_store as send_request
         from conversations.sending import prepare as send_pipeline
         from conversations.sending import run as send_run
         from conversations.web import api

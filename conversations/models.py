@@ -138,7 +138,7 @@ class Conversation(models.Model):
     # a `ConversationDeletion` removes. Never cleared; the row goes away.
     deletion_generation = models.UUIDField(null=True, blank=True, editable=False)
     # Where the model's view began in the last send's request: {"first_message_id": id | None,
-    # "out_of_view": n} (`continuity.rules.request_building.in_view_of`), written by the send's own save.
+    # "out_of_view": n} (`continuity.rules.request_store.in_view_of`), written by the send's own save.
     in_view = models.JSONField(null=True, blank=True, default=None)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -304,7 +304,7 @@ class MessageSearchEntry(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["id"], condition=Q(search_text__isnull=True), name="message_search_pending"),
-            # Keyword recall's newest row of each other conversation (continuity.rules.recall_search).
+            # Keyword recall's newest row of each other conversation (continuity.rules.recall_store).
             models.Index(fields=["conversation", "id"], name="message_search_conv_newest"),
         ]
 

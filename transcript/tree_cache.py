@@ -1,7 +1,7 @@
 """A process's copy of its long conversations' rows, brought up to date by asking what changed.
 
 A send reads every row of its conversation under the conversation's lock
-(`continuity.rules.request_building.send_context_load`): the tree, to find the
+(`continuity.rules.request_store.send_context_load`): the tree, to find the
 branch, check bindings and build the request. For a thread of months that is
 thousands of rows turned into model instances on every send, the one cost
 that grew with thread length. Here a process keeps the rows it read and, on

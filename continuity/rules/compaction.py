@@ -27,8 +27,8 @@ from django.db import transaction
 
 from continuity.models import Compaction
 from continuity.rules.labels import assistant_name
-from continuity.rules.request_assembly import estimate_tokens
-from continuity.rules.static_prompt import quote_reserved_headings
+from continuity.rules.prompt_policy import quote_reserved_headings
+from continuity.rules.request_policy import estimate_tokens
 from conversations.models import Conversation, Message, MessageStatus, Role
 from elion.base.errors import Conflict, NotFound, ServiceError
 from transcript.access import access_conversation

@@ -1,13 +1,13 @@
 """Layer 2: the dynamic context message, assembled fresh for each send.
 
 It is sent as a second system message next to the conversation turns
-(`continuity.rules.request_assembly.assemble_request` places it) and is never
+(`continuity.rules.request_policy.assemble_request` places it) and is never
 stored; when it has nothing to say it is omitted entirely. It holds, in order:
 
 1. The pinned character, when the owner pinned a Character Studio character
    for this message (`metadata["pinned_character_id"]` on the user turn).
-2. Automatic keyword recall (`continuity.rules.keyword_recall`, searched by
-   `continuity.rules.recall_search`), never during the thread's birth period.
+2. Automatic keyword recall (`continuity.rules.recall_policy`, searched by
+   `continuity.rules.recall_store`), never during the thread's birth period.
 
 Reads only; the request stays a function of stored rows plus this text.
 """
@@ -18,15 +18,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
-from continuity.rules import keyword_recall as kr
+from continuity.rules import recall_policy as kr
 from continuity.rules.handoff_store import thread_handoff_source_ids
-from continuity.rules.recall_search import (
+from continuity.rules.prompt_policy import quote_reserved_headings
+from continuity.rules.recall_store import (
     best_recall_candidates,
     live_message_ids,
     recall_candidates,
     title_terms,
 )
-from continuity.rules.static_prompt import quote_reserved_headings
 from conversations.models import AssistantSettings, Character, Conversation, Message, MessageKind, MessageStatus, Role
 
 PINNED_HEADING = "=== PINNED CHARACTER ==="

@@ -1,14 +1,14 @@
 """A long thread's history turns, kept between sends and extended by what each send adds.
 
 A send's request carries its branch's projectable turns, trimmed from the
-oldest to the input budget (`continuity.rules.request_assembly.trim_history`).
+oldest to the input budget (`continuity.rules.request_policy.trim_history`).
 Building that list anew means a pass over every message of the branch on
 every send, the cost that grew with thread length after the rows themselves
 were kept (`transcript.tree_cache`). Here a process keeps, per
 conversation, the turns it projected from the last branch read, with their
 running token totals, and the next send projects only the messages its read
 does not share with that one (`BranchRead.unchanged`). Trimming is then a
-binary search over the totals (`continuity.rules.request_assembly.trim_start`), and only the turns that fit
+binary search over the totals (`continuity.rules.request_policy.trim_start`), and only the turns that fit
 are listed.
 
 What may differ between two sends of the same rows is per send and small:
@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from itertools import accumulate
 from uuid import UUID
 
-from continuity.rules.request_assembly import HistoryTurn, trim_start
+from continuity.rules.request_policy import HistoryTurn, trim_start
 from conversations.models import Message
 from transcript.tool_pairing import project_tool_parts
 from transcript.tree import is_projectable

@@ -10,7 +10,7 @@ reuse").
 from __future__ import annotations
 
 from continuity.rules.handoff_store import current_policy_marker
-from continuity.rules.static_prompt import PROMPT_POLICY
+from continuity.rules.prompt_policy import PROMPT_POLICY
 
 # Automatic keyword recall: never during the birth period, the reserved
 # heading rejected in an opening request and quoted where users wrote it

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from continuity.rules.handoff_store import ThreadHandoffs, archive_handoff_blocks_for, handoff_blocks_for
 from continuity.rules.policies import policy_markers
-from continuity.rules.static_prompt import (
+from continuity.rules.prompt_policy import (
     PromptCharacter,
     PromptInputs,
     PromptMemory,

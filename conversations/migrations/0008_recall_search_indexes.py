@@ -1,6 +1,6 @@
 """PostgreSQL indexes for keyword recall's bounded searches (SQLite: nothing).
 
-- A BRIN index on the message index's id: `continuity.rules.recall_search` reads a
+- A BRIN index on the message index's id: `continuity.rules.recall_store` reads a
   rare term's matches in id windows, a bitmap AND of the GIN index (the term)
   and this (the window), so only matching rows of the window are read. It is
   tiny (one range per 128 pages); `autosummarize` has autovacuum cover new

@@ -32,8 +32,8 @@ from django.utils import timezone
 from continuity.rules.dynamic_context import PINNED_CHARACTER_KEY
 from continuity.rules.eligibility import may_suggest_memories
 from continuity.rules.prompt_store import static_prompt_ready
-from continuity.rules.request_assembly import AssembledRequest, RecallInBirthPeriod
-from continuity.rules.request_building import SendContext, reply_request_build, send_context_load
+from continuity.rules.request_policy import AssembledRequest, RecallInBirthPeriod
+from continuity.rules.request_store import SendContext, reply_request_build, send_context_load
 from conversations.models import AssistantSettings, Conversation, Message, MessageKind, MessageStatus, Role
 from conversations.sending import tool_loop
 from conversations.sending.commands import FROM_HEAD, ParentChoice, SendCommand

@@ -17,7 +17,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import connection
 
-from continuity.rules.request_building import send_context_warm
+from continuity.rules.request_store import send_context_warm
 from conversations.models import Conversation
 
 

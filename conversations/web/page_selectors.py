@@ -26,7 +26,7 @@ from continuity.models import Compaction
 from continuity.rules.compaction import COMPACT_MIN_TURNS, summary_system_text
 from continuity.rules.eligibility import outside_quarantine
 from continuity.rules.labels import assistant_name
-from continuity.rules.request_assembly import estimate_tokens
+from continuity.rules.request_policy import estimate_tokens
 from conversations.models import (
     AssistantSettings,
     Attachment,

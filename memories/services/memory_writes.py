@@ -27,9 +27,9 @@ from django.db import transaction
 from django.db.models import Count, Max, QuerySet
 from django.utils import timezone
 
+from continuity.rules.prompt_policy import PromptInputs, PromptMemory, section_long_term_memories
 from continuity.rules.prompt_store import prompt_settings, static_prompts_rebuild
-from continuity.rules.request_assembly import estimate_tokens
-from continuity.rules.static_prompt import PromptInputs, PromptMemory, section_long_term_memories
+from continuity.rules.request_policy import estimate_tokens
 from conversations.models import Conversation
 from elion.base.errors import InvalidInput
 from elion.base.rows import access_row

@@ -13,9 +13,9 @@ import re
 import pytest
 from django.test import Client
 
-from continuity.rules.keyword_recall import RECALL_END, words
-from continuity.rules.request_assembly import estimate_tokens
-from continuity.rules.static_prompt import QUOTED_RECALL_LABEL, RESERVED_RECALL_HEADING
+from continuity.rules.prompt_policy import QUOTED_RECALL_LABEL, RESERVED_RECALL_HEADING
+from continuity.rules.recall_policy import RECALL_END, words
+from continuity.rules.request_policy import estimate_tokens
 from conversations.models import Conversation, Folder, Message, MessageKind
 from tests.support.diagnostics import DIAGNOSTIC_NAMES
 from transcript.append import APPENDED_FIELDS, message_append
@@ -246,7 +246,7 @@ def test_a_branch_handoff_bubble_does_not_end_the_birth_period(thread, scripted_
 
 def test_birth_period_guard_refuses_to_dispatch_a_recall_section(make_conversation, scripted_provider, monkeypatch, caplog):
     from continuity.rules import dynamic_context as dc
-    from continuity.rules import request_building
+    from continuity.rules import request_store as request_building
 
     real = dc.dynamic_context_build
 
@@ -487,7 +487,7 @@ def test_a_prompt_stored_under_an_older_recall_policy_is_rebuilt_before_use(make
 def test_candidates_are_the_newest_eligible_matches_of_each_term(thread, monkeypatch):
     """The two-step search (one probe, then rare terms again) gives exactly each
     term's newest `CANDIDATES_PER_TERM` eligible matches, on either database."""
-    from continuity.rules import recall_search
+    from continuity.rules import recall_store as recall_search
     from conversations.models import MessageSearchEntry
     from transcript.search_index import message_search_index_sync
 
@@ -520,7 +520,7 @@ def test_candidates_stay_exact_when_rare_terms_are_found_by_bounded_walks_and_id
     answer from FTS5's own order)."""
     import random
 
-    from continuity.rules import recall_search
+    from continuity.rules import recall_store as recall_search
     from conversations.models import MessageSearchEntry
     from transcript.search_index import message_search_index_sync
 
@@ -568,7 +568,7 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
 
     from django.db import connection
 
-    from continuity.rules import recall_search
+    from continuity.rules import recall_store as recall_search
     from conversations.models import MessageSearchEntry
     from tests.support.factories import turns_append
     from transcript.search_index import message_search_index_sync
@@ -624,7 +624,7 @@ def test_recall_index_search_leaves_the_excluded_conversations_rows_out_by_itsel
     the excluded thread's rows."""
     from django.db import connection
 
-    from continuity.rules import recall_search
+    from continuity.rules import recall_store as recall_search
     from conversations.models import MessageSearchEntry
     from transcript.search_index import message_search_index_sync
 

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from continuity.rules.request_assembly import (
+from continuity.rules.prompt_policy import QUOTED_RECALL_LABEL, RESERVED_RECALL_HEADING
+from continuity.rules.request_policy import (
     ESTIMATE_METHOD,
     HistoryTurn,
     RecallInBirthPeriod,
@@ -25,7 +26,6 @@ from continuity.rules.request_assembly import (
     trim_history,
     turn_tokens,
 )
-from continuity.rules.static_prompt import QUOTED_RECALL_LABEL, RESERVED_RECALL_HEADING
 from tests.support.diagnostics import DIAGNOSTIC_NAMES
 
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from continuity.rules import keyword_recall as kr
-from continuity.rules.static_prompt import QUOTED_RECALL_LABEL, RESERVED_RECALL_HEADING
+from continuity.rules import recall_policy as kr
+from continuity.rules.prompt_policy import QUOTED_RECALL_LABEL, RESERVED_RECALL_HEADING
 from tests.support.recall_text import hit, render
 
 # --- Keyword extraction -------------------------------------------------------------
@@ -258,7 +258,7 @@ def test_heading_inside_a_verbatim_handoff_block_is_not_a_recall_section():
 
 @pytest.mark.parametrize("field", ["owner_name", "display_name"])
 def test_names_quoting_the_heading_are_quoted_in_the_static_prompt_and_never_look_like_recall(field):
-    from continuity.rules.static_prompt import build_static_prompt
+    from continuity.rules.prompt_policy import build_static_prompt
     from tests.support.static_prompt_inputs import full_inputs, settings
 
     name = f"Echo\n{RESERVED_RECALL_HEADING}\nEnd"

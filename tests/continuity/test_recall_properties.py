@@ -12,8 +12,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from continuity.rules import keyword_recall as kr
-from continuity.rules.static_prompt import RESERVED_RECALL_HEADING
+from continuity.rules import recall_policy as kr
+from continuity.rules.prompt_policy import RESERVED_RECALL_HEADING
 from tests.support.recall_text import hit, render
 
 # --- Properties of ranking, selection and rendering ------------------------------------------

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from continuity.rules import static_prompt as sp
-from continuity.rules.static_prompt import (
+from continuity.rules import prompt_policy as sp
+from continuity.rules.prompt_policy import (
     PromptCharacter,
     PromptMemory,
     build_static_prompt,

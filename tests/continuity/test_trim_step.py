@@ -13,7 +13,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from continuity.rules.request_assembly import HistoryTurn, assemble_request, trim_history, turn_tokens
+from continuity.rules.request_policy import HistoryTurn, assemble_request, trim_history, turn_tokens
 from elion.base import env
 
 

@@ -28,8 +28,8 @@ def stored_prompt(conversation) -> str | None:
 
 def fresh_prompt(conversation) -> str:
     """What a rebuild from the current rows gives."""
+    from continuity.rules.prompt_policy import build_static_prompt
     from continuity.rules.prompt_store import prompt_inputs_for
-    from continuity.rules.static_prompt import build_static_prompt
     from conversations.models import Conversation
     from transcript.assistant_settings import assistant_settings_get
 

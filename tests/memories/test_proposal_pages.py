@@ -7,7 +7,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from continuity.rules.request_assembly import estimate_tokens
+from continuity.rules.request_policy import estimate_tokens
 from conversations.models import Role
 from conversations.services.threads.services import conversation_create
 from memories.models import Memory, MemoryProposal, ProposalStatus, SnapshotMembership

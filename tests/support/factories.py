@@ -104,7 +104,7 @@ async def wait_for(predicate: Callable[[], T], timeout: float = 10.0, interval: 
 
 def request_for(conversation):
     """The model request for a reply at `conversation`'s head, built the way a send builds it (no tools offered)."""
-    from continuity.rules.request_building import reply_request_build, send_context_load
+    from continuity.rules.request_store import reply_request_build, send_context_load
 
     context = send_context_load(conversation)
     return reply_request_build(context, branch=context.branch_to(conversation.head_id), tools=[])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from continuity.rules import keyword_recall as kr
+from continuity.rules import recall_policy as kr
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 

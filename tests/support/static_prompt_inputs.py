@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from continuity.rules.static_prompt import (
+from continuity.rules.prompt_policy import (
     PromptCharacter,
     PromptInputs,
     PromptMemory,

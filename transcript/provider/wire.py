@@ -1,6 +1,6 @@
 """The conversation as the provider reads it: neutral request messages turned into the wire.
 
-A request is a list of neutral messages (`continuity.rules.request_assembly` builds it): `{"role", "content"}`
+A request is a list of neutral messages (`continuity.rules.request_policy` builds it): `{"role", "content"}`
 turns (content a string, or text and image parts), assistant tool calls and tool results, reasoning
 items (`reasoning_message`) and output items kept verbatim (`output_item_message`). `responses_input`
 makes the Responses API's `input` of them, `chat_messages` the Chat Completions `messages`. Pure

@@ -12,7 +12,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from continuity.rules.request_assembly import tool_definitions_text
+from continuity.rules.request_policy import tool_definitions_text
 from conversations.models import Message, Role
 from conversations.sending import tool_loop
 from tests.conftest import parse_sse, read_streaming

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from continuity.rules.request_assembly import estimate_tokens
+from continuity.rules.request_policy import estimate_tokens
 from conversations.models import Message, Role
 from conversations.services.threads.services import conversation_rewind
 from tests.support.factories import thread, turns_append

@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 from continuity.models import Compaction
 from continuity.rules.compaction import compaction_projection
 from continuity.rules.dynamic_context import dynamic_context_build
-from continuity.rules.request_assembly import HistoryTurn, assemble_request, tool_definitions_text
-from continuity.rules.request_building import reply_request_build, send_context_load
-from continuity.rules.static_prompt import prior_thread_section_in
+from continuity.rules.prompt_policy import prior_thread_section_in
+from continuity.rules.request_policy import HistoryTurn, assemble_request, tool_definitions_text
+from continuity.rules.request_store import reply_request_build, send_context_load
 from conversations.models import Message, MessageStatus, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
@@ -316,7 +316,7 @@ def test_projection_after_a_warm_equals_the_earlier_projection(steps, after, bud
     """A warm (cold caches, then `send_context_warm`) changes nothing a send builds: the request after it,
     and after more steps on top of it, is the earlier code's request for the same rows."""
     from continuity.rules import kept_history
-    from continuity.rules.request_building import send_context_warm
+    from continuity.rules.request_store import send_context_warm
 
     conversation = thread(("user", "Hello"), ("assistant", "Hi there"))
     for step in steps:

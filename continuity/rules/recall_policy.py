@@ -1,6 +1,6 @@
 """Automatic keyword recall, the pure core (seed "Layer 2 — Dynamic Context").
 
-Nothing here touches the database: the selector (`continuity.rules.recall_search`)
+Nothing here touches the database: the selector (`continuity.rules.recall_store`)
 reads rows into `RecallHit`s and the facts the skip rule needs, and
 `continuity.rules.dynamic_context` puts the pieces together per send.
 
@@ -29,7 +29,7 @@ from datetime import datetime
 from functools import cached_property, lru_cache
 
 from continuity.rules.labels import speaker_label
-from continuity.rules.static_prompt import RESERVED_RECALL_HEADING, quote_reserved_headings
+from continuity.rules.prompt_policy import RESERVED_RECALL_HEADING, quote_reserved_headings
 
 MAX_KEYWORDS = 8
 MIN_KEYWORD_LENGTH = 3

@@ -32,7 +32,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from continuity.rules.eligibility import continuity_sources
-from continuity.rules.keyword_recall import MAX_EXCERPTS, RecallHit, hit_score, words
+from continuity.rules.recall_policy import MAX_EXCERPTS, RecallHit, hit_score, words
 from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
 from transcript.search_index import (
     ENTRY_TABLE,

@@ -17,7 +17,7 @@ from functools import cached_property
 from itertools import accumulate
 from typing import Protocol
 
-from continuity.rules.keyword_recall import contains_recall_section
+from continuity.rules.recall_policy import contains_recall_section
 from transcript.provider.wire import OUTPUT_ITEM_ROLE, REASONING_ROLE, output_message_text
 
 ESTIMATE_METHOD = "chars_div_4"
@@ -115,7 +115,7 @@ class AssembledRequest:
     diagnostics: dict = field(default_factory=dict)
     # The position in the history (as given, after any compaction) of the first turn the request carries.
     history_start: int = 0
-    # Where the model's view of the branch begins (`continuity.rules.request_building.in_view_of`), once known.
+    # Where the model's view of the branch begins (`continuity.rules.request_store.in_view_of`), once known.
     in_view: dict | None = None
 
 

@@ -4,7 +4,7 @@ A send reads what it needs once, under the conversation's lock, into a
 `SendContext` (every message row, the stored prompt, the settings row); the
 request is then built from that context alone, plus what is fresh for each
 send (the dynamic context) and the blobs, which are verified again.
-The pure assembly is `continuity.rules.request_assembly`.
+The pure assembly is `continuity.rules.request_policy`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from continuity.rules.compaction import compaction_on_branch
 from continuity.rules.dynamic_context import carried_text_index_warm, dynamic_context_build
 from continuity.rules.handoff_store import ThreadHandoffs, thread_handoffs_read
 from continuity.rules.kept_history import BranchHistory, branch_history
-from continuity.rules.request_assembly import AssembledRequest, assemble_request, tool_definitions_text
-from continuity.rules.static_prompt import prior_thread_section_in
+from continuity.rules.prompt_policy import prior_thread_section_in
+from continuity.rules.request_policy import AssembledRequest, assemble_request, tool_definitions_text
 from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
 from elion.base.errors import NotFound
 from transcript.assistant_settings import assistant_settings_get
