@@ -1,8 +1,6 @@
-"""The continuity governance layer: what the assistant may carry from one thread into the next.
+"""The continuity governance app: what the assistant may carry from one thread into the next (seed 000).
 
-Composition only: eligibility (the one answer), the stored static prompt and
-its policy markers, verbatim handoffs, keyword recall, dynamic context,
-request building and assembly, compaction, reconciliation and Cleanup. It
-imports the base layer of `conversations` and the models; `web/` holds its
-transports, and Branch / Fresh Chat (`branching`) sit with the services.
+Sub-packages by layer (`.importlinter`): `web` (transports) above `services` (Branch, Fresh Chat) above
+`rules` (eligibility, prompts, handoffs, recall, the request, compaction, reconciliation, Cleanup), which
+imports only `transcript` and the models.
 """

@@ -1,1 +1,6 @@
-"""continuity/rules."""
+"""The continuity rules (seed 000): eligibility (the one answer), the stored static prompt
+(`prompt_policy` pure, `prompt_store` database), verbatim handoffs (`handoff_policy`/`handoff_store`), keyword
+recall (`recall_policy`/`recall_store`), dynamic context, the request (`request_policy`/`request_store`), kept
+history, compaction, reconciliation and Cleanup. `<thing>_policy` modules are pure; `<thing>_store` modules read
+and write the database. Imports `transcript` and the models only.
+"""
