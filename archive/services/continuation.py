@@ -18,7 +18,7 @@ document always answers the first conversation (409 `idempotency_key_reused`
 when it asks for another persona). The key is remembered in
 `IdempotentAction` under the action `archive_continue:<document id>`; the
 row's `source` is the new conversation itself, since an archive document is
-not a conversation. Every continuation takes `memory_set_lock()` first (it
+not a conversation. Every continuation takes `global_write_lock()` first (it
 captures a snapshot), so two requests with one key are serialised on both
 databases and the second finds the first's row.
 """
@@ -38,8 +38,8 @@ from conversations.models import (
     Persona,
 )
 from elion.base.errors import Conflict, InvalidInput
-from memories.services.snapshots import memory_set_lock
 from transcript.assistant_settings import assistant_settings_read
+from transcript.write_lock import global_write_lock
 
 CONTINUE_ACTION = "archive_continue"
 
@@ -79,7 +79,7 @@ def archive_document_continue(
     with transaction.atomic():
         # Lock order (memories.services.snapshots): the memory set first; it also queues
         # concurrent continuations, so a duplicate finds the first's result.
-        memory_set_lock()
+        global_write_lock()
         document = access_document(document_id)
         existing = _recorded_continuation(document, key)
         if existing is not None:

@@ -268,7 +268,7 @@ def static_prompts_rebuild(conversations: QuerySet[Conversation] | Iterable[Conv
     """Rebuild these conversations' stored prompts from current rows; returns how many changed.
 
     Precondition: inside a transaction. Callers that change memories or
-    snapshots hold `memories.services.snapshots.memory_set_lock()` first.
+    snapshots hold `memories.services.snapshots.global_write_lock()` first.
 
     Every conversation row in scope is locked, in id order (two rebuilds never
     deadlock), before any prompt source is read, including conversations with

@@ -22,7 +22,7 @@ start-up path. A prompt met by a normal send is rebuilt before use by
   `SELECT ... FOR UPDATE SKIP LOCKED` and re-checks staleness after the lock.
   On SQLite the IMMEDIATE transaction serialises writers anyway.
 
-Lock order: only conversation rows are locked (never `memory_set_lock`),
+Lock order: only conversation rows are locked (never `global_write_lock`),
 exactly like a first send, so a concurrent memory edit/delete either commits
 before our read or rebuilds the prompt again after we commit.
 """

@@ -29,11 +29,11 @@ from conversations.models import (
 from conversations.services.threads.services import conversation_create
 from conversations.services.threads.titles import branch_title
 from elion.base.errors import Conflict, InvalidInput
-from memories.services.snapshots import memory_set_lock
 from transcript.access import access_conversation
 from transcript.append import APPENDED_FIELDS, message_append
 from transcript.assistant_settings import assistant_settings_read
 from transcript.provider.binding import configured_provider
+from transcript.write_lock import global_write_lock
 
 BRANCH_ACTION = "branch"
 IDEMPOTENCY_KEY_MAX = 200
@@ -117,7 +117,7 @@ def conversation_branch(*, conversation_id: UUID | str, idempotency_key: object)
         # destination captures a snapshot; then the source's row, which queues
         # concurrent branches of one source, so a duplicate waits for the
         # first to commit and then finds its result.
-        memory_set_lock()
+        global_write_lock()
         source = access_conversation(conversation_id, lock=True)
         existing = _recorded_result(source, key)
         if existing is not None:

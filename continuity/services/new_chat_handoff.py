@@ -24,8 +24,8 @@ from continuity.rules.eligibility import continuity_sources
 from continuity.rules.handoff_store import RETIRED_COLUMNS
 from conversations.models import Conversation, ConversationOrigin, Message
 from elion.base.errors import Conflict
-from memories.services.snapshots import memory_set_lock
 from transcript.access import access_conversation
+from transcript.write_lock import global_write_lock
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def new_chat_handoff_notice(conversation: Conversation) -> NewChatHandoffNotice 
 @transaction.atomic
 def new_chat_handoff_drop(*, conversation_id: UUID | str) -> Conversation:
     """"Start without it": this New Chat's handoff is removed before its first send."""
-    memory_set_lock()  # lock order step 1, before the conversation row
+    global_write_lock()  # lock order step 1, before the conversation row
     conversation = access_conversation(conversation_id, lock=True)
     if conversation.origin != ConversationOrigin.NEW_CHAT:
         raise Conflict("Only a New Chat's automatic handoff can be left out.", code="not_a_new_chat")

@@ -22,7 +22,7 @@ from continuity.rules.prompt_store import static_prompts_rebuild_all
 from conversations.models import Attachment, Character, MessageAttachment
 from elion.base.errors import InvalidInput
 from elion.base.rows import access_row
-from memories.services.snapshots import memory_set_lock
+from transcript.write_lock import global_write_lock
 
 EDITABLE_FIELDS = ("name", "description", "image_guidance")
 NAME_MAX = 200
@@ -65,7 +65,7 @@ def _lock() -> None:
     """Lock order step 1 (see memories.services.snapshots), taken before the write: a
     conversation created meanwhile waits, so it cannot store a prompt built
     from the old character list."""
-    memory_set_lock()
+    global_write_lock()
 
 
 def _prompts_rebuild() -> None:

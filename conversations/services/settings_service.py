@@ -10,7 +10,7 @@ from django.db import transaction
 from continuity.rules.prompt_store import static_prompts_rebuild_all
 from conversations.models import AssistantSettings, Personality, ReasoningEffort, Verbosity
 from elion.base.errors import InvalidInput
-from memories.services.snapshots import memory_set_lock
+from transcript.write_lock import global_write_lock
 
 EDITABLE_FIELDS = (
     "custom_instructions",
@@ -54,7 +54,7 @@ def assistant_settings_update(**changes: object) -> AssistantSettings:
             raise InvalidInput(f"{name} cannot be empty.", code="invalid_name")
     # Lock order step 1 (see memories.services.snapshots): a conversation created
     # meanwhile waits, so it cannot store a prompt built from the old settings.
-    memory_set_lock()
+    global_write_lock()
     settings_row = AssistantSettings.objects.select_for_update().get_or_create(pk=1)[0]
     for name, value in changes.items():
         setattr(settings_row, name, value.strip() if isinstance(value, str) else value)

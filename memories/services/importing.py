@@ -28,7 +28,7 @@ from django.db import transaction
 from elion.base.errors import InvalidInput
 from memories.models import MEMORY_TEXT_MAX, SOURCE_FILE_MAX, Memory, MemoryCategory, MemorySource
 from memories.services.memory_writes import MemoryDraft, memory_draft, next_position
-from memories.services.snapshots import memory_set_lock
+from transcript.write_lock import global_write_lock
 
 IMPORT_MAX_ITEMS = 2_000
 IMPORT_MAX_CHARACTERS = 2_000_000
@@ -275,7 +275,7 @@ def memories_import(*, drafts: list[MemoryDraft], source_file: object = "") -> l
 
     Each records its source: imported, from `source_file` (the uploaded
     file's name; empty for pasted text)."""
-    memory_set_lock()
+    global_write_lock()
     start = next_position()
     file_name = source_file.strip()[:SOURCE_FILE_MAX] if isinstance(source_file, str) else ""
     return Memory.objects.bulk_create(

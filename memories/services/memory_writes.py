@@ -44,8 +44,8 @@ from memories.models import (
     MemoryVersion,
     SnapshotMembership,
 )
-from memories.services.snapshots import memory_set_lock
 from transcript.assistant_settings import assistant_settings_read
+from transcript.write_lock import global_write_lock
 
 EDITABLE_FIELDS = ("text", "category", "importance", "active")
 # The fields a memory's history keeps (`active` is a switch, not wording).
@@ -126,7 +126,7 @@ def access_memory(memory_id: int | str, *, lock: bool = False) -> Memory:
 
 
 def next_position() -> int:
-    """Position after the last memory. Precondition: `memory_set_lock()` is held."""
+    """Position after the last memory. Precondition: `global_write_lock()` is held."""
     return (Memory.objects.aggregate(last=Max("position"))["last"] or 0) + 1
 
 
@@ -151,7 +151,7 @@ def memory_add(
     `source`: typed by the owner (the form and the API), or `proposal` when
     `memories.services.proposals.proposal_approve` calls it."""
     draft = memory_draft(text=text, category=category, importance=importance, active=active)
-    memory_set_lock()
+    global_write_lock()
     return Memory.objects.create(
         text=draft.text,
         category=draft.category,
@@ -169,7 +169,7 @@ def memory_edit(*, memory_id: int | str, changes: dict) -> Memory:
     if unknown:
         raise InvalidInput(f"Unknown memory fields: {', '.join(sorted(unknown))}.", code="unknown_field")
     cleaned = {name: _CLEANERS[name](value) for name, value in changes.items()}
-    memory_set_lock()
+    global_write_lock()
     memory = access_memory(memory_id, lock=True)
     changed = [name for name, value in cleaned.items() if getattr(memory, name) != value]
     if not changed:
@@ -195,7 +195,7 @@ def memory_delete(*, memory_id: int | str) -> int:
     still name them; then the rows go. One transaction, so no reader ever
     sees a prompt that disagrees with its snapshot.
     """
-    memory_set_lock()
+    global_write_lock()
     memory = access_memory(memory_id, lock=True)
     holders = holders_of(memory.pk)
     held_by = SnapshotMembership.objects.filter(memory=memory).count()
@@ -213,7 +213,7 @@ def memories_reorder(*, ids: object) -> list[Memory]:
         raise InvalidInput("ids must be a list of memory ids (integers).", code="invalid_ids")
     if len(set(ids)) != len(ids):
         raise InvalidInput("ids lists a memory more than once.", code="duplicate_ids")
-    memory_set_lock()
+    global_write_lock()
     memories = {memory.pk: memory for memory in Memory.objects.select_for_update().order_by("pk")}
     foreign = [i for i in ids if i not in memories]
     if foreign:

@@ -15,7 +15,7 @@
 - `proposal_dismiss` keeps the proposal as dismissed (the same text is then
   refused); `proposals_clear_dismissed` deletes the dismissed ones.
 
-Every write takes `memory_set_lock()` first and the proposal's row second
+Every write takes `global_write_lock()` first and the proposal's row second
 (the lock order of `memories.services.snapshots`), so an approve racing a delete of
 the same memory, a dismiss or a conversation's deletion leaves either the
 memory with its approved proposal, or neither.
@@ -44,8 +44,8 @@ from memories.models import (
     ProposalStatus,
 )
 from memories.services.memory_writes import memory_add, memory_draft
-from memories.services.snapshots import memory_set_lock
 from transcript.assistant_settings import assistant_settings_read
+from transcript.write_lock import global_write_lock
 
 APPROVE_FIELDS = ("text", "category", "importance")
 
@@ -111,7 +111,7 @@ def memory_propose(
     """Record Elion's suggestion for the owner's review, or say why not. Bad arguments raise InvalidInput."""
     draft = memory_draft(text=text, category=category, importance=importance)
     reason_text = clean_reason(reason)
-    memory_set_lock()
+    global_write_lock()
     conversation = Conversation.objects.select_related("folder").filter(pk=conversation_id).first()
     if not assistant_settings_read().memory_suggestions:
         return _refused("suggestions_off", "The owner has turned memory suggestions off; nothing was proposed.")
@@ -166,7 +166,7 @@ def proposal_approve(*, proposal_id: object, changes: dict | None = None) -> Mem
     unknown = set(changes) - set(APPROVE_FIELDS)
     if unknown:
         raise InvalidInput(f"Unknown memory fields: {', '.join(sorted(unknown))}.", code="unknown_field")
-    memory_set_lock()
+    global_write_lock()
     proposal = access_proposal(proposal_id, lock=True)
     _pending(proposal, "approved")
     memory = memory_add(
@@ -183,7 +183,7 @@ def proposal_approve(*, proposal_id: object, changes: dict | None = None) -> Mem
 @transaction.atomic
 def proposal_dismiss(*, proposal_id: object) -> MemoryProposal:
     """Keep a pending proposal as dismissed: the same text is refused from now on. Dismissing twice is a no-op."""
-    memory_set_lock()
+    global_write_lock()
     proposal = access_proposal(proposal_id, lock=True)
     if proposal.status == ProposalStatus.DISMISSED:
         return proposal
@@ -196,7 +196,7 @@ def proposal_dismiss(*, proposal_id: object) -> MemoryProposal:
 @transaction.atomic
 def proposals_clear_dismissed() -> int:
     """Delete every dismissed proposal; their texts may be proposed again."""
-    memory_set_lock()
+    global_write_lock()
     deleted, _ = MemoryProposal.objects.filter(status=ProposalStatus.DISMISSED).delete()
     return deleted
 

@@ -1,14 +1,8 @@
 """Conversation-scoped memory snapshots: capture, refresh, legacy backfill.
 
-Lock order (every writer in this app follows it, so none can deadlock):
-1. `memory_set_lock()`: every write to memories or snapshot membership, and
-   every conversation creation (it captures a snapshot), takes this first.
-2. Conversation rows, in id order (`static_prompts_rebuild` does it).
-A first send takes only its conversation's row lock and reads memories
-without locking them; whichever of it and a memory write commits first, the
-other then sees it (see `continuity.rules.prompt_store.static_prompt_ensure`).
+Every writer here takes `transcript.write_lock.global_write_lock()` first (its docstring gives the lock order).
 
-Precondition for Branch / Fresh Chat and fork: take `memory_set_lock()`
+Precondition for Branch / Fresh Chat and fork: take `global_write_lock()`
 before locking the source conversation, then create the destination and call
 `snapshot_capture` in the same transaction.
 """
@@ -17,7 +11,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
@@ -26,34 +20,13 @@ from conversations.models import Conversation
 from memories.models import (
     ConversationMemorySnapshot,
     Memory,
-    MemorySetLock,
     SnapshotMembership,
     SnapshotProvenance,
 )
 from transcript.access import access_conversation
+from transcript.write_lock import global_write_lock
 
 BACKFILL_BATCH_SIZE = 500
-
-
-def memory_set_lock() -> None:
-    """Serialise writes to memories and snapshots (lock order step 1).
-
-    Precondition: inside a transaction, holding no conversation row lock.
-    On SQLite the IMMEDIATE transaction already holds the database's write
-    lock; this row lock is what orders writers on PostgreSQL.
-    """
-    if _lock_row():
-        return
-    try:
-        with transaction.atomic():
-            MemorySetLock.objects.create(pk=1)
-    except IntegrityError:
-        pass  # another transaction created it first; lock the committed row
-    _lock_row()
-
-
-def _lock_row() -> bool:
-    return bool(list(MemorySetLock.objects.select_for_update().filter(pk=1).values_list("pk", flat=True)))
 
 
 def eligible_memory_ids() -> list[int]:
@@ -80,7 +53,7 @@ def snapshot_capture(conversation: Conversation, *, with_memories: bool = True) 
     record with no membership, so the thread's prompt holds no memory until
     the owner refreshes it.
     """
-    memory_set_lock()
+    global_write_lock()
     if with_memories:
         _memberships_write([conversation.pk], eligible_memory_ids())
     return ConversationMemorySnapshot.objects.create(
@@ -96,7 +69,7 @@ def snapshot_refresh(conversation_id: UUID | str) -> Conversation:
     for a legacy thread, is kept) and rebuilds the thread's stored prompt in
     the same transaction.
     """
-    memory_set_lock()
+    global_write_lock()
     conversation = access_conversation(conversation_id, lock=True)
     SnapshotMembership.objects.filter(conversation=conversation).delete()
     _memberships_write([conversation.pk], eligible_memory_ids())
@@ -143,7 +116,7 @@ def snapshots_backfill_legacy(*, batch_size: int = BACKFILL_BATCH_SIZE) -> int:
     total = 0
     while True:
         with transaction.atomic():
-            memory_set_lock()
+            global_write_lock()
             batch = list(
                 legacy_conversations().select_for_update().order_by("pk").values_list("pk", flat=True)[:batch_size]
             )

@@ -43,7 +43,6 @@ from conversations.models import (
 from conversations.services.threads.services import TITLE_MAX, conversation_create
 from elion.base.errors import Conflict, InvalidInput, NotFound
 from memories.models import SnapshotMembership
-from memories.services.snapshots import memory_set_lock
 from transcript.access import access_conversation
 from transcript.append import APPENDED_FIELDS, message_chain_copy
 from transcript.attachments import store
@@ -53,6 +52,7 @@ from transcript.guard import reply_finished_guard
 from transcript.leases import streams_interrupt_expired
 from transcript.provider.binding import provider_binding_gate
 from transcript.search_index import message_search_index_sync, message_search_texts_copy
+from transcript.write_lock import global_write_lock
 
 FORK_ACTION = "fork"
 FORKED_FROM_KEY = "forked_from"
@@ -91,7 +91,7 @@ def conversation_fork(
         # Lock order: the memory set (the destination captures a snapshot),
         # then the source row, held while its blobs are verified and copied,
         # which also queues duplicate forks behind the first.
-        memory_set_lock()
+        global_write_lock()
         source = access_conversation(conversation_id, lock=True)
         existing = _recorded_fork(source, key, target_id)
         if existing is not None:

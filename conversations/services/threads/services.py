@@ -16,11 +16,12 @@ from continuity.rules.handoff_store import new_chat_handoff_capture, new_chat_ha
 from conversations.models import Conversation, ConversationOrigin, Folder, MessageStatus, Persona, Role
 from conversations.services.visibility.transitions import conversation_move_locked, folder_hidden_set, folder_remove
 from elion.base.errors import InvalidInput, NotFound
-from memories.services.snapshots import memory_set_lock, snapshot_capture
+from memories.services.snapshots import snapshot_capture
 from transcript.access import access_conversation, access_folder, message_in_conversation
 from transcript.guard import transcript_write_guard
 from transcript.siblings import switch_head
 from transcript.tree_cache import conversation_tree
+from transcript.write_lock import global_write_lock
 
 TITLE_MAX = 300
 
@@ -58,7 +59,7 @@ def conversation_create(
     # Lock order step 1 before the capture reads eligibility: a visibility
     # transition (which takes the same lock) either committed before the
     # capture or waits until this conversation and its handoff row exist.
-    memory_set_lock()
+    global_write_lock()
     handoff_capture = new_chat_handoff_capture(persona=persona, origin=origin, private=private)
     conversation = Conversation.objects.create(
         persona=persona, title=_clean_title(title), folder=access_folder(folder_id), origin=origin,
@@ -76,7 +77,7 @@ def conversation_update(*, conversation_id: UUID, changes: dict) -> Conversation
     """Rename and/or move. A move is a visibility transition (`conversations.services.visibility.transitions`)."""
     moving = "folder_id" in changes
     if moving:
-        memory_set_lock()  # lock order: before the conversation row
+        global_write_lock()  # lock order: before the conversation row
     conversation = access_conversation(conversation_id, lock=True)
     if "title" in changes:
         conversation.title = _clean_title(changes["title"])
@@ -138,7 +139,7 @@ def folder_create(*, name: str, hidden: bool = False) -> Folder:
 def folder_update(*, folder_id: int, changes: dict) -> Folder:
     """Rename and/or hide/unhide. Hiding is a visibility transition (`conversations.services.visibility.transitions`)."""
     if "hidden" in changes:
-        memory_set_lock()  # lock order: before the folder row the rename writes
+        global_write_lock()  # lock order: before the folder row the rename writes
     folder = access_folder(folder_id)
     if folder is None:
         raise NotFound("No folder has that id.", code="folder_not_found")

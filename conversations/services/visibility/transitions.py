@@ -19,7 +19,7 @@ Rules:
   handoff is back).
 
 Lock order (see `memories.services.snapshots`): every transition takes
-`memory_set_lock()` first, then the rows it changes, then
+`global_write_lock()` first, then the rows it changes, then
 `static_prompts_rebuild` locks the affected threads in id order. Transitions
 are therefore serialised with each other, with memory writes and with
 conversation creation; a first send racing a transition either commits its
@@ -39,8 +39,8 @@ from continuity.rules.handoff_store import handoff_destinations
 from continuity.rules.prompt_store import static_prompts_rebuild
 from conversations.models import Conversation, Folder
 from elion.base.errors import Conflict, NotFound
-from memories.services.snapshots import memory_set_lock
 from transcript.access import access_conversation, access_folder
+from transcript.write_lock import global_write_lock
 
 
 def affected_prompts_refresh(source_ids: Iterable[UUID]) -> int:
@@ -51,7 +51,7 @@ def affected_prompts_refresh(source_ids: Iterable[UUID]) -> int:
     prompts changed.
 
     Precondition: inside the transition's transaction, after the state
-    change is written, holding `memory_set_lock()`.
+    change is written, holding `global_write_lock()`.
     """
     destinations = handoff_destinations(source_ids)
     if not destinations:
@@ -69,7 +69,7 @@ def _locked_folder(folder_id: int | str) -> Folder:
 @transaction.atomic
 def folder_hidden_set(*, folder_id: int | str, hidden: bool) -> Folder:
     """Hide or unhide a folder. Unhiding shields every conversation in it."""
-    memory_set_lock()
+    global_write_lock()
     folder = _locked_folder(folder_id)
     was_hidden, folder.hidden = folder.hidden, bool(hidden)
     folder.save(update_fields=["hidden"])
@@ -88,7 +88,7 @@ def folder_remove(*, folder_id: int | str) -> int:
     Conversations leaving a hidden folder this way leave quarantine, so they
     are shielded.
     """
-    memory_set_lock()
+    global_write_lock()
     folder = _locked_folder(folder_id)
     member_ids = list(Conversation.objects.filter(folder=folder).values_list("pk", flat=True))
     changes = {"folder": None, **({"shielded": True} if folder.hidden else {})}
@@ -101,7 +101,7 @@ def folder_remove(*, folder_id: int | str) -> int:
 def conversation_move_locked(conversation: Conversation, folder_id: int | str | None) -> Conversation:
     """Move a conversation into a folder (None: no folder), shielding it if it leaves a hidden one.
 
-    Precondition: inside a transaction holding `memory_set_lock()` and the
+    Precondition: inside a transaction holding `global_write_lock()` and the
     conversation's row lock. Saves only `folder` and `shielded`.
     """
     target = access_folder(folder_id)
@@ -119,7 +119,7 @@ def conversation_move_locked(conversation: Conversation, folder_id: int | str | 
 @transaction.atomic
 def conversation_trash(*, conversation_id: UUID | str) -> Conversation:
     """Move a conversation to the trash: still readable, no longer sendable, quarantined."""
-    memory_set_lock()
+    global_write_lock()
     conversation = access_conversation(conversation_id, lock=True)
     conversation.trashed = True
     conversation.save(update_fields=["trashed"])
@@ -130,7 +130,7 @@ def conversation_trash(*, conversation_id: UUID | str) -> Conversation:
 @transaction.atomic
 def conversation_restore(*, conversation_id: UUID | str) -> Conversation:
     """Take a conversation out of the trash; it comes back Continuity-Shielded."""
-    memory_set_lock()
+    global_write_lock()
     conversation = access_conversation(conversation_id, lock=True)
     if conversation.trashed:
         conversation.trashed, conversation.shielded = False, True
@@ -146,7 +146,7 @@ def conversation_shield_release(*, conversation_id: UUID | str) -> Conversation:
     Refused while the conversation is still in quarantine (trashed or in a
     hidden folder): leaving quarantine would shield it again anyway.
     """
-    memory_set_lock()
+    global_write_lock()
     conversation = access_conversation(conversation_id, lock=True)
     if in_quarantine(conversation):
         raise Conflict(
@@ -168,7 +168,7 @@ def conversation_keep(*, conversation_id: UUID | str) -> Conversation:
     conversation that is not private is left as it is, so a retried keep
     answers the same conversation.
     """
-    memory_set_lock()
+    global_write_lock()
     conversation = access_conversation(conversation_id, lock=True)
     if conversation.private:
         conversation.private, conversation.shielded = False, True
