@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from django.core.files.uploadedfile import UploadedFile
 
 from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch, DocumentSource
-from archive.services import chatgpt
+from archive.services import chatgpt, export_reader
 from archive.services.blobs import archive_blob_write
 from archive.services.documents import AttachmentDraft, _store, clean_collection
 from archive.services.import_runs import ImportFile, ImportReader, ImportSummary, ReadConversation, import_run
@@ -59,7 +59,7 @@ def _chatgpt_drafts(conversation: chatgpt.ExportedConversation, *, owner: str, a
 
 
 def _chatgpt_images(
-    conversation: chatgpt.ExportedConversation, export: chatgpt.ExportFiles, summary: ImportSummary
+    conversation: chatgpt.ExportedConversation, export: export_reader.ExportFiles, summary: ImportSummary
 ) -> list[AttachmentDraft]:
     """The conversation's images, stored as blobs; the ones the export lacks or cannot give are problems."""
     if conversation.images and export.archive is None:
@@ -72,7 +72,7 @@ def _chatgpt_images(
     for image in conversation.images:
         try:
             name, mime, data = export.image(image.file_id)
-        except chatgpt.UnreadableImage as exc:
+        except export_reader.UnreadableImage as exc:
             if image.file_id not in export.images:
                 missing.append(image.file_id)
             else:
@@ -96,7 +96,7 @@ def _chatgpt_document_title(conversation: chatgpt.ExportedConversation) -> str:
 
 
 def chatgpt_conversation_import(
-    conversation: chatgpt.ExportedConversation, *, export: chatgpt.ExportFiles, summary: ImportSummary,
+    conversation: chatgpt.ExportedConversation, *, export: export_reader.ExportFiles, summary: ImportSummary,
     collection: str, owner: str, assistant: str,
 ) -> int | None:
     """Store one conversation (every branch, its images) as a document unless it is already archived;
@@ -143,7 +143,7 @@ def chatgpt_reader(*, collection: object, assistant_name: str = "") -> ImportRea
     ]:
         next_index = 0
         for file in files:
-            export = stack.enter_context(chatgpt.export_files(file.stream, _export_limits(), file.name))
+            export = stack.enter_context(export_reader.export_files(file.stream, _export_limits(), file.name))
             for name in export.json_names:
                 with export.open_json(name) as stream:
                     next_index = yield from _items_read(
@@ -160,7 +160,7 @@ def chatgpt_reader(*, collection: object, assistant_name: str = "") -> ImportRea
 
 
 def _chatgpt_store(
-    conversation: chatgpt.ExportedConversation, summary: ImportSummary, *, export: chatgpt.ExportFiles,
+    conversation: chatgpt.ExportedConversation, summary: ImportSummary, *, export: export_reader.ExportFiles,
     collection: str, owner: str, assistant: str,
 ) -> int | None:
     # Looked up when called, so the store step is the one place an import stores a conversation.

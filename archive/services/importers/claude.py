@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from django.core.files.uploadedfile import UploadedFile
 
 from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch, DocumentSource
-from archive.services import chatgpt, claude
+from archive.services import claude, export_reader
 from archive.services.documents import _store, clean_collection
 from archive.services.import_runs import (
     ImportFile,
@@ -258,11 +258,11 @@ def claude_memory_suggestions(data: bytes) -> list[dict]:
     return [{"text": d.text, "category": d.category} for d in offered.values()]
 
 
-def _claude_export_files(file: ImportFile, stack: contextlib.ExitStack) -> chatgpt.ExportFiles:
+def _claude_export_files(file: ImportFile, stack: contextlib.ExitStack) -> export_reader.ExportFiles:
     """The upload's conversation files (the zip's members, or the file itself), open until `stack` closes."""
     try:
-        return stack.enter_context(chatgpt.export_files(file.stream, _export_limits(), file.name))
-    except chatgpt.MalformedExport as exc:
+        return stack.enter_context(export_reader.export_files(file.stream, _export_limits(), file.name))
+    except export_reader.MalformedExport as exc:
         if exc.code != "missing_conversations_json":
             raise
         raise claude.MalformedClaudeExport(
@@ -270,7 +270,7 @@ def _claude_export_files(file: ImportFile, stack: contextlib.ExitStack) -> chatg
         ) from exc
 
 
-def claude_memories_offer(export: chatgpt.ExportFiles, summary: ImportSummary) -> None:
+def claude_memories_offer(export: export_reader.ExportFiles, summary: ImportSummary) -> None:
     """Add what the export's `memories.json` offers to the summary's suggestions (each text once), or say
     why it cannot be read."""
     assert isinstance(summary, ClaudeImportSummary)
@@ -331,7 +331,7 @@ def _claude_store(
     )
 
 
-def _claude_projects(export: chatgpt.ExportFiles, first_index: int) -> Iterator[
+def _claude_projects(export: export_reader.ExportFiles, first_index: int) -> Iterator[
     claude.ClaudeProject | ConversationProblem
 ]:
     """The projects of the zip's projects.json, numbered from `first_index`; a projects.json that cannot be
@@ -346,7 +346,7 @@ def _claude_projects(export: chatgpt.ExportFiles, first_index: int) -> Iterator[
                 yield item
     except ServiceError as exc:
         yield ConversationProblem(index, claude.PROJECTS_MEMBER, "", f"{claude.PROJECTS_MEMBER}: {exc.detail}")
-    except chatgpt.UnreadableConversation as exc:
+    except export_reader.UnreadableConversation as exc:
         yield ConversationProblem(index, claude.PROJECTS_MEMBER, "", exc.reason)
 
 

@@ -4,12 +4,14 @@ suggestion, the imported assistant's label, and an export's parsed items as `imp
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Sequence
+from datetime import datetime
+from typing import Protocol
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from archive.models import IMPORTED_ASSISTANT_NAMES
-from archive.services import chatgpt, claude
+from archive.services.export_reader import ExportLimits
 from archive.services.import_runs import ImportSummary, ReadConversation
 from archive.services.parsing import ConversationProblem
 from elion.base.errors import InvalidInput
@@ -25,8 +27,8 @@ def custom_instructions_suggestion(instructions: str) -> str | None:
     return suggestion
 
 
-def _export_limits() -> chatgpt.ExportLimits:
-    return chatgpt.ExportLimits(
+def _export_limits() -> ExportLimits:
+    return ExportLimits(
         max_json_bytes=settings.ELION_ARCHIVE_IMPORT_MAX_JSON_BYTES,
         max_members=settings.ELION_ARCHIVE_IMPORT_MAX_MEMBERS,
         max_image_bytes=settings.ELION_ATTACHMENT_MAX_BYTES,
@@ -39,8 +41,17 @@ def imported_assistant_name(source: str, assistant_name: object = "") -> str:
     return " ".join(str(assistant_name or "").split())[:60] or IMPORTED_ASSISTANT_NAMES[source]
 
 
-# What an export's parsers read besides problems: one archive document each.
-ParsedItem = chatgpt.ExportedConversation | claude.ClaudeConversation | claude.ClaudeProject
+class ParsedItem(Protocol):
+    """What an export's readers read besides problems (a conversation, a project): one archive document each."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def created_at(self) -> datetime | None: ...
+
+    @property
+    def updated_at(self) -> datetime | None: ...
 
 
 def _items_read(
