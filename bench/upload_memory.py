@@ -85,7 +85,8 @@ def child(case: str, way: str, path: str) -> None:
     django.setup()
     from django.conf import settings
 
-    from archive.services import chatgpt, export_reader
+    from archive.services.importers import export_reader
+    from archive.services.importers.chatgpt import parse as chatgpt
     from elion.base.errors import ServiceError
 
     idle = _peak_kib()

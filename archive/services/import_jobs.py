@@ -49,9 +49,9 @@ from archive.services.import_runs import (
     Resumption,
     import_run,
 )
-from archive.services.importers import chatgpt as chatgpt_importer
-from archive.services.importers import claude as claude_importer
 from archive.services.importers import export_steps
+from archive.services.importers.chatgpt import store as chatgpt_importer
+from archive.services.importers.claude import store as claude_importer
 from elion.base.errors import Conflict, InvalidInput, ServiceError
 from elion.base.rows import access_row
 from transcript.uploads import closing_upload

@@ -20,8 +20,8 @@ from archive.models import ArchiveDocument
 from archive.services import documents as services
 from archive.services import import_jobs, library, upload_pieces
 from archive.services.continuation import archive_document_continue
-from archive.services.importers import chatgpt as chatgpt_importer
-from archive.services.importers import claude as claude_importer
+from archive.services.importers.chatgpt import store as chatgpt_importer
+from archive.services.importers.claude import store as claude_importer
 from archive.services.search import archive_search
 from archive.web import schema as docs
 from conversations.web.schema import ConversationSerializer, ErrorSerializer

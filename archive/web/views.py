@@ -25,8 +25,8 @@ from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch
 from archive.services import documents as services
 from archive.services import import_jobs, library
 from archive.services.import_runs import ImportSummary
-from archive.services.importers import chatgpt as chatgpt_importer
-from archive.services.importers import claude as claude_importer
+from archive.services.importers.chatgpt import store as chatgpt_importer
+from archive.services.importers.claude import store as claude_importer
 from archive.services.search import archive_search
 from elion.base.errors import ServiceError
 from elion.base.fulltext import query_terms

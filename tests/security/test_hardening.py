@@ -334,7 +334,8 @@ def test_bounded_memory_an_export_is_read_one_conversation_at_a_time():
     a 30 MB file is never read, let alone built."""
     import io
 
-    from archive.services import chatgpt, export_reader
+    from archive.services.importers import export_reader
+    from archive.services.importers.chatgpt import parse as chatgpt
 
     data = b"[" + b"{}," * 10_000_000 + b"{}]"
     source = io.BytesIO(data)

@@ -11,8 +11,8 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from archive.models import IMPORTED_ASSISTANT_NAMES
-from archive.services.export_reader import ExportLimits
 from archive.services.import_runs import ImportSummary, ReadConversation
+from archive.services.importers.export_reader import ExportLimits
 from archive.services.parsing import ConversationProblem
 from elion.base.errors import InvalidInput
 from transcript.assistant_settings import assistant_settings_get

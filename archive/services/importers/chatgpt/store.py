@@ -11,10 +11,11 @@ from collections.abc import Iterator, Sequence
 from django.core.files.uploadedfile import UploadedFile
 
 from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch, DocumentSource
-from archive.services import chatgpt, export_reader
 from archive.services.blobs import archive_blob_write
 from archive.services.documents import AttachmentDraft, _store, clean_collection
 from archive.services.import_runs import ImportFile, ImportReader, ImportSummary, ReadConversation, import_run
+from archive.services.importers import export_reader
+from archive.services.importers.chatgpt import parse as chatgpt
 from archive.services.importers.export_steps import (
     _export_limits,
     _items_read,

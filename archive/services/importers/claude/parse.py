@@ -58,7 +58,7 @@ from datetime import UTC, datetime
 
 import ijson
 
-from archive.services.export_reader import DAMAGED_ZIP, AlternateTurn, ExportFiles, UnreadableConversation
+from archive.services.importers.export_reader import DAMAGED_ZIP, AlternateTurn, ExportFiles, UnreadableConversation
 from archive.services.json_values import TOO_DEEP, built_value
 from archive.services.parsing import ConversationProblem, Turn
 from elion.base.errors import InvalidInput

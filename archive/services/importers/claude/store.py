@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from django.core.files.uploadedfile import UploadedFile
 
 from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch, DocumentSource
-from archive.services import claude, export_reader
 from archive.services.documents import _store, clean_collection
 from archive.services.import_runs import (
     ImportFile,
@@ -23,6 +22,8 @@ from archive.services.import_runs import (
     ReadOffer,
     import_run,
 )
+from archive.services.importers import export_reader
+from archive.services.importers.claude import parse as claude
 from archive.services.importers.export_steps import (
     _export_limits,
     _items_read,

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 
 import ijson
 
-from archive.services.export_reader import (
+from archive.services.importers.export_reader import (
     CONVERSATIONS_MEMBER,
     DAMAGED_ZIP,
     AlternateTurn,
