@@ -23,7 +23,9 @@ from archive.services.import_runs import (
     import_run,
 )
 from archive.services.importers import export_reader
+from archive.services.importers.claude import memories
 from archive.services.importers.claude import parse as claude
+from archive.services.importers.claude.messages import AttachmentText
 from archive.services.importers.export_steps import (
     _export_limits,
     _items_read,
@@ -32,9 +34,7 @@ from archive.services.importers.export_steps import (
     imported_assistant_name,
 )
 from archive.services.parsing import ChunkDraft, ConversationProblem, Turn, render_turns, split_long
-from elion.base.errors import InvalidInput, ServiceError
-from elion.base.input_checks import json_load_checked
-from memories.models import Memory
+from elion.base.errors import ServiceError
 from memories.services import importing
 from transcript.assistant_settings import assistant_settings_get
 from transcript.uploads import closing_upload, sha256_hex
@@ -67,8 +67,8 @@ class ClaudeImportSummary(ImportSummary):
     def as_dict(self) -> dict:
         body = super().as_dict()
         if self.memories_problem is not None:
-            body["problems"].append({"index": None, "title": claude.MEMORIES_MEMBER, "reason": self.memories_problem,
-                                     "file": claude.MEMORIES_MEMBER})
+            body["problems"].append({"index": None, "title": memories.MEMORIES_MEMBER, "reason": self.memories_problem,
+                                     "file": memories.MEMORIES_MEMBER})
         return {**body, "projects": self.projects, "memory_suggestions": self.memory_suggestions}
 
 
@@ -86,7 +86,7 @@ def _claude_identity(conversation: claude.ClaudeConversation) -> str:
     return sha256_hex(json.dumps(parts, ensure_ascii=False))
 
 
-def _alternate_files(conversation: claude.ClaudeConversation) -> list[claude.AttachmentText]:
+def _alternate_files(conversation: claude.ClaudeConversation) -> list[AttachmentText]:
     """The files attached on other branches, less those the current branch (or an earlier one) has already:
     an edited message keeps its files."""
     seen = {(a.name, a.text) for a in conversation.attachments}
@@ -114,7 +114,7 @@ def _claude_drafts(conversation: claude.ClaudeConversation, *, owner: str, assis
         return Turn(owner if turn.role == "user" else assistant, turn.role, turn.text, turn.spoken_at)
 
     turns = [labelled(t) for t in conversation.turns]
-    by_turn: dict[int, list[claude.AttachmentText]] = {}
+    by_turn: dict[int, list[AttachmentText]] = {}
     for attachment in conversation.attachments:
         by_turn.setdefault(attachment.after_turn, []).append(attachment)
 
@@ -235,30 +235,6 @@ def claude_project_import(
     return result.document.pk
 
 
-def claude_memory_suggestions(data: bytes) -> list[dict]:
-    """What `memories.json` offers the memory import, less what the memories already hold word for word;
-    claude.UnreadableMemories saying why it cannot be read."""
-    try:
-        value = json_load_checked(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise claude.UnreadableMemories(f"{claude.MEMORIES_MEMBER} is not UTF-8 text") from exc
-    except InvalidInput as exc:
-        raise claude.UnreadableMemories(f"{claude.MEMORIES_MEMBER}: {exc.detail}") from exc
-    if not importing.claude_memories_shaped(value):
-        raise claude.UnreadableMemories(
-            f"{claude.MEMORIES_MEMBER} holds no conversations_memory or project_memories"
-        )
-    try:
-        drafts = importing.drafts_from_items(value)
-    except InvalidInput as exc:
-        if exc.code == "empty_import":
-            return []
-        raise claude.UnreadableMemories(f"{claude.MEMORIES_MEMBER}: {exc.detail}") from exc
-    held = set(Memory.objects.filter(text__in=[d.text for d in drafts]).values_list("text", flat=True))
-    offered = {d.text: d for d in drafts if d.text not in held}
-    return [{"text": d.text, "category": d.category} for d in offered.values()]
-
-
 def _claude_export_files(file: ImportFile, stack: contextlib.ExitStack) -> export_reader.ExportFiles:
     """The upload's conversation files (the zip's members, or the file itself), open until `stack` closes."""
     try:
@@ -276,9 +252,9 @@ def claude_memories_offer(export: export_reader.ExportFiles, summary: ImportSumm
     why it cannot be read."""
     assert isinstance(summary, ClaudeImportSummary)
     try:
-        data = claude.memories_member_bytes(export, importing.IMPORT_FILE_MAX_BYTES)
-        offered = claude_memory_suggestions(data) if data is not None else []
-    except claude.UnreadableMemories as exc:
+        data = memories.memories_member_bytes(export, importing.IMPORT_FILE_MAX_BYTES)
+        offered = memories.claude_memory_suggestions(data) if data is not None else []
+    except memories.UnreadableMemories as exc:
         summary.memories_problem = exc.reason
         return
     held = {s["text"] for s in summary.memory_suggestions}
