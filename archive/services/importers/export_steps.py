@@ -1,8 +1,10 @@
 """The steps both export importers share: the upload check, the export limits, the custom-instructions
-suggestion, the imported assistant's label, and an export's parsed items as `import_runs` takes them."""
+suggestion, the imported assistant's label, an export's parsed items as `import_runs` takes them, and the
+synchronous import of an upload."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Generator, Iterable, Sequence
 from datetime import datetime
 from typing import Protocol
@@ -11,12 +13,12 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from archive.models import IMPORTED_ASSISTANT_NAMES
-from archive.services.import_runs import ImportSummary, ReadConversation
+from archive.services.import_runs import ImportFile, ImportReader, ImportSummary, ReadConversation, import_run
 from archive.services.importers.export_reader import ExportLimits
 from archive.services.parsing import ConversationProblem
 from elion.base.errors import InvalidInput
 from transcript.assistant_settings import assistant_settings_get
-from transcript.uploads import too_large
+from transcript.uploads import closing_upload, too_large
 
 
 def custom_instructions_suggestion(instructions: str) -> str | None:
@@ -86,3 +88,22 @@ def import_files_check(uploads: Sequence[UploadedFile | None], missing: str) -> 
     if sum(upload.size or 0 for upload in uploads) > settings.ELION_ARCHIVE_IMPORT_MAX_BYTES:
         raise too_large("The export", settings.ELION_ARCHIVE_IMPORT_MAX_BYTES)
     return uploads
+
+
+def uploads_import(
+    uploads: Sequence[UploadedFile | None], reader: Callable[[], ImportReader], *, missing: str,
+    summary_type: type[ImportSummary] = ImportSummary,
+) -> ImportSummary:
+    """Import one export's uploaded files at once with the reader `reader()` builds (its options are
+    checked before the files); every upload is closed afterwards, whatever happens.
+
+    Every file is read through once before anything is stored, so a damaged file or one that is not an
+    export stores nothing; a conversation that cannot be read is skipped and named in `problems`. Both
+    passes stream, and each conversation is stored before the next is read: memory is bounded by the
+    largest conversation, not the export."""
+    with contextlib.ExitStack() as stack:
+        for upload in uploads:
+            stack.enter_context(closing_upload(upload))
+        read = reader()
+        files = [ImportFile(u.name or "", u, u.size) for u in import_files_check(uploads, missing)]
+        return import_run(read, files, suggestion=custom_instructions_suggestion, summary_type=summary_type)

@@ -13,19 +13,18 @@ from django.core.files.uploadedfile import UploadedFile
 from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch, DocumentSource
 from archive.services.blobs import archive_blob_write
 from archive.services.documents import AttachmentDraft, _store, clean_collection
-from archive.services.import_runs import ImportFile, ImportReader, ImportSummary, ReadConversation, import_run
+from archive.services.import_runs import ImportFile, ImportReader, ImportSummary, ReadConversation
 from archive.services.importers import export_reader
 from archive.services.importers.chatgpt import parse as chatgpt
 from archive.services.importers.export_steps import (
     _export_limits,
     _items_read,
-    custom_instructions_suggestion,
-    import_files_check,
     imported_assistant_name,
+    uploads_import,
 )
 from archive.services.parsing import ChunkDraft, ConversationProblem, Turn, chunks_from_turns, render_turns, split_long
 from transcript.assistant_settings import assistant_settings_get
-from transcript.uploads import closing_upload, sha256_hex
+from transcript.uploads import sha256_hex
 
 
 def _chatgpt_identity(conversation: chatgpt.ExportedConversation) -> str:
@@ -177,14 +176,9 @@ def archive_chatgpt_import(
     *, uploads: Sequence[UploadedFile], collection: object = ArchiveCollection.CONVERSATIONS,
     assistant_name: str = "",
 ) -> ImportSummary:
-    """Import every conversation of one export (one file, a zip, or its split files uploaded together).
-
-    Every file is read through once before anything is stored, so a damaged file or one that is not an
-    export stores nothing; a conversation that cannot be read is skipped and named in `problems`. Both
-    passes stream: memory is bounded by the largest conversation, not the export."""
-    with contextlib.ExitStack() as stack:
-        for upload in uploads:
-            stack.enter_context(closing_upload(upload))
-        reader = chatgpt_reader(collection=collection, assistant_name=assistant_name)
-        files = [ImportFile(u.name or "", u, u.size) for u in import_files_check(uploads, CHATGPT_MISSING_FILE)]
-        return import_run(reader, files, suggestion=custom_instructions_suggestion)
+    """Import every conversation of one export (one file, a zip, or its split files uploaded together), as
+    `export_steps.uploads_import` does."""
+    return uploads_import(
+        uploads, lambda: chatgpt_reader(collection=collection, assistant_name=assistant_name),
+        missing=CHATGPT_MISSING_FILE,
+    )

@@ -20,7 +20,6 @@ from archive.services.import_runs import (
     ImportSummary,
     ReadConversation,
     ReadOffer,
-    import_run,
 )
 from archive.services.importers import export_reader
 from archive.services.importers.claude import memories
@@ -29,15 +28,14 @@ from archive.services.importers.claude.messages import AttachmentText
 from archive.services.importers.export_steps import (
     _export_limits,
     _items_read,
-    custom_instructions_suggestion,
-    import_files_check,
     imported_assistant_name,
+    uploads_import,
 )
 from archive.services.parsing import ChunkDraft, ConversationProblem, Turn, render_turns, split_long
 from elion.base.errors import ServiceError
 from memories.services import importing
 from transcript.assistant_settings import assistant_settings_get
-from transcript.uploads import closing_upload, sha256_hex
+from transcript.uploads import sha256_hex
 
 
 @dataclass
@@ -340,20 +338,12 @@ def archive_claude_import(
     *, uploads: Sequence[UploadedFile], collection: object = ArchiveCollection.CONVERSATIONS,
     assistant_name: str = "",
 ) -> ClaudeImportSummary:
-    """Import every conversation of a Claude.ai export (the zip or its conversations.json), and read the
-    memories it carries as suggestions (nothing is added to the memories here).
-
-    Every file is read through once before anything is stored, so a damaged file or one that is not an
-    export stores nothing; a conversation that cannot be read, or has nothing said, is skipped and named.
-    Both passes stream, and each conversation is stored before the next is read: memory is bounded by the
-    largest conversation, not the export."""
-    with contextlib.ExitStack() as stack:
-        for upload in uploads:
-            if upload is not None:
-                stack.enter_context(closing_upload(upload))
-        reader = claude_reader(collection=collection, assistant_name=assistant_name)
-        files = [ImportFile(u.name or "", u, u.size) for u in import_files_check(uploads, CLAUDE_MISSING_FILE)]
-        summary = import_run(reader, files, suggestion=custom_instructions_suggestion,
-                             summary_type=ClaudeImportSummary)
+    """Import every conversation and project of a Claude.ai export (the zip or its conversations.json), as
+    `export_steps.uploads_import` does, and read the memories it carries as suggestions (nothing is added
+    to the memories here)."""
+    summary = uploads_import(
+        uploads, lambda: claude_reader(collection=collection, assistant_name=assistant_name),
+        missing=CLAUDE_MISSING_FILE, summary_type=ClaudeImportSummary,
+    )
     assert isinstance(summary, ClaudeImportSummary)
     return summary
