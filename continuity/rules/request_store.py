@@ -24,7 +24,8 @@ from continuity.rules.request_policy import AssembledRequest, assemble_request, 
 from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
 from elion.base.errors import NotFound
 from transcript.assistant_settings import assistant_settings_get
-from transcript.attachments.services import manifest_parts_verified, manifested_message_ids
+from transcript.attachments.manifests import manifested_message_ids
+from transcript.attachments.projection import manifest_parts_verified
 from transcript.tree_cache import BranchRead, conversation_read, kept_branch_read
 
 

@@ -22,7 +22,7 @@ from continuity.rules.labels import speaker_label
 from conversations.models import Attachment, Conversation, Message, MessageStatus, Role
 from conversations.web.serializers import conversation_repr, message_repr
 from transcript.assistant_settings import assistant_settings_get
-from transcript.attachments.services import manifests_for
+from transcript.attachments.manifests import manifests_for
 from transcript.branch_window import live_branch_batches
 from transcript.citations import sources_numbered
 from transcript.siblings import Siblings, siblings_for

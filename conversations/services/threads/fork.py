@@ -46,7 +46,8 @@ from memories.models import SnapshotMembership
 from transcript.access import access_conversation
 from transcript.append import APPENDED_FIELDS, message_chain_copy
 from transcript.attachments import store
-from transcript.attachments.services import AttachmentUnavailable, manifests_in_conversation
+from transcript.attachments.manifests import manifests_in_conversation
+from transcript.attachments.verification import AttachmentUnavailable
 from transcript.branch_window import branch_rows_to, on_live_branch
 from transcript.guard import reply_finished_guard
 from transcript.leases import streams_interrupt_expired
