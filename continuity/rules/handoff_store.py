@@ -53,7 +53,7 @@ from conversations.models import (
     Role,
 )
 from transcript.assistant_settings import assistant_settings_read
-from transcript.tree import live_branch
+from transcript.tree import TREE_STEP_FIELDS, TreeStep, live_branch, walk_up
 
 RETIRED_COLUMNS = ("summary", "recent_raw")
 # Automatic selection walks at most this many candidates (most recent first)
@@ -189,24 +189,15 @@ def _chunks(items: list, size: int = CHUNK) -> Iterable[list]:
 
 
 def _live_branch_ids(heads: dict[UUID, UUID | None]) -> dict[UUID, set[UUID]]:
-    """Per source conversation, the ids on its live branch (ids only, no content)."""
-    parents: dict[UUID, dict[UUID, UUID | None]] = {source_id: {} for source_id in heads}
+    """Per source conversation, the ids on its live branch (their place in the tree only, no content):
+    `walk_up`, so a broken source branch raises `BrokenTree` as every walk does."""
+    steps: dict[UUID, dict[UUID, TreeStep]] = {source_id: {} for source_id in heads}
     for part in _chunks(list(heads)):
-        rows = (
-            Message.objects.filter(conversation_id__in=part)
-            .exclude(role=Role.SYSTEM)
-            .values_list("conversation_id", "id", "parent_id")
-        )
-        for conversation_id, message_id, parent_id in rows:
-            parents[conversation_id][message_id] = parent_id
-    branches: dict[UUID, set[UUID]] = {}
-    for source_id, head_id in heads.items():
-        tree, seen, current = parents[source_id], set(), head_id
-        while current is not None and current in tree and current not in seen:
-            seen.add(current)
-            current = tree[current]
-        branches[source_id] = seen
-    return branches
+        rows = Message.objects.filter(conversation_id__in=part).exclude(role=Role.SYSTEM).values_list(*TREE_STEP_FIELDS)
+        for row in rows:
+            step = TreeStep(*row)
+            steps[step.conversation_id][step.id] = step
+    return {source_id: {step.id for step in walk_up(steps[source_id], head_id)} for source_id, head_id in heads.items()}
 
 
 def _as_uuid(value: object) -> UUID | None:
