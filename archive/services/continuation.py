@@ -30,7 +30,7 @@ from django.db import transaction
 from archive.models import ArchiveDocument
 from archive.services.documents import access_document
 from continuity.rules.handoff_store import archive_document_handoff, archive_turn_numbers
-from continuity.services.branching import handoff_destination_create, idempotency_key_clean
+from continuity.services.branching import handoff_destination_create
 from conversations.models import (
     Conversation,
     ConversationOrigin,
@@ -38,6 +38,7 @@ from conversations.models import (
     Persona,
 )
 from elion.base.errors import Conflict, InvalidInput
+from elion.base.idempotency import idempotency_key_clean
 from transcript.assistant_settings import assistant_settings_read
 from transcript.write_lock import global_write_lock
 
