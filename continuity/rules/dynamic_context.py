@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from continuity.rules import recall_policy as kr
-from continuity.rules.handoff_store import thread_handoff_source_ids
 from continuity.rules.prompt_policy import quote_reserved_headings
 from continuity.rules.recall_store import (
     best_recall_candidates,
@@ -27,6 +26,7 @@ from continuity.rules.recall_store import (
     recall_candidates,
     title_terms,
 )
+from continuity.rules.thread_handoff_store import thread_handoff_source_ids
 from conversations.models import AssistantSettings, Character, Conversation, Message, MessageKind, MessageStatus, Role
 
 PINNED_HEADING = "=== PINNED CHARACTER ==="
