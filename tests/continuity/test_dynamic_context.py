@@ -602,9 +602,9 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
         assert MessageSearchEntry.objects.order_by("-id").first().conversation_id == current.pk
     walks = []
     for name in ("_walk_range_postgres", "_walk_others_postgres", "_others_span_postgres"):
-        walk = getattr(recall_search, name)
+        walk = getattr(recall_postgres, name)
         monkeypatch.setattr(
-            recall_search, name, lambda *a, _walk=walk, _name=name, **k: walks.append(_name) or _walk(*a, **k)
+            recall_postgres, name, lambda *a, _walk=walk, _name=name, **k: walks.append(_name) or _walk(*a, **k)
         )
     for terms in (["common", "rare"], ["sparse"], ["usual", "rare", "absent"]):
         per_term = recall_search.candidates_per_term(len(terms))
