@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 
 from archive.models import IMPORTED_ASSISTANT_NAMES, ArchiveChunk, ArchiveDocument, ChunkBranch
 from continuity.rules.handoff_policy import Handoff, SourceMessage, boundary_id_in, build_handoff, new_boundary_id
-from continuity.rules.handoff_store import _stored_prompts, handoff_limits, speaker_names
+from continuity.rules.handoff_store import handoff_limits, speaker_names, stored_prompts_read
 from conversations.models import AssistantSettings, Message, MessageKind
 
 # Where a long archived turn's first piece occurs more than once, the occurrences tried.
@@ -151,7 +151,7 @@ def archive_handoff_blocks_from(
         {metadata.get("source_document_id") for _, _, metadata in bubbles if isinstance(metadata.get("source_document_id"), int)}
     )
     if stored_prompts is None:
-        stored_prompts = _stored_prompts(list(dict.fromkeys(row[0] for row in bubbles)))
+        stored_prompts = stored_prompts_read(list(dict.fromkeys(row[0] for row in bubbles)))
     carried = {
         conversation_id: (metadata.get("source_document_id"), {t for t in metadata.get("source_turns") or [] if isinstance(t, int)})
         for conversation_id, _, metadata in bubbles

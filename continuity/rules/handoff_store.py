@@ -1,9 +1,11 @@
 """The database side of Layer 3: capture, store and re-render verbatim handoffs.
 
 Two kinds of source: a conversation (New Chat continuity, Branch / Fresh Chat;
-a `ThreadHandoff` row) and an archived conversation continued in a new chat
-(issue 21; the bubble's `source_document_id` and `source_turns` metadata, no
-row). Both go through the same policy and render into the same slot.
+a `ThreadHandoff` row), here, and an archived conversation continued in a new
+chat (issue 21; the bubble's `source_document_id` and `source_turns` metadata,
+no row), in `continuity.rules.archive_handoff_store`. Both go through the same
+policy and render into the same slot; `continuity.rules.thread_handoff_store`
+reads one conversation's handoffs of both kinds as a send uses them.
 
 The policy itself is `continuity.rules.handoff_policy` (pure). This module reads
 rows into its plain inputs, decides *which* source may feed a thread (through
@@ -196,14 +198,15 @@ def _live_branch_ids(heads: dict[UUID, UUID | None]) -> dict[UUID, set[UUID]]:
     return {source_id: {step.id for step in walk_up(steps[source_id], head_id)} for source_id, head_id in heads.items()}
 
 
-def _as_uuid(value: object) -> UUID | None:
+def uuid_or_none(value: object) -> UUID | None:
+    """`value` as a UUID (a recorded id in a JSON field), or None when it is not one."""
     try:
         return UUID(str(value))
     except (TypeError, ValueError):
         return None
 
 
-def _stored_prompts(conversation_ids: list[UUID]) -> dict[UUID, str]:
+def stored_prompts_read(conversation_ids: list[UUID]) -> dict[UUID, str]:
     """The stored prompt of each of these conversations that has one, by conversation."""
     stored: dict[UUID, str] = {}
     for part in _chunks(conversation_ids):
@@ -264,7 +267,7 @@ def handoff_blocks_from(
     wanted = {
         message_id
         for row in rows
-        for message_id in map(_as_uuid, row.source_message_ids or [])
+        for message_id in map(uuid_or_none, row.source_message_ids or [])
         if message_id is not None and message_id in on_live_branch[row.source_id]
     }
     messages: dict[UUID, Message] = {}
@@ -272,7 +275,7 @@ def handoff_blocks_from(
         messages.update((message.id, message) for message in Message.objects.filter(pk__in=part))
 
     if stored_prompts is None:
-        stored_prompts = _stored_prompts([row.destination_id for row in rows])
+        stored_prompts = stored_prompts_read([row.destination_id for row in rows])
 
     limits = handoff_limits()
     marker = policy_marker(limits)
@@ -282,7 +285,7 @@ def handoff_blocks_from(
     for row in rows:
         captured = [
             messages[message_id]
-            for message_id in map(_as_uuid, row.source_message_ids or [])
+            for message_id in map(uuid_or_none, row.source_message_ids or [])
             if message_id in messages and messages[message_id].conversation_id == row.source_id
         ]
         captured.sort(key=lambda message: message.seq)

@@ -9,7 +9,7 @@ from uuid import UUID
 
 from continuity.models import ThreadHandoff
 from continuity.rules.archive_handoff_store import archive_handoff_blocks_for, archive_handoff_blocks_from
-from continuity.rules.handoff_store import RETIRED_COLUMNS, _as_uuid, handoff_blocks_for, handoff_blocks_from
+from continuity.rules.handoff_store import RETIRED_COLUMNS, handoff_blocks_for, handoff_blocks_from, uuid_or_none
 from conversations.models import AssistantSettings, Conversation, Message, MessageKind
 from transcript.assistant_settings import assistant_settings_read
 
@@ -45,7 +45,7 @@ class ThreadHandoffs:
         source and each bubble's recorded `source_conversation_id`."""
         sources = {row.source_id for row in self.rows}
         for bubble in self.bubbles:
-            recorded = _as_uuid(bubble.metadata.get("source_conversation_id")) if isinstance(bubble.metadata, dict) else None
+            recorded = uuid_or_none(bubble.metadata.get("source_conversation_id")) if isinstance(bubble.metadata, dict) else None
             if recorded is not None:
                 sources.add(recorded)
         return sources
