@@ -267,18 +267,26 @@ def live_branch_batches(
     """The live branch root first, in lists of at most `batch_size`, never holding more in memory.
 
     One walk from the head notes every `batch_size`-th message (the tips of
-    the segments); then each segment, the root's first, is read by a walk of
-    `batch_size` steps from its tip: a query per batch, each bounded, and no
-    cursor held open across them. Parent links never change, so the batches
-    join into the branch as it was when the export began. `roles`: only these
-    roles (the stored prompt, outside the tree, is never on the branch).
+    the segments), when called: a broken tree raises `BrokenTree` here, before
+    a caller streaming the batches has sent a byte. Then each segment, the
+    root's first, is read by a walk of `batch_size` steps from its tip, as the
+    batches are asked for: a query per batch, each bounded, and no cursor held
+    open across them. Parent links never change, so the batches join into the
+    branch as it was when the export began. `roles`: only these roles (the
+    stored prompt, outside the tree, is never on the branch).
     """
     if conversation.head_id is None:
-        return
+        return iter(())
     tips = _walk(
         conversation, conversation.head_id, conversation.last_seq, wanted="w.depth %% %s = 0",
         wanted_params=(batch_size,), order="w.depth DESC",
     )
+    return _segments(conversation, tips, roles, batch_size)
+
+
+def _segments(
+    conversation: Conversation, tips: list[UUID], roles: tuple[str, ...] | None, batch_size: int
+) -> Iterator[list[Message]]:
     for tip in tips:
         segment = RawSQL(_walk_sql("SELECT id FROM walk"), [_prep(tip), _prep(conversation.pk), batch_size - 1, 0])
         rows = Message.objects.filter(conversation=conversation, pk__in=segment).exclude(role=Role.SYSTEM)

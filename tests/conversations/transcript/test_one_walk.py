@@ -100,6 +100,14 @@ def test_a_broken_tree_is_a_409_explained_at_the_messages_route(make_broken_thre
     assert str(broken.broken_at.id) in response.json()["detail"]
 
 
+@pytest.mark.parametrize("export_format", ["markdown", "json"])
+def test_a_broken_tree_is_a_409_explained_before_an_export_streams(make_broken_thread, client: Client, export_format):
+    broken = make_broken_thread("orphan_parent")
+    response = client.get(f"/api/conversations/{broken.conversation.id}/export/", {"format": export_format})
+    assert response.status_code == 409 and not response.streaming
+    assert response.json()["error"] == "broken_transcript"
+
+
 # --- The database walks give `walk_up`'s answer over the same trees -------------------------------
 
 
