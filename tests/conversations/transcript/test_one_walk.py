@@ -92,12 +92,23 @@ def test_integrity_reports_the_step_every_walk_refuses(make_broken_thread, kind)
     assert refused.detail in tree_problems(broken.conversation.id, tree_messages(broken.conversation).values())
 
 
-def test_a_broken_tree_is_a_409_explained_at_the_messages_route(make_broken_thread, client: Client):
+@pytest.mark.parametrize("page", ["", "?limit=3", "?limit=30"])
+def test_a_broken_tree_is_a_409_explained_at_the_messages_route(make_broken_thread, client: Client, page):
     broken = make_broken_thread("orphan_parent")
-    response = client.get(f"/api/conversations/{broken.conversation.id}/messages/")
+    response = client.get(f"/api/conversations/{broken.conversation.id}/messages/{page}")
+    if page == "?limit=3":  # the newest three lie above the broken step: the window reads
+        assert response.status_code == 200 and len(response.json()["results"]) == 3
+        return
     assert response.status_code == 409
     assert response.json()["error"] == "broken_transcript"
     assert str(broken.broken_at.id) in response.json()["detail"]
+
+
+def test_a_broken_tree_is_a_409_explained_at_the_chat_page(make_broken_thread, client: Client):
+    broken = make_broken_thread("orphan_parent", length=60, at=2)
+    response = client.get(f"/c/{broken.conversation.id}/")
+    assert response.status_code == 409
+    assert "broken" in response.content.decode()
 
 
 @pytest.mark.parametrize("export_format", ["markdown", "json"])
