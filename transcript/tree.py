@@ -56,7 +56,7 @@ Row = TypeVar("Row", bound=TreeRow)
 class TreeBreak:
     """A step from a message to its parent that breaks the tree."""
 
-    kind: str  # orphan_parent | foreign_parent | parent_seq
+    kind: str  # orphan_parent | foreign_parent | parent_seq (`tree_break`); missing_tip (a walk's start)
     conversation_id: UUID | None  # None: a tip looked up among no rows at all
     message_id: UUID
     parent_id: UUID
@@ -111,7 +111,7 @@ def walk_up(
         return
     message = messages.get(tip_id)
     if message is None:
-        raise BrokenTree(TreeBreak("orphan_parent", _conversation_of(messages), tip_id, tip_id,
+        raise BrokenTree(TreeBreak("missing_tip", _conversation_of(messages), tip_id, tip_id,
                                    f"missing message {tip_id} on the path to the root"))
     if until is not None and until(tip_id):
         return
