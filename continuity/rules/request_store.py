@@ -17,10 +17,10 @@ from django.conf import settings
 
 from continuity.rules.compaction import compaction_on_branch
 from continuity.rules.dynamic_context import carried_text_index_warm, dynamic_context_build
-from continuity.rules.handoff_store import ThreadHandoffs, thread_handoffs_read
 from continuity.rules.kept_history import BranchHistory, branch_history
 from continuity.rules.prompt_policy import prior_thread_section_in
 from continuity.rules.request_policy import AssembledRequest, assemble_request, tool_definitions_text
+from continuity.rules.thread_handoff_store import ThreadHandoffs, thread_handoffs_read
 from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
 from elion.base.errors import NotFound
 from transcript.assistant_settings import assistant_settings_get

@@ -30,7 +30,6 @@ from uuid import UUID
 from django.db import IntegrityError, transaction
 
 from continuity.models import ThreadHandoff
-from continuity.services.branching import idempotency_key_clean
 from conversations.models import (
     Attachment,
     Conversation,
@@ -42,6 +41,7 @@ from conversations.models import (
 )
 from conversations.services.threads.services import TITLE_MAX, conversation_create
 from elion.base.errors import Conflict, InvalidInput, NotFound
+from elion.base.idempotency import idempotency_key_clean
 from memories.models import SnapshotMembership
 from transcript.access import access_conversation
 from transcript.append import APPENDED_FIELDS, message_chain_copy
