@@ -53,7 +53,7 @@ from conversations.models import (
     Role,
 )
 from transcript.assistant_settings import assistant_settings_read
-from transcript.tree import TREE_STEP_FIELDS, TreeStep, live_branch, walk_up
+from transcript.tree import TREE_STEP_FIELDS, BrokenTree, TreeStep, live_branch, walk_up
 
 RETIRED_COLUMNS = ("summary", "recent_raw")
 # Automatic selection walks at most this many candidates (most recent first)
@@ -134,7 +134,8 @@ def prior_thread_select(*, persona: str) -> PriorThreadCapture | None:
     """The most recent eligible conversation with eligible speech, and its handoff.
 
     Database reads only. "Most recent" is the newest eligible user/assistant
-    message, so renaming an old thread does not make it the prior thread.
+    message, so renaming an old thread does not make it the prior thread; a thread
+    whose stored tree is broken is passed over.
     """
     eligible_speech = Q(messages__role__in=ELIGIBLE_ROLES, messages__kind=ELIGIBLE_KIND) & ~Q(
         messages__status__in=INELIGIBLE_STATUSES
@@ -148,8 +149,13 @@ def prior_thread_select(*, persona: str) -> PriorThreadCapture | None:
     # Read, never create, the settings row: capture is database reads only.
     settings_row = assistant_settings_read()
     for conversation in candidates[:CANDIDATE_LIMIT]:
-        # The live branch decides: speech only on a rewound-away branch does not count.
-        handoff = live_branch_handoff(conversation, settings_row=settings_row)
+        # The live branch decides: speech only on a rewound-away branch does not count, and a thread whose
+        # tree is broken (`BrokenTree`) has no live branch to read, so it is passed over like an empty one
+        # (a New Chat is never refused for another thread's broken tree; check_transcripts reports it).
+        try:
+            handoff = live_branch_handoff(conversation, settings_row=settings_row)
+        except BrokenTree:
+            continue
         if not handoff.is_empty:
             return PriorThreadCapture(source=conversation, handoff=handoff)
     return None
@@ -188,14 +194,24 @@ def _chunks(items: list, size: int = CHUNK) -> Iterable[list]:
 
 def _live_branch_ids(heads: dict[UUID, UUID | None]) -> dict[UUID, set[UUID]]:
     """Per source conversation, the ids on its live branch (their place in the tree only, no content):
-    `walk_up`, so a broken source branch raises `BrokenTree` as every walk does."""
+    `walk_up`, the one walk. A broken source branch (`BrokenTree`) carries nothing: none of its
+    messages can be shown to be live, so the destination's prompt is built without that source's
+    exchange, and the destination, and any write that refreshes its prompt, is not held hostage by
+    another thread's broken tree (`manage.py check_transcripts` reports that one)."""
     steps: dict[UUID, dict[UUID, TreeStep]] = {source_id: {} for source_id in heads}
     for part in _chunks(list(heads)):
         rows = Message.objects.filter(conversation_id__in=part).exclude(role=Role.SYSTEM).values_list(*TREE_STEP_FIELDS)
         for row in rows:
             step = TreeStep(*row)
             steps[step.conversation_id][step.id] = step
-    return {source_id: {step.id for step in walk_up(steps[source_id], head_id)} for source_id, head_id in heads.items()}
+    return {source_id: _live_ids_or_none(steps[source_id], head_id) for source_id, head_id in heads.items()}
+
+
+def _live_ids_or_none(steps: dict[UUID, TreeStep], head_id: UUID | None) -> set[UUID]:
+    try:
+        return {step.id for step in walk_up(steps, head_id)}
+    except BrokenTree:
+        return set()
 
 
 def uuid_or_none(value: object) -> UUID | None:

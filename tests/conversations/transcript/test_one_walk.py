@@ -67,17 +67,36 @@ def test_a_broken_step_is_explained_by_the_tree_cache_walk(make_broken_thread, s
 
 
 @pytest.mark.parametrize("kind", BREAKS)
-def test_a_broken_step_in_a_handoff_source_is_explained_not_carried_in_part(make_broken_thread, kind):
-    destination = thread()
+def test_a_broken_handoff_source_carries_nothing_and_holds_no_other_thread_hostage(make_broken_thread, kind):
+    """The walk over a broken source refuses it (never a partial branch); the destination's prompt is built
+    without that source's exchange, and the other sources still carry theirs."""
     broken = make_broken_thread(kind)
-    ThreadHandoff.objects.filter(destination=destination).delete()
-    ThreadHandoff.objects.create(
-        destination=destination, source=broken.conversation, handoff="as captured before the break",
-        source_message_ids=[str(m.id) for m in broken.messages],
-    )
-    with pytest.raises(BrokenTree) as raised:
-        handoff_blocks_for([destination.id], settings_row=assistant_settings_read())
-    assert raised.value.step.message_id == broken.broken_at.id
+    sound = thread(("user", "a sound thread's question"), ("assistant", "a sound thread's answer"))
+    destinations = {}
+    for source in (broken.conversation, sound):
+        destination = destinations[source.id] = thread()
+        ThreadHandoff.objects.filter(destination=destination).delete()
+        ThreadHandoff.objects.create(
+            destination=destination, source=source, handoff="as captured",
+            source_message_ids=[str(m.id) for m in Message.objects.filter(conversation=source)],
+        )
+    with pytest.raises(BrokenTree):
+        list(walk_up({m.id: m for m in Message.objects.filter(conversation=broken.conversation)},
+                     broken.conversation.head_id))
+    blocks = handoff_blocks_for([d.id for d in destinations.values()], settings_row=assistant_settings_read())
+    assert "a sound thread's answer" in blocks.get(destinations[sound.id].id, "")
+    from_broken = blocks.get(destinations[broken.conversation.id].id, "")
+    assert not any(f"turn {i}" in from_broken for i in range(10)), "nothing of the broken source is carried"
+
+
+def test_a_broken_conversation_is_left_out_of_past_search_and_the_others_still_answer(make_broken_thread):
+    from conversations.services.visibility.past_search import past_conversation_search
+
+    broken = make_broken_thread("orphan_parent")
+    Message.objects.filter(conversation=broken.conversation).update(content="lantern in the broken thread")
+    sound = thread(("user", "lantern in the sound thread"), ("assistant", "noted"))
+    hits = past_conversation_search("lantern")
+    assert {hit.conversation_id for hit in hits} == {sound.id}
 
 
 @pytest.mark.parametrize("kind", BREAKS)
