@@ -2,7 +2,11 @@ from django.urls import path
 
 from continuity.web.api import ContinuityCleanupView, ConversationBranchView
 from continuity.web.compaction_views import ConversationCompactionView
-from conversations.web import api, attachments_api, backup_api, characters_api, usage_api
+from conversations.web.attachments import api as attachments_api
+from conversations.web.backup import api as backup_api
+from conversations.web.characters import api as characters_api
+from conversations.web.threads import api
+from conversations.web.usage import api as usage_api
 
 urlpatterns = [
     path("health/", api.HealthView.as_view(), name="api-health"),

@@ -1,7 +1,10 @@
 from django.urls import path
 
 from continuity.web import compaction_views
-from conversations.web import characters_views, restore_views, usage_views, views
+from conversations.web.backup import pages as restore_views
+from conversations.web.characters import pages as characters_views
+from conversations.web.threads import pages as views
+from conversations.web.usage import pages as usage_views
 
 urlpatterns = [
     path("", views.home, name="home"),

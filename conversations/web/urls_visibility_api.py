@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations.web import api_visibility as api
+from conversations.web.visibility import api
 
 urlpatterns = [
     path("search/", api.PastConversationSearchView.as_view(), name="api-search"),

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations.web import visibility_views as views
+from conversations.web.visibility import pages as views
 
 urlpatterns = [
     path("search/", views.search_page, name="search"),

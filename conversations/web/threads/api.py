@@ -41,10 +41,10 @@ from conversations.services.threads.services import (
     folder_delete,
     folder_update,
 )
-from conversations.web import export as conversation_export
-from conversations.web import message_pages
+from conversations.web import message_paging
 from conversations.web import schema as docs
 from conversations.web import serializers as s
+from conversations.web.threads import export as conversation_export
 from elion.base import access
 from elion.base.database_errors import connection_release
 from elion.base.errors import InvalidInput, ServiceError
@@ -251,7 +251,7 @@ class MessageListView(APIView):
 
     @extend_schema(responses=docs.MessageListSerializer)
     def get(self, request: Request, conversation_id: str) -> Response:
-        page = message_pages.page_request(request.query_params)  # 400s before the 404: no row is read for bad input
+        page = message_paging.page_request(request.query_params)  # 400s before the 404: no row is read for bad input
         conversation = access_conversation(conversation_id)
         if page is None:
             # The whole tree is read for the branch anyway: the versions come from the same rows.
@@ -259,7 +259,7 @@ class MessageListView(APIView):
             branch = walk_to_root(tree, conversation.head_id)
             children = children_in(tree.values())
             return Response({"results": messages_repr(branch, {m.id: siblings_of(children, m) for m in branch})})
-        window = message_pages.message_window(conversation, page)
+        window = message_paging.message_window(conversation, page)
         return Response({
             "results": messages_repr(window.messages, siblings_for(conversation.id, window.messages)),
             "has_more_before": window.has_more_before,

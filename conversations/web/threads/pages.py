@@ -24,7 +24,7 @@ from conversations.services.settings_service import assistant_settings_update
 from conversations.services.threads.services import conversation_create
 from conversations.services.visibility.past_search import quoted_excerpt
 from conversations.services.visibility.selectors import chat_visibility
-from conversations.web import message_pages, page_selectors
+from conversations.web import message_paging, page_selectors
 from conversations.web.serializers import conversation_in_view
 from elion.base import access
 from elion.base.errors import NotFound, ServiceError
@@ -170,10 +170,10 @@ def chat_window_fragment(request: HttpRequest, conversation_id: str) -> HttpResp
     messages, as the owner scrolls up) or no cursor (the newest PAGE_WINDOW, "Jump to latest").
     The window's edges and the estimate outside it ride on the wrapper's data attributes."""
     conversation = access_conversation(conversation_id)
-    page = message_pages.page_request(request.GET)
+    page = message_paging.page_request(request.GET)
     if page is None:
-        page = message_pages.PageRequest(limit=page_selectors.PAGE_WINDOW)
-    window = message_pages.message_window(conversation, page)
+        page = message_paging.PageRequest(limit=page_selectors.PAGE_WINDOW)
+    window = message_paging.message_window(conversation, page)
     response = render(request, "chat/_window.html", _window_context(conversation, window, assistant_settings_get()))
     response["Cache-Control"] = "no-store"
     return response

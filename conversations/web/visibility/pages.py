@@ -19,7 +19,7 @@ from conversations.services.threads.services import conversation_update, folder_
 from conversations.services.visibility import selectors as visibility_selectors
 from conversations.services.visibility import transitions as visibility
 from conversations.services.visibility.past_search import past_conversation_search
-from conversations.web.api_visibility import flag, search_query
+from conversations.web.visibility.api import flag, search_query
 from elion.base.errors import ServiceError
 from elion.base.fulltext import query_terms
 from transcript.access import access_conversation, access_folder
