@@ -483,7 +483,7 @@ def _install_hooks() -> None:
         from continuity.rules import request_store as send_request
         from conversations.sending import prepare as send_pipeline
         from conversations.sending import run as send_run
-        from conversations.web.threads import api
+        from conversations.web.messages import api
         from transcript.provider import chat as provider_chat
         from transcript.provider import gateway as provider_gateway
         from transcript.provider import responses as provider_responses
@@ -656,7 +656,7 @@ def _variant_no_send_work() -> None:
 
     try:
         from conversations.sending import run as send_run
-        from conversations.web.threads import api
+        from conversations.web.messages import api
     except ImportError:  # a baseline tree from before the sub-packages
         from conversations import api
         from conversations import send_pipeline as send_run

@@ -241,7 +241,7 @@ def test_no_500_the_chatgpt_parser_type_checks_every_field(conversation):
 
 
 def test_no_500_an_unexpected_error_under_api_is_the_json_shape_logged_once(monkeypatch, caplog):
-    from conversations.web.threads import api
+    from conversations.web.settings import api
 
     def broken():
         raise RuntimeError("a bug")
