@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.long_thread import build  # noqa: E402 - after the path fix above
-from bench.send_overhead import ROOT, BenchError, app_env, start_daphne, stop_process  # noqa: E402
+from bench.servers import ROOT, BenchError, app_env, start_daphne, stop_process  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
