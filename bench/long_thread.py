@@ -100,6 +100,7 @@ from bench.servers import (  # noqa: E402 - after the path fix above
     TRACE_ENV,
     BenchError,
     app_env,
+    collect_static,
     pg_create_database,
     pg_drop_database,
     start_daphne,
@@ -338,6 +339,7 @@ def run_database(database: str, trees: dict[str, Path], provider_url: str, tmp: 
             env["ELION_API_SELECTOR"] = args.selector
             print(f"{database}: building the threads in {tree} ({root}) …", flush=True)
             builds[tree] = build(root, env, spec, tmp / f"build-{database}-{index}.log")
+            collect_static(root, env)  # the chat page is measured as `make run` serves it
             if args.stages:
                 traces[tree] = tmp / f"trace-{database}-{index}.jsonl"
                 traces[tree].touch()

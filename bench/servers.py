@@ -115,6 +115,15 @@ def start_daphne(
     return process, f"http://127.0.0.1:{port}"
 
 
+def collect_static(root: Path, env: dict[str, str]) -> None:
+    """`manage.py collectstatic` in the tree at `root`, into env's data dir: a server without DEBUG (as
+    `make run` serves) answers a page only once its hashed static files' manifest is written."""
+    done = subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=root, env=env,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BenchError(f"collectstatic failed in {root}:\n{done.stderr[-3000:]}")
+
+
 def pg_create_database(url: str) -> tuple[str, str | None]:
     """A fresh database on the server DATABASE_URL names; (url to use, name to drop)."""
     import psycopg
