@@ -11,12 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from continuity.rules.eligibility import outside_quarantine
 from continuity.services.new_chat_handoff import new_chat_handoff_drop, new_chat_handoff_notice
-from conversations.models import (
-    AssistantSettings,
-    Conversation,
-    MessageStatus,
-    Persona,
-)
+from conversations.models import AssistantSettings, Conversation, MessageStatus, Persona
 from conversations.services.characters import characters_list
 from conversations.services.threads.services import conversation_create
 from conversations.services.visibility.past_search import quoted_excerpt
