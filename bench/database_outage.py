@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.send_overhead import app_env, start_daphne, start_provider, stop_process  # noqa: E402
+from bench.servers import app_env, start_daphne, start_provider, stop_process  # noqa: E402
 from tests.support.postgres_server import OwnPostgres  # noqa: E402
 
 READ_TIMEOUT = 60

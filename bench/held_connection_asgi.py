@@ -11,7 +11,7 @@ import importlib
 
 from elion.asgi import application  # sets Django up first
 
-api = importlib.import_module("conversations.web.api")  # only once Django is set up
+api = importlib.import_module("conversations.web.messages.api")  # only once Django is set up
 api.connection_release = lambda: None
 
 __all__ = ["application"]

@@ -58,14 +58,7 @@ import httpx
 
 from bench import claude_export_build
 from bench.chatgpt_export_build import write_export_zip
-from bench.send_overhead import (
-    BenchError,
-    app_env,
-    pg_create_database,
-    pg_drop_database,
-    start_daphne,
-    stop_process,
-)
+from bench.servers import BenchError, app_env, pg_create_database, pg_drop_database, start_daphne, stop_process
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_PROVIDER = "http://127.0.0.1:9/v1"  # an import calls no model

@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.long_thread import build  # noqa: E402 - after the path fix above
-from bench.send_overhead import ROOT, BenchError, app_env, start_daphne, stop_process  # noqa: E402
+from bench.servers import ROOT, BenchError, app_env, collect_static, start_daphne, stop_process  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
@@ -62,10 +62,7 @@ def prepare_tree(name: str, root: Path, tmp: Path, long_length: int) -> tuple[su
     print(f"{name}: building the threads ({root}) …", flush=True)
     built = build(root, env, spec, tmp / f"build-{name}.log")
     print(f"{name}: collectstatic …", flush=True)
-    done = subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=root, env=env,
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise BenchError(f"collectstatic failed in {root}:\n{done.stderr[-3000:]}")
+    collect_static(root, env)
     process, url = start_daphne(tmp, env, False, log_name=f"daphne-{name}.log", root=root)
     return process, url, {thread["label"]: thread for thread in built["threads"]}
 

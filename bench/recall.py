@@ -46,7 +46,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import setup_django, synthetic_vocabulary, zipf_weights  # noqa: E402
-from bench.send_overhead import in_process_bench_close  # noqa: E402
+from bench.servers import in_process_bench_close  # noqa: E402
 
 VOCABULARY = 8_000
 FILLER = ["the", "and", "we", "you", "that", "with", "was", "for", "about", "it"]
@@ -349,7 +349,7 @@ def main() -> None:
             database_url = pg_kept_database(server_url, args.keep)
             keep = data_dir  # reuse the data; keep the (empty) data dir too
         elif server_url:
-            from bench.send_overhead import pg_create_database
+            from bench.servers import pg_create_database
 
             database_url, drop = pg_create_database(server_url)
         setup_django(data_dir, database_url)

@@ -41,8 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.load import free_port_run, spawn_daphne, spawn_nginx  # noqa: E402 - after the path fix above
-from bench.send_overhead import (  # noqa: E402 - after the path fix above
+from bench.scaled_servers import free_port_run, spawn_daphne, spawn_nginx  # noqa: E402 - after the path fix above
+from bench.servers import (  # noqa: E402 - after the path fix above
     app_env,
     free_port,
     pg_create_database,

@@ -20,12 +20,12 @@ the like-for-like figure, since the app's own provider call is B', not B.
     eval "$(scripts/pg_tmp.sh start)"; .venv/bin/python -m bench.send_overhead; \
         scripts/pg_tmp.sh stop "$PG_TMP_DIR"                    # PostgreSQL
 
-`--profile` runs Daphne with timing hooks (this module's
-`instrumented_application`) and prints where the app's time goes, stage by
+`--profile` runs Daphne with timing hooks (`bench/send_hooks.py`, served as
+this module's `instrumented_application`) and prints where the app's time goes, stage by
 stage, on the same clock as the client (CLOCK_MONOTONIC is system-wide).
 `--variant a,b` starts a second, instrumented Daphne (A') with candidate
 hot-path fixes monkeypatched in, and interleaves A, A' and B in the same run;
-see VARIANTS. `--variant no_send_work` makes A' the lower bound: what the app
+see `bench.send_hooks.VARIANTS`. `--variant no_send_work` makes A' the lower bound: what the app
 adds when the send itself costs nothing. `--variant-a` applies variants to A. `--primed` measures a thread's second send (stored prompt reused).
 A "floor" side times a malformed send (400) to show the framework's own cost.
 
@@ -39,12 +39,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
-import secrets
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -52,275 +49,31 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-MODEL = "gpt-5.5"
-API_KEY = "bench-key"
-QUICK_REPLY = {"chunks": ["Quick", " scripted", " reply."]}  # no delays: the provider answers at once
-TRACE_ENV = "ELION_BENCH_TRACE_FILE"
-VARIANT_ENV = "ELION_BENCH_VARIANTS"
-# Settings the bench pins or clears so the app runs its embedded defaults, unprotected on loopback.
-_CLEARED_ENV = (
-    "DATABASE_URL",
-    "ELION_SQLITE_PATH",
-    "ELION_OWNER_PASSWORD",
-    "ELION_API_TOKEN",
-    "ELION_TESTING",
-    "DJANGO_DEBUG",
-    "REDIS_URL",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ELION_API_SELECTOR",
-    "ELION_MODEL",
-    "ELION_PROVIDER_ID",
-    "ELION_DEPLOYMENT",
+from bench import send_hooks  # noqa: E402 - after the path fix above
+from bench.servers import (  # noqa: E402
+    API_KEY,
+    CLEARED_ENV,
+    MODEL,
     TRACE_ENV,
     VARIANT_ENV,
+    BenchError,
+    app_env,
+    ms,
+    percentile,
+    pg_create_database,
+    pg_drop_database,
+    start_daphne,
+    start_provider,
+    stop_process,
 )
+from bench.thread_data import load_data  # noqa: E402
 
-
-class BenchError(RuntimeError):
-    pass
-
-
-# --- statistics ---------------------------------------------------------------
-
-
-def percentile(values: list[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.2f}"
-
-
-# --- processes ----------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_port(port: int, process: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise BenchError(f"process exited early:\n{log.read_text()[-3000:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise BenchError(f"port {port} did not open:\n{log.read_text()[-3000:]}")
-
-
-def stop_process(process: subprocess.Popen | None) -> None:
-    if process is None or process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
-
-
-def start_provider(tmp: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    log = tmp / "provider.log"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.scripted_provider", "--port", str(port)],
-        cwd=ROOT,
-        stdout=open(log, "wb"),  # noqa: SIM115 - lives as long as the process
-        stderr=subprocess.STDOUT,
-    )
-    wait_for_port(port, process, log)
-    return process, f"http://127.0.0.1:{port}/v1"
-
-
-def start_daphne(
-    tmp: Path, env: dict[str, str], instrumented: bool, log_name: str = "daphne.log", root: Path = ROOT
-) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    log = tmp / log_name
-    app = "bench.send_overhead:instrumented_application" if instrumented else "elion.asgi:application"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
-        cwd=root,
-        env=env,
-        stdout=open(log, "wb"),  # noqa: SIM115
-        stderr=subprocess.STDOUT,
-    )
-    wait_for_port(port, process, log)
-    return process, f"http://127.0.0.1:{port}"
-
-
-# --- databases ------------------------------------------------------------------
-
-
-def pg_create_database(url: str) -> tuple[str, str | None]:
-    """A fresh database on the server DATABASE_URL names; (url to use, name to drop)."""
-    import psycopg
-
-    name = f"elion_bench_{os.getpid()}_{secrets.token_hex(3)}"
-    try:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-    except psycopg.Error as exc:
-        print(f"! cannot create a fresh database ({exc}); using DATABASE_URL's database as it is")
-        return url, None
-    return urlunsplit(urlsplit(url)._replace(path=f"/{name}")), name
-
-
-def pg_drop_database(url: str, name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def in_process_bench_close(server_url: str | None, drop: str | None, data_dir: Path | None = None) -> None:
-    """The end of an in-process bench: close Django's connections, drop its PostgreSQL database, remove its data dir."""
-    from django.db import connections
-
-    connections.close_all()
-    if server_url and drop:
-        pg_drop_database(server_url, drop)
-    if data_dir is not None:
-        shutil.rmtree(data_dir, ignore_errors=True)
-
-
-def app_env(data_dir: Path, database_url: str | None, provider_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _CLEARED_ENV}
-    env.update(
-        ELION_DATA_DIR=str(data_dir),
-        DJANGO_SETTINGS_MODULE="elion.settings",
-        OPENAI_API_KEY=API_KEY,
-        OPENAI_BASE_URL=provider_url,
-        ELION_MODEL=MODEL,
-        ELION_API_SELECTOR="responses",
-        ELION_LOG_LEVEL="WARNING",
-        PYTHONDONTWRITEBYTECODE="1",
-    )
-    if database_url:
-        env["DATABASE_URL"] = database_url
-    return env
-
-
-# --- data -----------------------------------------------------------------------
-
-_PROSE = (
-    "morning light garden tea quiet letter river memory walk music rain window book friend "
-    "promise story evening candle ocean forest road home laughter question answer dream "
-    "voice silence thread season winter summer autumn spring coffee kitchen stars moon "
-    "notebook poem song city bridge train journey tomorrow yesterday today careful gentle "
-    "bright slow warm honest curious patient small wide deep open simple strange familiar"
-)
-_WORDS = _PROSE.split()
-
-
-def text_pools(rng: random.Random) -> tuple[list[str], list[str]]:
-    def text(lo: int, hi: int) -> str:
-        target = rng.randint(lo, hi)
-        words: list[str] = []
-        while sum(len(w) + 1 for w in words) < target:
-            words.append(rng.choice(_WORDS))
-        return (" ".join(words).capitalize() + ".")[: target + 1]
-
-    return [text(40, 320) for _ in range(97)], [text(200, 1400) for _ in range(89)]
-
-
-def bound_fields() -> dict[str, str]:
-    """The provider binding the server will compute, stamped on loaded rows (as real history has)."""
-    try:
-        from transcript.provider.binding import binding_fields, configured_provider
-    except ImportError:
-        return {}
-    return binding_fields(configured_provider())
-
-
-def load_data(n_conversations: int, per_conversation: int, seed: int) -> tuple[list[uuid.UUID], dict]:
-    """Bulk-load valid trees: alternating user/assistant chains, seq 1..M, head at the tip."""
-    from django.apps import apps
-    from django.db import connection, transaction
-
-    from conversations.models import Conversation, Message, MessageStatus, Role
-
-    rng = random.Random(seed)
-    users, assistants = text_pools(rng)
-    binding = bound_fields()
-    try:
-        snapshot_model = apps.get_model("memories", "ConversationMemorySnapshot")
-    except LookupError:
-        snapshot_model = None
-    from django.utils import timezone
-
-    now = timezone.now()
-    ids: list[uuid.UUID] = []
-    chunk = 500
-    started = time.perf_counter()
-    with transaction.atomic():
-        for start in range(0, n_conversations, chunk):
-            conversations, messages, snapshots = [], [], []
-            for i in range(start, min(start + chunk, n_conversations)):
-                cid = uuid.UUID(int=rng.getrandbits(128), version=4)
-                parent = None
-                for seq in range(1, per_conversation + 1):
-                    user = seq % 2 == 1
-                    pool = users if user else assistants
-                    mid = uuid.UUID(int=rng.getrandbits(128), version=4)
-                    messages.append(
-                        Message(
-                            id=mid,
-                            conversation_id=cid,
-                            parent_id=parent,
-                            seq=seq,
-                            role=Role.USER if user else Role.ASSISTANT,
-                            content=pool[(i * 31 + seq) % len(pool)],
-                            status=MessageStatus.COMPLETE,
-                            **binding,
-                        )
-                    )
-                    parent = mid
-                conversations.append(
-                    Conversation(id=cid, title=f"Bench thread {i + 1}", head_id=parent, last_seq=per_conversation)
-                )
-                if snapshot_model is not None:
-                    snapshots.append(snapshot_model(conversation_id=cid, captured_at=now, provenance="captured"))
-                ids.append(cid)
-            Conversation.objects.bulk_create(conversations)
-            Message.objects.bulk_create(messages)
-            if snapshots:
-                snapshot_model.objects.bulk_create(snapshots)
-    # The search index rows the triggers wrote are tokenised before ANALYZE, as a
-    # running app's would be; statistics taken while every row was pending would
-    # steer the per-send "pending rows" lookup away from its partial index.
-    from transcript.search_index import message_search_index_sync
-
-    message_search_index_sync()
-    load_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
-    analyze_seconds = time.perf_counter() - started
-    counts = {
-        "conversations": Conversation.objects.count(),
-        "messages": Message.objects.count(),
-        "load_seconds": load_seconds,
-        "analyze_seconds": analyze_seconds,
-        "snapshots": snapshot_model is not None,
-        "vendor": connection.vendor,
-    }
-    connection.close()
-    return ids, counts
+QUICK_REPLY = {"chunks": ["Quick", " scripted", " reply."]}  # no delays: the provider answers at once
 
 
 # --- measurement ------------------------------------------------------------------
@@ -447,267 +200,12 @@ async def measure(app_urls: dict[str, str], provider_url: str, conversation_ids:
     return results
 
 
-# --- profiling hooks (run inside the Daphne process) ----------------------------------------
-
-_TRACES: dict[str, dict[str, float]] = {}
-_ACTIVE: list[str] = [""]  # the conversation of the send in flight (the bench sends one at a time)
-
-
-def _trace() -> dict[str, float]:
-    return _TRACES.setdefault(_ACTIVE[0], {})
-
-
-def _mark(name: str) -> None:
-    _trace().setdefault(name, time.perf_counter())
-
-
-def _timed(name: str, func):
-    """Wrap a sync function: accumulate its wall time under `name` in the active trace."""
-
-    def wrapper(*args, **kwargs):
-        started = time.perf_counter()
-        try:
-            return func(*args, **kwargs)
-        finally:
-            trace = _trace()
-            trace[name] = trace.get(name, 0.0) + time.perf_counter() - started
-
-    wrapper.__wrapped__ = func
-    return wrapper
-
-
-def _install_hooks() -> None:
-    from django.db import transaction
-
-    try:  # this tree's layout
-        from continuity.rules import request_store as send_request
-        from conversations.sending import prepare as send_pipeline
-        from conversations.sending import run as send_run
-        from conversations.web import api
-        from transcript.provider import chat as provider_chat
-        from transcript.provider import gateway as provider_gateway
-        from transcript.provider import responses as provider_responses
-    except ImportError:  # a baseline tree from before the sub-packages
-        from conversations import api, provider_gateway, send_pipeline
-        from conversations import send_pipeline as send_request
-        from conversations import send_pipeline as send_run
-
-        provider_chat = provider_responses = provider_gateway  # one module held both adapters
-
-    # Sub-stages of send_prepare, patched where send_prepare looks them up.
-    for name in (
-        "access_conversation",
-        "_ensure_no_live_stream",
-        "transcript_write_guard",
-        "send_context_load",
-        "attachments_preverify",
-        "message_search_index_sync",
-        "provider_binding_check",
-        "_resolve_parent",
-        "static_prompt_ensure",
-        "static_prompt_ready",
-        "_start_reply",
-        "reply_request_build",
-        "live_branch",
-        "assemble_request",
-    ):
-        for module in (send_pipeline, send_request):  # the older tree has one module, the newer two
-            if hasattr(module, name):
-                setattr(module, name, _timed(f"prepare.{name}", getattr(module, name)))
-
-    if hasattr(send_pipeline, "_send_commit"):
-        # This tree: disk work first, then one durable transaction (`_send_commit`).
-        inner_commit = send_pipeline._send_commit.__wrapped__  # the body under @transaction.atomic(durable=True)
-
-        def send_commit(command, **kwargs):
-            with transaction.atomic(durable=True):
-                result = inner_commit(command, **kwargs)
-                _mark("prepare_body_end")
-            return result
-
-        send_pipeline._send_commit = send_commit
-        real_prepare = send_pipeline.send_prepare
-
-        def send_prepare(command):
-            _mark("prepare_start")
-            cpu = time.thread_time()
-            result = real_prepare(command)
-            _mark("prepare_end")  # after COMMIT
-            _trace()["prepare.cpu (thread CPU time, whole send_prepare)"] = time.thread_time() - cpu
-            return result
-
-    else:
-        inner_prepare = send_pipeline.send_prepare.__wrapped__  # older trees: the body under @transaction.atomic
-
-        def send_prepare(command):
-            _mark("prepare_start")
-            cpu = time.thread_time()
-            with transaction.atomic():
-                result = inner_prepare(command)
-                _mark("prepare_body_end")
-            _mark("prepare_end")  # after COMMIT
-            _trace()["prepare.cpu (thread CPU time, whole send_prepare)"] = time.thread_time() - cpu
-            return result
-
-    api.send_prepare = send_prepare
-
-    original_post = api.SendView.post
-
-    async def post(self, request, conversation_id):
-        _mark("view_start")
-        return await original_post(self, request, conversation_id)
-
-    api.SendView.post = post
-
-    original_stream = provider_gateway.stream_reply
-
-    async def stream_reply(config, messages, *args, **kwargs):  # whatever else the gateway takes, passed on
-        _mark("stream_call")
-        async for event in original_stream(config, messages, *args, **kwargs):
-            if isinstance(event, provider_gateway.TextDelta):
-                _mark("provider_first_delta")
-            yield event
-
-    provider_gateway.stream_reply = stream_reply
-
-    original_client = provider_gateway._client
-
-    def client(config):
-        started = time.perf_counter()
-        try:
-            return original_client(config)
-        finally:
-            trace = _trace()
-            trace["client_lookup"] = trace.get("client_lookup", 0.0) + time.perf_counter() - started
-
-    # The adapters look the client up in their own modules (transcript/provider/{responses,chat}.py).
-    provider_responses._client = client
-    provider_chat._client = client
-
-    # Before the view: connection set-up, the owner lookup, every SQL statement.
-    from django.core.signals import request_started
-    from django.db.backends.base.base import BaseDatabaseWrapper
-    from django.db.backends.utils import CursorWrapper
-
-    from elion.base import access
-
-    request_started.connect(lambda **kwargs: _mark("request_started"), weak=False)
-    BaseDatabaseWrapper.connect = _timed("db.connect", BaseDatabaseWrapper.connect)
-    access.get_owner_user = _timed("middleware.get_owner_user", access.get_owner_user)
-    original_mw = access.OwnerAccessMiddleware.__call__
-
-    def owner_mw(self, request):
-        _mark("owner_middleware")
-        return original_mw(self, request)
-
-    access.OwnerAccessMiddleware.__call__ = owner_mw
-    for method in ("execute", "executemany"):
-        original = getattr(CursorWrapper, method)
-
-        def counted(self, *args, _original=original, **kwargs):
-            trace = _trace()
-            trace["db.statements"] = trace.get("db.statements", 0) + 1
-            return _original(self, *args, **kwargs)
-
-        setattr(CursorWrapper, method, _timed("db.execute", counted))
-
-    original_emit = send_run.ReplyRun.emit
-    trace_file = os.environ[TRACE_ENV]
-
-    def emit(self, name, data):
-        if name == "delta" and "emit_first_delta" not in _trace():
-            _mark("emit_first_delta")
-            trace = _trace()
-            trace["db.statements_to_first_delta"] = trace.get("db.statements", 0)
-            trace["db.execute_to_first_delta"] = trace.get("db.execute", 0.0)
-            trace["cpu_to_first_delta"] = time.process_time() - trace.get("cpu_asgi_in", 0.0)
-        original_emit(self, name, data)
-        if name == "done":
-            key = str(self.prepared.conversation_id)
-            trace = _TRACES.pop(key, {})
-            trace["conversation"] = key
-            with open(trace_file, "a") as handle:
-                handle.write(json.dumps(trace) + "\n")
-
-    send_run.ReplyRun.emit = emit
-
-
-# Candidate hot-path fixes, applied in the server with --variant NAME (comma-separated).
-# Each mirrors a small change to the named file; the bench measures it before anyone edits that file.
-# The 2026-11-30 candidates (lean_prepare, lean_view, lazy_owner, pg_pool) have landed in the app
-# (1d27f06 and the settings' PostgreSQL pool), so their monkeypatched copies are gone; to compare
-# committed code, run A from an export of the older commit with --baseline.
-VARIANTS: dict[str, str] = {
-    "no_send_work": "a lower bound, not a fix: after one real send, send_prepare returns a copy of that "
-    "send's prepared reply (no query, no write) and the reply's flushes and final write are skipped, "
-    "so A' is the framework, the provider call and SSE delivery alone",
-}
-
-
-def _variant_no_send_work() -> None:
-    """What the app would add if the send itself cost nothing.
-
-    The request still goes through Daphne, the middleware chain, the view's
-    CSRF check and body parse, one thread hop each way, the provider call
-    (the same input every round) and the SSE response; only the database
-    work of the send and of the streaming reply is gone.
-    """
-    import dataclasses
-
-    try:
-        from conversations.sending import run as send_run
-        from conversations.web import api
-    except ImportError:  # a baseline tree from before the sub-packages
-        from conversations import api
-        from conversations import send_pipeline as send_run
-
-    real_prepare = api.send_prepare
-    template: list = []
-
-    def send_prepare(command):
-        if not template:
-            template.append(real_prepare(command))
-            return template[0]
-        return dataclasses.replace(
-            template[0],
-            conversation_id=command.conversation_id,
-            user_message_id=uuid.uuid4(),
-            assistant_message_id=uuid.uuid4(),
-        )
-
-    api.send_prepare = send_prepare
-    send_run._flush_partial = lambda *args, **kwargs: True
-    send_run._renew_lease = lambda *args, **kwargs: True
-    send_run._finalise = lambda *args, **kwargs: None
-
-
-def _apply_variants(names: list[str]) -> None:
-    for name in names:
-        if name not in VARIANTS:
-            raise BenchError(f"unknown variant {name!r}; known: {', '.join(VARIANTS) or 'none'}")
-        globals()[f"_variant_{name}"]()
-
-
 def __getattr__(name: str):
-    """`bench.send_overhead:instrumented_application`: the app with timing hooks, built on first use."""
+    """`bench.send_overhead:instrumented_application`, the name Daphne serves (a baseline tree's too):
+    the app with `bench.send_hooks`' timing hooks, built there on first use."""
     if name != "instrumented_application":
         raise AttributeError(name)
-    from elion.asgi import application
-
-    _install_hooks()
-    _apply_variants([v for v in os.environ.get(VARIANT_ENV, "").split(",") if v])
-
-    async def instrumented_application(scope, receive, send):
-        if scope["type"] == "http" and scope["path"].endswith("/messages/") and scope["method"] == "POST":
-            parts = scope["path"].strip("/").split("/")
-            _ACTIVE[0] = parts[2] if len(parts) > 2 else ""
-            _TRACES.pop(_ACTIVE[0], None)
-            _mark("asgi_in")
-            _trace()["cpu_asgi_in"] = time.process_time()
-        return await application(scope, receive, send)
-
-    globals()["instrumented_application"] = instrumented_application
-    return instrumented_application
+    return send_hooks.instrumented_application
 
 
 # --- report -------------------------------------------------------------------------------
@@ -878,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         provider, provider_url = start_provider(tmp)
         env = app_env(tmp / "data", database_url, provider_url)
         os.environ.update(env)
-        for name in _CLEARED_ENV:
+        for name in CLEARED_ENV:
             if name not in env:
                 os.environ.pop(name, None)
 

@@ -5,7 +5,7 @@ branch, its history turns, recall's index of the text they carry), so every
 send costs what changed since the last one; but the first send after the
 process starts reads and builds all of it (about half a second at 10,000
 messages). The chat page opens its WebSocket as it loads
-(`conversations.web.consumers`), which asks for this, so by the time the
+(`conversations.web.messages.consumers`), which asks for this, so by the time the
 owner sends, the work is done. Threads shorter than
 `ELION_TREE_CACHE_MIN_ROWS` are not kept and are cheap to read: nothing.
 """

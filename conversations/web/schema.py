@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from rest_framework import serializers
 
-from conversations.web.message_pages import PAGE_LIMIT_MAX
+from conversations.web.message_paging import PAGE_LIMIT_MAX
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -229,7 +229,7 @@ def add_streaming_endpoints(result: dict, generator: object, request: HttpReques
 
 
 def _page_params() -> list[dict]:
-    """`limit` with `before` or `around` (`conversations.web.message_pages`)."""
+    """`limit` with `before` or `around` (`conversations.web.message_paging`)."""
     cursor = {"type": "string", "format": "uuid"}
     return [
         {"name": "limit", "in": "query", "required": False,

@@ -1,13 +1,17 @@
-"""Representations for the API (docs/api.md). Shape only; rules live in services."""
+"""Representations for the API (docs/api.md) and the checks of its input. Shape only; rules live in services."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.request import Request
 
 from continuity.rules.selectors import conversation_handoff_provenance, conversation_snapshot_timing
 from conversations.models import AssistantSettings, Conversation, Folder, Message
+from elion.base.errors import InvalidInput
 from transcript.attachments.manifests import attachment_repr, manifests_for
 from transcript.citations import message_citations
 from transcript.provider.binding import recorded_binding
@@ -151,3 +155,15 @@ class RewindSerializer(serializers.Serializer):
 
 class SwitchSerializer(serializers.Serializer):
     message_id = serializers.UUIDField()
+
+
+def validated(serializer_class: type[serializers.Serializer], data: object) -> dict:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def patch_fields(request: Request, allowed: Iterable[str]) -> dict:
+    if not isinstance(request.data, dict):
+        raise InvalidInput("The body must be a JSON object.", code="malformed_request")
+    return {key: request.data[key] for key in allowed if key in request.data}

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations.web.consumers import ConversationConsumer
+from conversations.web.messages.consumers import ConversationConsumer
 
 websocket_urlpatterns = [
     path("ws/conversations/<str:conversation_id>/", ConversationConsumer.as_asgi()),

@@ -4,6 +4,9 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
+from conversations.web import urls as conversations_urls
+from elion.web.access import urls as access_urls
+
 
 class FaviconRedirect(RedirectView):
     """/favicon.ico → the app icon's URL, asked when a browser asks: with hashed static names the URL is
@@ -26,14 +29,14 @@ urlpatterns = [
     # Before conversations: `conversations/<id>/refresh-memory/` lives in memories.
     path("api/", include("memories.web.urls_api")),
     path("api/", include("continuity.web.urls_api")),
-    path("api/", include("conversations.web.urls_api")),
-    path("api/", include("conversations.web.urls_visibility_api")),
+    path("api/", include(access_urls.api_urlpatterns)),
+    path("api/", include(conversations_urls.api_urlpatterns)),
     path("api/", include("archive.web.urls_api")),
     path("api/", include("artifacts.web.urls_api")),
     path("memories/", include("memories.web.urls_pages")),
     path("artifacts/", include("artifacts.web.urls_pages")),
     path("", include("archive.web.urls_pages")),
     path("", include("continuity.web.urls_pages")),
-    path("", include("conversations.web.urls_pages")),
-    path("", include("conversations.web.urls_visibility_pages")),
+    path("", include(access_urls.page_urlpatterns)),
+    path("", include(conversations_urls.page_urlpatterns)),
 ]

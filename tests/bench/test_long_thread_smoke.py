@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from bench import long_thread
+from bench import long_thread, long_thread_report
 from bench.long_thread_build import PNG_SIGNATURE, image_payload, image_turns, prose
 
 
@@ -30,7 +30,7 @@ def _cells(lines: list[str], label: str) -> list[str]:
 
 def test_each_figure_is_shown_with_its_ratio_to_the_first_thread():
     figures = {"this tree": {"10": _figures(1, 10 * 1024), "1,000": _figures(4, 50 * 1024)}}
-    lines = long_thread.report_table(figures, ["this tree"], ["10", "1,000"])
+    lines = long_thread_report.report_table(figures, ["this tree"], ["10", "1,000"])
     long_row = _cells(lines, "1,000")
     assert long_row["added ms"] == "80.0"
     assert long_row["added ×"] == "4.00"
@@ -42,7 +42,7 @@ def test_each_figure_is_shown_with_its_ratio_to_the_first_thread():
     assert long_row["own ms"] == "20.0"
     assert long_row["own ×"] == "4.00"
     assert "to SDK ms" not in long_row  # only with --stages
-    assert _cells(long_thread.report_table(figures, ["this tree"], ["10", "1,000"], stages=True), "1,000")[
+    assert _cells(long_thread_report.report_table(figures, ["this tree"], ["10", "1,000"], stages=True), "1,000")[
         "to SDK ×"
     ] == "4.00"
     assert _cells(lines, "10")["added ×"] == "1.00"
@@ -53,7 +53,7 @@ def test_with_a_baseline_each_thread_gets_both_trees_rows_and_this_tree_over_the
         "baseline": {"10": _figures(1, 1024), "3,000": _figures(10, 1024)},
         "this tree": {"10": _figures(1, 1024), "3,000": _figures(2, 1024)},
     }
-    lines = long_thread.report_table(figures, ["baseline", "this tree"], ["10", "3,000"])
+    lines = long_thread_report.report_table(figures, ["baseline", "this tree"], ["10", "3,000"])
     assert _cells(lines, "3,000 · baseline")["added ×"] == "10.00"
     assert _cells(lines, "3,000 · this tree")["added ×"] == "2.00"
     assert _cells(lines, "3,000 · this tree ÷ baseline")["added ms"] == "0.20"
@@ -61,7 +61,7 @@ def test_with_a_baseline_each_thread_gets_both_trees_rows_and_this_tree_over_the
 
 
 def test_added_time_is_the_median_of_the_paired_differences_not_the_difference_of_medians():
-    samples = long_thread.Samples(app=[0.010, 0.050, 0.031], sdk=[0.008, 0.001, 0.030],
+    samples = long_thread_report.Samples(app=[0.010, 0.050, 0.031], sdk=[0.008, 0.001, 0.030],
                                   app_headers=[0.004, 0.020, 0.009], sdk_headers=[0.001, 0.002, 0.008])
     for name in ("page", "api"):
         setattr(samples, name, [0.0] * 3)

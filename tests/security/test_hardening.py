@@ -121,7 +121,7 @@ def test_credential_rotation_a_new_api_token_ends_the_old_one(protected):
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
 async def test_credential_rotation_logout_closes_the_open_websocket(protected, monkeypatch):
-    from conversations.web import consumers
+    from conversations.web.messages import consumers
     from elion.asgi import application
 
     monkeypatch.setattr(consumers, "SESSION_CHECK_SECONDS", 0.1)
@@ -241,7 +241,7 @@ def test_no_500_the_chatgpt_parser_type_checks_every_field(conversation):
 
 
 def test_no_500_an_unexpected_error_under_api_is_the_json_shape_logged_once(monkeypatch, caplog):
-    from conversations.web import api
+    from conversations.web.settings import api
 
     def broken():
         raise RuntimeError("a bug")

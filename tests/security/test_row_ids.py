@@ -14,7 +14,7 @@ from django.test import Client
 from archive.services.upload_pieces import piece_upload_state
 from conversations.sending.broadcast import conversation_group
 from conversations.sending.prepare import retry_prepare
-from conversations.web.api import parse_conversation_id
+from conversations.web.messages.api import parse_conversation_id
 from elion.base.errors import NotFound
 from elion.base.rows import id_or_not_found, parse_id
 from transcript.attachments.projection import attachment_verified_content

@@ -26,8 +26,8 @@ from conversations.models import (
     Role,
 )
 from conversations.services.threads.services import conversation_rewind
-from conversations.web.export import EXPORT_BATCH
 from conversations.web.serializers import conversation_repr, message_repr
+from conversations.web.threads.export import EXPORT_BATCH
 from tests.support.factories import thread, turns_append
 from transcript.assistant_settings import assistant_settings_get
 from transcript.attachments.manifests import manifests_for

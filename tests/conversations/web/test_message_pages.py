@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 
 from conversations.models import Message, Role
 from conversations.services.threads.services import conversation_rewind
-from conversations.web.message_pages import PAGE_LIMIT_MAX
+from conversations.web.message_paging import PAGE_LIMIT_MAX
 from tests.support.factories import thread, turns_append
 from transcript.tree import live_branch
 

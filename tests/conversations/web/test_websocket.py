@@ -72,7 +72,7 @@ async def test_websocket_connect_makes_a_long_thread_ready_for_its_first_send(mo
     import threading
 
     from continuity.rules import kept_history
-    from conversations.web import consumers
+    from conversations.web.messages import consumers
     from tests.support.factories import thread
     from transcript import tree_cache
 

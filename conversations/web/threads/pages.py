@@ -1,35 +1,25 @@
-"""Server-rendered pages. Thin: every write goes through a service."""
+"""The chat pages: the landing page, New Chat (and "Start without it"), a conversation's page and
+its window of bubbles. Thin: every write goes through a service.
+"""
 
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth import logout
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from continuity.rules.eligibility import outside_quarantine
 from continuity.services.new_chat_handoff import new_chat_handoff_drop, new_chat_handoff_notice
-from conversations.models import (
-    AssistantSettings,
-    Conversation,
-    MessageStatus,
-    Persona,
-    Personality,
-    ReasoningEffort,
-    Verbosity,
-)
+from conversations.models import AssistantSettings, Conversation, MessageStatus, Persona
 from conversations.services.characters import characters_list
-from conversations.services.settings_service import assistant_settings_update
 from conversations.services.threads.services import conversation_create
 from conversations.services.visibility.past_search import quoted_excerpt
 from conversations.services.visibility.selectors import chat_visibility
-from conversations.web import message_pages, page_selectors
+from conversations.web import message_paging, page_selectors
 from conversations.web.serializers import conversation_in_view
-from elion.base import access
 from elion.base.errors import NotFound, ServiceError
-from elion.base.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded
-from transcript.access import access_conversation, message_in_conversation
+from transcript.access import access_conversation
 from transcript.assistant_settings import assistant_settings_get
 from transcript.branch_window import BranchWindow
 from transcript.leases import stale_streams_read_as_interrupted
@@ -41,34 +31,6 @@ def home(request: HttpRequest) -> HttpResponse:
     if latest is not None:
         return redirect("chat", conversation_id=latest.id)
     return render(request, "chat/empty.html")
-
-
-def login_page(request: HttpRequest) -> HttpResponse:
-    error, status = "", 200
-    if request.method == "POST":
-        retry_after = login_retry_after(request)
-        if retry_after is not None:
-            response = render(
-                request, "login.html", {"error": f"Too many wrong passwords; try again in {retry_after} s."}, status=429
-            )
-            response["Retry-After"] = str(retry_after)
-            return response
-        if access.check_owner_password(request.POST.get("password", "")):
-            login_succeeded(request)
-            access.owner_login(request)
-            target = request.GET.get("next") or "/"
-            return login_device_remember(
-                request, redirect(target if target.startswith("/") and not target.startswith("//") else "/")
-            )
-        login_failed(request)
-        error, status = "That password is not the owner's.", 401
-    return render(request, "login.html", {"error": error}, status=status)
-
-
-@require_POST
-def logout_page(request: HttpRequest) -> HttpResponse:
-    logout(request)
-    return redirect("login")
 
 
 def new_chat(request: HttpRequest) -> HttpResponse:
@@ -170,80 +132,10 @@ def chat_window_fragment(request: HttpRequest, conversation_id: str) -> HttpResp
     messages, as the owner scrolls up) or no cursor (the newest PAGE_WINDOW, "Jump to latest").
     The window's edges and the estimate outside it ride on the wrapper's data attributes."""
     conversation = access_conversation(conversation_id)
-    page = message_pages.page_request(request.GET)
+    page = message_paging.page_request(request.GET)
     if page is None:
-        page = message_pages.PageRequest(limit=page_selectors.PAGE_WINDOW)
-    window = message_pages.message_window(conversation, page)
+        page = message_paging.PageRequest(limit=page_selectors.PAGE_WINDOW)
+    window = message_paging.message_window(conversation, page)
     response = render(request, "chat/_window.html", _window_context(conversation, window, assistant_settings_get()))
     response["Cache-Control"] = "no-store"
     return response
-
-
-@require_GET
-def message_markdown(request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
-    """A message's text exactly as written (its Markdown), for the bubble's Copy."""
-    conversation = access_conversation(conversation_id)
-    message = message_in_conversation(conversation, message_id)
-    if message.role not in page_selectors.VISIBLE_ROLES:
-        raise Http404("That message is not shown in the transcript.")
-    response = HttpResponse(message.content, content_type="text/markdown; charset=utf-8")
-    response["Cache-Control"] = "no-store"
-    return response
-
-
-@require_GET
-def message_fragment(request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
-    """One rendered bubble, swapped in by chat.js when a stream ends."""
-    conversation = access_conversation(conversation_id)
-    message = message_in_conversation(conversation, message_id)
-    if message.role not in page_selectors.VISIBLE_ROLES:
-        raise Http404("That message is not shown in the transcript.")
-    stale_streams_read_as_interrupted([message])
-    (bubble,) = page_selectors.bubbles_for(conversation, [message], assistant_settings_get())
-    template = "chat/_handoff_bubble.html" if bubble.is_handoff else "chat/_message.html"
-    response = render(request, template, {"bubble": bubble})
-    response["X-Message-Status"] = message.status
-    response["Cache-Control"] = "no-store"
-    return response
-
-
-SETTINGS_TEXT_FIELDS = ("owner_name", "display_name", "personality", "custom_instructions")
-# Choices an older form (or a script) may leave out: left as they are when absent.
-SETTINGS_CHOICE_FIELDS = ("reasoning_effort", "verbosity")
-SETTINGS_FLAGS = (
-    "archive_access", "web_search", "provider_store_responses", "reasoning_summary_shown", "image_generation",
-    "memory_suggestions",
-)
-
-
-def settings_page(request: HttpRequest) -> HttpResponse:
-    error = ""
-    status = 200
-    settings_row = assistant_settings_get()
-    if request.method == "POST":
-        changes: dict[str, object] = {name: request.POST.get(name, "") for name in SETTINGS_TEXT_FIELDS}
-        changes.update({name: request.POST[name] for name in SETTINGS_CHOICE_FIELDS if name in request.POST})
-        changes.update({name: request.POST.get(name) == "on" for name in SETTINGS_FLAGS})
-        try:
-            assistant_settings_update(**changes)
-        except ServiceError as exc:
-            error, status = exc.detail, exc.status
-            # Show what the owner typed, not the stored values, so nothing is lost.
-            for name, value in changes.items():
-                setattr(settings_row, name, value)
-        else:
-            messages.success(request, "Settings saved. Existing conversations use them from the next reply.")
-            return redirect("settings")
-    return render(
-        request,
-        "settings.html",
-        {
-            "settings_row": settings_row,
-            "personalities": Personality.choices,
-            "reasoning_efforts": ReasoningEffort.choices,
-            "verbosities": Verbosity.choices,
-            "error": error,
-        },
-        status=status,
-    )
-

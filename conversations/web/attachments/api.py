@@ -1,4 +1,4 @@
-"""HTTP API for attachments and fork (docs/api.md "Attachments", "Conversations").
+"""HTTP API for attachments (docs/api.md "Attachments").
 
 Thin: each view reads the request, calls one service and shapes the answer.
 Uploaded bytes are served only as a download or an inline image, never as a
@@ -12,16 +12,14 @@ from urllib.parse import quote
 
 from django.conf import settings
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations.models import AttachmentKind
-from conversations.services.threads.fork import conversation_fork
 from conversations.web import schema as docs
-from conversations.web.serializers import conversation_repr
 from elion.base.errors import InvalidInput
 from transcript.access import access_conversation
 from transcript.attachments.manifests import attachment_repr
@@ -73,23 +71,3 @@ class AttachmentContentView(APIView):
         response["Content-Security-Policy"] = "default-src 'none'; sandbox"
         response["Cache-Control"] = "private, max-age=3600"
         return response
-
-
-class ConversationForkView(APIView):
-    @extend_schema(
-        request=dict,
-        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=True)],
-        responses={201: docs.ConversationSerializer, 200: docs.ConversationSerializer, 400: docs.ErrorSerializer,
-                   404: docs.ErrorSerializer, 409: docs.ErrorSerializer},
-    )
-    def post(self, request: Request, conversation_id: str) -> Response:
-        if not isinstance(request.data, dict):
-            raise InvalidInput("The body must be a JSON object with message_id.", code="malformed_request")
-        destination, created = conversation_fork(
-            conversation_id=conversation_id,
-            message_id=request.data.get("message_id"),
-            idempotency_key=request.headers.get("Idempotency-Key"),
-        )
-        return Response(
-            conversation_repr(destination), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
-        )

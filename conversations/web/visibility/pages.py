@@ -1,5 +1,5 @@
-"""Pages for visibility and deliberate search: the trash, hidden folders, folder and
-conversation transitions, and Past Conversation Search.
+"""Pages for visibility and deliberate search: the trash, the conversation transitions, and
+Past Conversation Search.
 
 Thin: every write is a `conversations.services.visibility.transitions` (or `services`) call; a
 refused action comes back as a flash message on the page it came from.
@@ -10,27 +10,20 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from continuity.rules.eligibility import outside_quarantine
 from conversations.models import Conversation
-from conversations.services.threads.services import conversation_update, folder_create, folder_delete, folder_update
+from conversations.services.threads.services import conversation_update
 from conversations.services.visibility import selectors as visibility_selectors
 from conversations.services.visibility import transitions as visibility
 from conversations.services.visibility.past_search import past_conversation_search
-from conversations.web.api_visibility import flag, search_query
+from conversations.web.redirects import back
+from conversations.web.visibility.api import flag, search_query
 from elion.base.errors import ServiceError
 from elion.base.fulltext import query_terms
-from transcript.access import access_conversation, access_folder
+from transcript.access import access_conversation
 from transcript.deletion import conversation_delete_forever
-
-
-def _back(request: HttpRequest, default: str) -> HttpResponse:
-    target = request.POST.get("next") or ""
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}) and target.startswith("/"):
-        return redirect(target)
-    return redirect(default)
 
 
 def _title(conversation: Conversation) -> str:
@@ -43,9 +36,9 @@ def conversation_trash_page(request: HttpRequest, conversation_id: str) -> HttpR
         conversation = visibility.conversation_trash(conversation_id=conversation_id)
     except ServiceError as exc:
         messages.error(request, exc.detail)
-        return _back(request, "/")
+        return back(request, "/")
     messages.success(request, f"{_title(conversation)} is in the trash. It stays readable; restore it to send again.")
-    return _back(request, f"/c/{conversation.id}/")
+    return back(request, f"/c/{conversation.id}/")
 
 
 @require_POST
@@ -70,13 +63,13 @@ def conversation_restore_page(request: HttpRequest, conversation_id: str) -> Htt
         conversation = visibility.conversation_restore(conversation_id=conversation_id)
     except ServiceError as exc:
         messages.error(request, exc.detail)
-        return _back(request, "/trash/")
+        return back(request, "/trash/")
     messages.success(
         request,
         f"{_title(conversation)} is restored and Continuity-Shielded: it stays out of automatic continuity "
         "until you release the shield.",
     )
-    return _back(request, f"/c/{conversation.id}/")
+    return back(request, f"/c/{conversation.id}/")
 
 
 @require_POST
@@ -85,9 +78,9 @@ def conversation_release_shield_page(request: HttpRequest, conversation_id: str)
         conversation = visibility.conversation_shield_release(conversation_id=conversation_id)
     except ServiceError as exc:
         messages.error(request, exc.detail)
-        return _back(request, f"/c/{conversation_id}/")
+        return back(request, f"/c/{conversation_id}/")
     messages.success(request, f"Shield released: {_title(conversation)} feeds automatic continuity again.")
-    return _back(request, f"/c/{conversation.id}/")
+    return back(request, f"/c/{conversation.id}/")
 
 
 @require_POST
@@ -96,13 +89,13 @@ def conversation_keep_page(request: HttpRequest, conversation_id: str) -> HttpRe
         conversation = visibility.conversation_keep(conversation_id=conversation_id)
     except ServiceError as exc:
         messages.error(request, exc.detail)
-        return _back(request, f"/c/{conversation_id}/")
+        return back(request, f"/c/{conversation_id}/")
     messages.success(
         request,
         f"{_title(conversation)} is kept: it is an ordinary conversation now, Continuity-Shielded until you "
         "release the shield.",
     )
-    return _back(request, f"/c/{conversation.id}/")
+    return back(request, f"/c/{conversation.id}/")
 
 
 @require_POST
@@ -112,90 +105,16 @@ def conversation_move_page(request: HttpRequest, conversation_id: str) -> HttpRe
         conversation = conversation_update(conversation_id=conversation_id, changes={"folder_id": folder_id})
     except ServiceError as exc:
         messages.error(request, exc.detail)
-        return _back(request, f"/c/{conversation_id}/")
+        return back(request, f"/c/{conversation_id}/")
     where = f"the folder “{conversation.folder.name}”" if conversation.folder else "no folder"
     note = " It is Continuity-Shielded until you release it." if conversation.shielded else ""
     messages.success(request, f"Moved {_title(conversation)} to {where}.{note}")
-    return _back(request, f"/c/{conversation.id}/")
-
-
-@require_POST
-def folder_create_page(request: HttpRequest) -> HttpResponse:
-    try:
-        folder = folder_create(name=request.POST.get("name", ""))
-    except ServiceError as exc:
-        messages.error(request, exc.detail)
-    else:
-        messages.success(request, f"Folder “{folder.name}” created.")
-    return _back(request, "/")
-
-
-@require_POST
-def folder_visibility_page(request: HttpRequest, folder_id: int) -> HttpResponse:
-    try:
-        hidden = flag(request.POST.get("hidden"), "hidden")
-        folder = folder_update(folder_id=folder_id, changes={"hidden": hidden})
-    except ServiceError as exc:
-        messages.error(request, exc.detail)
-        return _back(request, "/folders/hidden/")
-    if folder.hidden:
-        messages.success(request, f"Folder “{folder.name}” is hidden: its conversations are out of automatic continuity.")
-    else:
-        messages.success(
-            request,
-            f"Folder “{folder.name}” is visible again. Its conversations are Continuity-Shielded until you release them.",
-        )
-    return _back(request, "/folders/hidden/")
-
-
-@require_POST
-def folder_rename_page(request: HttpRequest, folder_id: int) -> HttpResponse:
-    try:
-        folder = folder_update(folder_id=folder_id, changes={"name": request.POST.get("name", "")})
-    except ServiceError as exc:
-        messages.error(request, exc.detail)
-    else:
-        messages.success(request, f"Folder renamed “{folder.name}”.")
-    return _back(request, "/")
-
-
-def _conversations(n: int) -> str:
-    return "its one conversation" if n == 1 else f"its {n} conversations"
-
-
-@require_POST
-def folder_delete_page(request: HttpRequest, folder_id: int) -> HttpResponse:
-    """Delete a folder; the message says where its conversations went (seed: leaving a hidden folder shields)."""
-    try:
-        folder = access_folder(folder_id)
-        moved = folder_delete(folder_id=folder_id)
-    except ServiceError as exc:
-        messages.error(request, exc.detail)
-        return _back(request, "/")
-    if not moved:
-        messages.success(request, f"Folder “{folder.name}” deleted. It held no conversations.")
-    elif folder.hidden:
-        messages.success(
-            request,
-            f"Folder “{folder.name}” deleted. {_conversations(moved).capitalize()} moved to Chats and left "
-            "quarantine Continuity-Shielded: readable, but kept out of automatic continuity until you release "
-            "each shield.",
-        )
-    else:
-        messages.success(
-            request, f"Folder “{folder.name}” deleted. {_conversations(moved).capitalize()} moved to Chats, unchanged."
-        )
-    return _back(request, "/")
+    return back(request, f"/c/{conversation.id}/")
 
 
 @require_GET
 def trash_page(request: HttpRequest) -> HttpResponse:
     return render(request, "visibility/trash.html", {"conversations": visibility_selectors.trashed_conversations()})
-
-
-@require_GET
-def hidden_folders_page(request: HttpRequest) -> HttpResponse:
-    return render(request, "visibility/hidden_folders.html", {"groups": visibility_selectors.hidden_folders()})
 
 
 def _insert_target(request: HttpRequest) -> Conversation | None:

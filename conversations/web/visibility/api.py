@@ -1,8 +1,8 @@
 """HTTP API for visibility transitions and Past Conversation Search (docs/api.md).
 
 Folder hide/unhide and moves go through `PATCH /api/folders/{id}/` and
-`PATCH /api/conversations/{id}/` (conversations.web.api), which call the same
-services. Thin views: a request becomes a service call, the result a response.
+`PATCH /api/conversations/{id}/` (`conversations.web.folders.api`,
+`conversations.web.threads.api`), which call the same services. Thin views: a request becomes a service call, the result a response.
 """
 
 from __future__ import annotations

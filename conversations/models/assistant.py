@@ -1,0 +1,78 @@
+"""The assistant's settings (a singleton), its choices, and Character Studio's characters."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Persona(models.TextChoices):
+    ELION = "elion", "Elion"
+    CLIPBOARD = "clipboard", "Clipboard"
+
+
+class Personality(models.TextChoices):
+    NATURAL = "natural", "Natural"
+    WARM = "warm", "Warm"
+    PLAYFUL = "playful", "Playful"
+    CONCISE = "concise", "Concise"
+    REFLECTIVE = "reflective", "Reflective"
+
+
+class ReasoningEffort(models.TextChoices):
+    MINIMAL = "minimal", "Minimal"
+    LOW = "low", "Low"
+    MEDIUM = "medium", "Medium"
+    HIGH = "high", "High"
+
+
+class Verbosity(models.TextChoices):
+    LOW = "low", "Low"
+    MEDIUM = "medium", "Medium"
+    HIGH = "high", "High"
+
+
+class AssistantSettings(models.Model):
+    """Singleton (pk=1) holding the owner's settings for the assistant."""
+
+    owner_name = models.CharField(max_length=100, default="AUMA")
+    display_name = models.CharField(max_length=100, default="Elion Voicefire")
+    personality = models.CharField(max_length=20, choices=Personality.choices, default=Personality.NATURAL)
+    custom_instructions = models.TextField(blank=True, default="")
+    archive_access = models.BooleanField(default=False)
+    web_search = models.BooleanField(default=False)
+    # Responses API `store`: off, so the provider keeps no response of these conversations.
+    provider_store_responses = models.BooleanField(default=False)
+    # Responses API `reasoning.effort`, `text.verbosity`, and whether to ask for (and show) reasoning summaries.
+    reasoning_effort = models.CharField(max_length=10, choices=ReasoningEffort.choices, default=ReasoningEffort.MEDIUM)
+    verbosity = models.CharField(max_length=10, choices=Verbosity.choices, default=Verbosity.MEDIUM)
+    reasoning_summary_shown = models.BooleanField(default=True)
+    # Image generation (off by default): the built-in `image_generation` tool on `responses`,
+    # the app's `generate_image` tool (the Images API) on `chat.completions`.
+    image_generation = models.BooleanField(default=False)
+    # "Elion may suggest memories": the `propose_memory` tool is offered (issue 35); it saves nothing by itself.
+    memory_suggestions = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "assistant settings"
+        verbose_name_plural = "assistant settings"
+
+    def __str__(self) -> str:
+        return f"Settings for {self.display_name}"
+
+
+class Character(models.Model):
+    """A Character Studio character: listed in every stored prompt's saved-characters
+    section and pinnable for one message as dynamic context."""
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    image_guidance = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name

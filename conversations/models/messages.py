@@ -1,0 +1,126 @@
+"""The message tree's rows (seed 004) and Past Conversation Search's index of them."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+from conversations.models.threads import Conversation
+
+
+class Role(models.TextChoices):
+    SYSTEM = "system", "System"
+    USER = "user", "User"
+    ASSISTANT = "assistant", "Assistant"
+    TOOL = "tool", "Tool"
+
+
+class MessageKind(models.TextChoices):
+    ORDINARY = "ordinary", "Ordinary"
+    STATIC_PROMPT = "static_prompt", "Stored static prompt"
+    HANDOFF_ARTIFACT = "handoff_artifact", "Branch / Fresh Chat handoff"
+    TOOL_CALL = "tool_call", "Tool call"
+    TOOL_RESULT = "tool_result", "Tool result"
+
+
+class MessageStatus(models.TextChoices):
+    STREAMING = "streaming", "Streaming"
+    COMPLETE = "complete", "Complete"
+    INTERRUPTED = "interrupted", "Interrupted"
+    FAILED = "failed", "Failed"
+    # The provider cut the reply off (output limit, content filter): its text is kept, the reason is in
+    # `metadata.incomplete_reason`; a send asking to continue picks it up.
+    INCOMPLETE = "incomplete", "Incomplete"
+
+
+class Message(models.Model):
+    # Client-suppliable so a retried send is idempotent.
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=20, choices=Role.choices)
+    kind = models.CharField(max_length=30, choices=MessageKind.choices, default=MessageKind.ORDINARY)
+    content = models.TextField(blank=True, default="")
+    # Structured parts: tool calls on assistant turns, the call id on results.
+    parts = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=20, choices=MessageStatus.choices, default=MessageStatus.COMPLETE)
+    error = models.CharField(max_length=100, blank=True, default="")
+    error_detail = models.TextField(blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    # Provider binding, repeated on every durable message (seed 004).
+    provider_id = models.CharField(max_length=100, blank=True, default="")
+    provider_type = models.CharField(max_length=50, blank=True, default="")
+    model = models.CharField(max_length=100, blank=True, default="")
+    route_fingerprint = models.CharField(max_length=64, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Set when the owner asks a streaming reply to stop. The run, in whichever
+    # process holds it, sees it at its next flush or lease renewal (and sooner
+    # through the channel layer) and keeps the partial text as `interrupted`.
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["conversation", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "seq"], name="message_seq_unique_per_conversation"),
+            models.UniqueConstraint(
+                fields=["conversation"], condition=Q(role="system"), name="one_system_message_per_conversation"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["status", "lease_expires_at"], name="message_status_lease"),
+            # The tree cache's read of what changed (transcript.tree_cache).
+            models.Index(fields=["conversation", "updated_at"], name="message_conversation_changed"),
+            models.Index(
+                fields=["conversation"], condition=Q(status="streaming"), name="message_conversation_streaming"
+            ),
+            # Keyword recall's read of where this thread's handoffs came from.
+            models.Index(
+                fields=["conversation"], condition=Q(kind="handoff_artifact"), name="message_conversation_handoff"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} #{self.seq} in {self.conversation_id}"
+
+    @property
+    def binding(self) -> tuple[str, str, str, str]:
+        return (self.provider_id, self.provider_type, self.model, self.route_fingerprint)
+
+    @property
+    def binding_columns(self) -> tuple[str, str, str, str, str, str]:
+        """What decides whether the row may be replayed to a provider (`transcript.provider.binding`):
+        its role and kind, and its four binding columns."""
+        return (self.role, self.kind, self.provider_id, self.provider_type, self.model, self.route_fingerprint)
+
+
+class MessageSearchEntry(models.Model):
+    """Past Conversation Search's index row for one searchable message.
+
+    Searchable: user and assistant speech (`kind=ordinary`, status complete
+    or interrupted); never the stored prompt, tool output or a Branch
+    handoff bubble. Database triggers on the message table (migration
+    `0004_message_search_index`) create, replace and remove these rows on
+    every write path, with `search_text` NULL; `conversations.services.visibility.past_search`
+    fills it in (Python tokens, so SQLite and PostgreSQL see the same words)
+    before each search. A message's row is only ever replaced, never updated
+    in place, except for that fill-in.
+    """
+
+    message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="search_entry")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    search_text = models.TextField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["id"], condition=Q(search_text__isnull=True), name="message_search_pending"),
+            # Keyword recall's newest row of each other conversation (continuity.rules.recall_store).
+            models.Index(fields=["conversation", "id"], name="message_search_conv_newest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"search entry for {self.message_id}"

@@ -1,0 +1,1 @@
+"""Attachments: uploading a file and serving its verified bytes."""

@@ -1,0 +1,1 @@
+"""Backup: downloading the backup (API) and restoring one (the Settings -> Restore pages)."""

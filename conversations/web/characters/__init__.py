@@ -1,0 +1,1 @@
+"""Characters: Character Studio's characters, as an API and as pages."""

@@ -1,0 +1,1 @@
+"""Folders: create, rename, hide or show, delete (API and pages)."""

@@ -1,0 +1,1 @@
+"""Settings: the assistant settings (API and the Settings page)."""

@@ -1,0 +1,24 @@
+"""HTTP API for the assistant settings: `GET|PATCH /api/settings/` (docs/api.md)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversations.services.settings_service import assistant_settings_update
+from conversations.web import schema as docs
+from conversations.web import serializers as s
+from transcript.assistant_settings import assistant_settings_get
+
+
+class SettingsView(APIView):
+    @extend_schema(responses=docs.SettingsSerializer)
+    def get(self, request: Request) -> Response:
+        return Response(s.settings_repr(assistant_settings_get()))
+
+    @extend_schema(request=s.SettingsPatchSerializer, responses={200: docs.SettingsSerializer, 400: docs.ErrorSerializer})
+    def patch(self, request: Request) -> Response:
+        changes = s.validated(s.SettingsPatchSerializer, request.data)
+        return Response(s.settings_repr(assistant_settings_update(**changes)))

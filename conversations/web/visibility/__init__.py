@@ -1,0 +1,3 @@
+"""Visibility: trash, restore, keep, release the shield, delete forever, and Past Conversation Search
+(which honours them).
+"""

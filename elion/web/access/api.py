@@ -1,0 +1,49 @@
+"""HTTP API for owner access: logging in, and the health check (both answered without a login)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from continuity.rules.health import reconciliation_status
+from conversations.web import schema as docs
+from elion.base import access
+from elion.base.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded
+
+
+class HealthView(APIView):
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+
+    @extend_schema(responses=docs.HealthSerializer)
+    def get(self, request: Request) -> Response:
+        return Response({"status": "ok", "reconciliation": reconciliation_status()})
+
+
+class LoginView(APIView):
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+
+    @extend_schema(request=docs.LoginSerializer, responses={200: docs.HealthSerializer, 401: docs.ErrorSerializer})
+    def post(self, request: Request) -> Response:
+        retry_after = login_retry_after(request._request)
+        if retry_after is not None:
+            return Response(
+                {"error": "too_many_attempts", "detail": f"Too many wrong passwords; try again in {retry_after} s."},
+                status=status.HTTP_429_TOO_MANY_REQUESTS,
+                headers={"Retry-After": str(retry_after)},
+            )
+        password = request.data.get("password") if isinstance(request.data, dict) else None
+        if not isinstance(password, str) or not access.check_owner_password(password):
+            login_failed(request._request)
+            return Response(
+                {"error": "invalid_credentials", "detail": "That password is not the owner's."},
+                status=status.HTTP_401_UNAUTHORIZED,
+            )
+        login_succeeded(request._request)
+        access.owner_login(request._request)
+        return login_device_remember(request._request, Response({"status": "ok"}))
