@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from uuid import UUID
 
 from django.db import connection
@@ -23,11 +23,13 @@ from django.utils import timezone
 from continuity.rules.handoff_store import ThreadHandoffs, archive_handoff_blocks_for, handoff_blocks_for
 from continuity.rules.policies import policy_markers
 from continuity.rules.prompt_policy import (
+    HANDOFF_SPAN_KEY,
+    BuiltPrompt,
     PromptCharacter,
     PromptInputs,
     PromptMemory,
     PromptSettings,
-    build_static_prompt,
+    static_prompt_built,
 )
 from conversations.models import AssistantSettings, Character, Conversation, Message, MessageKind, Role
 from memories.models import Memory, MemoryCategory, SnapshotMembership
@@ -38,10 +40,12 @@ __all__ = [
     "conversation_snapshot_memories",
     "markers_are_current",
     "policy_markers",
+    "prompt_is_current",
     "prompt_inputs_for",
     "prompt_inputs_many",
     "static_prompt_ensure",
     "static_prompt_ready",
+    "static_prompt_store",
     "static_prompts_rebuild",
     "static_prompts_rebuild_all",
 ]
@@ -205,23 +209,51 @@ def static_prompt_ensure(conversation: Conversation) -> Message:
     return prompt
 
 
+def prompt_is_current(prompt: Message | None) -> bool:
+    """A stored prompt a send reuses as stored: built under the current policy, with its handoff span recorded
+    (a prompt stored before spans were is rebuilt once, like a stale one)."""
+    return (
+        prompt is not None and markers_are_current(prompt) and HANDOFF_SPAN_KEY in (prompt.metadata or {})
+    )
+
+
+def prompt_metadata(built: BuiltPrompt, metadata: dict | None = None) -> dict:
+    """A stored prompt's metadata: the policy markers it was built under and its handoff span."""
+    return {**(metadata or {}), "policy_markers": policy_markers(), HANDOFF_SPAN_KEY: list(built.handoff_span)}
+
+
 def static_prompt_ready(
     conversation: Conversation,
     existing: Message | None,
     *,
     settings_row: AssistantSettings,
-    handoffs: Callable[[], ThreadHandoffs] | None = None,
+    handoffs: ThreadHandoffs | None = None,
 ) -> Message:
-    """The stored prompt for the send about to be made: `existing` reused (rebuilt if its policy is stale),
-    or a new one appended.
+    """The stored prompt: `existing` reused when current (`prompt_is_current`), else built from the rows
+    read now and stored (`static_prompt_store`). `handoffs`: the conversation's handoffs if the caller read
+    them (`thread_handoffs_read`); without them they are read here."""
+    if prompt_is_current(existing):
+        return existing
+    inputs = prompt_inputs_for(
+        conversation,
+        settings_row=settings_row,
+        handoffs=handoffs,
+        stored_prompt=existing.content if existing is not None else "",
+    )
+    return static_prompt_store(conversation, existing, static_prompt_built(inputs))
 
-    A current prompt is reused as stored: every source change rebuilds it
-    eagerly (`static_prompts_rebuild`), so a send never rebuilds from scratch.
+
+def static_prompt_store(conversation: Conversation, existing: Message | None, built: BuiltPrompt) -> Message:
+    """Store `built` as the conversation's prompt: `existing` rewritten, or a new one appended.
+
+    A current prompt is reused as stored (`prompt_is_current`): every source
+    change rebuilds it eagerly (`static_prompts_rebuild`), so a send never
+    rebuilds from scratch.
 
     Precondition: the caller holds the conversation's row lock inside a
     transaction, so a concurrent first send waits instead of racing, and a
-    memory edit/delete/refresh either finished before we read the snapshot or
-    rebuilds this prompt after we commit; the unique constraint is the last
+    memory edit/delete/refresh either finished before the caller read the snapshot or
+    rebuilds this prompt after it commits; the unique constraint is the last
     guard if it does not. `existing` is the conversation's stored prompt (or
     None) read under that same lock. So no other prompt can be stored
     meanwhile, and the insert needs no savepoint of its own: the partial unique
@@ -229,21 +261,11 @@ def static_prompt_ready(
     transaction, never stands beside the first). A new prompt is appended
     with the conversation's next seq (`message_append`), so, as after every
     append, the caller saves the conversation's `APPENDED_FIELDS` before
-    committing. `handoffs`: how to get the conversation's handoffs the caller
-    read (`thread_handoffs_read`), asked only when the prompt is built;
-    without it they are read here.
+    committing.
     """
-    if existing is not None and markers_are_current(existing):
-        return existing
-    inputs = prompt_inputs_for(
-        conversation,
-        settings_row=settings_row,
-        handoffs=handoffs() if handoffs is not None else None,
-        stored_prompt=existing.content if existing is not None else "",
-    )
     if existing is not None:
-        existing.content = build_static_prompt(inputs)
-        existing.metadata = {**existing.metadata, "policy_markers": policy_markers()}
+        existing.content = built.text
+        existing.metadata = prompt_metadata(built, existing.metadata)
         existing.save(update_fields=["content", "metadata", "updated_at"])
         return existing
     return message_append(
@@ -253,8 +275,8 @@ def static_prompt_ready(
         binding=None,  # no provider produced it
         make_head=False,
         kind=MessageKind.STATIC_PROMPT,
-        content=build_static_prompt(inputs),
-        metadata={"policy_markers": policy_markers()},
+        content=built.text,
+        metadata=prompt_metadata(built),
     )
 
 
@@ -294,15 +316,20 @@ def static_prompts_rebuild(conversations: QuerySet[Conversation] | Iterable[Conv
         return 0
     inputs = prompt_inputs_many([(row[1], row[2]) for row in prompts], scope, settings_row=assistant_settings_get())
     markers = policy_markers()
-    built: dict[PromptInputs, str] = {}
+    built: dict[PromptInputs, BuiltPrompt] = {}
     rows: list[tuple[UUID, str, dict]] = []
     for pk, conversation_id, _persona, stored, metadata in prompts:
         key = inputs[conversation_id]
-        content = built.get(key)
-        if content is None:
-            content = built[key] = build_static_prompt(key)
-        if content != stored or not _metadata_markers_current(metadata, markers):
-            rows.append((pk, content, {**(metadata or {}), "policy_markers": markers}))
+        prompt = built.get(key)
+        if prompt is None:
+            prompt = built[key] = static_prompt_built(key)
+        span = list(prompt.handoff_span)
+        if (
+            prompt.text != stored
+            or not _metadata_markers_current(metadata, markers)
+            or (metadata or {}).get(HANDOFF_SPAN_KEY) != span
+        ):
+            rows.append((pk, prompt.text, {**(metadata or {}), "policy_markers": markers, HANDOFF_SPAN_KEY: span}))
     _prompt_rows_write(rows)
     return len(rows)
 

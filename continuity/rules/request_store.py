@@ -16,10 +16,11 @@ from uuid import UUID
 from django.conf import settings
 
 from continuity.rules.compaction import compaction_on_branch
-from continuity.rules.dynamic_context import carried_text_index_warm, dynamic_context_build
+from continuity.rules.dynamic_context import carried_text_index_warm, dynamic_context_build, recall_may_run
 from continuity.rules.handoff_store import ThreadHandoffs, thread_handoffs_read
 from continuity.rules.kept_history import BranchHistory, branch_history
-from continuity.rules.prompt_policy import prior_thread_section_in
+from continuity.rules.prompt_policy import PromptInputs, handoff_text_of
+from continuity.rules.prompt_store import prompt_inputs_for, prompt_is_current
 from continuity.rules.request_policy import AssembledRequest, assemble_request, tool_definitions_text
 from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
 from elion.base.errors import NotFound
@@ -49,14 +50,11 @@ class SendContext:
     streaming: list[Message]
     # Attachment request parts this send verified before it took the lock, by attachment id.
     verified_parts: dict[UUID, dict] = field(default_factory=dict)
-    # The conversation's handoffs, once this send has read them (`handoffs_read`: to build its stored prompt).
+    # Read before anything is written, when this send needs them (`send_inputs_read`): the conversation's
+    # handoffs (to build its stored prompt, or for recall to leave their sources out), and the inputs of
+    # a stored prompt to build now (None: the stored one is current).
     handoffs: ThreadHandoffs | None = None
-
-    def handoffs_read(self) -> ThreadHandoffs:
-        """The conversation's handoff row (one query) and bubbles (from `tree`), read once per send."""
-        if self.handoffs is None:
-            self.handoffs = thread_handoffs_read(self.conversation, self.tree.values())
-        return self.handoffs
+    prompt_inputs: PromptInputs | None = None
 
     def get(self, message_id: object) -> Message:
         try:
@@ -93,6 +91,27 @@ def send_context_load(conversation: Conversation, *, verified_parts: dict[UUID, 
     )
 
 
+def send_inputs_read(context: SendContext, *, text: str) -> None:
+    """Read the rest of what this send composes from, before it writes: the conversation's handoffs (one
+    query) when its stored prompt is built now or recall may run for `text`, and the stored prompt's inputs
+    when it is built now (`prompt_is_current`).
+
+    Whether recall may run is asked of the whole tree, not the reply's branch (which is read once, for the
+    request): a thread born on any branch may be past its birth period on this one. So the handoffs are
+    read whenever recall may need them, and at most once more than it does (a new first turn of a born
+    thread)."""
+    rebuild = not prompt_is_current(context.prompt)
+    if context.handoffs is None and (rebuild or recall_may_run(context.tree.values(), text)):
+        context.handoffs = thread_handoffs_read(context.conversation, context.tree.values())
+    if rebuild:
+        context.prompt_inputs = prompt_inputs_for(
+            context.conversation,
+            settings_row=context.settings_row,
+            handoffs=context.handoffs,
+            stored_prompt=context.prompt.content if context.prompt is not None else "",
+        )
+
+
 def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list[dict]) -> AssembledRequest:
     """The model input for the reply to the last user turn of `branch` (root first).
 
@@ -109,7 +128,8 @@ def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list
     history = branch_history(
         conversation.id, branch, attachment_parts=attachment_parts, start_index=compacted.first_index
     )
-    static_prompt = context.prompt.content if context.prompt else ""
+    prompt = context.prompt
+    static_prompt = prompt.content if prompt else ""
     # Layer 2, fresh for this send and never stored: pinned character + keyword recall.
     dynamic = dynamic_context_build(
         conversation,
@@ -118,14 +138,14 @@ def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list
         history=history.texts,
         settings_row=context.settings_row,
         history_lineage=history.lineage,
-        # Read once per send, and only if recall runs: already, when this send built its stored prompt.
-        handoff_sources=lambda: context.handoffs_read().source_ids(),
+        # Read by `send_inputs_read` when recall may run (a caller that did not: read by recall if it runs).
+        handoff_sources=context.handoffs.source_ids() if context.handoffs is not None else None,
     )
     request = assemble_request(
         static_prompt=static_prompt,
         history=history,
         dynamic_context=dynamic.text,
-        handoff_text=prior_thread_section_in(static_prompt),
+        handoff_text=handoff_text_of(prompt.content, prompt.metadata) if prompt else "",
         tool_definitions_text=tool_definitions_text(tools),
         input_budget_tokens=settings.ELION_INPUT_BUDGET_TOKENS,
         trim_step_tokens=trim_step_tokens(),

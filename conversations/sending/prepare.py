@@ -31,9 +31,10 @@ from django.utils import timezone
 
 from continuity.rules.dynamic_context import PINNED_CHARACTER_KEY
 from continuity.rules.eligibility import may_suggest_memories
-from continuity.rules.prompt_store import static_prompt_ready
+from continuity.rules.prompt_policy import static_prompt_built
+from continuity.rules.prompt_store import static_prompt_store
 from continuity.rules.request_policy import AssembledRequest, RecallInBirthPeriod
-from continuity.rules.request_store import SendContext, reply_request_build, send_context_load
+from continuity.rules.request_store import SendContext, reply_request_build, send_context_load, send_inputs_read
 from conversations.models import AssistantSettings, Conversation, Message, MessageKind, MessageStatus, Role
 from conversations.sending import tool_loop
 from conversations.sending.commands import FROM_HEAD, ParentChoice, SendCommand
@@ -126,6 +127,7 @@ def _send_commit(command: SendCommand, *, pinned: dict, preverified: Preverified
 
     transcript_write_guard(conversation, action="send", loaded=context.streaming)
     parent = _resolve_parent(context, command.parent_id)
+    send_inputs_read(context, text=command.content)
     # The first send stores the static prompt before the turn it answers.
     _prompt_ready(context)
     client_id = {"id": command.client_message_id} if command.client_message_id else {}
@@ -195,6 +197,7 @@ def _prepare_for_repeated_turn(
         )
     # The turn was stored but its reply failed or never started: answer it now.
     transcript_write_guard(conversation, action="send", loaded=context.streaming)
+    send_inputs_read(context, text=existing.content)
     _prompt_ready(context)
     return _start_reply(context, existing, config)
 
@@ -232,18 +235,22 @@ def _retry_commit(conversation_id: UUID, message_id: UUID | str, *, preverified:
     if target.role != Role.ASSISTANT or target.kind != MessageKind.ORDINARY or target.parent_id is None:
         raise InvalidInput("Only an assistant reply can be retried.", code="not_retryable")
     transcript_write_guard(conversation, action="retry", loaded=context.streaming)
+    user_message = context.tree[target.parent_id]
+    send_inputs_read(context, text=user_message.content)
     _prompt_ready(context)
-    return _start_reply(context, context.tree[target.parent_id], config)
+    return _start_reply(context, user_message, config)
 
 
 def _prompt_ready(context: SendContext) -> None:
-    """The stored prompt this reply uses (built on a first send), into the context.
+    """The stored prompt this reply uses: built from the inputs `send_inputs_read` read (a first send, or a
+    stale prompt) and stored, else the stored one as it is.
 
     Its seq, when it was appended now, is saved with the send's one
     conversation update (`_start_reply`)."""
-    context.prompt = static_prompt_ready(
-        context.conversation, context.prompt, settings_row=context.settings_row, handoffs=context.handoffs_read
-    )
+    if context.prompt_inputs is not None:
+        context.prompt = static_prompt_store(
+            context.conversation, context.prompt, static_prompt_built(context.prompt_inputs)
+        )
 
 
 def _start_reply(context: SendContext, user_message: Message, config: ProviderConfig) -> PreparedReply:

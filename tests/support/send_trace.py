@@ -13,7 +13,7 @@ project frame. From the modules it is in, one after another:
 - climbs: calls from a module into a module of a higher layer of `.importlinter` (a lower layer calling
   back up, through a callback: imports never go that way);
 - re-entries: calls into a module that is already further down the stack under another module (a callback
-  handed down: `lambda: context.handoffs_read()` called from the module that was given it).
+  handed down, such as a lambda called from the module that was given it).
 
 Standalone (standard library only, reads `.importlinter` itself), so the same
 file measures an older tree: copy it there and run the same test.
