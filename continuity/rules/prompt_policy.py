@@ -36,7 +36,7 @@ class PromptSettings:
     custom_instructions: str
     archive_access: bool
     web_search: bool
-    # Settings -> Image generation: the image tool is offered (conversations.sending.tool_loop.available_tools).
+    # Settings -> Image generation: the image tool is offered (conversations.sending.tool_offer.available_tools).
     image_generation: bool = False
 
 
@@ -158,7 +158,7 @@ def section_response_style(inputs: PromptInputs) -> str:
 
 
 def section_artifact_creation(inputs: PromptInputs) -> str:
-    """Describes the artifact tools every reply is offered (conversations.sending.tool_loop.ARTIFACT_TOOLS)."""
+    """Describes the artifact tools every reply is offered (conversations.sending.tool_offer.ARTIFACT_TOOLS)."""
     return (
         "## Artifact creation\n"
         f"When {owner(inputs)} asks for one, or a moment clearly invites it, you may create a standalone "

@@ -38,6 +38,7 @@ from continuity.rules.request_store import SendContext, reply_request_build, sen
 from conversations.models import AssistantSettings, Conversation, Message, MessageKind, MessageStatus, Role
 from conversations.sending import tool_loop
 from conversations.sending.commands import FROM_HEAD, ParentChoice, SendCommand
+from conversations.sending.tool_offer import available_tools
 from conversations.services.characters import access_character
 from conversations.services.threads.titles import title_from_first_message
 from elion.base.errors import Conflict, InvalidInput
@@ -260,7 +261,7 @@ def _start_reply(context: SendContext, user_message: Message, config: ProviderCo
     `static_prompt_ready` appended without saving) in either outcome.
     """
     conversation = context.conversation
-    tools = tool_loop.available_tools(
+    tools = available_tools(
         archive_access=context.settings_row.archive_access,
         web_search=context.settings_row.web_search,
         api_selector=config.api_selector,
