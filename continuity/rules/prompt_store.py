@@ -33,7 +33,7 @@ from continuity.rules.prompt_policy import (
 )
 from conversations.models import AssistantSettings, Character, Conversation, Message, MessageKind, Role
 from memories.models import Memory, MemoryCategory, SnapshotMembership
-from transcript.append import message_append
+from transcript.append import TranscriptAppend, transcript_write
 from transcript.assistant_settings import assistant_settings_get
 
 __all__ = [
@@ -44,7 +44,9 @@ __all__ = [
     "prompt_inputs_for",
     "prompt_inputs_many",
     "static_prompt_ensure",
+    "static_prompt_compose",
     "static_prompt_ready",
+    "static_prompt_rewrite",
     "static_prompt_store",
     "static_prompts_rebuild",
     "static_prompts_rebuild_all",
@@ -198,15 +200,13 @@ def _metadata_markers_current(metadata: dict | None, markers: dict[str, str]) ->
 def static_prompt_ensure(conversation: Conversation) -> Message:
     """The conversation's stored prompt: built now if missing, rebuilt if its policy is stale.
 
-    For callers outside a send (a send uses `static_prompt_ready` with the
-    rows and settings it already read). Saves the conversation's `last_seq`
-    when it appends the prompt. Precondition as `static_prompt_ready`.
+    For callers outside a send (a send composes its prompt from the rows and
+    settings it already read, `request_store.send_inputs_read`). Saves the
+    conversation's `last_seq` when it appends the prompt. Precondition as
+    `static_prompt_compose`.
     """
     existing = Message.objects.filter(conversation=conversation, role=Role.SYSTEM).first()
-    prompt = static_prompt_ready(conversation, existing, settings_row=assistant_settings_get())
-    if existing is None:
-        conversation.save(update_fields=["last_seq"])
-    return prompt
+    return static_prompt_ready(conversation, existing, settings_row=assistant_settings_get())
 
 
 def prompt_is_current(prompt: Message | None) -> bool:
@@ -243,33 +243,24 @@ def static_prompt_ready(
     return static_prompt_store(conversation, existing, static_prompt_built(inputs))
 
 
-def static_prompt_store(conversation: Conversation, existing: Message | None, built: BuiltPrompt) -> Message:
-    """Store `built` as the conversation's prompt: `existing` rewritten, or a new one appended.
+def static_prompt_compose(appending: TranscriptAppend, existing: Message | None, built: BuiltPrompt) -> Message:
+    """`built` as the conversation's stored prompt, composed for the caller's one write: `existing` with the
+    new text (the write saves it, `static_prompt_rewrite`), or a new prompt composed into `appending`.
 
-    A current prompt is reused as stored (`prompt_is_current`): every source
-    change rebuilds it eagerly (`static_prompts_rebuild`), so a send never
-    rebuilds from scratch.
-
-    Precondition: the caller holds the conversation's row lock inside a
-    transaction, so a concurrent first send waits instead of racing, and a
-    memory edit/delete/refresh either finished before the caller read the snapshot or
-    rebuilds this prompt after it commits; the unique constraint is the last
-    guard if it does not. `existing` is the conversation's stored prompt (or
-    None) read under that same lock. So no other prompt can be stored
-    meanwhile, and the insert needs no savepoint of its own: the partial unique
-    constraint stays the last guard (a second prompt fails the whole
-    transaction, never stands beside the first). A new prompt is appended
-    with the conversation's next seq (`message_append`), so, as after every
-    append, the caller saves the conversation's `APPENDED_FIELDS` before
-    committing.
+    Precondition for the write: the caller holds the conversation's row lock
+    inside a transaction, so a concurrent first send waits instead of racing,
+    and a memory edit/delete/refresh either finished before the caller read the
+    snapshot or rebuilds this prompt after it commits. `existing` is the
+    conversation's stored prompt (or None) read under that same lock, so no
+    other prompt can be stored meanwhile and the insert needs no savepoint of
+    its own: the partial unique constraint stays the last guard (a second
+    prompt fails the whole transaction, never stands beside the first).
     """
     if existing is not None:
         existing.content = built.text
         existing.metadata = prompt_metadata(built, existing.metadata)
-        existing.save(update_fields=["content", "metadata", "updated_at"])
         return existing
-    return message_append(
-        conversation=conversation,
+    return appending.add(
         parent=None,
         role=Role.SYSTEM,
         binding=None,  # no provider produced it
@@ -278,6 +269,23 @@ def static_prompt_store(conversation: Conversation, existing: Message | None, bu
         content=built.text,
         metadata=prompt_metadata(built),
     )
+
+
+def static_prompt_rewrite(prompt: Message) -> None:
+    """Save a stored prompt `static_prompt_compose` rebuilt in place."""
+    prompt.save(update_fields=["content", "metadata", "updated_at"])
+
+
+def static_prompt_store(conversation: Conversation, existing: Message | None, built: BuiltPrompt) -> Message:
+    """Store `built` as the conversation's prompt now (`static_prompt_compose`, then its write); same
+    precondition. A send composes it with its turns and writes them together instead."""
+    appending = TranscriptAppend(conversation)
+    prompt = static_prompt_compose(appending, existing, built)
+    if existing is not None:
+        static_prompt_rewrite(prompt)
+    else:
+        transcript_write(appending)
+    return prompt
 
 
 def _conversation_pks(conversations: QuerySet[Conversation] | Iterable[Conversation | UUID]) -> QuerySet | list:

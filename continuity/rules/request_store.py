@@ -22,10 +22,14 @@ from continuity.rules.kept_history import BranchHistory, branch_history
 from continuity.rules.prompt_policy import PromptInputs, handoff_text_of
 from continuity.rules.prompt_store import prompt_inputs_for, prompt_is_current
 from continuity.rules.request_policy import AssembledRequest, assemble_request, tool_definitions_text
-from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
+from conversations.models import AssistantSettings, Attachment, Conversation, Message, MessageStatus, Role
 from elion.base.errors import NotFound
 from transcript.assistant_settings import assistant_settings_get
-from transcript.attachments.services import manifest_parts_verified, manifested_message_ids
+from transcript.attachments.services import (
+    attachment_parts_verified,
+    manifest_parts_verified,
+    manifested_message_ids,
+)
 from transcript.tree_cache import BranchRead, conversation_read, kept_branch_read
 
 
@@ -55,6 +59,8 @@ class SendContext:
     # a stored prompt to build now (None: the stored one is current).
     handoffs: ThreadHandoffs | None = None
     prompt_inputs: PromptInputs | None = None
+    # A new user turn's attachment parts, by its id, composed before its manifest is written.
+    new_turn_parts: dict[UUID, tuple[dict, ...]] = field(default_factory=dict)
 
     def get(self, message_id: object) -> Message:
         try:
@@ -122,7 +128,10 @@ def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list
     whole branch.
     """
     conversation = context.conversation
-    attachment_parts = branch_attachment_parts(conversation, branch, verified=context.verified_parts)
+    attachment_parts = {
+        **branch_attachment_parts(conversation, branch, verified=context.verified_parts),
+        **{pk: parts for pk, parts in context.new_turn_parts.items() if pk in branch.positions},
+    }
     # A compaction whose boundary lies on this branch stands in for the turns it covers.
     compacted = compaction_on_branch(conversation, branch.positions)
     history = branch_history(
@@ -188,6 +197,30 @@ def branch_attachment_parts(
         message_id: found for message_id, found in parts.items()
         if branch.messages[branch.positions[message_id]].role == Role.USER
     }
+
+
+def new_turn_attachment_parts(
+    conversation_id: UUID, attachment_ids: tuple[UUID, ...], *, verified: Mapping[UUID, dict]
+) -> tuple[dict, ...]:
+    """A new user turn's attachment parts, in the order sent, before its manifest is written: those verified
+    before the lock (`attachments_preverify`, which also copied them into the conversation's store), and any
+    other upload that may still be claimed, verified now in the conversation's store (a blob it holds
+    already; refused naming it, 409, if missing or tampered). An upload that cannot be claimed has no part:
+    writing the manifest refuses it (`attachments_commit`), which rolls the send back."""
+    missing = [pk for pk in attachment_ids if pk not in verified]
+    rows = Attachment.objects.in_bulk(missing) if missing else {}
+    claimable = [
+        rows[pk] for pk in missing
+        if pk in rows and rows[pk].attached_at is None and rows[pk].gc_claimed_at is None
+        and rows[pk].scope_conversation_id in (None, conversation_id)
+    ]
+    parts = attachment_parts_verified(conversation_id, {conversation_id: claimable}, verified=verified) if claimable else {}
+    now_verified = dict(zip((row.id for row in claimable), parts.get(conversation_id, ()), strict=True))
+    return tuple(
+        verified[pk] if pk in verified else now_verified[pk]
+        for pk in attachment_ids
+        if pk in verified or pk in now_verified
+    )
 
 
 def _turn_on(branch: BranchRead) -> Callable[[UUID], bool]:

@@ -32,10 +32,24 @@ from django.utils import timezone
 from continuity.rules.dynamic_context import PINNED_CHARACTER_KEY
 from continuity.rules.eligibility import may_suggest_memories
 from continuity.rules.prompt_policy import static_prompt_built
-from continuity.rules.prompt_store import static_prompt_store
+from continuity.rules.prompt_store import static_prompt_compose, static_prompt_rewrite
 from continuity.rules.request_policy import AssembledRequest, RecallInBirthPeriod
-from continuity.rules.request_store import SendContext, reply_request_build, send_context_load, send_inputs_read
-from conversations.models import AssistantSettings, Conversation, Message, MessageKind, MessageStatus, Role
+from continuity.rules.request_store import (
+    SendContext,
+    new_turn_attachment_parts,
+    reply_request_build,
+    send_context_load,
+    send_inputs_read,
+)
+from conversations.models import (
+    AssistantSettings,
+    Attachment,
+    Conversation,
+    Message,
+    MessageKind,
+    MessageStatus,
+    Role,
+)
 from conversations.sending import tool_loop
 from conversations.sending.commands import FROM_HEAD, ParentChoice, SendCommand
 from conversations.sending.tool_offer import available_tools
@@ -44,7 +58,7 @@ from conversations.services.threads.titles import title_from_first_message
 from elion.base.errors import Conflict, InvalidInput
 from elion.base.rows import id_or_not_found
 from transcript.access import access_conversation
-from transcript.append import APPENDED_FIELDS, message_append
+from transcript.append import TranscriptAppend, transcript_write
 from transcript.attachments.services import (
     PreverifiedAttachments,
     attachments_commit,
@@ -129,11 +143,11 @@ def _send_commit(command: SendCommand, *, pinned: dict, preverified: Preverified
     transcript_write_guard(conversation, action="send", loaded=context.streaming)
     parent = _resolve_parent(context, command.parent_id)
     send_inputs_read(context, text=command.content)
-    # The first send stores the static prompt before the turn it answers.
-    _prompt_ready(context)
+    # Compose: the stored prompt (a first send stores it before the turn it answers), the user turn, its title.
+    composed = _SendWrite(TranscriptAppend(conversation))
+    _prompt_composed(context, composed)
     client_id = {"id": command.client_message_id} if command.client_message_id else {}
-    user_message = message_append(
-        conversation=conversation,
+    user_message = composed.appending.add(
         parent=parent,
         role=Role.USER,
         binding=config.binding(),
@@ -143,13 +157,50 @@ def _send_commit(command: SendCommand, *, pinned: dict, preverified: Preverified
         metadata=pinned,
     )
     context.tree[user_message.id] = user_message
-    attached = attachments_commit(
-        message=user_message, attachment_ids=command.attachment_ids, imported=preverified.imported
+    if command.attachment_ids:
+        context.new_turn_parts[user_message.id] = new_turn_attachment_parts(
+            conversation.id, command.attachment_ids, verified=preverified.parts
+        )
+    composed.user_turn, composed.attachment_ids, composed.imported = (
+        user_message, command.attachment_ids, preverified.imported
     )
     if not conversation.title:
-        conversation.title = title_from_first_message(command.content, [a.name for a in attached])
+        conversation.title = _first_title(command)
         conversation.title_auto = True
-    return _start_reply(context, user_message, config)
+    return _start_reply(context, composed, user_message, config)
+
+
+@dataclass
+class _SendWrite:
+    """What a send composed for its one write (`_write_once`): the messages to append, its stored prompt
+    when rebuilt in place, and the new user turn with the uploads its manifest lists."""
+
+    appending: TranscriptAppend
+    prompt_rebuilt: Message | None = None
+    user_turn: Message | None = None
+    attachment_ids: tuple[UUID, ...] = ()
+    imported: frozenset[UUID] = frozenset()
+
+
+def _write_once(composed: _SendWrite, *, also: tuple[str, ...]) -> None:
+    """The send's one write: the rebuilt prompt, every appended message and the conversation (its head, last
+    seq and the columns in `also`), then the new turn's manifest (which claims its uploads)."""
+    if composed.prompt_rebuilt is not None:
+        static_prompt_rewrite(composed.prompt_rebuilt)
+    transcript_write(composed.appending, also=also)
+    if composed.user_turn is not None:
+        attachments_commit(
+            message=composed.user_turn, attachment_ids=composed.attachment_ids, imported=composed.imported
+        )
+
+
+def _first_title(command: SendCommand) -> str:
+    """A new conversation's title from its first turn: its words, or (with none) its uploads' names."""
+    title = title_from_first_message(command.content)
+    if title or not command.attachment_ids:
+        return title
+    rows = Attachment.objects.in_bulk(command.attachment_ids)
+    return title_from_first_message(command.content, [rows[pk].name for pk in command.attachment_ids if pk in rows])
 
 
 def _pinned_character_metadata(character_id: int | None) -> dict:
@@ -199,8 +250,9 @@ def _prepare_for_repeated_turn(
     # The turn was stored but its reply failed or never started: answer it now.
     transcript_write_guard(conversation, action="send", loaded=context.streaming)
     send_inputs_read(context, text=existing.content)
-    _prompt_ready(context)
-    return _start_reply(context, existing, config)
+    composed = _SendWrite(TranscriptAppend(conversation))
+    _prompt_composed(context, composed)
+    return _start_reply(context, composed, existing, config)
 
 
 def _resolve_parent(context: SendContext, parent_id: UUID | None | ParentChoice) -> Message | None:
@@ -238,27 +290,27 @@ def _retry_commit(conversation_id: UUID, message_id: UUID | str, *, preverified:
     transcript_write_guard(conversation, action="retry", loaded=context.streaming)
     user_message = context.tree[target.parent_id]
     send_inputs_read(context, text=user_message.content)
-    _prompt_ready(context)
-    return _start_reply(context, user_message, config)
+    composed = _SendWrite(TranscriptAppend(conversation))
+    _prompt_composed(context, composed)
+    return _start_reply(context, composed, user_message, config)
 
 
-def _prompt_ready(context: SendContext) -> None:
-    """The stored prompt this reply uses: built from the inputs `send_inputs_read` read (a first send, or a
-    stale prompt) and stored, else the stored one as it is.
+def _prompt_composed(context: SendContext, composed: _SendWrite) -> None:
+    """The stored prompt this reply uses, into the context: built from the inputs `send_inputs_read` read (a
+    first send, or a stale prompt) and composed for the send's one write, else the stored one as it is."""
+    if context.prompt_inputs is None:
+        return
+    rebuilt = context.prompt is not None
+    context.prompt = static_prompt_compose(composed.appending, context.prompt, static_prompt_built(context.prompt_inputs))
+    if rebuilt:
+        composed.prompt_rebuilt = context.prompt
 
-    Its seq, when it was appended now, is saved with the send's one
-    conversation update (`_start_reply`)."""
-    if context.prompt_inputs is not None:
-        context.prompt = static_prompt_store(
-            context.conversation, context.prompt, static_prompt_built(context.prompt_inputs)
-        )
 
+def _start_reply(context: SendContext, composed: _SendWrite, user_message: Message, config: ProviderConfig) -> PreparedReply:
+    """Compose the request and the streaming assistant message (the new head), then write once.
 
-def _start_reply(context: SendContext, user_message: Message, config: ProviderConfig) -> PreparedReply:
-    """Assemble the request, create the streaming assistant message, move the head.
-
-    Saves the conversation's `last_seq` (also for the stored prompt's seq, which
-    `static_prompt_ready` appended without saving) in either outcome.
+    The conversation's update saves its `last_seq` (also for a stored prompt composed now), head, title
+    and where the model's view begins, in either outcome.
     """
     conversation = context.conversation
     tools = available_tools(
@@ -271,9 +323,8 @@ def _start_reply(context: SendContext, user_message: Message, config: ProviderCo
     try:
         request = reply_request_build(context, branch=context.branch_to(user_message.id), tools=tools)
     except RecallInBirthPeriod:
-        return _refuse_reply(conversation, user_message, config)
-    assistant = message_append(
-        conversation=conversation,
+        return _refuse_reply(composed, user_message, config)
+    assistant = composed.appending.add(
         parent=user_message,
         role=Role.ASSISTANT,
         binding=config.binding(),
@@ -283,7 +334,7 @@ def _start_reply(context: SendContext, user_message: Message, config: ProviderCo
         metadata={"diagnostics": request.diagnostics},
     )
     conversation.in_view = request.in_view
-    conversation.save(update_fields=[*APPENDED_FIELDS, "title", "title_auto", "in_view"])
+    _write_once(composed, also=("title", "title_auto", "in_view"))
     return FreshReply(
         conversation_id=conversation.id,
         user_message_id=user_message.id,
@@ -324,16 +375,16 @@ RECALL_REFUSED = (
 )
 
 
-def _refuse_reply(conversation: Conversation, user_message: Message, config: ProviderConfig) -> PreparedReply:
+def _refuse_reply(composed: _SendWrite, user_message: Message, config: ProviderConfig) -> PreparedReply:
     """Final assembly refused a birth-period request with a recall section: the
-    reply fails, stored as such, and nothing reaches any provider path."""
+    reply fails, stored as such (in the send's one write), and nothing reaches any provider path."""
+    conversation = composed.appending.conversation
     code, detail = RECALL_REFUSED
     logger.error(
         "refused to dispatch a birth-period request with an automatic recall section (conversation %s)",
         conversation.id,
     )
-    assistant = message_append(
-        conversation=conversation,
+    assistant = composed.appending.add(
         parent=user_message,
         role=Role.ASSISTANT,
         binding=config.binding(),
@@ -342,7 +393,7 @@ def _refuse_reply(conversation: Conversation, user_message: Message, config: Pro
         error=code,
         error_detail=detail,
     )
-    conversation.save(update_fields=[*APPENDED_FIELDS, "title", "title_auto"])
+    _write_once(composed, also=("title", "title_auto"))
     return ReplayedReply(
         conversation_id=conversation.id,
         user_message_id=user_message.id,
