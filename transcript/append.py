@@ -139,9 +139,9 @@ def message_chain_copy(
     The rows are copied inside the database (`INSERT … SELECT`, `batch_size`
     a statement), so the text of a long branch never passes through Python.
 
-    Same precondition as `message_append`: the conversation's row lock, and
-    saving its `APPENDED_FIELDS` before that transaction commits. The database
-    triggers index the copies like any insert.
+    Same precondition as `transcript_write`: the conversation's row lock; like
+    it, the copy saves the conversation's `APPENDED_FIELDS` itself. The
+    database triggers index the copies like any insert.
     """
     table = connection.ops.quote_name(Message._meta.db_table)
     column = {f.name: connection.ops.quote_name(f.column) for f in Message._meta.concrete_fields}
@@ -186,4 +186,5 @@ def message_chain_copy(
             cursor.execute(sql, params)
     if copies:
         conversation.head_id = copies[-1]
+    conversation.save(update_fields=APPENDED_FIELDS)
     return copies

@@ -44,7 +44,7 @@ from conversations.services.threads.services import TITLE_MAX, conversation_crea
 from elion.base.errors import Conflict, InvalidInput, NotFound
 from memories.models import SnapshotMembership
 from transcript.access import access_conversation
-from transcript.append import APPENDED_FIELDS, message_chain_copy
+from transcript.append import message_chain_copy
 from transcript.attachments import store
 from transcript.attachments.services import AttachmentUnavailable, manifests_in_conversation
 from transcript.branch_window import branch_rows_to, on_live_branch
@@ -152,7 +152,6 @@ def _fork_create(source: Conversation, target_id: UUID) -> Conversation:
     # The copies are searchable as soon as they are visible, without tokenising them again.
     message_search_texts_copy(zip(copies, originals, strict=True))
     _copy_thread_handoff(source, destination)
-    destination.save(update_fields=APPENDED_FIELDS)
     return destination
 
 
