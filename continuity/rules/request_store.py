@@ -15,7 +15,7 @@ from uuid import UUID
 
 from django.conf import settings
 
-from continuity.rules.compaction import compaction_on_branch
+from continuity.rules.compaction import CompactionOnBranch, compaction_on_branch
 from continuity.rules.dynamic_context import carried_text_index_warm, dynamic_context_build, recall_may_run
 from continuity.rules.handoff_store import ThreadHandoffs, thread_handoffs_read
 from continuity.rules.kept_history import BranchHistory, branch_history
@@ -132,11 +132,7 @@ def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list
         **branch_attachment_parts(conversation, branch, verified=context.verified_parts),
         **{pk: parts for pk, parts in context.new_turn_parts.items() if pk in branch.positions},
     }
-    # A compaction whose boundary lies on this branch stands in for the turns it covers.
-    compacted = compaction_on_branch(conversation, branch.positions)
-    history = branch_history(
-        conversation.id, branch, attachment_parts=attachment_parts, start_index=compacted.first_index
-    )
+    compacted, history = history_compose(conversation, branch, attachment_parts=attachment_parts)
     prompt = context.prompt
     static_prompt = prompt.content if prompt else ""
     # Layer 2, fresh for this send and never stored: pinned character + keyword recall.
@@ -163,6 +159,19 @@ def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list
         earlier_reasoning=settings.ELION_REASONING_CONTEXT == "all_turns",
     )
     return replace(request, in_view=in_view_of(request, history, branch))
+
+
+def history_compose(
+    conversation: Conversation, branch: BranchRead, *, attachment_parts: Mapping[UUID, tuple[dict, ...]]
+) -> tuple[CompactionOnBranch, BranchHistory]:
+    """The branch's history turns as a request carries them, kept from the last send plus those since
+    (`continuity.rules.kept_history`): a compaction whose boundary lies on the branch stands in for the turns
+    it covers. A send and its warm-up (`send_context_warm`) compose it here alike."""
+    compacted = compaction_on_branch(conversation, branch.positions)
+    history = branch_history(
+        conversation.id, branch, attachment_parts=attachment_parts, start_index=compacted.first_index
+    )
+    return compacted, history
 
 
 def trim_step_tokens() -> int:
@@ -253,7 +262,6 @@ def send_context_warm(conversation: Conversation) -> None:
         message_id: () for message_id in manifested_message_ids(conversation.id)
         if on_branch(message_id) and branch.messages[branch.positions[message_id]].role == Role.USER
     }
-    compacted = compaction_on_branch(conversation, branch.positions)
-    history = branch_history(conversation.id, branch, attachment_parts=attached, start_index=compacted.first_index)
+    _compacted, history = history_compose(conversation, branch, attachment_parts=attached)
     static_prompt = read.prompt.content if read.prompt else ""
     carried_text_index_warm(conversation, [static_prompt, *history.texts], lineage=history.lineage)
