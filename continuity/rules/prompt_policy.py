@@ -278,27 +278,22 @@ class BuiltPrompt:
     handoff_span: tuple[int, int] = (0, 0)
 
 
-def static_prompt_built(inputs: PromptInputs) -> BuiltPrompt:
-    """Join the non-empty sections in order, separated by blank lines, noting the handoff section's span."""
-    parts: list[str] = []
-    span = (0, 0)
+def build_static_prompt(inputs: PromptInputs) -> str:
+    """Join the non-empty sections in order, separated by blank lines."""
+    return "\n\n".join(part for part in (section(inputs) for section in SECTIONS) if part)
+
+
+def handoff_span(inputs: PromptInputs) -> tuple[int, int]:
+    """Where the prior-thread continuity section stands in `build_static_prompt(inputs)` ((0, 0): none),
+    from the sections themselves: the non-empty ones before it, each followed by a blank line."""
     offset = 0
     for section in SECTIONS:
         part = section(inputs)
-        if not part:
-            continue
-        if parts:
-            offset += 2
         if section is section_prior_thread_continuity:
-            span = (offset, offset + len(part))
-        parts.append(part)
-        offset += len(part)
-    return BuiltPrompt("\n\n".join(parts), span)
-
-
-def build_static_prompt(inputs: PromptInputs) -> str:
-    """The prompt's text (`static_prompt_built`)."""
-    return static_prompt_built(inputs).text
+            return (offset, offset + len(part)) if part else (0, 0)
+        if part:
+            offset += len(part) + 2
+    return (0, 0)
 
 
 def handoff_text_of(content: str, metadata: dict | None) -> str:

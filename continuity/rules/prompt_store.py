@@ -29,7 +29,8 @@ from continuity.rules.prompt_policy import (
     PromptInputs,
     PromptMemory,
     PromptSettings,
-    static_prompt_built,
+    build_static_prompt,
+    handoff_span,
 )
 from conversations.models import AssistantSettings, Character, Conversation, Message, MessageKind, Role
 from memories.models import Memory, MemoryCategory, SnapshotMembership
@@ -209,6 +210,11 @@ def static_prompt_ensure(conversation: Conversation) -> Message:
     return static_prompt_ready(conversation, existing, settings_row=assistant_settings_get())
 
 
+def static_prompt_built(inputs: PromptInputs) -> BuiltPrompt:
+    """The prompt built from `inputs` (`prompt_policy.build_static_prompt`) with its handoff span."""
+    return BuiltPrompt(build_static_prompt(inputs), handoff_span(inputs))
+
+
 def prompt_is_current(prompt: Message | None) -> bool:
     """A stored prompt a send reuses as stored: built under the current policy, with its handoff span recorded
     (a prompt stored before spans were is rebuilt once, like a stale one)."""
@@ -240,12 +246,13 @@ def static_prompt_ready(
         handoffs=handoffs,
         stored_prompt=existing.content if existing is not None else "",
     )
-    return static_prompt_store(conversation, existing, static_prompt_built(inputs))
+    return static_prompt_store(conversation, existing, inputs)
 
 
-def static_prompt_compose(appending: TranscriptAppend, existing: Message | None, built: BuiltPrompt) -> Message:
-    """`built` as the conversation's stored prompt, composed for the caller's one write: `existing` with the
-    new text (the write saves it, `static_prompt_rewrite`), or a new prompt composed into `appending`.
+def static_prompt_compose(appending: TranscriptAppend, existing: Message | None, inputs: PromptInputs) -> Message:
+    """The prompt built from `inputs` as the conversation's stored prompt, composed for the caller's one
+    write: `existing` with the new text (the write saves it, `static_prompt_rewrite`), or a new prompt
+    composed into `appending`.
 
     Precondition for the write: the caller holds the conversation's row lock
     inside a transaction, so a concurrent first send waits instead of racing,
@@ -256,6 +263,7 @@ def static_prompt_compose(appending: TranscriptAppend, existing: Message | None,
     its own: the partial unique constraint stays the last guard (a second
     prompt fails the whole transaction, never stands beside the first).
     """
+    built = static_prompt_built(inputs)
     if existing is not None:
         existing.content = built.text
         existing.metadata = prompt_metadata(built, existing.metadata)
@@ -276,11 +284,11 @@ def static_prompt_rewrite(prompt: Message) -> None:
     prompt.save(update_fields=["content", "metadata", "updated_at"])
 
 
-def static_prompt_store(conversation: Conversation, existing: Message | None, built: BuiltPrompt) -> Message:
-    """Store `built` as the conversation's prompt now (`static_prompt_compose`, then its write); same
-    precondition. A send composes it with its turns and writes them together instead."""
+def static_prompt_store(conversation: Conversation, existing: Message | None, inputs: PromptInputs) -> Message:
+    """Store the prompt built from `inputs` as the conversation's prompt now (`static_prompt_compose`, then
+    its write); same precondition. A send composes it with its turns and writes them together instead."""
     appending = TranscriptAppend(conversation)
-    prompt = static_prompt_compose(appending, existing, built)
+    prompt = static_prompt_compose(appending, existing, inputs)
     if existing is not None:
         static_prompt_rewrite(prompt)
     else:

@@ -31,7 +31,6 @@ from django.utils import timezone
 
 from continuity.rules.dynamic_context import PINNED_CHARACTER_KEY
 from continuity.rules.eligibility import may_suggest_memories
-from continuity.rules.prompt_policy import static_prompt_built
 from continuity.rules.prompt_store import static_prompt_compose, static_prompt_rewrite
 from continuity.rules.request_policy import AssembledRequest, RecallInBirthPeriod
 from continuity.rules.request_store import (
@@ -301,7 +300,7 @@ def _prompt_composed(context: SendContext, composed: _SendWrite) -> None:
     if context.prompt_inputs is None:
         return
     rebuilt = context.prompt is not None
-    context.prompt = static_prompt_compose(composed.appending, context.prompt, static_prompt_built(context.prompt_inputs))
+    context.prompt = static_prompt_compose(composed.appending, context.prompt, context.prompt_inputs)
     if rebuilt:
         composed.prompt_rebuilt = context.prompt
 

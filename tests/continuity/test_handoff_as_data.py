@@ -11,9 +11,13 @@ from continuity.rules.prompt_policy import (
     PRIOR_THREAD_HEADING,
     handoff_text_of,
     section_prior_thread_continuity,
-    static_prompt_built,
 )
-from continuity.rules.prompt_store import prompt_is_current, static_prompt_ensure, static_prompts_rebuild
+from continuity.rules.prompt_store import (
+    prompt_is_current,
+    static_prompt_built,
+    static_prompt_ensure,
+    static_prompts_rebuild,
+)
 from conversations.models import Message, Role
 from tests.support.prompt_sections import prior_thread_section_in
 from tests.support.static_prompt_inputs import full_inputs
