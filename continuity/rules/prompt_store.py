@@ -211,8 +211,10 @@ def static_prompt_ensure(conversation: Conversation) -> Message:
 
 
 def static_prompt_built(inputs: PromptInputs) -> BuiltPrompt:
-    """The prompt built from `inputs` (`prompt_policy.build_static_prompt`) with its handoff span."""
-    return BuiltPrompt(build_static_prompt(inputs), handoff_span(inputs))
+    """The prompt built from `inputs` (`prompt_policy.build_static_prompt`) with its handoff span (none
+    without a continuity block)."""
+    text = build_static_prompt(inputs)
+    return BuiltPrompt(text, handoff_span(inputs) if inputs.continuity_block.strip() else (0, 0))
 
 
 def prompt_is_current(prompt: Message | None) -> bool:

@@ -174,6 +174,12 @@ def history_compose(
     return compacted, history
 
 
+def reply_request_for(context: SendContext, user_message: Message, *, tools: list[dict]) -> AssembledRequest:
+    """The model input for the reply to `user_message` (stored, or composed by this send): its branch, read
+    as the tree cache keeps it, and the request built from it (`reply_request_build`)."""
+    return reply_request_build(context, branch=context.branch_to(user_message.id), tools=tools)
+
+
 def trim_step_tokens() -> int:
     """`ELION_TRIM_STEP` (a share of the input budget) in tokens: how far back past the budget a trim cuts."""
     return int(settings.ELION_INPUT_BUDGET_TOKENS * settings.ELION_TRIM_STEP)

@@ -36,7 +36,7 @@ from continuity.rules.request_policy import AssembledRequest, RecallInBirthPerio
 from continuity.rules.request_store import (
     SendContext,
     new_turn_attachment_parts,
-    reply_request_build,
+    reply_request_for,
     send_context_load,
     send_inputs_read,
 )
@@ -67,7 +67,7 @@ from transcript.attachments.services import (
 from transcript.guard import transcript_write_guard
 from transcript.leases import lease_deadline, streams_interrupt_expired
 from transcript.provider.binding import provider_binding_gate_counted
-from transcript.provider.gateway import ProviderConfig, RequestOptions, conversation_cache_key
+from transcript.provider.gateway import ProviderBinding, ProviderConfig, RequestOptions, conversation_cache_key
 
 logger = logging.getLogger(__name__)
 
@@ -143,13 +143,13 @@ def _send_commit(command: SendCommand, *, pinned: dict, preverified: Preverified
     parent = _resolve_parent(context, command.parent_id)
     send_inputs_read(context, text=command.content)
     # Compose: the stored prompt (a first send stores it before the turn it answers), the user turn, its title.
-    composed = _SendWrite(TranscriptAppend(conversation))
+    composed = _SendWrite(TranscriptAppend(conversation), binding=config.binding())
     _prompt_composed(context, composed)
     client_id = {"id": command.client_message_id} if command.client_message_id else {}
     user_message = composed.appending.add(
         parent=parent,
         role=Role.USER,
-        binding=config.binding(),
+        binding=composed.binding,
         make_head=False,
         **client_id,
         content=command.content,
@@ -175,6 +175,7 @@ class _SendWrite:
     when rebuilt in place, and the new user turn with the uploads its manifest lists."""
 
     appending: TranscriptAppend
+    binding: ProviderBinding  # the provider binding the send's turns carry (the gate's)
     prompt_rebuilt: Message | None = None
     user_turn: Message | None = None
     attachment_ids: tuple[UUID, ...] = ()
@@ -187,7 +188,7 @@ def _write_once(composed: _SendWrite, *, also: tuple[str, ...]) -> None:
     if composed.prompt_rebuilt is not None:
         static_prompt_rewrite(composed.prompt_rebuilt)
     transcript_write(composed.appending, also=also)
-    if composed.user_turn is not None:
+    if composed.user_turn is not None and composed.attachment_ids:
         attachments_commit(
             message=composed.user_turn, attachment_ids=composed.attachment_ids, imported=composed.imported
         )
@@ -249,7 +250,7 @@ def _prepare_for_repeated_turn(
     # The turn was stored but its reply failed or never started: answer it now.
     transcript_write_guard(conversation, action="send", loaded=context.streaming)
     send_inputs_read(context, text=existing.content)
-    composed = _SendWrite(TranscriptAppend(conversation))
+    composed = _SendWrite(TranscriptAppend(conversation), binding=config.binding())
     _prompt_composed(context, composed)
     return _start_reply(context, composed, existing, config)
 
@@ -289,7 +290,7 @@ def _retry_commit(conversation_id: UUID, message_id: UUID | str, *, preverified:
     transcript_write_guard(conversation, action="retry", loaded=context.streaming)
     user_message = context.tree[target.parent_id]
     send_inputs_read(context, text=user_message.content)
-    composed = _SendWrite(TranscriptAppend(conversation))
+    composed = _SendWrite(TranscriptAppend(conversation), binding=config.binding())
     _prompt_composed(context, composed)
     return _start_reply(context, composed, user_message, config)
 
@@ -320,13 +321,13 @@ def _start_reply(context: SendContext, composed: _SendWrite, user_message: Messa
         memory_suggestions=_may_suggest_memories(context),
     )
     try:
-        request = reply_request_build(context, branch=context.branch_to(user_message.id), tools=tools)
+        request = reply_request_for(context, user_message, tools=tools)
     except RecallInBirthPeriod:
         return _refuse_reply(composed, user_message, config)
     assistant = composed.appending.add(
         parent=user_message,
         role=Role.ASSISTANT,
-        binding=config.binding(),
+        binding=composed.binding,
         make_head=True,
         status=MessageStatus.STREAMING,
         lease_expires_at=lease_deadline(),
@@ -386,7 +387,7 @@ def _refuse_reply(composed: _SendWrite, user_message: Message, config: ProviderC
     assistant = composed.appending.add(
         parent=user_message,
         role=Role.ASSISTANT,
-        binding=config.binding(),
+        binding=composed.binding,
         make_head=True,
         status=MessageStatus.FAILED,
         error=code,

@@ -17,7 +17,7 @@ from tests.support.sending import create_conversation, send_sse
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
-CEILINGS = {"modules": 40, "stops": 146, "returns": 106, "climbs": 0, "reentries": 2}
+CEILINGS = {"modules": 40, "stops": 137, "returns": 97, "climbs": 0, "reentries": 2}
 
 
 async def _first_send_path(scripted_provider):
