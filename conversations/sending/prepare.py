@@ -1,9 +1,10 @@
 """Preparing a send or a retry: one short transaction before any provider I/O.
 
-1. `send_prepare` / `retry_prepare` (one transaction, no provider I/O): check
-   the input, commit the user turn, create the assistant message as
-   `streaming`, store the static prompt on the first send, and assemble the
-   model request from stored rows.
+1. `send_prepare` / `retry_prepare` (one transaction, no provider I/O), in a
+   straight line (docs/send_path.md): read once (the rows, the settings, then
+   what composing needs), compose from that data (the static prompt on a first
+   send, the user turn, the assistant message as `streaming`, the model
+   request), write once (`transcript_write`), commit.
 2. `ReplyRun` streams from the provider in its own asyncio task, flushing
    partial text to the database at once for the first delta, then at most
    every 250 ms (also when the stream pauses) or 2,000 characters, and
@@ -145,6 +146,24 @@ def _send_commit(command: SendCommand, *, pinned: dict, preverified: Preverified
     # Compose: the stored prompt (a first send stores it before the turn it answers), the user turn, its title.
     composed = _SendWrite(TranscriptAppend(conversation), binding=config.binding())
     _prompt_composed(context, composed)
+    user_message = _user_turn_composed(context, composed, command, parent=parent, pinned=pinned, preverified=preverified)
+    if not conversation.title:
+        conversation.title = _first_title(command)
+        conversation.title_auto = True
+    return _start_reply(context, composed, user_message, config)
+
+
+def _user_turn_composed(
+    context: SendContext,
+    composed: _SendWrite,
+    command: SendCommand,
+    *,
+    parent: Message | None,
+    pinned: dict,
+    preverified: PreverifiedAttachments,
+) -> Message:
+    """The new user turn, composed for the send's one write and put in the context's tree, with its
+    uploads' request parts (verified before the lock) for the request built next."""
     client_id = {"id": command.client_message_id} if command.client_message_id else {}
     user_message = composed.appending.add(
         parent=parent,
@@ -158,15 +177,12 @@ def _send_commit(command: SendCommand, *, pinned: dict, preverified: Preverified
     context.tree[user_message.id] = user_message
     if command.attachment_ids:
         context.new_turn_parts[user_message.id] = new_turn_attachment_parts(
-            conversation.id, command.attachment_ids, verified=preverified.parts
+            context.conversation.id, command.attachment_ids, verified=preverified.parts
         )
-    composed.user_turn, composed.attachment_ids, composed.imported = (
-        user_message, command.attachment_ids, preverified.imported
-    )
-    if not conversation.title:
-        conversation.title = _first_title(command)
-        conversation.title_auto = True
-    return _start_reply(context, composed, user_message, config)
+    composed.user_turn = user_message
+    composed.attachment_ids = command.attachment_ids
+    composed.imported = preverified.imported
+    return user_message
 
 
 @dataclass

@@ -1,6 +1,7 @@
-"""The model's deliberate tools, and the tool rounds inside a reply.
+"""The model's deliberate tools carried out, and the tool rounds inside a reply.
 
-Tools (neutral definitions, as `provider_gateway.stream_reply` takes them):
+Tools (offered by `conversations.sending.tool_offer.available_tools`, which
+holds their neutral definitions as `provider_gateway.stream_reply` takes them):
 
 * `search_past_conversations`: live-branch user/assistant speech of other
   conversations that may feed automatic continuity (never hidden, trashed,
