@@ -5,7 +5,10 @@ project's own frames (the `root_packages` of `.importlinter`; not tests/, not
 .venv, not migrations) from the first call of `send_prepare` to the first call of the
 openai SDK's `create` (the provider call). Code outside the project (Django,
 asyncio, the SDK) is transparent: the send "is in" the module of the innermost
-project frame. From the modules it is in, one after another:
+project frame. Once the reply's own task exists, only it (and the threads it
+hands work to) is followed: the response's plumbing (middleware wrapping the
+stream) runs beside it in the request's task, in an order the event loop picks.
+From the modules the send is in, one after another:
 
 - modules: how many different modules the send visits;
 - stops: how many stays in a module (a visit to a module, until the send is in another one);
@@ -21,7 +24,9 @@ file measures an older tree: copy it there and run the same test.
 
 from __future__ import annotations
 
+import asyncio
 import configparser
+import contextvars
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -31,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[2]
 START_FUNCTION = "send_prepare"
 PROVIDER_PACKAGE = "openai"
 PROVIDER_CALL = "create"
+# Set in the reply's own task (and so in the threads it hands work to): see `SendTracer._in_the_send`.
+_IN_REPLY: contextvars.ContextVar[bool] = contextvars.ContextVar("send_trace_in_reply", default=False)
 
 
 def contract_layers(root: Path = ROOT) -> tuple[tuple[str, ...], list[list[str]]]:
@@ -97,6 +104,8 @@ class SendTracer:
         self.path = SendPath()
         self.started = False
         self.finished = False
+        self.request_task: asyncio.Task | None = None
+        self.reply_started = False
         self._modules: dict[str, str | None] = {}
         self._lock = threading.Lock()
 
@@ -142,6 +151,25 @@ class SendTracer:
     def install(self) -> None:
         sys.setprofile(self.profile)
 
+    def _in_the_send(self) -> bool:
+        """Everything until the reply's task (the first task running a project coroutine) exists; from then
+        on only that task and the threads it hands work to."""
+        task = _current_task()
+        if task is None:
+            return not self.reply_started or _IN_REPLY.get()
+        if task is not self.request_task and not _IN_REPLY.get() and self._runs_ours(task):
+            _IN_REPLY.set(True)  # in the reply's task's own context, which its threads copy
+            self.reply_started = True
+        elif not self.reply_started:
+            # The reply's task exists: the request's task(s) started it and go on to the response.
+            self.reply_started = any(self._runs_ours(other) for other in asyncio.all_tasks() if other is not task)
+        return not self.reply_started or _IN_REPLY.get()
+
+    def _runs_ours(self, task: asyncio.Task) -> bool:
+        """Whether a task runs one of the project's coroutines (the reply's), not one of Django's or asyncio's."""
+        code = getattr(task.get_coro(), "cr_code", None)
+        return code is not None and self.module_of(code.co_filename) is not None
+
     def profile(self, frame, event: str, _arg: object) -> None:
         if self.finished or event not in ("call", "return"):
             return
@@ -153,7 +181,7 @@ class SendTracer:
             if module is None or frame.f_code.co_name != START_FUNCTION:
                 return
             self.started = True
-        if not self.started:
+        if not self.started or not self._in_the_send():
             return
         with self._lock:
             if event == "call":
@@ -195,8 +223,16 @@ class SendTracer:
             self.path.stops_in.append(module)
 
 
+def _current_task() -> asyncio.Task | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # a thread without an event loop
+        return None
+
+
 def trace_in_every_thread(tracer: SendTracer) -> None:
-    """Profile this thread and every thread started from now on."""
+    """Profile this thread and every thread started from now on; called in the task that sends."""
+    tracer.request_task = _current_task()
     threading.setprofile(tracer.profile)
     tracer.install()
 
