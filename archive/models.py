@@ -132,7 +132,7 @@ class ImportState(models.TextChoices):
 class ImportJob(models.Model):
     """An export imported in the background (django-q2, `archive.tasks.run_import_job`).
 
-    `kind` names the importer (`archive.services.import_jobs.IMPORT_KINDS`). The uploaded
+    `kind` names the importer (`archive.services.importers.sources.IMPORTERS`). The uploaded
     files wait under `ELION_IMPORT_DIR/<id>/` until the job is done. Progress is
     written in the same transaction as each conversation, so `done` and the
     counts always say exactly what is stored; a resumed run starts at `done`.

@@ -62,7 +62,7 @@ def build_thread(images: int, size: int, per_turn: int, seed: int) -> UUID:
     from conversations.sending.commands import SendCommand
     from conversations.sending.prepare import send_prepare
     from conversations.services.threads.services import conversation_create
-    from transcript.attachments.services import attachment_upload
+    from transcript.attachments.upload import attachment_upload
 
     rng = random.Random(seed)
     conversation = conversation_create(persona="elion", title="Photo album")
@@ -87,7 +87,7 @@ def preverify_old(conversation_id: UUID) -> dict:
     """The pre-lock verification as it was before identities: read, hash and encode every blob."""
     from conversations.models import MessageAttachment
     from transcript.attachments import store
-    from transcript.attachments.services import attachment_part
+    from transcript.attachments.projection import attachment_part
 
     conversation_store = store.conversation_store(conversation_id)
     parts = {}
@@ -101,7 +101,7 @@ def preverify_old(conversation_id: UUID) -> dict:
 
 
 def preverify_new(conversation_id: UUID) -> dict:
-    from transcript.attachments.services import attachments_preverify
+    from transcript.attachments.projection import attachments_preverify
 
     return attachments_preverify(conversation_id=conversation_id, attachment_ids=()).parts
 
@@ -109,7 +109,8 @@ def preverify_new(conversation_id: UUID) -> dict:
 def projected(conversation_id: UUID, preverify: Callable[[UUID], dict]) -> dict:
     """A send's attachment work: the pre-lock verification, then the live branch's parts under the lock."""
     from conversations.models import Conversation, Message, Role
-    from transcript.attachments.services import attachment_parts_verified, manifests_for
+    from transcript.attachments.manifests import manifests_for
+    from transcript.attachments.projection import attachment_parts_verified
     from transcript.tree import walk_to_root
 
     verified = preverify(conversation_id)

@@ -85,7 +85,8 @@ def build_thread(conversation, case: dict, binding, seed: int) -> dict:
     from django.db import transaction
 
     from transcript.append import APPENDED_FIELDS, message_append
-    from transcript.attachments.services import attachment_upload, attachments_commit
+    from transcript.attachments.manifests import attachments_commit
+    from transcript.attachments.upload import attachment_upload
 
     rng = random.Random(f"{seed}:{case['label']}")
     length = case["length"]

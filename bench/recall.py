@@ -231,6 +231,7 @@ def index_sizes() -> list[tuple[str, int]]:
 
 
 def measure(count: int, words: list[str], seed: int, naive_every: int = 1) -> None:
+    from continuity.rules import recall_overlap as overlap
     from continuity.rules import recall_policy as kr
     from continuity.rules.dynamic_context import recall_section
     from continuity.rules.recall_store import live_message_ids, title_terms
@@ -261,7 +262,7 @@ def measure(count: int, words: list[str], seed: int, naive_every: int = 1) -> No
         if not decision.run:
             return []
         hits = naive_candidates(decision.terms, persona="elion", exclude=exclude)
-        return kr.select_excerpts(hits, decision.terms, context=kr.ContextText(carried), keep=live_message_ids)
+        return overlap.select_excerpts(hits, decision.terms, context=overlap.ContextText(carried), keep=live_message_ids)
 
     for text in texts[:5]:  # warm-up
         indexed(text)

@@ -85,18 +85,19 @@ def child(case: str, way: str, path: str) -> None:
     django.setup()
     from django.conf import settings
 
-    from archive.services import chatgpt
+    from archive.services.importers import export_reader
+    from archive.services.importers.chatgpt import parse as chatgpt
     from elion.base.errors import ServiceError
 
     idle = _peak_kib()
-    limits = chatgpt.ExportLimits(
+    limits = export_reader.ExportLimits(
         max_json_bytes=settings.ELION_ARCHIVE_IMPORT_MAX_JSON_BYTES, max_members=settings.ELION_ARCHIVE_IMPORT_MAX_MEMBERS
     )
     started = time.perf_counter()
     with open(path, "rb") as upload:
         try:
             if way == "stream":
-                with chatgpt.export_files(upload, limits, path) as files:
+                with export_reader.export_files(upload, limits, path) as files:
                     count = 0
                     for name in files.json_names:
                         with files.open_json(name) as stream:

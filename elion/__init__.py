@@ -2,5 +2,5 @@
 
 Its utilities (`env`, `errors`, `rows`, `fulltext`, `api_errors`,
 `service_errors`, `access`, `db`) are the bottom layer, imported by every app;
-`urls`, `asgi`, `routing`, `admin_site` and `context_processors` are the top.
+`urls`, `asgi`, `routing` and `admin_site` are the top (the pages' template context is `conversations.web.context_processors`).
 """

@@ -92,7 +92,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "elion.web.context_processors.elion",
+                "conversations.web.context_processors.elion",
             ],
         },
     },

@@ -39,6 +39,7 @@ from django.db.models.expressions import RawSQL
 
 from conversations.models import Conversation, Message, Role
 from elion.base.errors import NotFound
+from transcript.tree import tree_step_checked, walk_to_root
 
 MESSAGE_TABLE = Message._meta.db_table
 
@@ -61,43 +62,82 @@ def _uuid(value: object) -> UUID:
 def _walk_sql(tail: str) -> str:
     """A walk up parent links from one message of one conversation, `depth` 0 at the start.
 
-    The recursive step requires a smaller seq (the tree's invariant), so the
-    walk ends even over a damaged row, and `floor_seq` stops it early.
-    Parameters: start id, conversation id, max depth, floor seq, then `tail`'s.
+    The recursive step takes only a sound step (`transcript.tree.tree_break`: a
+    parent in the same conversation with a smaller seq), so the walk ends even
+    over a damaged row, and `floor_seq` stops it early. Parameters: start id,
+    conversation id, max depth, floor seq, then `tail`'s. `tail` reads the
+    walk as `walk`; `_walk` reads it and checks its last step.
     """
     table = connection.ops.quote_name(MESSAGE_TABLE)
     return (
-        f"WITH RECURSIVE walk(id, parent_id, seq, depth) AS ("
-        f" SELECT m.id, m.parent_id, m.seq, 0 FROM {table} m WHERE m.id = %s AND m.conversation_id = %s"
+        f"WITH RECURSIVE walk(id, parent_id, seq, conversation_id, depth) AS ("
+        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, 0 FROM {table} m"
+        f" WHERE m.id = %s AND m.conversation_id = %s"
         f" UNION ALL"
-        f" SELECT m.id, m.parent_id, m.seq, w.depth + 1 FROM {table} m JOIN walk w ON m.id = w.parent_id"
-        f" WHERE w.depth < %s AND m.seq < w.seq AND m.seq >= %s"
+        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, w.depth + 1 FROM {table} m JOIN walk w ON m.id = w.parent_id"
+        f" WHERE w.depth < %s AND m.conversation_id = w.conversation_id AND m.seq < w.seq AND m.seq >= %s"
         f") {tail}"
     )
 
 
+# The walk's rows (`w`), each with the row its parent link names (`p`) when it is the walk's last
+# (deepest) row: `_LAST_STEP_COLUMNS` are what `tree_step_checked` reads (NULLs where `p` is none), then the
+# depth. That last step is the one step of a walk that can break the tree.
+_LAST_STEP_COLUMNS = "w.id, w.parent_id, w.seq, w.conversation_id, p.id, p.parent_id, p.seq, p.conversation_id, w.depth"
+_LAST_STEP_FROM = (
+    f"walk w LEFT JOIN {connection.ops.quote_name(MESSAGE_TABLE)} p"
+    f" ON p.id = w.parent_id AND w.depth = (SELECT MAX(depth) FROM walk)"
+)
+
+
+def _walk(
+    conversation: Conversation, start_id: UUID, max_depth: int, *, floor: int = 0, wanted: str = "1 = 1",
+    wanted_params: tuple = (), order: str = "w.depth",
+) -> list[UUID]:
+    """The ids of the walk's rows that `wanted` (SQL over `w`) selects, in `order`; one statement.
+
+    The walk's last row comes back too, with its parent: when the walk ended
+    short of `max_depth` steps and of `floor` on a step `tree_break` refuses
+    (a missing parent, or one outside the conversation or not below it in
+    seq), `BrokenTree` is raised, as `transcript.tree.walk_up` raises there.
+    """
+    sql = _walk_sql(
+        f"SELECT {_LAST_STEP_COLUMNS}, CASE WHEN {wanted} THEN 1 ELSE 0 END FROM {_LAST_STEP_FROM}"
+        f" WHERE ({wanted}) OR w.depth = (SELECT MAX(depth) FROM walk) ORDER BY {order}"
+    )
+    params = [_prep(start_id), _prep(conversation.pk), max_depth, floor, *wanted_params, *wanted_params]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    _last_step_check(rows, max_depth)
+    return [_uuid(row[0]) for row in rows if row[9]]
+
+
+def _last_step_check(rows: list[tuple], max_depth: int) -> None:
+    """`tree_step_checked` on the walk's deepest row, unless `max_depth` cut the walk there."""
+    if not rows:
+        return
+    deepest = max(rows, key=lambda row: row[8])
+    if deepest[8] < max_depth:
+        tree_step_checked(deepest[:8])
+
+
 def _ancestor_ids(conversation: Conversation, start_id: UUID, steps: int) -> list[UUID]:
     """`start_id` and up to `steps` of its ancestors, nearest first (one statement)."""
-    sql = _walk_sql("SELECT id FROM walk ORDER BY depth")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [_prep(start_id), _prep(conversation.pk), steps, 0])
-        return [_uuid(value) for (value,) in cursor.fetchall()]
+    return _walk(conversation, start_id, steps)
 
 
 def _cursor_and_after_ids(conversation: Conversation, cursor: Message, steps: int) -> list[UUID] | None:
     """The cursor and up to `steps` live-branch messages after it, oldest first; None when the
     walk from the head does not reach the cursor (it is on another branch). One statement."""
-    sql = _walk_sql(
-        "SELECT id FROM walk WHERE depth >= (SELECT depth FROM walk WHERE id = %s) - %s ORDER BY depth DESC"
-    )
     head_id = conversation.head_id
     if head_id is None:
         return None
-    with connection.cursor() as db_cursor:
-        db_cursor.execute(
-            sql, [_prep(head_id), _prep(conversation.pk), conversation.last_seq, cursor.seq, _prep(cursor.pk), steps]
-        )
-        ids = [_uuid(value) for (value,) in db_cursor.fetchall()]
+    ids = _walk(
+        conversation, head_id, conversation.last_seq, floor=cursor.seq,
+        wanted="w.depth >= (SELECT depth FROM walk WHERE id = %s) - %s", wanted_params=(_prep(cursor.pk), steps),
+        order="w.depth DESC",
+    )
     return ids or None
 
 
@@ -169,11 +209,8 @@ def _root_id(conversation: Conversation) -> UUID | None:
     """The live branch's root (the walk's last step); one statement, only that row returned."""
     if conversation.head_id is None:
         return None
-    sql = _walk_sql("SELECT id FROM walk ORDER BY depth DESC LIMIT 1")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [_prep(conversation.head_id), _prep(conversation.pk), conversation.last_seq, 0])
-        row = cursor.fetchone()
-    return _uuid(row[0]) if row else None
+    ids = _walk(conversation, conversation.head_id, conversation.last_seq, wanted="w.depth = (SELECT MAX(depth) FROM walk)")
+    return ids[0] if ids else None
 
 
 def branch_window_start(conversation: Conversation, *, limit: int) -> BranchWindow:
@@ -191,13 +228,18 @@ def branch_token_estimate(conversation: Conversation, roles: tuple[str, ...]) ->
         return 0
     table = connection.ops.quote_name(MESSAGE_TABLE)
     marks = ", ".join(["%s"] * len(roles))
+    total = (
+        f"(SELECT COALESCE(SUM((LENGTH(m.content) + 3) / 4), 0) FROM walk JOIN {table} m ON m.id = walk.id"
+        f" WHERE m.role IN ({marks}))"
+    )
     sql = _walk_sql(
-        f"SELECT COALESCE(SUM((LENGTH(m.content) + 3) / 4), 0) FROM walk JOIN {table} m ON m.id = walk.id"
-        f" WHERE m.role IN ({marks})"
+        f"SELECT {_LAST_STEP_COLUMNS}, {total} FROM {_LAST_STEP_FROM} WHERE w.depth = (SELECT MAX(depth) FROM walk)"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [_prep(conversation.head_id), _prep(conversation.pk), conversation.last_seq, 0, *roles])
-        (total,) = cursor.fetchone()
+        rows = cursor.fetchall()
+    _last_step_check(rows, conversation.last_seq)
+    total = rows[0][9] if rows else 0
     return int(total)
 
 
@@ -208,10 +250,15 @@ def on_live_branch(conversation: Conversation, message: Message) -> bool:
 
 def branch_rows_to(conversation: Conversation, tip_id: UUID, *fields: str) -> list[Message]:
     """The branch from its root down to `tip_id`, root first, loading only `fields` (and the id):
-    one query, however long the branch."""
-    walk = RawSQL(_walk_sql("SELECT id FROM walk"), [_prep(tip_id), _prep(conversation.pk), conversation.last_seq, 0])
+    one query, however long the branch. The walk's last row's parent comes too (when there is one), so
+    `walk_to_root` over the rows checks every step and raises `BrokenTree` where `walk_up` does."""
+    walk = RawSQL(
+        _walk_sql("SELECT id FROM walk UNION SELECT parent_id FROM walk WHERE depth = (SELECT MAX(depth) FROM walk)"),
+        [_prep(tip_id), _prep(conversation.pk), conversation.last_seq, 0],
+    )
     rows = Message.objects.filter(conversation=conversation, pk__in=walk).exclude(role=Role.SYSTEM)
-    return list(rows.only("id", "seq", *fields).order_by("seq"))
+    loaded = {message.id: message for message in rows.only("id", "seq", "parent", "conversation", *fields)}
+    return walk_to_root(loaded, tip_id) if loaded else []
 
 
 def live_branch_batches(
@@ -220,20 +267,26 @@ def live_branch_batches(
     """The live branch root first, in lists of at most `batch_size`, never holding more in memory.
 
     One walk from the head notes every `batch_size`-th message (the tips of
-    the segments); then each segment, the root's first, is read by a walk of
-    `batch_size` steps from its tip: a query per batch, each bounded, and no
-    cursor held open across them. Parent links never change, so the batches
-    join into the branch as it was when the export began. `roles`: only these
-    roles (the stored prompt, outside the tree, is never on the branch).
+    the segments), when called: a broken tree raises `BrokenTree` here, before
+    a caller streaming the batches has sent a byte. Then each segment, the
+    root's first, is read by a walk of `batch_size` steps from its tip, as the
+    batches are asked for: a query per batch, each bounded, and no cursor held
+    open across them. Parent links never change, so the batches join into the
+    branch as it was when the export began. `roles`: only these roles (the
+    stored prompt, outside the tree, is never on the branch).
     """
     if conversation.head_id is None:
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _walk_sql("SELECT id FROM walk WHERE depth %% %s = 0 ORDER BY depth DESC"),
-            [_prep(conversation.head_id), _prep(conversation.pk), conversation.last_seq, 0, batch_size],
-        )
-        tips = [_uuid(value) for (value,) in cursor.fetchall()]
+        return iter(())
+    tips = _walk(
+        conversation, conversation.head_id, conversation.last_seq, wanted="w.depth %% %s = 0",
+        wanted_params=(batch_size,), order="w.depth DESC",
+    )
+    return _segments(conversation, tips, roles, batch_size)
+
+
+def _segments(
+    conversation: Conversation, tips: list[UUID], roles: tuple[str, ...] | None, batch_size: int
+) -> Iterator[list[Message]]:
     for tip in tips:
         segment = RawSQL(_walk_sql("SELECT id FROM walk"), [_prep(tip), _prep(conversation.pk), batch_size - 1, 0])
         rows = Message.objects.filter(conversation=conversation, pk__in=segment).exclude(role=Role.SYSTEM)

@@ -36,6 +36,7 @@ from django.utils import timezone
 from conversations.models import Conversation, Message, MessageStatus, Role
 from transcript.leases import streams_interrupt_expired
 from transcript.tool_pairing import interrupted_tool_calls_close, unpaired_call_ids
+from transcript.tree import BrokenTree, tree_break, walk_to_root
 
 # --- Invariants ---------------------------------------------------------------------
 
@@ -63,23 +64,12 @@ def transcript_problems(conversation: Conversation, *, now: datetime | None = No
         problems.append(TranscriptProblem(cid, kind, message_id, detail, repairable))
 
     outside_parent_ids = {m.parent_id for m in rows.values() if m.parent_id and m.parent_id not in rows}
-    outside = {
-        m.id: m.conversation_id for m in Message.objects.filter(pk__in=outside_parent_ids).only("id", "conversation")
-    }
+    outside = {m.id: m for m in Message.objects.filter(pk__in=outside_parent_ids).only("id", "parent", "seq", "conversation")}
     for message in rows.values():
-        if message.parent_id is None:
-            continue
-        parent = rows.get(message.parent_id)
-        if parent is None:
-            if message.parent_id in outside:
-                add("foreign_parent", message.id, f"message {message.id} has its parent {message.parent_id} "
-                    f"in another conversation ({outside[message.parent_id]})")
-            else:
-                add("orphan_parent", message.id, f"message {message.id} names a parent {message.parent_id} "
-                    "that does not exist")
-        elif parent.seq >= message.seq:
-            add("parent_seq", message.id, f"message {message.id} has seq {message.seq}, not above its parent's "
-                f"{parent.seq}")
+        if message.parent_id is not None:
+            broken = tree_break(message, rows.get(message.parent_id) or outside.get(message.parent_id))
+            if broken is not None:
+                add(broken.kind, message.id, broken.detail)
     if conversation.head_id is not None:
         if conversation.head_id not in rows:
             add("head_outside", None, f"head {conversation.head_id} is not a message of this conversation", True)
@@ -99,16 +89,11 @@ def transcript_problems(conversation: Conversation, *, now: datetime | None = No
 
 
 def _path_break(rows: dict[UUID, Message], tip: UUID) -> str:
-    seen: set[UUID] = set()
-    current = tip
-    while current is not None:
-        if current in seen:
-            return f"cycle at {current}"
-        message = rows.get(current)
-        if message is None:
-            return f"missing message {current}"
-        seen.add(current)
-        current = message.parent_id
+    """Why the walk from `tip` cannot reach the root (`transcript.tree.walk_to_root`), or "" when it can."""
+    try:
+        walk_to_root(rows, tip)
+    except BrokenTree as broken:
+        return broken.step.detail
     return ""
 
 

@@ -36,7 +36,7 @@ copy), and must treat the rows as read-only: the same instances serve the
 next send. Bounded by `ELION_TREE_CACHE_ROWS` rows in all, least recently
 used conversations first out; only conversations of at least
 `ELION_TREE_CACHE_MIN_ROWS` rows are kept (a short thread is cheaper to read
-whole). Imports models only.
+whole). Imports models and the tree's one walk (`transcript.tree.walk_up`) only.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from django.conf import settings
 from django.db.models import Q
 
 from conversations.models import Conversation, Message, MessageStatus, Role
+from transcript.tree import walk_up
 
 RECHECK_WINDOW = timedelta(seconds=60)
 
@@ -218,7 +219,7 @@ class BranchRead:
 
 
 def kept_branch(conversation_id: UUID, rows: dict[UUID, Message], tip_id: UUID | None) -> list[Message]:
-    """`walk_to_root(rows, tip_id)`, walking only what this process has not walked before (`kept_branch_read`)."""
+    """`transcript.tree.walk_to_root(rows, tip_id)`, walking only what this process has not walked before (`kept_branch_read`)."""
     return kept_branch_read(conversation_id, rows, tip_id).messages
 
 
@@ -236,20 +237,11 @@ def kept_branch_read(conversation_id: UUID, rows: dict[UUID, Message], tip_id: U
     with _LOCK:
         last = _BRANCHES.get(conversation_id)
     read_number = next(_READ_NUMBERS)
-    walked: list[Message] = []
-    seen: set[UUID] = set()
-    current = tip_id
     position = last.positions if last is not None else {}
     valid = last.valid if last is not None else 0
-    while current is not None and position.get(current, valid) >= valid:
-        if current in seen:
-            raise ValueError(f"cycle in message tree at {current}")
-        message = rows.get(current)
-        if message is None:
-            raise ValueError(f"missing message {current} on the path to the root")
-        seen.add(current)
-        walked.append(message)
-        current = message.parent_id
+    # The walk stops at the first message on the kept branch's still-valid part (`BrokenTree` on a broken step).
+    walked = list(walk_up(rows, tip_id, until=lambda pk: position.get(pk, valid) < valid))
+    current = walked[-1].parent_id if walked else tip_id
     walked.reverse()
     if current is None:
         branch, positions, meets = walked, {}, 0

@@ -7,7 +7,7 @@ document's final eight turns under the one handoff policy (limits, markers,
 labels, budget: `continuity.rules.handoff_policy`). Provenance lives in the bubble's
 metadata: `source_document_id` and the `source_turns` it carries; the model
 receives the same turns in the static prompt's continuity slot
-(`continuity.rules.handoff_store.archive_handoff_blocks_for`), rebuilt under the
+(`continuity.rules.archive_handoff_store.archive_handoff_blocks_for`), rebuilt under the
 current limits, and nothing at all once the document is removed.
 
 The bubble is a handoff artifact, so it never feeds a later handoff, keyword
@@ -29,8 +29,8 @@ from django.db import transaction
 
 from archive.models import ArchiveDocument
 from archive.services.documents import access_document
-from continuity.rules.handoff_store import archive_document_handoff, archive_turn_numbers
-from continuity.services.branching import handoff_destination_create, idempotency_key_clean
+from continuity.rules.archive_handoff_store import archive_document_handoff, archive_turn_numbers
+from continuity.services.branching import handoff_destination_create
 from conversations.models import (
     Conversation,
     ConversationOrigin,
@@ -38,6 +38,7 @@ from conversations.models import (
     Persona,
 )
 from elion.base.errors import Conflict, InvalidInput
+from elion.base.idempotency import idempotency_key_clean
 from transcript.assistant_settings import assistant_settings_read
 from transcript.write_lock import global_write_lock
 

@@ -15,9 +15,8 @@ starts at `done`; storing is idempotent per conversation besides, so nothing
 is stored twice. Files are removed when the job is done, when the export
 itself was refused, or when the job is deleted.
 
-`IMPORT_KINDS` maps a job's `kind` to its importer (`chatgpt`, `claude`);
-another importer joins by adding its reader (and, when its answer says more
-than the counts, its summary type) there.
+A job's `kind` is the source of its export: its importer is that source's row
+of `importers.sources.IMPORTERS` (`chatgpt`, `claude`).
 """
 
 from __future__ import annotations
@@ -27,8 +26,7 @@ import logging
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -43,16 +41,14 @@ from archive.models import ArchiveDocument, ImportJob, ImportState
 from archive.services import upload_pieces
 from archive.services.import_runs import (
     ImportFile,
-    ImportReader,
     ImportStopped,
     ImportSummary,
     Resumption,
     import_run,
 )
-from archive.services.importers import chatgpt as chatgpt_importer
-from archive.services.importers import claude as claude_importer
 from archive.services.importers import export_steps
-from elion.base.errors import Conflict, InvalidInput, ServiceError
+from archive.services.importers.sources import IMPORTERS, importer_for
+from elion.base.errors import Conflict, ServiceError
 from elion.base.rows import access_row
 from transcript.uploads import closing_upload
 
@@ -61,29 +57,6 @@ logger = logging.getLogger(__name__)
 RUN_TASK = "archive.tasks.run_import_job"
 ACTIVE_STATES = (ImportState.QUEUED, ImportState.RUNNING)
 COPY_CHUNK_BYTES = 1024**2
-
-
-@dataclass(frozen=True)
-class JobKind:
-    """One importer the job runner can run: its reader (called with the job's options), its wording, and
-    the summary its answer is."""
-
-    reader: Callable[..., ImportReader]
-    missing_file: str
-    summary_type: type[ImportSummary] = ImportSummary
-
-
-IMPORT_KINDS: dict[str, JobKind] = {
-    "chatgpt": JobKind(reader=chatgpt_importer.chatgpt_reader, missing_file=chatgpt_importer.CHATGPT_MISSING_FILE),
-    "claude": JobKind(reader=claude_importer.claude_reader, missing_file=claude_importer.CLAUDE_MISSING_FILE,
-                      summary_type=claude_importer.ClaudeImportSummary),
-}
-
-
-def _kind(kind: str) -> JobKind:
-    if kind not in IMPORT_KINDS:
-        raise InvalidInput(f"kind must be one of {', '.join(IMPORT_KINDS)}.", code="unknown_import_kind")
-    return IMPORT_KINDS[kind]
 
 
 def job_folder(job_id: uuid.UUID | str) -> Path:
@@ -119,7 +92,7 @@ def import_job_create(*, kind: str, uploads: Sequence[UploadedFile | None], opti
     with contextlib.ExitStack() as stack:
         for upload in uploads:
             stack.enter_context(closing_upload(upload))
-        spec = _kind(kind)
+        spec = importer_for(kind)
         spec.reader(**options)  # the options are checked now (an unknown collection is a 400 at once)
         uploads = export_steps.import_files_check(uploads, spec.missing_file)
         job = ImportJob(kind=kind, options=options)
@@ -212,7 +185,7 @@ def _resumption(job: ImportJob) -> Resumption | None:
     """Where an earlier run stopped (None: nothing was counted yet, start from the beginning)."""
     if job.total is None:
         return None
-    return Resumption(summary=_job_summary(job, _kind(job.kind).summary_type), done=job.done)
+    return Resumption(summary=_job_summary(job, importer_for(job.kind).summary_type), done=job.done)
 
 
 def import_job_run(job_id: str) -> str:
@@ -229,10 +202,10 @@ def import_job_run(job_id: str) -> str:
                 ImportFile(f["name"], stack.enter_context((folder / f["path"]).open("rb")), f["size"])
                 for f in job.files
             ]
-            reader = _kind(job.kind).reader(**job.options)
+            reader = importer_for(job.kind).reader(**job.options)
             summary = import_run(
                 reader, files, suggestion=export_steps.custom_instructions_suggestion, progress=progress,
-                resumption=_resumption(job), summary_type=_kind(job.kind).summary_type,
+                resumption=_resumption(job), summary_type=importer_for(job.kind).summary_type,
             )
     except ImportPaused:
         if ImportJob.objects.filter(pk=job.pk, state=ImportState.RUNNING, runner=token).update(runner=""):
@@ -317,7 +290,7 @@ def import_job_current(kind: str) -> ImportJob | None:
 
 def import_job_repr(job: ImportJob) -> dict:
     """The job's answer: its state and progress, and the import's answer (its kind's) as of `done`."""
-    summary_type = IMPORT_KINDS[job.kind].summary_type if job.kind in IMPORT_KINDS else ImportSummary
+    summary_type = IMPORTERS[job.kind].summary_type if job.kind in IMPORTERS else ImportSummary
     return {
         "job_id": str(job.pk),
         "kind": job.kind,

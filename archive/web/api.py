@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from django.http import HttpRequest, HttpResponse
 from django.utils.http import content_disposition_header
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,8 +20,7 @@ from archive.models import ArchiveDocument
 from archive.services import documents as services
 from archive.services import import_jobs, library, upload_pieces
 from archive.services.continuation import archive_document_continue
-from archive.services.importers import chatgpt as chatgpt_importer
-from archive.services.importers import claude as claude_importer
+from archive.services.importers.sources import importer_for
 from archive.services.search import archive_search
 from archive.web import schema as docs
 from conversations.web.schema import ConversationSerializer, ErrorSerializer
@@ -168,57 +167,55 @@ def _import_job_start(request: Request, kind: str, data: Mapping[str, object], o
     return Response({"job_id": str(job.pk)}, status=status.HTTP_202_ACCEPTED)
 
 
-class ChatGPTImportView(APIView):
-    @extend_schema(
-        description="multipart `file` (one or several parts): conversations.json, the export zip, or split "
-        "conversations-NNN.json files; optional `collection`, `assistant_name`. With `?background=true` the "
-        "files are saved and imported by a background job: 202 `{job_id}`, followed at "
-        "`/api/archive/imports/{job_id}/`.",
-        parameters=[OpenApiParameter("background", bool)],
-        request={"multipart/form-data": docs.ChatGPTImportSerializer},
-        responses={200: docs.ChatGPTImportSummarySerializer, 202: docs.ImportJobQueuedSerializer,
-                   400: ErrorSerializer, 413: ErrorSerializer},
-    )
+class ExportImportView(APIView):
+    """An export's import, for the source the URL names (`source`, a row of `importers.sources.IMPORTERS`):
+    multipart `file` parts (or, in the background, JSON `upload_ids`), optional `collection` and
+    `assistant_name`; imported at once (200, the summary) or, with `?background=true`, by a background job
+    (202 `{job_id}`). Each source's subclass only names it and documents its schema."""
+
+    source = ""
+
     def post(self, request: Request) -> Response:
         background = _background(request)
         data = _body(request)
-        collection = data.get("collection") or "conversations"
-        assistant_name = _text_field(data, "assistant_name")
+        options = {"collection": data.get("collection") or "conversations",
+                   "assistant_name": _text_field(data, "assistant_name")}
         if background:
-            return _import_job_start(
-                request, "chatgpt", data, {"collection": collection, "assistant_name": assistant_name}
-            )
-        summary = chatgpt_importer.archive_chatgpt_import(
-            uploads=request.FILES.getlist("file"), collection=collection, assistant_name=assistant_name,
-        )
+            return _import_job_start(request, self.source, data, options)
+        summary = importer_for(self.source).run(uploads=request.FILES.getlist("file"), **options)
         return Response(summary.as_dict())
 
 
-class ClaudeImportView(APIView):
-    @extend_schema(
-        description="multipart `file`: the Claude.ai export zip or its conversations.json; optional "
-        "`collection`, `assistant_name`. `memory_suggestions` (from the zip's memories.json) can be sent as "
-        "they are to the memory import preview; nothing is added to the memories here. With "
-        "`?background=true` (multipart `file`, or JSON `{upload_ids}` from `/api/archive/uploads/`) the "
-        "export is imported by a background job: 202 `{job_id}`, followed at `/api/archive/imports/{job_id}/`.",
+def _export_import_schema(*, description: str, request: type, summary: type) -> dict:
+    return {"post": extend_schema(
+        description=description,
         parameters=[OpenApiParameter("background", bool)],
-        request={"multipart/form-data": docs.ClaudeImportSerializer},
-        responses={200: docs.ClaudeImportSummarySerializer, 202: docs.ImportJobQueuedSerializer,
-                   400: ErrorSerializer, 413: ErrorSerializer},
-    )
-    def post(self, request: Request) -> Response:
-        background = _background(request)
-        data = _body(request)
-        collection = data.get("collection") or "conversations"
-        assistant_name = _text_field(data, "assistant_name")
-        if background:
-            return _import_job_start(
-                request, "claude", data, {"collection": collection, "assistant_name": assistant_name}
-            )
-        summary = claude_importer.archive_claude_import(
-            uploads=request.FILES.getlist("file"), collection=collection, assistant_name=assistant_name,
-        )
-        return Response(summary.as_dict())
+        request={"multipart/form-data": request},
+        responses={200: summary, 202: docs.ImportJobQueuedSerializer, 400: ErrorSerializer, 413: ErrorSerializer},
+    )}
+
+
+@extend_schema_view(**_export_import_schema(
+    description="multipart `file` (one or several parts): conversations.json, the export zip, or split "
+    "conversations-NNN.json files; optional `collection`, `assistant_name`. With `?background=true` the "
+    "files are saved and imported by a background job: 202 `{job_id}`, followed at "
+    "`/api/archive/imports/{job_id}/`.",
+    request=docs.ChatGPTImportSerializer, summary=docs.ChatGPTImportSummarySerializer,
+))
+class ChatGPTImportView(ExportImportView):
+    source = "chatgpt"
+
+
+@extend_schema_view(**_export_import_schema(
+    description="multipart `file`: the Claude.ai export zip or its conversations.json; optional "
+    "`collection`, `assistant_name`. `memory_suggestions` (from the zip's memories.json) can be sent as "
+    "they are to the memory import preview; nothing is added to the memories here. With "
+    "`?background=true` (multipart `file`, or JSON `{upload_ids}` from `/api/archive/uploads/`) the "
+    "export is imported by a background job: 202 `{job_id}`, followed at `/api/archive/imports/{job_id}/`.",
+    request=docs.ClaudeImportSerializer, summary=docs.ClaudeImportSummarySerializer,
+))
+class ClaudeImportView(ExportImportView):
+    source = "claude"
 
 
 class UploadPiecesView(APIView):

@@ -12,6 +12,7 @@ which shows them once).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib import messages
@@ -25,8 +26,8 @@ from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch
 from archive.services import documents as services
 from archive.services import import_jobs, library
 from archive.services.import_runs import ImportSummary
-from archive.services.importers import chatgpt as chatgpt_importer
-from archive.services.importers import claude as claude_importer
+from archive.services.importers.claude.store import ClaudeImportSummary
+from archive.services.importers.sources import importer_for
 from archive.services.search import archive_search
 from elion.base.errors import ServiceError
 from elion.base.fulltext import query_terms
@@ -34,7 +35,7 @@ from elion.base.fulltext import query_terms
 ARCHIVE_PAGE_SIZE = 25
 
 
-def _summary_text(summary: ImportSummary) -> str:
+def _chatgpt_summary_text(summary: ImportSummary) -> str:
     text = (
         f"Imported {summary.conversations} conversation(s) with {summary.messages} message(s) "
         f"(and {summary.alternate_messages} on other branches); "
@@ -49,18 +50,8 @@ def _summary_text(summary: ImportSummary) -> str:
     return text
 
 
-# The memory suggestions of a Claude.ai import posted without JavaScript, until the page shows them.
-CLAUDE_MEMORY_SUGGESTIONS = "archive_claude_memory_suggestions"
-
-
-def _claude_import_post(request: HttpRequest) -> str:
-    summary = claude_importer.archive_claude_import(
-        uploads=request.FILES.getlist("file"),
-        collection=request.POST.get("collection") or "conversations",
-        assistant_name=request.POST.get("assistant_name", ""),
-    )
-    if summary.memory_suggestions:
-        request.session[CLAUDE_MEMORY_SUGGESTIONS] = summary.memory_suggestions
+def _claude_summary_text(summary: ImportSummary) -> str:
+    assert isinstance(summary, ClaudeImportSummary)
     text = (
         f"Imported {summary.conversations} Claude.ai conversation(s) with {summary.messages} message(s)"
         + (f" and {summary.alternate_messages} on other branches" if summary.alternate_messages else "")
@@ -80,6 +71,30 @@ def _claude_import_post(request: HttpRequest) -> str:
     return text
 
 
+# The import form's `action`: the source of its export, and the flash message of its summary.
+IMPORT_ACTIONS: dict[str, tuple[str, Callable[[ImportSummary], str]]] = {
+    "import_chatgpt": ("chatgpt", _chatgpt_summary_text),
+    "import_claude": ("claude", _claude_summary_text),
+}
+
+# The memory suggestions an import posted without JavaScript offered (a Claude.ai export's), until the page shows them.
+CLAUDE_MEMORY_SUGGESTIONS = "archive_claude_memory_suggestions"
+
+
+def _import_post(request: HttpRequest, action: str) -> str:
+    """Import the posted export at once; its summary as the flash message."""
+    source, summary_text = IMPORT_ACTIONS[action]
+    summary = importer_for(source).run(
+        uploads=request.FILES.getlist("file"),
+        collection=request.POST.get("collection") or "conversations",
+        assistant_name=request.POST.get("assistant_name", ""),
+    )
+    suggestions = summary.offers().get("memory_suggestions")
+    if suggestions:
+        request.session[CLAUDE_MEMORY_SUGGESTIONS] = suggestions
+    return summary_text(summary)
+
+
 def _claude_memory_suggestions_context(request: HttpRequest) -> dict:
     """The suggestions a Claude.ai import left in the session, shown once."""
     suggestions = request.session.pop(CLAUDE_MEMORY_SUGGESTIONS, None) or []
@@ -90,15 +105,8 @@ def _archive_post(request: HttpRequest) -> str:
     """Run the posted action; returns the flash message."""
     action = request.POST.get("action")
     upload = request.FILES.get("file")
-    if action == "import_claude":
-        return _claude_import_post(request)
-    if action == "import_chatgpt":
-        summary = chatgpt_importer.archive_chatgpt_import(
-            uploads=request.FILES.getlist("file"),
-            collection=request.POST.get("collection") or "conversations",
-            assistant_name=request.POST.get("assistant_name", ""),
-        )
-        return _summary_text(summary)
+    if action in IMPORT_ACTIONS:
+        return _import_post(request, action)
     title, collection = request.POST.get("title", ""), request.POST.get("collection")
     if upload is not None:
         result = services.archive_document_upload(upload=upload, collection=collection, title=title)

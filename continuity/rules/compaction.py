@@ -218,7 +218,7 @@ def compaction_for_head(conversation: Conversation) -> Compaction | None:
     if conversation.head_id is None:
         return None
     rows = {m.id: m for m in Message.objects.filter(conversation=conversation).exclude(role=Role.SYSTEM)
-            .only("id", "parent_id", "conversation_id")}
+            .only("id", "parent_id", "seq", "conversation_id")}
     if conversation.head_id not in rows:
         return None
     return compaction_projection(conversation, walk_to_root(rows, conversation.head_id)).compaction

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
+from continuity.rules import recall_overlap as overlap
 from continuity.rules import recall_policy as kr
-from continuity.rules.handoff_store import thread_handoff_source_ids
 from continuity.rules.prompt_policy import quote_reserved_headings
 from continuity.rules.recall_store import (
     best_recall_candidates,
@@ -27,6 +27,7 @@ from continuity.rules.recall_store import (
     recall_candidates,
     title_terms,
 )
+from continuity.rules.thread_handoff_store import thread_handoff_source_ids
 from conversations.models import AssistantSettings, Character, Conversation, Message, MessageKind, MessageStatus, Role
 
 PINNED_HEADING = "=== PINNED CHARACTER ==="
@@ -144,16 +145,16 @@ def recall_section(
     decision = kr.recall_decision(text, keywords=keywords, topics=topics)
     if not decision.run:
         return "", decision, 0
-    context = kr.ContextText(carried, reuse_key=conversation.pk, lineage=carried_lineage)
+    context = overlap.ContextText(carried, reuse_key=conversation.pk, lineage=carried_lineage)
     if named and set(decision.terms) <= set(named):
         hits, complete = named_hits, True  # the same search was just made; ranking keeps only the decided terms
     else:
         hits, complete = best_recall_candidates(decision.terms, persona=persona, exclude=exclude)
-    excerpts = kr.select_excerpts(hits, decision.terms, context=context, keep=live_message_ids)
+    excerpts = overlap.select_excerpts(hits, decision.terms, context=context, keep=live_message_ids)
     if len(excerpts) < kr.MAX_EXCERPTS and not complete:
         # The best candidates' prefix ran out (branch or overlap checks): rank them all.
         hits = recall_candidates(decision.terms, persona=persona, exclude=exclude)
-        excerpts = kr.select_excerpts(hits, decision.terms, context=context, keep=live_message_ids)
+        excerpts = overlap.select_excerpts(hits, decision.terms, context=context, keep=live_message_ids)
     section = kr.render_recall_section(
         excerpts, persona=persona, owner_name=owner_name, display_name=display_name
     )
@@ -164,7 +165,7 @@ def carried_text_index_warm(conversation: Conversation, carried: Sequence[str], 
     """Build now the index of `carried` (stored prompt, then history) that recall's overlap check of a send of
     `conversation` keeps between sends (`keyword_recall.ContextText`), so the first recall after a process
     starts does not tokenise a long history. Nothing for a short history (it is indexed on each send)."""
-    kr.ContextText(carried, reuse_key=conversation.pk, lineage=lineage).index_warm()
+    overlap.ContextText(carried, reuse_key=conversation.pk, lineage=lineage).index_warm()
 
 
 def dynamic_context_build(

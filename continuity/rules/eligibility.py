@@ -67,8 +67,11 @@ class VisibilityState(StrEnum):
     SHIELDED = "shielded"
 
 
-def _not_quarantined() -> Q:
-    return Q(trashed=False) & ~Q(folder__hidden=True)
+def quarantined() -> Q:
+    """The quarantine rule as a query condition, the one place it is written for the database: in the
+    trash, or in a hidden folder. Automatic continuity, the owner's search and the pages all leave it out
+    (`~quarantined()`); `visibility_state` says the same of a loaded row."""
+    return Q(trashed=True) | Q(folder__hidden=True)
 
 
 def private_chats_excluded() -> Q:
@@ -80,7 +83,7 @@ def private_chats_excluded() -> Q:
 
 def outside_quarantine() -> QuerySet[Conversation]:
     """Conversations neither trashed nor in a hidden folder: what the sidebar lists and a page may land on."""
-    return Conversation.objects.filter(trashed=False).exclude(folder__hidden=True)
+    return Conversation.objects.exclude(quarantined())
 
 
 def visibility_state(conversation: Conversation) -> VisibilityState:
@@ -97,6 +100,7 @@ def visibility_state(conversation: Conversation) -> VisibilityState:
 
 
 def in_quarantine(conversation: Conversation) -> bool:
+    """`quarantined()` of a loaded row (its folder row is read if not cached)."""
     return visibility_state(conversation) in (VisibilityState.TRASHED, VisibilityState.HIDDEN)
 
 
@@ -105,7 +109,7 @@ def in_quarantine(conversation: Conversation) -> bool:
 
 def continuity_source_filter(*, persona: str) -> Q:
     """The eligibility rule as a query condition (for querysets over Conversation)."""
-    return Q(persona=persona, shielded=False) & private_chats_excluded() & _not_quarantined()
+    return Q(persona=persona, shielded=False) & private_chats_excluded() & ~quarantined()
 
 
 def continuity_sources(*, persona: str) -> QuerySet[Conversation]:
@@ -152,7 +156,7 @@ def deliberate_search_filter(*, include_shielded: bool, include_private: bool = 
     """The owner's Past Conversation Search: never hidden or trashed; shielded
     and private ones only when the owner asks for them in that search (which
     changes nothing else)."""
-    condition = _not_quarantined()
+    condition = ~quarantined()
     if not include_shielded:
         condition &= Q(shielded=False)
     if not include_private:

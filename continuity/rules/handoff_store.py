@@ -1,9 +1,11 @@
 """The database side of Layer 3: capture, store and re-render verbatim handoffs.
 
 Two kinds of source: a conversation (New Chat continuity, Branch / Fresh Chat;
-a `ThreadHandoff` row) and an archived conversation continued in a new chat
-(issue 21; the bubble's `source_document_id` and `source_turns` metadata, no
-row). Both go through the same policy and render into the same slot.
+a `ThreadHandoff` row), here, and an archived conversation continued in a new
+chat (issue 21; the bubble's `source_document_id` and `source_turns` metadata,
+no row), in `continuity.rules.archive_handoff_store`. Both go through the same
+policy and render into the same slot; `continuity.rules.thread_handoff_store`
+reads one conversation's handoffs of both kinds as a send uses them.
 
 The policy itself is `continuity.rules.handoff_policy` (pure). This module reads
 rows into its plain inputs, decides *which* source may feed a thread (through
@@ -25,7 +27,6 @@ from uuid import UUID
 from django.conf import settings
 from django.db.models import Max, Q, QuerySet
 
-from archive.models import IMPORTED_ASSISTANT_NAMES, ArchiveChunk, ArchiveDocument, ChunkBranch
 from continuity.models import ThreadHandoff
 from continuity.rules.eligibility import continuity_source_ids, continuity_sources
 from continuity.rules.handoff_policy import (
@@ -48,12 +49,11 @@ from conversations.models import (
     Conversation,
     ConversationOrigin,
     Message,
-    MessageKind,
     Persona,
     Role,
 )
 from transcript.assistant_settings import assistant_settings_read
-from transcript.tree import live_branch
+from transcript.tree import TREE_STEP_FIELDS, BrokenTree, TreeStep, live_branch, walk_up
 
 RETIRED_COLUMNS = ("summary", "recent_raw")
 # Automatic selection walks at most this many candidates (most recent first)
@@ -61,8 +61,6 @@ RETIRED_COLUMNS = ("summary", "recent_raw")
 CANDIDATE_LIMIT = 25
 # Keeps every `IN (...)` list far below SQLite's bound-parameter ceiling.
 CHUNK = 500
-# Where a long archived turn's first piece occurs more than once, the occurrences tried.
-ARCHIVE_TURN_SEARCH_ATTEMPTS = 20
 
 
 # --- Inputs -----------------------------------------------------------------
@@ -136,7 +134,8 @@ def prior_thread_select(*, persona: str) -> PriorThreadCapture | None:
     """The most recent eligible conversation with eligible speech, and its handoff.
 
     Database reads only. "Most recent" is the newest eligible user/assistant
-    message, so renaming an old thread does not make it the prior thread.
+    message, so renaming an old thread does not make it the prior thread; a thread
+    whose stored tree is broken is passed over.
     """
     eligible_speech = Q(messages__role__in=ELIGIBLE_ROLES, messages__kind=ELIGIBLE_KIND) & ~Q(
         messages__status__in=INELIGIBLE_STATUSES
@@ -150,8 +149,13 @@ def prior_thread_select(*, persona: str) -> PriorThreadCapture | None:
     # Read, never create, the settings row: capture is database reads only.
     settings_row = assistant_settings_read()
     for conversation in candidates[:CANDIDATE_LIMIT]:
-        # The live branch decides: speech only on a rewound-away branch does not count.
-        handoff = live_branch_handoff(conversation, settings_row=settings_row)
+        # The live branch decides: speech only on a rewound-away branch does not count, and a thread whose
+        # tree is broken (`BrokenTree`) has no live branch to read, so it is passed over like an empty one
+        # (a New Chat is never refused for another thread's broken tree; check_transcripts reports it).
+        try:
+            handoff = live_branch_handoff(conversation, settings_row=settings_row)
+        except BrokenTree:
+            continue
         if not handoff.is_empty:
             return PriorThreadCapture(source=conversation, handoff=handoff)
     return None
@@ -189,34 +193,36 @@ def _chunks(items: list, size: int = CHUNK) -> Iterable[list]:
 
 
 def _live_branch_ids(heads: dict[UUID, UUID | None]) -> dict[UUID, set[UUID]]:
-    """Per source conversation, the ids on its live branch (ids only, no content)."""
-    parents: dict[UUID, dict[UUID, UUID | None]] = {source_id: {} for source_id in heads}
+    """Per source conversation, the ids on its live branch (their place in the tree only, no content):
+    `walk_up`, the one walk. A broken source branch (`BrokenTree`) carries nothing: none of its
+    messages can be shown to be live, so the destination's prompt is built without that source's
+    exchange, and the destination, and any write that refreshes its prompt, is not held hostage by
+    another thread's broken tree (`manage.py check_transcripts` reports that one)."""
+    steps: dict[UUID, dict[UUID, TreeStep]] = {source_id: {} for source_id in heads}
     for part in _chunks(list(heads)):
-        rows = (
-            Message.objects.filter(conversation_id__in=part)
-            .exclude(role=Role.SYSTEM)
-            .values_list("conversation_id", "id", "parent_id")
-        )
-        for conversation_id, message_id, parent_id in rows:
-            parents[conversation_id][message_id] = parent_id
-    branches: dict[UUID, set[UUID]] = {}
-    for source_id, head_id in heads.items():
-        tree, seen, current = parents[source_id], set(), head_id
-        while current is not None and current in tree and current not in seen:
-            seen.add(current)
-            current = tree[current]
-        branches[source_id] = seen
-    return branches
+        rows = Message.objects.filter(conversation_id__in=part).exclude(role=Role.SYSTEM).values_list(*TREE_STEP_FIELDS)
+        for row in rows:
+            step = TreeStep(*row)
+            steps[step.conversation_id][step.id] = step
+    return {source_id: _live_ids_or_none(steps[source_id], head_id) for source_id, head_id in heads.items()}
 
 
-def _as_uuid(value: object) -> UUID | None:
+def _live_ids_or_none(steps: dict[UUID, TreeStep], head_id: UUID | None) -> set[UUID]:
+    try:
+        return {step.id for step in walk_up(steps, head_id)}
+    except BrokenTree:
+        return set()
+
+
+def uuid_or_none(value: object) -> UUID | None:
+    """`value` as a UUID (a recorded id in a JSON field), or None when it is not one."""
     try:
         return UUID(str(value))
     except (TypeError, ValueError):
         return None
 
 
-def _stored_prompts(conversation_ids: list[UUID]) -> dict[UUID, str]:
+def stored_prompts_read(conversation_ids: list[UUID]) -> dict[UUID, str]:
     """The stored prompt of each of these conversations that has one, by conversation."""
     stored: dict[UUID, str] = {}
     for part in _chunks(conversation_ids):
@@ -277,7 +283,7 @@ def handoff_blocks_from(
     wanted = {
         message_id
         for row in rows
-        for message_id in map(_as_uuid, row.source_message_ids or [])
+        for message_id in map(uuid_or_none, row.source_message_ids or [])
         if message_id is not None and message_id in on_live_branch[row.source_id]
     }
     messages: dict[UUID, Message] = {}
@@ -285,7 +291,7 @@ def handoff_blocks_from(
         messages.update((message.id, message) for message in Message.objects.filter(pk__in=part))
 
     if stored_prompts is None:
-        stored_prompts = _stored_prompts([row.destination_id for row in rows])
+        stored_prompts = stored_prompts_read([row.destination_id for row in rows])
 
     limits = handoff_limits()
     marker = policy_marker(limits)
@@ -295,7 +301,7 @@ def handoff_blocks_from(
     for row in rows:
         captured = [
             messages[message_id]
-            for message_id in map(_as_uuid, row.source_message_ids or [])
+            for message_id in map(uuid_or_none, row.source_message_ids or [])
             if message_id in messages and messages[message_id].conversation_id == row.source_id
         ]
         captured.sort(key=lambda message: message.seq)
@@ -314,236 +320,6 @@ def handoff_blocks_from(
     if changed:
         ThreadHandoff.objects.bulk_update(changed, ["handoff", "policy_marker"], batch_size=CHUNK)
     return blocks
-
-
-def handoff_block_for(conversation: Conversation) -> str:
-    """The continuity slot for one conversation ("" when it has none)."""
-    ids = [conversation.pk]
-    settings_row = assistant_settings_read()
-    blocks = {**archive_handoff_blocks_for(ids, settings_row=settings_row), **handoff_blocks_for(ids, settings_row=settings_row)}
-    return blocks.get(conversation.pk, "")
-
-
-# --- An archived conversation continued in a new chat ---------------------------
-
-
-def _without_whitespace(text: str) -> str:
-    return "".join(text.split())
-
-
-def _archive_turn_text(pieces: list[ArchiveChunk], document_text: str) -> str:
-    """A turn's exact text from its stored chunks.
-
-    A turn above the chunk maximum was stored as several chunks cut at
-    whitespace (or, with none, hard); its text is the stretch of the document
-    from its first piece to the end of its last, so the boundaries come back
-    as they were. A stretch is taken only when it differs from the pieces by
-    whitespace alone; otherwise (text stored with other newlines) the pieces
-    are joined by a blank line.
-    """
-    joined = "\n\n".join(piece.text for piece in pieces)
-    if len(pieces) == 1:
-        return joined
-    bare = "".join(_without_whitespace(piece.text) for piece in pieces)
-    start = document_text.find(pieces[0].text)
-    for _attempt in range(ARCHIVE_TURN_SEARCH_ATTEMPTS):
-        if start < 0:
-            break
-        end = start
-        for piece in pieces:
-            found = document_text.find(piece.text, end)
-            end = found + len(piece.text) if found >= 0 else -1
-            if end < 0:
-                return joined
-        if _without_whitespace(document_text[start:end]) == bare:
-            return document_text[start:end]
-        start = document_text.find(pieces[0].text, start + 1)
-    return joined
-
-
-def _imported_speaker(document: ArchiveDocument, chunk: ArchiveChunk) -> str:
-    """Another system's assistant keeps its own name in a handoff ("ChatGPT said:"); the owner's turns and
-    Elion's own documents keep the persona's labels (seed, "Archive Compatibility")."""
-    if document.source in IMPORTED_ASSISTANT_NAMES and chunk.role == "assistant":
-        return chunk.speaker or IMPORTED_ASSISTANT_NAMES[document.source]
-    return ""
-
-
-def _archive_turns(documents: dict[int, ArchiveDocument], turns: dict[int, set[int]] | None) -> dict[int, list[SourceMessage]]:
-    """Per document, its speaker turns (all, or only `turns[document id]`) as plain source messages.
-
-    One query for the chunks of every document, and one more only for the
-    rare documents whose carried turns were stored as several chunks.
-    """
-    # Only the branch the owner last saw is the conversation; other branches' turns are searchable, never carried.
-    chunks = ArchiveChunk.objects.filter(document_id__in=list(documents), turn__isnull=False, branch=ChunkBranch.CURRENT)
-    if turns is not None:
-        chunks = chunks.filter(turn__in=sorted(set().union(*turns.values())))
-    grouped: dict[int, dict[int, list[ArchiveChunk]]] = {document_id: {} for document_id in documents}
-    fields = ("document_id", "turn", "role", "speaker", "text", "spoken_at")
-    for chunk in chunks.order_by("document_id", "position").only(*fields):
-        if turns is None or chunk.turn in turns[chunk.document_id]:
-            grouped[chunk.document_id].setdefault(chunk.turn, []).append(chunk)
-    split = [document_id for document_id, by_turn in grouped.items() if any(len(p) > 1 for p in by_turn.values())]
-    texts = dict(ArchiveDocument.objects.filter(pk__in=split).values_list("pk", "text")) if split else {}
-    return {
-        document_id: [
-            SourceMessage(
-                id=f"{document_id}:{turn}",
-                role=pieces[0].role,
-                content=_archive_turn_text(pieces, texts.get(document_id, "")),
-                created_at=pieces[0].spoken_at or documents[document_id].created_at,
-                speaker=_imported_speaker(documents[document_id], pieces[0]),
-            )
-            for turn, pieces in by_turn.items()
-        ]
-        for document_id, by_turn in grouped.items()
-    }
-
-
-def archive_source_messages(document: ArchiveDocument) -> list[SourceMessage]:
-    """The document's speaker turns as the policy's plain source messages, in order.
-
-    One message per turn number, with the role its chunks were stored with (a
-    speaker the archive could not place has none, so the policy never carries
-    it); the time is the turn's own when the export gave one, else the
-    document's. Ids are `<document id>:<turn>`.
-    """
-    return _archive_turns({document.pk: document}, None)[document.pk]
-
-
-def archive_turn_numbers(handoff: Handoff) -> list[int]:
-    """The turn numbers a handoff built from `archive_source_messages` carries."""
-    return [int(message_id.rsplit(":", 1)[1]) for message_id in handoff.source_message_ids]
-
-
-def archive_document_handoff(document: ArchiveDocument, *, persona: str, settings_row: AssistantSettings) -> Handoff:
-    """The final-eight handoff of an archived conversation under the current limits and labels."""
-    return build_handoff(
-        archive_source_messages(document), limits=handoff_limits(), names=speaker_names(persona, settings_row)
-    )
-
-
-def archive_handoff_blocks_for(
-    conversation_ids: Iterable[UUID] | QuerySet, *, settings_row: AssistantSettings
-) -> dict[UUID, str]:
-    """The continuity slot of each conversation continued from an archive document.
-
-    Rebuilt from the turns its bubble recorded, under the current limits (as
-    `handoff_blocks_for` rebuilds a row); nothing when the document was
-    removed from the archive. The owner asked for this history by continuing
-    the document, so it enters only this conversation's prompt. The stored
-    prompt's boundary id is kept while the content does not contain it.
-    """
-    bubbles = list(
-        Message.objects.filter(
-            conversation_id__in=conversation_ids, kind=MessageKind.HANDOFF_ARTIFACT, metadata__has_key="source_document_id"
-        ).values_list("conversation_id", "conversation__persona", "metadata")
-    )
-    return archive_handoff_blocks_from(bubbles, settings_row=settings_row)
-
-
-def archive_handoff_blocks_from(
-    bubbles: list[tuple[UUID, str, dict]],
-    *,
-    settings_row: AssistantSettings,
-    stored_prompts: dict[UUID, str] | None = None,
-) -> dict[UUID, str]:
-    """`archive_handoff_blocks_for` over bubbles already read: `(conversation id, persona, metadata)` of each
-    handoff bubble recording a `source_document_id`, in seq order. `stored_prompts` as `handoff_blocks_from`."""
-    if not bubbles:
-        return {}
-    documents = ArchiveDocument.objects.defer("text").in_bulk(
-        {metadata.get("source_document_id") for _, _, metadata in bubbles if isinstance(metadata.get("source_document_id"), int)}
-    )
-    if stored_prompts is None:
-        stored_prompts = _stored_prompts(list(dict.fromkeys(row[0] for row in bubbles)))
-    carried = {
-        conversation_id: (metadata.get("source_document_id"), {t for t in metadata.get("source_turns") or [] if isinstance(t, int)})
-        for conversation_id, _, metadata in bubbles
-    }
-    wanted: dict[int, set[int]] = {document_id: set() for document_id in documents}
-    for document_id, turns in carried.values():
-        if document_id in wanted:
-            wanted[document_id] |= turns
-    sources = _archive_turns(documents, wanted) if documents else {}
-    limits = handoff_limits()
-    blocks: dict[UUID, str] = {}
-    for conversation_id, persona, _ in bubbles:
-        document_id, turns = carried[conversation_id]
-        if document_id not in sources:
-            continue  # removed from the archive: nothing to carry
-        messages = [m for m in sources[document_id] if int(m.id.rsplit(":", 1)[1]) in turns]
-        handoff = build_handoff(messages, limits=limits, names=speaker_names(persona, settings_row))
-        if handoff.is_empty:
-            continue
-        boundary = boundary_id_in(stored_prompts.get(conversation_id, ""))
-        if boundary is None or any(boundary in turn.message.content for turn in handoff.turns):
-            boundary = new_boundary_id()
-        blocks[conversation_id] = handoff.model_block(boundary)
-    return blocks
-
-
-# --- One conversation's handoffs, as a send reads them ------------------------
-
-
-@dataclass(frozen=True)
-class ThreadHandoffs:
-    """One conversation's handoffs: its handoff row naming a source (New Chat continuity, Branch / Fresh
-    Chat), if any, and its handoff bubbles (Branch / Fresh Chat, an archived conversation continued), in seq
-    order. Read once by a send that builds its stored prompt or may recall (`thread_handoffs_read`)."""
-
-    conversation: Conversation
-    rows: tuple[ThreadHandoff, ...]
-    bubbles: tuple[Message, ...]
-
-    def blocks(self, *, settings_row: AssistantSettings, stored_prompt: str) -> dict[UUID, str]:
-        """The conversation's rendered continuity slot (as `handoff_blocks_for` and
-        `archive_handoff_blocks_for` render it), given its stored prompt ("" when it has none yet)."""
-        stored_prompts = {self.conversation.pk: stored_prompt}
-        archived = [
-            (self.conversation.pk, self.conversation.persona, bubble.metadata)
-            for bubble in self.bubbles
-            if isinstance(bubble.metadata, dict) and "source_document_id" in bubble.metadata
-        ]
-        return {
-            **archive_handoff_blocks_from(archived, settings_row=settings_row, stored_prompts=stored_prompts),
-            **handoff_blocks_from(self.rows, settings_row=settings_row, stored_prompts=stored_prompts),
-        }
-
-    def source_ids(self) -> set[UUID]:
-        """The conversations these handoffs came from (automatic recall never searches them): each row's
-        source and each bubble's recorded `source_conversation_id`."""
-        sources = {row.source_id for row in self.rows}
-        for bubble in self.bubbles:
-            recorded = _as_uuid(bubble.metadata.get("source_conversation_id")) if isinstance(bubble.metadata, dict) else None
-            if recorded is not None:
-                sources.add(recorded)
-        return sources
-
-
-def thread_handoffs_read(conversation: Conversation, messages: Iterable[Message]) -> ThreadHandoffs:
-    """`conversation`'s handoffs in one query (its handoff row); the bubbles are picked from `messages`,
-    every row of the conversation the caller read (a send's, under its lock)."""
-    rows = tuple(
-        ThreadHandoff.objects.filter(destination_id=conversation.pk, source__isnull=False)
-        .defer(*RETIRED_COLUMNS)
-        .select_related("source")  # its destination is `conversation`, not joined again
-    )
-    for row in rows:
-        row.destination = conversation
-    bubbles = sorted((m for m in messages if m.kind == MessageKind.HANDOFF_ARTIFACT), key=lambda m: m.seq)
-    return ThreadHandoffs(conversation=conversation, rows=rows, bubbles=tuple(bubbles))
-
-
-def thread_handoff_source_ids(conversation: Conversation) -> set[UUID]:
-    """`ThreadHandoffs.source_ids` for a caller that holds none of the conversation's rows (a send reads its
-    handoffs from its own rows, `request_store.send_inputs_read`): its handoff row and its handoff bubbles, two
-    queries."""
-    bubbles = Message.objects.filter(conversation=conversation, kind=MessageKind.HANDOFF_ARTIFACT).only(
-        "id", "conversation_id", "kind", "seq", "metadata"
-    )
-    return thread_handoffs_read(conversation, bubbles).source_ids()
 
 
 def handoff_destinations(source_ids: Iterable[UUID]) -> list[UUID]:

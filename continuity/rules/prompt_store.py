@@ -20,7 +20,8 @@ from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from continuity.rules.handoff_store import ThreadHandoffs, archive_handoff_blocks_for, handoff_blocks_for
+from continuity.rules.archive_handoff_store import archive_handoff_blocks_for
+from continuity.rules.handoff_store import handoff_blocks_for
 from continuity.rules.policies import policy_markers
 from continuity.rules.prompt_policy import (
     HANDOFF_SPAN_KEY,
@@ -32,6 +33,7 @@ from continuity.rules.prompt_policy import (
     build_static_prompt,
     handoff_span,
 )
+from continuity.rules.thread_handoff_store import ThreadHandoffs
 from conversations.models import AssistantSettings, Character, Conversation, Message, MessageKind, Role
 from memories.models import Memory, MemoryCategory, SnapshotMembership
 from transcript.append import TranscriptAppend, transcript_write

@@ -7,7 +7,8 @@ prompts are rebuilt here, in bounded batches run by django-q2 jobs (or the
 start-up path. A prompt met by a normal send is rebuilt before use by
 `static_prompt_ensure` regardless.
 
-- Each candidate is rebuilt by `static_prompts_rebuild` from the allowed
+- A batch's candidates are sent as `legacy_prompts_found`; its receiver
+  (`continuity.rules.refresh_triggers`) rebuilds each from the allowed
   static-prompt components: its memory-snapshot membership is read, never
   changed, and its verbatim handoff is re-rendered under the current limits
   with the prompt's boundary id kept.
@@ -46,8 +47,8 @@ from django.utils import timezone
 
 from continuity.models import PromptReconciliationFailure, PromptReconciliationRun
 from continuity.rules.policies import policy_markers
-from continuity.rules.prompt_store import static_prompts_rebuild
 from conversations.models import Conversation, Message, Role
+from elion.base.domain_events import legacy_prompts_found
 
 logger = logging.getLogger(__name__)
 
@@ -240,7 +241,7 @@ def _rebuild(ids: list[UUID], version: str, now: datetime) -> tuple[list[UUID], 
     if len(ids) > 1:
         try:
             with transaction.atomic():
-                static_prompts_rebuild(ids)
+                legacy_prompts_found.send(sender=Message, conversation_ids=ids)
             return ids, []
         except Exception:  # noqa: BLE001 - isolate the failing candidate(s) below
             logger.info("bulk prompt reconciliation failed; rebuilding %d candidates one by one", len(ids))
@@ -248,7 +249,7 @@ def _rebuild(ids: list[UUID], version: str, now: datetime) -> tuple[list[UUID], 
     for pk in ids:
         try:
             with transaction.atomic():
-                static_prompts_rebuild([pk])
+                legacy_prompts_found.send(sender=Message, conversation_ids=[pk])
             rebuilt.append(pk)
         except Exception as exc:  # noqa: BLE001 - recorded, retried with backoff
             logger.warning("stored prompt of conversation %s could not be rebuilt: %s", pk, type(exc).__name__)

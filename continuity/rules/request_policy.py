@@ -37,7 +37,7 @@ class HistoryTurn:
     # They travel and are trimmed with their turn, never apart from it.
     tool_messages: tuple[dict, ...] = ()
     # The turn's verified attachment manifest as neutral content parts, in
-    # manifest order (transcript.attachments.services.attachment_parts_verified).
+    # manifest order (transcript.attachments.projection.attachment_parts_verified).
     attachments: tuple[dict, ...] = ()
 
     @cached_property

@@ -17,19 +17,16 @@ from django.conf import settings
 
 from continuity.rules.compaction import CompactionOnBranch, compaction_on_branch
 from continuity.rules.dynamic_context import carried_text_index_warm, dynamic_context_build, recall_may_run
-from continuity.rules.handoff_store import ThreadHandoffs, thread_handoffs_read
 from continuity.rules.kept_history import BranchHistory, branch_history
 from continuity.rules.prompt_policy import PromptInputs, handoff_text_of
 from continuity.rules.prompt_store import prompt_inputs_for, prompt_is_current
 from continuity.rules.request_policy import AssembledRequest, assemble_request, tool_definitions_text
+from continuity.rules.thread_handoff_store import ThreadHandoffs, thread_handoffs_read
 from conversations.models import AssistantSettings, Attachment, Conversation, Message, MessageStatus, Role
 from elion.base.errors import NotFound
 from transcript.assistant_settings import assistant_settings_get
-from transcript.attachments.services import (
-    attachment_parts_verified,
-    manifest_parts_verified,
-    manifested_message_ids,
-)
+from transcript.attachments.manifests import manifested_message_ids
+from transcript.attachments.projection import attachment_parts_verified, manifest_parts_verified
 from transcript.tree_cache import BranchRead, conversation_read, kept_branch_read
 
 

@@ -28,7 +28,8 @@ from conversations.models import (
 )
 from conversations.services.threads.services import conversation_create
 from conversations.services.threads.titles import branch_title
-from elion.base.errors import Conflict, InvalidInput
+from elion.base.errors import Conflict
+from elion.base.idempotency import idempotency_key_clean
 from transcript.access import access_conversation
 from transcript.append import TranscriptAppend, transcript_write
 from transcript.assistant_settings import assistant_settings_read
@@ -36,21 +37,6 @@ from transcript.provider.binding import configured_provider
 from transcript.write_lock import global_write_lock
 
 BRANCH_ACTION = "branch"
-IDEMPOTENCY_KEY_MAX = 200
-
-
-def idempotency_key_clean(key: object) -> str:
-    if not isinstance(key, str) or not key.strip():
-        raise InvalidInput(
-            "Send an Idempotency-Key header so a retried branch cannot create a second conversation.",
-            code="idempotency_key_required",
-        )
-    key = key.strip()
-    if len(key) > IDEMPOTENCY_KEY_MAX:
-        raise InvalidInput(
-            f"An Idempotency-Key can be at most {IDEMPOTENCY_KEY_MAX} characters.", code="invalid_idempotency_key"
-        )
-    return key
 
 
 def _recorded_result(source: Conversation, key: str) -> Conversation | None:

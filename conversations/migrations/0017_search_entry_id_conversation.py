@@ -1,7 +1,7 @@
 """PostgreSQL only: an index of the message search rows' ids with each row's conversation beside it (issue 18).
 
 Keyword recall reads the newest index rows of the other conversations first
-(`continuity.rules.recall_store._walk_others_postgres`). A long current thread
+(`continuity.rules.recall_store_postgres._walk_others_postgres`). A long current thread
 holds the newest thousands of rows; walking the primary key read every one of
 them (9–15 ms a term at 10,000 messages, bench/long_thread.py). This index
 holds the conversation in its entries (`INCLUDE`), so an index-only scan walks

@@ -12,9 +12,7 @@ from uuid import UUID
 from django.conf import settings
 
 from elion.base.errors import InvalidInput
-from transcript.attachments.services import (
-    attachment_ids_clean,
-)
+from transcript.attachments.manifests import attachment_ids_clean
 
 
 class ParentChoice(enum.Enum):

@@ -59,12 +59,8 @@ from elion.base.errors import Conflict, InvalidInput
 from elion.base.rows import id_or_not_found
 from transcript.access import access_conversation
 from transcript.append import TranscriptAppend, transcript_write
-from transcript.attachments.services import (
-    PreverifiedAttachments,
-    attachments_commit,
-    attachments_preverify,
-    manifest_ids,
-)
+from transcript.attachments.manifests import attachments_commit, manifest_ids
+from transcript.attachments.projection import PreverifiedAttachments, attachments_preverify
 from transcript.guard import transcript_write_guard
 from transcript.leases import lease_deadline, streams_interrupt_expired
 from transcript.provider.binding import provider_binding_gate_counted

@@ -2,9 +2,9 @@
 
 Characters are a prompt source for every conversation: each stored static
 prompt lists them by name with their image guidance (the saved-characters
-section). So, like a settings save, adding, editing or deleting a character
-rebuilds every stored prompt inside the same transaction, before the change
-reports success. A character can also be pinned for one message, which puts
+section). So adding, editing or deleting a character sends `character_changed`,
+whose receiver (`continuity.rules.refresh_triggers`) rebuilds every stored
+prompt inside the same transaction, before the change reports success. A character can also be pinned for one message, which puts
 its full description in that send's dynamic context (never stored).
 The images made of a character (its image guidance in their prompt) are its
 gallery (`character_gallery`).
@@ -18,8 +18,8 @@ from uuid import UUID
 from django.db import transaction
 
 from continuity.rules.eligibility import outside_quarantine
-from continuity.rules.prompt_store import static_prompts_rebuild_all
 from conversations.models import Attachment, Character, MessageAttachment
+from elion.base.domain_events import character_changed
 from elion.base.errors import InvalidInput
 from elion.base.rows import access_row
 from transcript.write_lock import global_write_lock
@@ -68,11 +68,6 @@ def _lock() -> None:
     global_write_lock()
 
 
-def _prompts_rebuild() -> None:
-    """Every stored prompt lists the characters: rebuild them all, like a settings save."""
-    static_prompts_rebuild_all()
-
-
 @transaction.atomic
 def character_create(*, name: object, description: object = "", image_guidance: object = "") -> Character:
     fields = clean_character_fields(
@@ -80,7 +75,7 @@ def character_create(*, name: object, description: object = "", image_guidance: 
     )
     _lock()
     character = Character.objects.create(**fields)
-    _prompts_rebuild()
+    character_changed.send(sender=Character, character_id=character.pk)
     return character
 
 
@@ -92,7 +87,7 @@ def character_edit(*, character_id: object, changes: dict) -> Character:
     for name, value in fields.items():
         setattr(character, name, value)
     character.save()
-    _prompts_rebuild()
+    character_changed.send(sender=Character, character_id=character.pk)
     return character
 
 
@@ -100,8 +95,9 @@ def character_edit(*, character_id: object, changes: dict) -> Character:
 def character_delete(*, character_id: object) -> None:
     _lock()
     character = access_character(character_id)
+    deleted_id = character.pk
     character.delete()
-    _prompts_rebuild()
+    character_changed.send(sender=Character, character_id=deleted_id)
 
 
 GALLERY_LIMIT = 60

@@ -1,4 +1,5 @@
-"""Saving the AssistantSettings singleton: every stored prompt is rebuilt with it.
+"""Saving the AssistantSettings singleton. The save sends `settings_saved`; its receiver
+(`continuity.rules.refresh_triggers`) rebuilds every stored prompt when a setting a prompt reads changed.
 
 Reading it is `transcript.assistant_settings` (the base layer).
 """
@@ -7,8 +8,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from continuity.rules.prompt_store import static_prompts_rebuild_all
 from conversations.models import AssistantSettings, Personality, ReasoningEffort, Verbosity
+from elion.base.domain_events import settings_saved
 from elion.base.errors import InvalidInput
 from transcript.write_lock import global_write_lock
 
@@ -26,10 +27,6 @@ EDITABLE_FIELDS = (
     "image_generation",
     "memory_suggestions",
 )
-# Settings no stored prompt reads: saving only these rebuilds nothing.
-OUTSIDE_THE_PROMPT = frozenset(
-    {"provider_store_responses", "reasoning_effort", "verbosity", "reasoning_summary_shown", "memory_suggestions"}
-)
 # Switches that take only true or false (not "yes", 1 or "on": those are a form's business).
 STRICT_FLAGS = ("image_generation", "memory_suggestions")
 # Settings with a fixed set of values, each checked against its choices.
@@ -38,8 +35,9 @@ CHOICES = {"personality": Personality, "reasoning_effort": ReasoningEffort, "ver
 
 @transaction.atomic
 def assistant_settings_update(**changes: object) -> AssistantSettings:
-    """Save settings; every stored Elion prompt is then rebuilt (seed: settings
-    saves refresh existing prompts) inside the same transaction."""
+    """Save settings and send `settings_saved`: every stored Elion prompt is then rebuilt (seed: settings
+    saves refresh existing prompts) inside the same transaction, unless no changed setting is one a prompt
+    reads (`continuity.rules.refresh_triggers.PROMPT_SETTINGS`)."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise InvalidInput(f"Unknown settings: {', '.join(sorted(unknown))}.", code="unknown_setting")
@@ -59,6 +57,5 @@ def assistant_settings_update(**changes: object) -> AssistantSettings:
     for name, value in changes.items():
         setattr(settings_row, name, value.strip() if isinstance(value, str) else value)
     settings_row.save()
-    if set(changes) - OUTSIDE_THE_PROMPT:
-        static_prompts_rebuild_all()
+    settings_saved.send(sender=AssistantSettings, fields=frozenset(changes))
     return settings_row

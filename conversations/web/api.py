@@ -53,7 +53,7 @@ from elion.base.login_throttle import login_device_remember, login_failed, login
 from elion.base.rows import id_or_not_found
 from transcript.access import access_conversation
 from transcript.assistant_settings import assistant_settings_get
-from transcript.attachments.services import manifests_for
+from transcript.attachments.manifests import manifests_for
 from transcript.deletion import access_deletion, conversation_delete_forever, deletion_receipt
 from transcript.leases import stale_streams_read_as_interrupted
 from transcript.siblings import Siblings, children_in, siblings_for, siblings_of

@@ -24,12 +24,9 @@ from conversations.web import schema as docs
 from conversations.web.serializers import conversation_repr
 from elion.base.errors import InvalidInput
 from transcript.access import access_conversation
-from transcript.attachments.services import (
-    attachment_repr,
-    attachment_too_large,
-    attachment_upload,
-    attachment_verified_content,
-)
+from transcript.attachments.manifests import attachment_repr
+from transcript.attachments.projection import attachment_verified_content
+from transcript.attachments.upload import attachment_too_large, attachment_upload
 
 # Room for the multipart boundaries, headers and a conversation_id field.
 MULTIPART_OVERHEAD = 64 * 1024

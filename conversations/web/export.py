@@ -22,7 +22,7 @@ from continuity.rules.labels import speaker_label
 from conversations.models import Attachment, Conversation, Message, MessageStatus, Role
 from conversations.web.serializers import conversation_repr, message_repr
 from transcript.assistant_settings import assistant_settings_get
-from transcript.attachments.services import manifests_for
+from transcript.attachments.manifests import manifests_for
 from transcript.branch_window import live_branch_batches
 from transcript.citations import sources_numbered
 from transcript.siblings import Siblings, siblings_for
@@ -75,7 +75,15 @@ def _rstripped(pieces: Iterable[str]) -> Iterator[str]:
 
 
 def export_markdown_chunks(conversation: Conversation) -> Generator[str, None, None]:
-    """The Markdown export: a title line, then each spoken turn of the live branch, ending in one newline."""
+    """The Markdown export: a title line, then each spoken turn of the live branch, ending in one newline.
+
+    The branch is walked when this is called (`live_branch_batches`), so a broken tree is refused before
+    the first byte is streamed."""
+    batches = live_branch_batches(conversation, roles=SPOKEN_ROLES, batch_size=EXPORT_BATCH)
+    return _markdown_chunks(conversation, batches)
+
+
+def _markdown_chunks(conversation: Conversation, batches: Iterator[list[Message]]) -> Generator[str, None, None]:
     settings_row = assistant_settings_get()
     labels = {
         role: speaker_label(
@@ -86,7 +94,7 @@ def export_markdown_chunks(conversation: Conversation) -> Generator[str, None, N
 
     def pieces() -> Iterator[str]:
         yield f"# {conversation.display_title}\n"
-        for batch in live_branch_batches(conversation, roles=SPOKEN_ROLES, batch_size=EXPORT_BATCH):
+        for batch in batches:
             manifests = manifests_for(batch)
             yield "".join(markdown_message(m, labels[m.role], manifests.get(m.id, [])) for m in batch)
 
@@ -101,10 +109,15 @@ def json_message(message: Message, attachments: list[Attachment], siblings: Sibl
 
 
 def export_json_chunks(conversation: Conversation) -> Generator[bytes, None, None]:
-    """The JSON export `{"conversation": {…}, "messages": [every live-branch message]}`, streamed."""
+    """The JSON export `{"conversation": {…}, "messages": [every live-branch message]}`, streamed; the branch
+    is walked when this is called, as for `export_markdown_chunks`."""
+    return _json_chunks(conversation, live_branch_batches(conversation, batch_size=EXPORT_BATCH))
+
+
+def _json_chunks(conversation: Conversation, batches: Iterator[list[Message]]) -> Generator[bytes, None, None]:
     yield b'{"conversation":' + _render_json(conversation_repr(conversation)) + b',"messages":['
     separator = b""
-    for batch in live_branch_batches(conversation, batch_size=EXPORT_BATCH):
+    for batch in batches:
         manifests, siblings = manifests_for(batch), siblings_for(conversation.id, batch)
         yield separator + b",".join(json_message(m, manifests.get(m.id, []), siblings[m.id]) for m in batch)
         separator = b","

@@ -41,7 +41,7 @@ from conversations.web.rendering import render_markdown
 from elion.base.errors import InvalidInput
 from operations.usage import latest_reported_usage
 from transcript.attachments.generated import generated_image_records
-from transcript.attachments.services import manifests_for
+from transcript.attachments.manifests import manifests_for
 from transcript.branch_window import (
     BranchWindow,
     branch_token_estimate,
@@ -133,7 +133,7 @@ class Bubble:
     html: str
     editable: bool
     retryable: bool
-    # The message's attachment manifest, in order (transcript.attachments.services), its generated
+    # The message's attachment manifest, in order (transcript.attachments.manifests), its generated
     # images apart (a reply's, `chat/_generated_images.html`).
     attachments: tuple = ()
     # Its versions (the parent's children), for "‹ i / n ›"; None: shown alone.

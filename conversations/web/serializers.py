@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from continuity.rules.selectors import conversation_handoff_provenance, conversation_snapshot_timing
 from conversations.models import AssistantSettings, Conversation, Folder, Message
-from transcript.attachments.services import attachment_repr, manifests_for
+from transcript.attachments.manifests import attachment_repr, manifests_for
 from transcript.citations import message_citations
 from transcript.provider.binding import recorded_binding
 from transcript.siblings import Siblings, siblings_for

@@ -1,12 +1,9 @@
 from django.urls import path
 
-from continuity.web.api import ContinuityCleanupView, ConversationBranchView
-from continuity.web.compaction_views import ConversationCompactionView
 from conversations.web import api, attachments_api, backup_api, characters_api, usage_api
 
 urlpatterns = [
     path("health/", api.HealthView.as_view(), name="api-health"),
-    path("maintenance/continuity-cleanup/", ContinuityCleanupView.as_view(), name="api-continuity-cleanup"),
     path("auth/login/", api.LoginView.as_view(), name="api-login"),
     path("settings/", api.SettingsView.as_view(), name="api-settings"),
     path("usage/", usage_api.UsageView.as_view(), name="api-usage"),
@@ -20,16 +17,12 @@ urlpatterns = [
     path("conversations/<str:conversation_id>/", api.ConversationDetailView.as_view(), name="api-conversation"),
     path("conversations/<str:conversation_id>/rewind/", api.ConversationRewindView.as_view(), name="api-rewind"),
     path("conversations/<str:conversation_id>/switch/", api.ConversationSwitchView.as_view(), name="api-switch"),
-    path("conversations/<str:conversation_id>/branch/", ConversationBranchView.as_view(), name="api-branch"),
     path("conversations/<str:conversation_id>/fork/", attachments_api.ConversationForkView.as_view(), name="api-fork"),
     path("attachments/", attachments_api.AttachmentUploadView.as_view(), name="api-attachments"),
     path(
         "conversations/<str:conversation_id>/attachments/<str:attachment_id>/",
         attachments_api.AttachmentContentView.as_view(),
         name="api-attachment-content",
-    ),
-    path(
-        "conversations/<str:conversation_id>/compaction/", ConversationCompactionView.as_view(), name="api-compaction"
     ),
     path("conversations/<str:conversation_id>/export/", api.ConversationExportView.as_view(), name="api-export"),
     path("conversations/<str:conversation_id>/messages/", api.SendView.as_view(), name="api-messages"),

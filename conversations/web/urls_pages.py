@@ -1,6 +1,5 @@
 from django.urls import path
 
-from continuity.web import compaction_views
 from conversations.web import characters_views, restore_views, usage_views, views
 
 urlpatterns = [
@@ -9,8 +8,6 @@ urlpatterns = [
     path("logout/", views.logout_page, name="logout"),
     path("c/new/", views.new_chat, name="new-chat"),
     path("c/<str:conversation_id>/handoff/drop/", views.new_chat_handoff_drop_page, name="new-chat-handoff-drop"),
-    path("c/<str:conversation_id>/compact/", compaction_views.compact_page, name="conversation-compact"),
-    path("c/<str:conversation_id>/compact/undo/", compaction_views.compaction_undo_page, name="conversation-compact-undo"),
     path("c/<str:conversation_id>/", views.chat_page, name="chat"),
     path("c/<str:conversation_id>/window/", views.chat_window_fragment, name="chat-window"),
     path(

@@ -1,3 +1,3 @@
 """The project's transports: URL roots, WebSocket routing, the ASGI guards (host, body, Daphne's parser bounds),
-page compression, the admin site, template context. Top layer, next to each app's `web/`.
+page compression, the admin site. Top layer, next to each app's `web/`.
 """

@@ -25,6 +25,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Before conversations: `conversations/<id>/refresh-memory/` lives in memories.
     path("api/", include("memories.web.urls_api")),
+    path("api/", include("continuity.web.urls_api")),
     path("api/", include("conversations.web.urls_api")),
     path("api/", include("conversations.web.urls_visibility_api")),
     path("api/", include("archive.web.urls_api")),
@@ -32,6 +33,7 @@ urlpatterns = [
     path("memories/", include("memories.web.urls_pages")),
     path("artifacts/", include("artifacts.web.urls_pages")),
     path("", include("archive.web.urls_pages")),
+    path("", include("continuity.web.urls_pages")),
     path("", include("conversations.web.urls_pages")),
     path("", include("conversations.web.urls_visibility_pages")),
 ]

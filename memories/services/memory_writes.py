@@ -14,8 +14,10 @@
   Deleting the memory deletes those versions and its approved proposal with
   it: a deletion removes the memory's past wording too.
 
-Each refresh runs inside the transaction that made the change, under the
-lock order documented in `memories.services.snapshots`.
+Each write sends its domain event (`elion.base.domain_events`) inside its
+transaction, after its writes; the refresh itself is the event's receiver in
+`continuity.rules.refresh_triggers`, run under the lock order documented in
+`transcript.write_lock`.
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Max, QuerySet
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from continuity.rules.prompt_policy import PromptInputs, PromptMemory, section_long_term_memories
-from continuity.rules.prompt_store import prompt_settings, static_prompts_rebuild
+from continuity.rules.prompt_store import prompt_settings
 from continuity.rules.request_policy import estimate_tokens
-from conversations.models import Conversation
+from elion.base.domain_events import memories_reordered, memory_deleted, memory_edited
 from elion.base.errors import InvalidInput
 from elion.base.rows import access_row
 from memories.models import (
@@ -130,11 +132,6 @@ def next_position() -> int:
     return (Memory.objects.aggregate(last=Max("position"))["last"] or 0) + 1
 
 
-def holders_of(*memory_ids: int) -> QuerySet[Conversation]:
-    """Conversations whose snapshot holds any of these ids."""
-    return Conversation.objects.filter(pk__in=SnapshotMembership.objects.filter(memory_id__in=memory_ids).values("conversation_id"))
-
-
 def memory_edit_impact(memory_id: int | str) -> int:
     """How many existing threads an edit or delete of this memory changes (from snapshots)."""
     memory = access_memory(memory_id)
@@ -182,7 +179,7 @@ def memory_edit(*, memory_id: int | str, changes: dict) -> Memory:
     for name in changed:
         setattr(memory, name, cleaned[name])
     memory.save(update_fields=[*changed, "updated_at"])
-    static_prompts_rebuild(holders_of(memory.pk))
+    memory_edited.send(sender=Memory, memory_id=memory.pk)
     return memory
 
 
@@ -191,16 +188,16 @@ def memory_delete(*, memory_id: int | str) -> int:
     """Delete a memory: purge its id from every snapshot, rebuild every affected prompt.
 
     Returns how many threads held it. The memory is first taken out of the
-    prompts (inactive) and the holders rebuilt while their membership rows
-    still name them; then the rows go. One transaction, so no reader ever
-    sees a prompt that disagrees with its snapshot.
+    prompts (inactive) and `memory_deleted` sent while the holders' membership
+    rows still name them (its receiver rebuilds their prompts); then the rows
+    go. One transaction, so no reader ever sees a prompt that disagrees with
+    its snapshot.
     """
     global_write_lock()
     memory = access_memory(memory_id, lock=True)
-    holders = holders_of(memory.pk)
     held_by = SnapshotMembership.objects.filter(memory=memory).count()
     Memory.objects.filter(pk=memory.pk).update(active=False)
-    static_prompts_rebuild(holders)
+    memory_deleted.send(sender=Memory, memory_id=memory.pk)
     SnapshotMembership.objects.filter(memory=memory).delete()
     Memory.objects.filter(pk=memory.pk).delete()
     return held_by
@@ -233,7 +230,7 @@ def memories_reorder(*, ids: object) -> list[Memory]:
             moved.append(memory)
     if moved:
         Memory.objects.bulk_update(moved, ["position"])
-        static_prompts_rebuild(holders_of(*[memory.pk for memory in moved]))
+        memories_reordered.send(sender=Memory, memory_ids=[memory.pk for memory in moved])
     return [memories[pk] for pk in ids]
 
 

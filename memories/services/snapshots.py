@@ -15,8 +15,8 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
-from continuity.rules.prompt_store import static_prompts_rebuild
 from conversations.models import Conversation
+from elion.base.domain_events import legacy_snapshots_backfilled, snapshot_refreshed
 from memories.models import (
     ConversationMemorySnapshot,
     Memory,
@@ -66,8 +66,8 @@ def snapshot_refresh(conversation_id: UUID | str) -> Conversation:
     """Explicit Refresh memory: replace one thread's snapshot with the current eligible set.
 
     Marks the record `refreshed` (its original capture time, or its absence
-    for a legacy thread, is kept) and rebuilds the thread's stored prompt in
-    the same transaction.
+    for a legacy thread, is kept) and sends `snapshot_refreshed`, whose
+    receiver rebuilds the thread's stored prompt in the same transaction.
     """
     global_write_lock()
     conversation = access_conversation(conversation_id, lock=True)
@@ -81,7 +81,7 @@ def snapshot_refresh(conversation_id: UUID | str) -> Conversation:
         ConversationMemorySnapshot.objects.create(
             conversation=conversation, captured_at=None, refreshed_at=now, provenance=SnapshotProvenance.REFRESHED
         )
-    static_prompts_rebuild([conversation])
+    snapshot_refreshed.send(sender=ConversationMemorySnapshot, conversation_ids=[conversation.pk])
     return conversation
 
 
@@ -111,7 +111,8 @@ def snapshots_backfill_legacy(*, batch_size: int = BACKFILL_BATCH_SIZE) -> int:
     Marked `legacy` with no capture or refresh time: the real capture time
     was never recorded and is not inferred. Threads that already have a
     record are untouched, so running it again changes nothing. Each batch
-    is its own transaction and rebuilds the batch's stored prompts.
+    is its own transaction and sends `legacy_snapshots_backfilled`, whose
+    receiver rebuilds the batch's stored prompts.
     """
     total = 0
     while True:
@@ -126,5 +127,5 @@ def snapshots_backfill_legacy(*, batch_size: int = BACKFILL_BATCH_SIZE) -> int:
             ConversationMemorySnapshot.objects.bulk_create(
                 [ConversationMemorySnapshot(conversation_id=pk, provenance=SnapshotProvenance.LEGACY) for pk in batch]
             )
-            static_prompts_rebuild(batch)
+            legacy_snapshots_backfilled.send(sender=ConversationMemorySnapshot, conversation_ids=batch)
             total += len(batch)

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from archive.models import ArchiveAttachment, ArchiveChunk, ArchiveDocument
-from archive.services import chatgpt
 from archive.services.blobs import archive_store
 from archive.services.import_runs import PROBLEMS_LISTED
+from archive.services.importers.chatgpt import parse as chatgpt
 from conversations.models import AssistantSettings
 from conversations.sending import tool_loop
 from tests.archive import chatgpt_export as export

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from archive.models import ArchiveDocument
-from archive.services import claude
+from archive.services.importers.claude import parse as claude
 from conversations.sending import tool_loop
 from tests.archive import claude_export as export
 from tests.support.json_fields import WRONG_TYPES, read_outcomes

@@ -23,7 +23,7 @@ IMPORTED = ("Trim it again next Sunday", "read them slowly", "wick trimmed on Su
 
 @sync_to_async
 def claude_imported(archive_access: bool):
-    from archive.services.importers.claude import archive_claude_import
+    from archive.services.importers.claude.store import archive_claude_import
     from conversations.services.settings_service import assistant_settings_update
 
     assistant_settings_update(archive_access=archive_access)

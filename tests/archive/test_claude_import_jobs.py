@@ -12,7 +12,7 @@ from django_q.models import OrmQ
 
 from archive import tasks
 from archive.models import ArchiveChunk, ArchiveDocument, ImportJob
-from archive.services.importers import claude as claude_importer
+from archive.services.importers.claude import store as claude_importer
 from bench.claude_export_build import write_export_zip
 from tests.archive import claude_export as export
 from tests.archive.conftest import make_zip

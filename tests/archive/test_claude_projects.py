@@ -9,7 +9,8 @@ import json
 import pytest
 
 from archive.models import ArchiveChunk, ArchiveDocument
-from archive.services import claude, import_jobs
+from archive.services import import_jobs
+from archive.services.importers.claude import parse as claude
 from conversations.sending import tool_loop
 from tests.archive import claude_export as export
 from tests.archive.conftest import make_zip

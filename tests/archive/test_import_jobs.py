@@ -12,7 +12,7 @@ from django_q.models import OrmQ
 
 from archive.models import ArchiveChunk, ArchiveDocument, ImportJob
 from archive.services import import_jobs
-from archive.services.importers import chatgpt as chatgpt_importer
+from archive.services.importers.chatgpt import store as chatgpt_importer
 from bench.chatgpt_export_build import write_export_zip
 from tests.archive import chatgpt_export as export
 from tests.support.import_jobs import (

@@ -14,9 +14,9 @@ import pytest
 from archive.models import ArchiveDocument
 from archive.services import import_jobs
 from archive.services.import_runs import ImportFile, import_count
-from archive.services.importers import chatgpt as chatgpt_importer
-from archive.services.importers import claude as claude_importer
 from archive.services.importers import export_steps
+from archive.services.importers.chatgpt import store as chatgpt_importer
+from archive.services.importers.claude import store as claude_importer
 from bench.chatgpt_export_build import write_export_zip
 from bench.claude_export_build import write_export_zip as write_claude_export_zip
 

@@ -110,7 +110,7 @@ def test_explicit_branch_from_hidden_trashed_or_shielded_source_is_allowed(sourc
     destination = Conversation.objects.get(pk=response.json()["id"])
     assert Message.objects.get(conversation=destination).kind == MessageKind.HANDOFF_ARTIFACT
     # Deliberate access made the bubble; automatic injection still honours the boundary.
-    from continuity.rules.handoff_store import handoff_block_for
+    from continuity.rules.thread_handoff_store import handoff_block_for
 
     assert handoff_block_for(destination) == ""
 

@@ -521,12 +521,14 @@ def test_candidates_stay_exact_when_rare_terms_are_found_by_bounded_walks_and_id
     import random
 
     from continuity.rules import recall_store as recall_search
+    from continuity.rules import recall_store_postgres as recall_postgres
     from conversations.models import MessageSearchEntry
     from transcript.search_index import message_search_index_sync
 
-    for name, value in (("CANDIDATES_PER_TERM", 3), ("PROBE_ROWS", 4), ("WALK_ROWS", 3), ("MIN_WALK_ROWS", 1),
-                        ("MIN_WINDOW_ROWS", 2), ("MAX_WINDOW_ROWS", 40)):
-        monkeypatch.setattr(recall_search, name, value)
+    for module, name, value in ((recall_search, "CANDIDATES_PER_TERM", 3), (recall_search, "PROBE_ROWS", 4),
+                                (recall_postgres, "WALK_ROWS", 3), (recall_postgres, "MIN_WALK_ROWS", 1),
+                                (recall_postgres, "MIN_WINDOW_ROWS", 2), (recall_postgres, "MAX_WINDOW_ROWS", 40)):
+        monkeypatch.setattr(module, name, value)
     rng = random.Random(seed)
     vocabulary = ["common", "usual", "middling", "sparse", "rare", "unique", "filler"]
     weights = [40, 25, 10, 5, 2, 1, 60]
@@ -569,13 +571,15 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
     from django.db import connection
 
     from continuity.rules import recall_store as recall_search
+    from continuity.rules import recall_store_postgres as recall_postgres
     from conversations.models import MessageSearchEntry
     from tests.support.factories import turns_append
     from transcript.search_index import message_search_index_sync
 
-    for name, value in (("CANDIDATES_PER_TERM", 3), ("PROBE_ROWS", 4), ("WALK_ROWS", 3), ("MIN_WALK_ROWS", 1),
-                        ("MIN_WINDOW_ROWS", 2), ("MAX_WINDOW_ROWS", 40)):
-        monkeypatch.setattr(recall_search, name, value)
+    for module, name, value in ((recall_search, "CANDIDATES_PER_TERM", 3), (recall_search, "PROBE_ROWS", 4),
+                                (recall_postgres, "WALK_ROWS", 3), (recall_postgres, "MIN_WALK_ROWS", 1),
+                                (recall_postgres, "MIN_WINDOW_ROWS", 2), (recall_postgres, "MAX_WINDOW_ROWS", 40)):
+        monkeypatch.setattr(module, name, value)
     rng = random.Random(seed)
     vocabulary = ["common", "usual", "sparse", "rare", "filler"]
     current = thread(("user", "common usual sparse rare first"), ("assistant", "common usual sparse rare"))
@@ -598,9 +602,9 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
         assert MessageSearchEntry.objects.order_by("-id").first().conversation_id == current.pk
     walks = []
     for name in ("_walk_range_postgres", "_walk_others_postgres", "_others_span_postgres"):
-        walk = getattr(recall_search, name)
+        walk = getattr(recall_postgres, name)
         monkeypatch.setattr(
-            recall_search, name, lambda *a, _walk=walk, _name=name, **k: walks.append(_name) or _walk(*a, **k)
+            recall_postgres, name, lambda *a, _walk=walk, _name=name, **k: walks.append(_name) or _walk(*a, **k)
         )
     for terms in (["common", "rare"], ["sparse"], ["usual", "rare", "absent"]):
         per_term = recall_search.candidates_per_term(len(terms))
@@ -625,6 +629,7 @@ def test_recall_index_search_leaves_the_excluded_conversations_rows_out_by_itsel
     from django.db import connection
 
     from continuity.rules import recall_store as recall_search
+    from continuity.rules import recall_store_postgres as recall_postgres
     from conversations.models import MessageSearchEntry
     from transcript.search_index import message_search_index_sync
 
@@ -635,29 +640,29 @@ def test_recall_index_search_leaves_the_excluded_conversations_rows_out_by_itsel
     theirs = set(MessageSearchEntry.objects.filter(conversation=other).values_list("id", flat=True))
     everything = {"source_sql": "SELECT 1", "source_params": [], "excluded": sorted([current.pk, handoff_source.pk])}
     if connection.vendor == "postgresql":
-        walked = recall_search._walk_others_postgres(["lantern"], limit=100, rows=10**6, before=None, **everything)
-        assert recall_search._others_span_postgres(everything["excluded"], rows=10**6, before=None) == (
+        walked = recall_postgres._walk_others_postgres(["lantern"], limit=100, rows=10**6, before=None, **everything)
+        assert recall_postgres._others_span_postgres(everything["excluded"], rows=10**6, before=None) == (
             min(theirs), max(theirs), len(theirs)
         )
         # The lowest and newest ids, and a bound on the excluded threads' rows (their last_seq) for the walk.
-        index = recall_search._index_top_postgres(everything["excluded"])
+        index = recall_postgres._index_top_postgres(everything["excluded"])
         ids = MessageSearchEntry.objects.order_by("id").values_list("id", flat=True)
         assert (index.lowest, index.newest) == (ids.first(), ids.last())
         assert index.excluded_rows >= MessageSearchEntry.objects.filter(conversation__in=everything["excluded"]).count()
         assert index.excluded_rows > 0
         for rows in (10**6, 1):  # the primary key's newest rows + the bound; the walk of the other threads' ids
-            ranged, cover = recall_search._walk_postgres(
+            ranged, cover = recall_postgres._walk_postgres(
                 ["lantern"], rows=rows, before=index.newest + 1, limit=100, index=index, query=everything
             )
             assert {pk for pk, _ in ranged} == (theirs if rows > 1 else {max(theirs)})
             assert cover.every_row == (rows > 1)
-        windowed = recall_search._window_matches_postgres("lantern", before=10**9, since=None, limit=100, **everything)
+        windowed = recall_postgres._window_matches_postgres("lantern", before=10**9, since=None, limit=100, **everything)
         assert {pk for pk, _ in walked} == {pk for pk, _ in windowed} == theirs
-        unexcluded = recall_search._window_matches_postgres(
+        unexcluded = recall_postgres._window_matches_postgres(
             "lantern", before=10**9, since=None, limit=100, **{**everything, "excluded": []}
         )
         assert len(unexcluded) == len(theirs) + 12 + 2  # the same search without exclusions meets them all
-        newest = recall_search._window_matches_postgres("lantern", before=10**9, since=None, limit=1, **everything)
+        newest = recall_postgres._window_matches_postgres("lantern", before=10**9, since=None, limit=1, **everything)
         assert [pk for pk, _ in newest] == [max(theirs)]  # the window answers its newest `limit` rows
     else:
         found = recall_search._newest_matches(["lantern"], limit=100, **everything)

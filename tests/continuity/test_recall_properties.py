@@ -12,6 +12,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from continuity.rules import recall_overlap as overlap
 from continuity.rules import recall_policy as kr
 from continuity.rules.prompt_policy import RESERVED_RECALL_HEADING
 from tests.support.recall_text import hit, render
@@ -49,8 +50,8 @@ def test_ranking_keeps_only_whole_word_matches_in_one_order_whatever_the_input_o
 @given(hits_strategy, st.lists(st.sampled_from(TERMS), min_size=1, max_size=3, unique=True),
        st.lists(hit_text, max_size=3), st.integers(1, 12))
 def test_selected_excerpts_are_bounded_ranked_and_never_repeat_carried_text(hits, terms, carried, limit):
-    context = kr.ContextText(carried)
-    chosen = kr.select_excerpts(hits, terms, context=context, limit=limit)
+    context = overlap.ContextText(carried)
+    chosen = overlap.select_excerpts(hits, terms, context=context, limit=limit)
     ranked_ids = [h.message_id for h in kr.rank_hits(hits, terms)]
     chosen_ids = [e.hit.message_id for e in chosen]
     assert len(chosen) <= limit and len(set(chosen_ids)) == len(chosen_ids)
@@ -73,7 +74,7 @@ def test_an_excerpt_is_a_cut_of_the_flattened_text_around_the_first_match(text, 
 @settings(max_examples=40, deadline=None)
 @given(hits_strategy, st.lists(st.sampled_from(TERMS), min_size=1, max_size=3, unique=True))
 def test_rendered_section_has_one_heading_and_one_line_per_excerpt_whatever_the_text(hits, terms):
-    excerpts = kr.select_excerpts(hits, terms)
+    excerpts = overlap.select_excerpts(hits, terms)
     section = render(excerpts)
     if not excerpts:
         assert section == ""
@@ -122,9 +123,9 @@ def test_overlap_with_a_kept_carried_index_equals_a_fresh_index(history, edits, 
             history[edit[1] % len(history)] = f"{edit[2]} "
             replaced.append(history[edit[1] % len(history)])
         carried = ["the stored prompt, with the garden door", *history]
-        kept, fresh = kr.ContextText(carried, reuse_key=key), kr.ContextText(carried)
+        kept, fresh = overlap.ContextText(carried, reuse_key=key), overlap.ContextText(carried)
         for probe in probes + replaced + history[-3:] + history[:2]:
             assert kept.overlap(probe) == fresh.overlap(probe)
-        if len(history) >= kr.PREFIX_MIN_TEXTS + kr.PREFIX_TAIL_TEXTS:
+        if len(history) >= overlap.PREFIX_MIN_TEXTS + overlap.PREFIX_TAIL_TEXTS:
             kept._index()
             assert kept._prefix is not None  # the long history's older part came from the kept index

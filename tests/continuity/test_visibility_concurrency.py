@@ -18,11 +18,11 @@ import threading
 import pytest
 from django.conf import settings
 
+from continuity.rules import refresh_triggers
 from conversations.models import Conversation, Folder, Message, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from conversations.services.threads.services import conversation_create, folder_update
-from conversations.services.visibility import transitions as visibility
 from tests.support.racing import Gate, run_paused, run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -69,7 +69,7 @@ def test_hide_paused_after_rebuild_then_first_send(monkeypatch, make_turns):
     """The hide holds D's row (no prompt yet) until it commits; the send then reads S as hidden."""
     folder, _source, destination = linked_pair(make_turns)
     reached, release = threading.Event(), threading.Event()
-    real = visibility.static_prompts_rebuild
+    real = refresh_triggers.static_prompts_rebuild
 
     def paused_rebuild(conversations):
         changed = real(conversations)
@@ -78,7 +78,7 @@ def test_hide_paused_after_rebuild_then_first_send(monkeypatch, make_turns):
             assert release.wait(timeout=30)
         return changed
 
-    monkeypatch.setattr(visibility, "static_prompts_rebuild", paused_rebuild)
+    monkeypatch.setattr(refresh_triggers, "static_prompts_rebuild", paused_rebuild)
 
     gate = Gate()
     gate.reached, gate.release = reached, release

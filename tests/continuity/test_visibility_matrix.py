@@ -35,7 +35,13 @@ import pytest
 from django.test import Client
 
 from continuity.models import ThreadHandoff
-from continuity.rules.eligibility import feeds_automatic_continuity
+from continuity.rules.eligibility import (
+    deliberate_search_sources,
+    feeds_automatic_continuity,
+    in_quarantine,
+    outside_quarantine,
+    quarantined,
+)
 from conversations.models import Conversation, Folder, Message, Role
 from tests.support.scripted_provider import ScriptedReply
 
@@ -223,3 +229,23 @@ def test_past_conversation_search_with_and_without_shielded(client, thread, stat
     assert source.shielded is (state == "shielded")
     assert feeds_automatic_continuity(source, persona="elion") is (state in AUTOMATIC)
     assert bool(found()) is (state in AUTOMATIC)
+
+
+# --- One quarantine rule ---------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("state", STATES)
+def test_a_hidden_folder_is_a_quarantine_boundary_one_rule_for_rows_and_queries(client, thread, state):
+    """Seed: "A hidden folder is a quarantine boundary" (and the trash): the loaded row's state, the query
+    condition and the pages' list agree in every state."""
+    source, folder_id = make_source(client, thread)
+    put_in_state(client, source, folder_id, state)
+    source = Conversation.objects.select_related("folder").get(pk=source.pk)
+    expected = state in ("hidden", "trashed")
+    assert in_quarantine(source) is expected
+    assert Conversation.objects.filter(quarantined(), pk=source.pk).exists() is expected
+    assert outside_quarantine().filter(pk=source.pk).exists() is not expected
+    assert deliberate_search_sources(include_shielded=True, include_private=True).filter(pk=source.pk).exists() is (
+        not expected
+    )

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from continuity.rules.refresh_triggers import holders_of
 from memories.models import Memory, SnapshotMembership
-from memories.services.memory_writes import holders_of, memory_add
+from memories.services.memory_writes import memory_add
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from playwright.sync_api import Page, expect
 
 from archive.models import ArchiveDocument
-from archive.services.importers.chatgpt import archive_chatgpt_import
+from archive.services.importers.chatgpt.store import archive_chatgpt_import
 from tests.support.chat_page import SIZES
 
 pytestmark = pytest.mark.browser

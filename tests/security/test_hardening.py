@@ -334,12 +334,13 @@ def test_bounded_memory_an_export_is_read_one_conversation_at_a_time():
     a 30 MB file is never read, let alone built."""
     import io
 
-    from archive.services import chatgpt
+    from archive.services.importers import export_reader
+    from archive.services.importers.chatgpt import parse as chatgpt
 
     data = b"[" + b"{}," * 10_000_000 + b"{}]"
     source = io.BytesIO(data)
-    limits = chatgpt.ExportLimits(max_json_bytes=len(data) + 1, max_members=10)
-    with chatgpt.export_files(source, limits) as files, pytest.raises(chatgpt.MalformedExport):
+    limits = export_reader.ExportLimits(max_json_bytes=len(data) + 1, max_members=10)
+    with export_reader.export_files(source, limits) as files, pytest.raises(chatgpt.MalformedExport):
         (name,) = files.json_names
         with files.open_json(name) as stream:
             list(chatgpt.parse_conversations(stream))

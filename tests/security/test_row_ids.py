@@ -17,7 +17,7 @@ from conversations.sending.prepare import retry_prepare
 from conversations.web.api import parse_conversation_id
 from elion.base.errors import NotFound
 from elion.base.rows import id_or_not_found, parse_id
-from transcript.attachments.services import attachment_verified_content
+from transcript.attachments.projection import attachment_verified_content
 
 pytestmark = pytest.mark.django_db
 

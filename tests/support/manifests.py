@@ -8,7 +8,7 @@ from conversations.models import Attachment, Conversation
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from tests.support.fork import finish_reply
-from transcript.attachments.services import attachment_upload
+from transcript.attachments.upload import attachment_upload
 
 
 def sent_with(conversation: Conversation, *files: tuple[str, bytes], content: str = "see") -> list[Attachment]:

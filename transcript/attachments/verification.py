@@ -45,8 +45,25 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from conversations.models import Attachment, AttachmentBlobIdentity, AttachmentKind, MessageAttachment
+from elion.base.errors import Conflict
 from transcript.attachments import store
 from transcript.attachments.encoded_cache import encoded_blobs
+
+
+class AttachmentUnavailable(Conflict):
+    """A referenced blob is missing or tampered: the projection is refused, naming it."""
+
+    def __init__(self, attachment: Attachment, reason: str, action: str = "send") -> None:
+        what = (
+            "is missing from storage" if reason == "missing"
+            else "no longer matches its recorded content (size or sha256 differs)"
+        )
+        super().__init__(
+            f"The attachment “{attachment.name}” (id {attachment.id}) {what}, so this {action} was blocked and "
+            "nothing reached the model. Restore the file from a backup, or continue from a message before it.",
+            code=f"attachment_{reason}",
+        )
+        self.attachment_id = attachment.id
 
 
 def image_data_url(mime: str, data: bytes) -> str:

@@ -1,20 +1,24 @@
 """The steps both export importers share: the upload check, the export limits, the custom-instructions
-suggestion, the imported assistant's label, and an export's parsed items as `import_runs` takes them."""
+suggestion, the imported assistant's label, an export's parsed items as `import_runs` takes them, and the
+synchronous import of an upload."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Generator, Iterable, Sequence
+from datetime import datetime
+from typing import Protocol
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from archive.models import IMPORTED_ASSISTANT_NAMES
-from archive.services import chatgpt, claude
-from archive.services.import_runs import ImportSummary, ReadConversation
+from archive.services.import_runs import ImportFile, ImportReader, ImportSummary, ReadConversation, import_run
+from archive.services.importers.export_reader import ExportLimits
 from archive.services.parsing import ConversationProblem
 from elion.base.errors import InvalidInput
 from transcript.assistant_settings import assistant_settings_get
-from transcript.uploads import too_large
+from transcript.uploads import closing_upload, too_large
 
 
 def custom_instructions_suggestion(instructions: str) -> str | None:
@@ -25,8 +29,8 @@ def custom_instructions_suggestion(instructions: str) -> str | None:
     return suggestion
 
 
-def _export_limits() -> chatgpt.ExportLimits:
-    return chatgpt.ExportLimits(
+def _export_limits() -> ExportLimits:
+    return ExportLimits(
         max_json_bytes=settings.ELION_ARCHIVE_IMPORT_MAX_JSON_BYTES,
         max_members=settings.ELION_ARCHIVE_IMPORT_MAX_MEMBERS,
         max_image_bytes=settings.ELION_ATTACHMENT_MAX_BYTES,
@@ -39,8 +43,17 @@ def imported_assistant_name(source: str, assistant_name: object = "") -> str:
     return " ".join(str(assistant_name or "").split())[:60] or IMPORTED_ASSISTANT_NAMES[source]
 
 
-# What an export's parsers read besides problems: one archive document each.
-ParsedItem = chatgpt.ExportedConversation | claude.ClaudeConversation | claude.ClaudeProject
+class ParsedItem(Protocol):
+    """What an export's readers read besides problems (a conversation, a project): one archive document each."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def created_at(self) -> datetime | None: ...
+
+    @property
+    def updated_at(self) -> datetime | None: ...
 
 
 def _items_read(
@@ -75,3 +88,22 @@ def import_files_check(uploads: Sequence[UploadedFile | None], missing: str) -> 
     if sum(upload.size or 0 for upload in uploads) > settings.ELION_ARCHIVE_IMPORT_MAX_BYTES:
         raise too_large("The export", settings.ELION_ARCHIVE_IMPORT_MAX_BYTES)
     return uploads
+
+
+def uploads_import(
+    uploads: Sequence[UploadedFile | None], reader: Callable[[], ImportReader], *, missing: str,
+    summary_type: type[ImportSummary] = ImportSummary,
+) -> ImportSummary:
+    """Import one export's uploaded files at once with the reader `reader()` builds (its options are
+    checked before the files); every upload is closed afterwards, whatever happens.
+
+    Every file is read through once before anything is stored, so a damaged file or one that is not an
+    export stores nothing; a conversation that cannot be read is skipped and named in `problems`. Both
+    passes stream, and each conversation is stored before the next is read: memory is bounded by the
+    largest conversation, not the export."""
+    with contextlib.ExitStack() as stack:
+        for upload in uploads:
+            stack.enter_context(closing_upload(upload))
+        read = reader()
+        files = [ImportFile(u.name or "", u, u.size) for u in import_files_check(uploads, missing)]
+        return import_run(read, files, suggestion=custom_instructions_suggestion, summary_type=summary_type)

@@ -30,7 +30,6 @@ from uuid import UUID
 from django.db import IntegrityError, transaction
 
 from continuity.models import ThreadHandoff
-from continuity.services.branching import idempotency_key_clean
 from conversations.models import (
     Attachment,
     Conversation,
@@ -42,11 +41,13 @@ from conversations.models import (
 )
 from conversations.services.threads.services import TITLE_MAX, conversation_create
 from elion.base.errors import Conflict, InvalidInput, NotFound
+from elion.base.idempotency import idempotency_key_clean
 from memories.models import SnapshotMembership
 from transcript.access import access_conversation
 from transcript.append import message_chain_copy
 from transcript.attachments import store
-from transcript.attachments.services import AttachmentUnavailable, manifests_in_conversation
+from transcript.attachments.manifests import manifests_in_conversation
+from transcript.attachments.verification import AttachmentUnavailable
 from transcript.branch_window import branch_rows_to, on_live_branch
 from transcript.guard import reply_finished_guard
 from transcript.leases import streams_interrupt_expired

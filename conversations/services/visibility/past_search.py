@@ -29,7 +29,7 @@ from continuity.rules.eligibility import deliberate_search_sources
 from conversations.models import Conversation, Message, MessageKind, MessageSearchEntry, Role
 from elion.base.fulltext import excerpt, query_terms, score
 from transcript.search_index import message_matching_ids, message_search_index_sync
-from transcript.tree import live_ids_among
+from transcript.tree import BrokenTree, live_ids_among
 
 RESULT_LIMIT = 50
 PER_CONVERSATION = 5
@@ -60,6 +60,23 @@ class SearchHit:
         }
 
 
+def _live_among(entries: list[tuple]) -> set[UUID]:
+    """The entries' messages on their conversation's live branch (`live_ids_among`, the one walk).
+
+    A conversation whose tree is broken (`BrokenTree`) is left out of the search, so one broken
+    thread cannot turn the owner's search over every other thread into an error; walking again
+    without it costs one statement per broken conversation (`manage.py check_transcripts` reports it).
+    """
+    while True:
+        try:
+            return live_ids_among([row[1] for row in entries], [row[4] for row in entries])
+        except BrokenTree as broken:
+            kept = [row for row in entries if row[2] != broken.step.conversation_id]
+            if len(kept) == len(entries):
+                raise  # the break names no conversation of the search: nothing to leave out
+            entries = kept
+
+
 def past_conversation_search(
     query: str, *, include_shielded: bool = False, include_private: bool = False, limit: int = RESULT_LIMIT,
     per_conversation: int = PER_CONVERSATION,
@@ -76,7 +93,7 @@ def past_conversation_search(
             "pk", "message_id", "conversation_id", "search_text", "conversation__head_id"
         )
     )
-    live = live_ids_among([row[1] for row in entries], [row[4] for row in entries])
+    live = _live_among(entries)
     ranked = sorted(
         (
             (score(text or "", terms), pk, message_id, conversation_id)

@@ -12,14 +12,15 @@ Rules:
 * Keeping a private chat ("Keep this chat") makes it an ordinary
   conversation that is Continuity-Shielded, as any conversation leaving
   quarantine; the release is then the owner's own step.
-* Every transition, the release included, rebuilds the stored prompt of
-  every thread that carries a handoff from an affected conversation, in the
-  same transaction, so when the call returns no stored prompt holds
-  continuity content its source may no longer give (and a released source's
-  handoff is back).
+* Every transition sends `visibility_changed` (the release: `shield_released`)
+  after its writes; the receiver (`continuity.rules.refresh_triggers`) rebuilds
+  the stored prompt of every thread that carries a handoff from an affected
+  conversation, in the same transaction, so when the call returns no stored
+  prompt holds continuity content its source may no longer give (and a
+  released source's handoff is back).
 
-Lock order (see `memories.services.snapshots`): every transition takes
-`global_write_lock()` first, then the rows it changes, then
+Lock order (see `transcript.write_lock`): every transition takes
+`global_write_lock()` first, then the rows it changes, then the receiver's
 `static_prompts_rebuild` locks the affected threads in id order. Transitions
 are therefore serialised with each other, with memory writes and with
 conversation creation; a first send racing a transition either commits its
@@ -29,34 +30,16 @@ the transition to commit (and then reads the new state).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from uuid import UUID
 
 from django.db import transaction
 
 from continuity.rules.eligibility import in_quarantine
-from continuity.rules.handoff_store import handoff_destinations
-from continuity.rules.prompt_store import static_prompts_rebuild
 from conversations.models import Conversation, Folder
+from elion.base.domain_events import shield_released, visibility_changed
 from elion.base.errors import Conflict, NotFound
 from transcript.access import access_conversation, access_folder
 from transcript.write_lock import global_write_lock
-
-
-def affected_prompts_refresh(source_ids: Iterable[UUID]) -> int:
-    """Rebuild the stored prompts that carry continuity content of `source_ids`.
-
-    The only cross-thread content a stored prompt holds is a handoff, so the
-    affected threads are the handoffs' destinations. Returns how many
-    prompts changed.
-
-    Precondition: inside the transition's transaction, after the state
-    change is written, holding `global_write_lock()`.
-    """
-    destinations = handoff_destinations(source_ids)
-    if not destinations:
-        return 0
-    return static_prompts_rebuild(destinations)
 
 
 def _locked_folder(folder_id: int | str) -> Folder:
@@ -77,7 +60,7 @@ def folder_hidden_set(*, folder_id: int | str, hidden: bool) -> Folder:
     if was_hidden and not folder.hidden:
         # Leaving quarantine; `update` leaves `updated_at` (the sidebar order) alone.
         members.update(shielded=True)
-    affected_prompts_refresh(members.values("pk"))
+    visibility_changed.send(sender=Folder, conversation_ids=members.values("pk"))
     return folder
 
 
@@ -94,7 +77,7 @@ def folder_remove(*, folder_id: int | str) -> int:
     changes = {"folder": None, **({"shielded": True} if folder.hidden else {})}
     Conversation.objects.filter(pk__in=member_ids).update(**changes)
     folder.delete()
-    affected_prompts_refresh(member_ids)
+    visibility_changed.send(sender=Folder, conversation_ids=member_ids)
     return len(member_ids)
 
 
@@ -112,7 +95,7 @@ def conversation_move_locked(conversation: Conversation, folder_id: int | str | 
     if leaves_hidden and not (target is not None and target.hidden):
         conversation.shielded = True
     conversation.save(update_fields=["folder", "shielded"])
-    affected_prompts_refresh([conversation.pk])
+    visibility_changed.send(sender=Conversation, conversation_ids=[conversation.pk])
     return conversation
 
 
@@ -123,7 +106,7 @@ def conversation_trash(*, conversation_id: UUID | str) -> Conversation:
     conversation = access_conversation(conversation_id, lock=True)
     conversation.trashed = True
     conversation.save(update_fields=["trashed"])
-    affected_prompts_refresh([conversation.pk])
+    visibility_changed.send(sender=Conversation, conversation_ids=[conversation.pk])
     return conversation
 
 
@@ -135,7 +118,7 @@ def conversation_restore(*, conversation_id: UUID | str) -> Conversation:
     if conversation.trashed:
         conversation.trashed, conversation.shielded = False, True
         conversation.save(update_fields=["trashed", "shielded"])
-    affected_prompts_refresh([conversation.pk])
+    visibility_changed.send(sender=Conversation, conversation_ids=[conversation.pk])
     return conversation
 
 
@@ -155,7 +138,7 @@ def conversation_shield_release(*, conversation_id: UUID | str) -> Conversation:
         )
     conversation.shielded = False
     conversation.save(update_fields=["shielded"])
-    affected_prompts_refresh([conversation.pk])
+    shield_released.send(sender=Conversation, conversation_id=conversation.pk)
     return conversation
 
 
@@ -173,5 +156,5 @@ def conversation_keep(*, conversation_id: UUID | str) -> Conversation:
     if conversation.private:
         conversation.private, conversation.shielded = False, True
         conversation.save(update_fields=["private", "shielded"])
-    affected_prompts_refresh([conversation.pk])
+    visibility_changed.send(sender=Conversation, conversation_ids=[conversation.pk])
     return conversation

@@ -282,7 +282,7 @@ async def test_path_traversal_in_upload_names_is_neutralised(scripted_provider, 
      ("line\nbreak\x00.txt", "linebreak.txt"), ("a" * 300 + ".txt", "a" * 200)],
 )
 async def test_attachment_names_are_display_names_never_paths(raw, clean):
-    from transcript.attachments.services import attachment_name_clean
+    from transcript.attachments.upload import attachment_name_clean
 
     assert attachment_name_clean(raw) == clean
 

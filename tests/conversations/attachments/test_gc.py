@@ -22,7 +22,7 @@ from elion.base.errors import Conflict
 from tests.support.attachment_files import png_bytes
 from transcript.attachments import store
 from transcript.attachments.gc import attachment_garbage_collect
-from transcript.attachments.services import attachment_upload
+from transcript.attachments.upload import attachment_upload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

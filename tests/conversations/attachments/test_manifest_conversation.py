@@ -20,7 +20,8 @@ from tests.support.factories import request_for, thread
 from tests.support.fork import fork
 from tests.support.manifests import sent_with
 from transcript.attachments.generated import generated_image_store
-from transcript.attachments.services import attachments_preverify, manifests_in_conversation
+from transcript.attachments.manifests import manifests_in_conversation
+from transcript.attachments.projection import attachments_preverify
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -38,8 +38,8 @@ from tests.support.attachment_files import png_bytes
 from transcript.assistant_settings import assistant_settings_get
 from transcript.attachments import store
 from transcript.attachments.encoded_cache import EncodedBlobCache, encoded_blobs
-from transcript.attachments.services import AttachmentUnavailable, attachment_upload
-from transcript.attachments.verification import blobs_rehash_all, identities_record
+from transcript.attachments.upload import attachment_upload
+from transcript.attachments.verification import AttachmentUnavailable, blobs_rehash_all, identities_record
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

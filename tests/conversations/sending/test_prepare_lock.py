@@ -20,7 +20,7 @@ from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import retry_prepare, send_prepare
 from tests.support.attachment_files import png_bytes
 from transcript.attachments import store
-from transcript.attachments.services import attachment_upload
+from transcript.attachments.upload import attachment_upload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -86,7 +86,7 @@ def test_attachments_verified_before_projection_a_tampered_blob_still_blocks_the
     finish_reply(conversation)
     blob = store.blob_path(store.conversation_store(conversation.id), upload.sha256)
     blob.write_bytes(b"not the image")
-    from transcript.attachments.services import AttachmentUnavailable
+    from transcript.attachments.verification import AttachmentUnavailable
 
     before = Message.objects.filter(conversation=conversation).count()
     with pytest.raises(AttachmentUnavailable):

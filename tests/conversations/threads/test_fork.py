@@ -33,7 +33,8 @@ from tests.support.attachment_files import png_bytes
 from tests.support.factories import request_for
 from tests.support.fork import finish_reply, fork
 from transcript.attachments import store
-from transcript.attachments.services import attachment_upload, manifests_for
+from transcript.attachments.manifests import manifests_for
+from transcript.attachments.upload import attachment_upload
 from transcript.provider.binding import binding_fields, configured_provider
 from transcript.search_index import message_search_index_sync
 from transcript.tree import live_branch, tree_problems

@@ -35,12 +35,9 @@ from tests.support.prompt_sections import prior_thread_section_in
 from transcript import tree_cache
 from transcript.append import APPENDED_FIELDS, message_append
 from transcript.assistant_settings import assistant_settings_get
-from transcript.attachments.services import (
-    attachment_parts_verified,
-    attachment_upload,
-    attachments_commit,
-    manifests_for,
-)
+from transcript.attachments.manifests import attachments_commit, manifests_for
+from transcript.attachments.projection import attachment_parts_verified
+from transcript.attachments.upload import attachment_upload
 from transcript.tool_pairing import interrupted_tool_calls_close, project_tool_parts
 from transcript.tree import is_projectable, live_branch
 

@@ -30,7 +30,7 @@ from conversations.web.export import EXPORT_BATCH
 from conversations.web.serializers import conversation_repr, message_repr
 from tests.support.factories import thread, turns_append
 from transcript.assistant_settings import assistant_settings_get
-from transcript.attachments.services import manifests_for
+from transcript.attachments.manifests import manifests_for
 from transcript.tree import live_branch
 
 pytestmark = pytest.mark.django_db

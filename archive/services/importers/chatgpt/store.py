@@ -11,20 +11,20 @@ from collections.abc import Iterator, Sequence
 from django.core.files.uploadedfile import UploadedFile
 
 from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch, DocumentSource
-from archive.services import chatgpt
 from archive.services.blobs import archive_blob_write
 from archive.services.documents import AttachmentDraft, _store, clean_collection
-from archive.services.import_runs import ImportFile, ImportReader, ImportSummary, ReadConversation, import_run
+from archive.services.import_runs import ImportFile, ImportReader, ImportSummary, ReadConversation
+from archive.services.importers import export_reader
+from archive.services.importers.chatgpt import parse as chatgpt
 from archive.services.importers.export_steps import (
     _export_limits,
     _items_read,
-    custom_instructions_suggestion,
-    import_files_check,
     imported_assistant_name,
+    uploads_import,
 )
 from archive.services.parsing import ChunkDraft, ConversationProblem, Turn, chunks_from_turns, render_turns, split_long
 from transcript.assistant_settings import assistant_settings_get
-from transcript.uploads import closing_upload, sha256_hex
+from transcript.uploads import sha256_hex
 
 
 def _chatgpt_identity(conversation: chatgpt.ExportedConversation) -> str:
@@ -59,7 +59,7 @@ def _chatgpt_drafts(conversation: chatgpt.ExportedConversation, *, owner: str, a
 
 
 def _chatgpt_images(
-    conversation: chatgpt.ExportedConversation, export: chatgpt.ExportFiles, summary: ImportSummary
+    conversation: chatgpt.ExportedConversation, export: export_reader.ExportFiles, summary: ImportSummary
 ) -> list[AttachmentDraft]:
     """The conversation's images, stored as blobs; the ones the export lacks or cannot give are problems."""
     if conversation.images and export.archive is None:
@@ -72,7 +72,7 @@ def _chatgpt_images(
     for image in conversation.images:
         try:
             name, mime, data = export.image(image.file_id)
-        except chatgpt.UnreadableImage as exc:
+        except export_reader.UnreadableImage as exc:
             if image.file_id not in export.images:
                 missing.append(image.file_id)
             else:
@@ -96,7 +96,7 @@ def _chatgpt_document_title(conversation: chatgpt.ExportedConversation) -> str:
 
 
 def chatgpt_conversation_import(
-    conversation: chatgpt.ExportedConversation, *, export: chatgpt.ExportFiles, summary: ImportSummary,
+    conversation: chatgpt.ExportedConversation, *, export: export_reader.ExportFiles, summary: ImportSummary,
     collection: str, owner: str, assistant: str,
 ) -> int | None:
     """Store one conversation (every branch, its images) as a document unless it is already archived;
@@ -143,7 +143,7 @@ def chatgpt_reader(*, collection: object, assistant_name: str = "") -> ImportRea
     ]:
         next_index = 0
         for file in files:
-            export = stack.enter_context(chatgpt.export_files(file.stream, _export_limits(), file.name))
+            export = stack.enter_context(export_reader.export_files(file.stream, _export_limits(), file.name))
             for name in export.json_names:
                 with export.open_json(name) as stream:
                     next_index = yield from _items_read(
@@ -160,7 +160,7 @@ def chatgpt_reader(*, collection: object, assistant_name: str = "") -> ImportRea
 
 
 def _chatgpt_store(
-    conversation: chatgpt.ExportedConversation, summary: ImportSummary, *, export: chatgpt.ExportFiles,
+    conversation: chatgpt.ExportedConversation, summary: ImportSummary, *, export: export_reader.ExportFiles,
     collection: str, owner: str, assistant: str,
 ) -> int | None:
     # Looked up when called, so the store step is the one place an import stores a conversation.
@@ -176,14 +176,9 @@ def archive_chatgpt_import(
     *, uploads: Sequence[UploadedFile], collection: object = ArchiveCollection.CONVERSATIONS,
     assistant_name: str = "",
 ) -> ImportSummary:
-    """Import every conversation of one export (one file, a zip, or its split files uploaded together).
-
-    Every file is read through once before anything is stored, so a damaged file or one that is not an
-    export stores nothing; a conversation that cannot be read is skipped and named in `problems`. Both
-    passes stream: memory is bounded by the largest conversation, not the export."""
-    with contextlib.ExitStack() as stack:
-        for upload in uploads:
-            stack.enter_context(closing_upload(upload))
-        reader = chatgpt_reader(collection=collection, assistant_name=assistant_name)
-        files = [ImportFile(u.name or "", u, u.size) for u in import_files_check(uploads, CHATGPT_MISSING_FILE)]
-        return import_run(reader, files, suggestion=custom_instructions_suggestion)
+    """Import every conversation of one export (one file, a zip, or its split files uploaded together), as
+    `export_steps.uploads_import` does."""
+    return uploads_import(
+        uploads, lambda: chatgpt_reader(collection=collection, assistant_name=assistant_name),
+        missing=CHATGPT_MISSING_FILE,
+    )

@@ -1,17 +1,11 @@
-"""Reading a Claude.ai data export: the export zip or its `conversations.json`.
+"""Reading a Claude.ai data export: the export zip or its `conversations.json`, then `projects.json`.
 
 `conversations.json` is a list of conversations `{uuid, name, created_at,
-updated_at, account, chat_messages}`; each message has a `sender` (`human` or
-`assistant`), `content` blocks and, in older exports, only a flat `text`.
-Only what the owner and the assistant said to each other is speech: the
-`text` blocks of `content` (or `text` when a message has no blocks). Never
-`thinking` blocks, `tool_use` / `tool_result` blocks or any other block.
-
-A file the owner attached is kept beside the turns, never as speech: its
-`extracted_content` is an `AttachmentText`, which the importer stores as
-chunks labelled with the file's name, outside every turn (so no handoff
-or label reading can take it for the owner's words). Files without extracted
-text (`files`) are not in the export at all.
+updated_at, account, chat_messages}`; what each message says (and the text of
+the files attached to it) is read by `messages`. The text of an attached file
+is stored as chunks labelled with the file's name, outside every turn (so no
+handoff or label reading can take it for the owner's words). Files without
+extracted text (`files`) are not in the export at all.
 
 `projects.json` (a list of projects `{uuid, name, description,
 prompt_template, docs: [{uuid, filename, content, created_at}], created_at,
@@ -20,12 +14,7 @@ updated_at}`) is read after the conversations, one project at a time, each a
 its documents are archive material, never speech, and its `prompt_template`
 is custom instructions the owner may take. A `projects.json` that cannot be
 read is a problem, never a refusal: the conversations are the export.
-`users.json` is not read.
-
-`memories.json` (a list with an object holding `conversations_memory` text
-and/or `project_memories`) is read apart: the memory import
-(`memories.services.importing`) understands it, and the importer offers what it finds
-as suggestions the owner confirms.
+`users.json` is not read; `memories.json` is read apart (`memories`).
 
 **Branches.** Newer exports give each message a `uuid` and a
 `parent_message_uuid` (the root's parent is `ROOT_PARENT`): an edited or
@@ -51,51 +40,36 @@ end unbuilt and named as a problem.
 from __future__ import annotations
 
 import io
-import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import ijson
 
-from archive.services.chatgpt import DAMAGED_ZIP, AlternateTurn, ExportFiles, UnreadableConversation
+from archive.services.importers.claude.messages import (
+    ATTACHMENT_NAME_MAX,
+    AttachmentText,
+    Said,
+    flat_text,
+    iso_moment,
+    message_said,
+)
+from archive.services.importers.export_reader import DAMAGED_ZIP, AlternateTurn, UnreadableConversation
 from archive.services.json_values import TOO_DEEP, built_value
 from archive.services.parsing import ConversationProblem, Turn
 from elion.base.errors import InvalidInput
 from elion.base.input_checks import MAX_JSON_DEPTH, text_check
 
 CONVERSATIONS_MEMBER = "conversations.json"
-MEMORIES_MEMBER = "memories.json"
 PROJECTS_MEMBER = "projects.json"
 # The parent of a conversation's first message.
 ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
 # This many leading items with not one conversation among them: the file is not an export.
 NOT_AN_EXPORT_AFTER = 20
-# Claude's senders, as the archive's roles.
-_ROLES = {"human": "user", "assistant": "assistant"}
-_TIME_TEXT_MAX = 64
-ATTACHMENT_NAME_MAX = 200
 
 
 class MalformedClaudeExport(InvalidInput):
     code = "malformed_claude_export"
-
-
-class UnreadableMemories(Exception):
-    """`memories.json` is in the zip but cannot be read; the conversations are imported all the same."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class AttachmentText:
-    """The text Claude.ai extracted from a file the owner attached; `after_turn` counts the turns said up to it."""
-
-    after_turn: int
-    name: str
-    text: str
 
 
 @dataclass(frozen=True)
@@ -134,87 +108,6 @@ def top_level_items(stream: io.BufferedReader, file: str) -> Iterator[object]:
 # --- One conversation -----------------------------------------------------------------
 
 
-def _moment(value: object) -> datetime | None:
-    """An ISO 8601 time (`2024-05-01T12:34:56.789012Z`) as an aware datetime; None for anything else."""
-    if not isinstance(value, str) or len(value) > _TIME_TEXT_MAX:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-        # In UTC, as the databases keep it: year 1 at +14:00 (or 9999 at -14:00) does not exist there.
-        return moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    except (ValueError, OverflowError):
-        return None
-
-
-def _flat(value: object, limit: int) -> str:
-    return " ".join(value.split())[:limit] if isinstance(value, str) else ""
-
-
-def _blocks_text(content: list) -> str:
-    """The `text` blocks, joined; every other block (thinking, tool_use, tool_result…) is not speech."""
-    texts = [
-        block.get("text") for block in content if isinstance(block, dict) and block.get("type") == "text"
-    ]
-    return "\n\n".join(text.strip() for text in texts if isinstance(text, str) and text.strip())
-
-
-def message_text(message: dict, number: int) -> str:
-    """What a message said ("" for nothing); UnreadableConversation when its fields have the wrong types."""
-    content = message.get("content")
-    if isinstance(content, list) and content:
-        return _blocks_text(content)
-    if content not in (None, []):
-        raise UnreadableConversation(f"message {number} has content that is not a list")
-    text = message.get("text")  # older exports: no blocks, only the text
-    if text is None:
-        return ""
-    if not isinstance(text, str):
-        raise UnreadableConversation(f"message {number} has text that is not a string")
-    return text.strip()
-
-
-def message_role(message: dict, number: int) -> str | None:
-    """"user" / "assistant", or None for a sender that does not speak in the conversation."""
-    sender = message.get("sender")
-    if not isinstance(sender, str):
-        raise UnreadableConversation(f"message {number} has no sender")
-    return _ROLES.get(sender)
-
-
-def attachment_texts(message: dict, after_turn: int) -> list[AttachmentText]:
-    """The extracted text of each file attached to the message (files without one are not in the export)."""
-    attachments = message.get("attachments")
-    if not isinstance(attachments, list):
-        return []
-    found = []
-    for attachment in attachments:
-        if not isinstance(attachment, dict):
-            continue
-        text = attachment.get("extracted_content")
-        if isinstance(text, str) and text.strip():
-            name = _flat(attachment.get("file_name"), ATTACHMENT_NAME_MAX) or "attachment"
-            found.append(AttachmentText(after_turn, name, text.strip()))
-    return found
-
-
-@dataclass(frozen=True)
-class _Said:
-    """What one message contributes: its turn (None when it said nothing) and its files' text."""
-
-    turn: Turn | None
-    attachments: list[AttachmentText]
-
-
-def _said(message: dict, number: int, turns_before: int) -> _Said | None:
-    """None for a sender that does not speak in the conversation."""
-    role = message_role(message, number)
-    if role is None:
-        return None
-    text = message_text(message, number)
-    turn = Turn(speaker=role, role=role, text=text, spoken_at=_moment(message.get("created_at"))) if text else None
-    return _Said(turn, attachment_texts(message, turns_before + (1 if turn else 0)))
-
-
 @dataclass
 class _Branches:
     turns: list[Turn] = field(default_factory=list)
@@ -227,7 +120,7 @@ class _Branches:
 def _in_list_order(messages: list[dict]) -> _Branches:
     read = _Branches()
     for number, message in enumerate(messages, start=1):
-        said = _said(message, number, len(read.turns))
+        said = message_said(message, number, len(read.turns))
         if said is None:
             continue
         read.turns += [said.turn] if said.turn else []
@@ -269,7 +162,7 @@ def _current_leaf(raw: dict, messages: list[dict], position: dict[str, int], par
     with_children = {parent for parent in parents.values() if parent is not None}
     leaves = [uuid for uuid in position if uuid not in with_children]
     oldest = datetime.min.replace(tzinfo=UTC)
-    return max(leaves, key=lambda uuid: (_moment(messages[position[uuid]].get("created_at")) or oldest, position[uuid]))
+    return max(leaves, key=lambda uuid: (iso_moment(messages[position[uuid]].get("created_at")) or oldest, position[uuid]))
 
 
 def _path_to(leaf: str, parents: dict[str, str | None]) -> list[str]:
@@ -289,11 +182,11 @@ def _in_tree_order(raw: dict, messages: list[dict]) -> _Branches:
     children: dict[str | None, list[str]] = {}
     for uuid in position:  # in list order
         children.setdefault(parents[uuid], []).append(uuid)
-    walked: list[tuple[str, int, _Said | None]] = []  # (uuid, turns said before it on its branch, what it said)
+    walked: list[tuple[str, int, Said | None]] = []  # (uuid, turns said before it on its branch, what it said)
     pending: list[tuple[str, int]] = [(root, 0) for root in reversed(children.get(None, []))]
     while pending:  # depth first, siblings in list order, without recursion
         uuid, before = pending.pop()
-        said = _said(messages[position[uuid]], position[uuid] + 1, before)
+        said = message_said(messages[position[uuid]], position[uuid] + 1, before)
         walked.append((uuid, before, said))
         spoke = said is not None and said.turn is not None
         pending.extend((child, before + spoke) for child in reversed(children.get(uuid, [])))
@@ -338,9 +231,9 @@ def read_conversation(raw: object, index: int, file: str = CONVERSATIONS_MEMBER)
         index=index,
         file=file,
         external_id=external_id if isinstance(external_id, str) else "",
-        title=_flat(raw.get("name"), 250),
-        created_at=_moment(raw.get("created_at")),
-        updated_at=_moment(raw.get("updated_at")),
+        title=flat_text(raw.get("name"), 250),
+        created_at=iso_moment(raw.get("created_at")),
+        updated_at=iso_moment(raw.get("updated_at")),
         turns=tuple(read.turns),
         attachments=tuple(read.attachments),
         alternate_turns=tuple(read.alternate_turns),
@@ -405,30 +298,6 @@ def parse_conversations(
         raise MalformedClaudeExport("The zip file is damaged and cannot be read.", code="bad_zip") from exc
 
 
-# --- memories.json --------------------------------------------------------------------
-
-
-def memories_member_bytes(export: ExportFiles, limit: int) -> bytes | None:
-    """The bytes of the zip's `memories.json` (the shallowest), None when the upload has none.
-
-    Raises UnreadableMemories (its reason) when the member is larger than `limit` or damaged."""
-    if export.archive is None:
-        return None
-    found = [m for m in export.archive.infolist() if posixpath.basename(m.filename) == MEMORIES_MEMBER]
-    if not found:
-        return None
-    member = min(found, key=lambda m: m.filename.count("/"))
-    if member.file_size > limit or member.flag_bits & 0x1:
-        raise UnreadableMemories(f"{MEMORIES_MEMBER} is encrypted or larger than {limit:,} bytes")
-    try:
-        with export.archive.open(member) as inner:
-            data = inner.read(limit + 1)
-    except DAMAGED_ZIP as exc:
-        raise UnreadableMemories(f"{MEMORIES_MEMBER} is damaged in the zip") from exc
-    if len(data) > limit:
-        raise UnreadableMemories(f"{MEMORIES_MEMBER} is larger than {limit:,} bytes")
-    return data
-
 
 # --- projects.json --------------------------------------------------------------------
 
@@ -475,9 +344,9 @@ def _project_doc(raw: object, number: int) -> ProjectDoc | None:
     external_id = raw.get("uuid")
     return ProjectDoc(
         external_id=external_id if isinstance(external_id, str) else "",
-        name=_flat(raw.get("filename"), ATTACHMENT_NAME_MAX) or f"document {number}",
+        name=flat_text(raw.get("filename"), ATTACHMENT_NAME_MAX) or f"document {number}",
         text=text,
-        created_at=_moment(raw.get("created_at")),
+        created_at=iso_moment(raw.get("created_at")),
     )
 
 
@@ -502,12 +371,12 @@ def read_project(raw: object, index: int, file: str = PROJECTS_MEMBER) -> Claude
         index=index,
         file=file,
         external_id=external_id if isinstance(external_id, str) else "",
-        name=_flat(raw.get("name"), 250),
+        name=flat_text(raw.get("name"), 250),
         description=_optional_text(raw, "description", "it"),
         prompt_template=_optional_text(raw, "prompt_template", "it"),
         docs=tuple(doc for doc in read if doc is not None),
-        created_at=_moment(raw.get("created_at")),
-        updated_at=_moment(raw.get("updated_at")),
+        created_at=iso_moment(raw.get("created_at")),
+        updated_at=iso_moment(raw.get("updated_at")),
     )
 
 

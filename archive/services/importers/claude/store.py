@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from django.core.files.uploadedfile import UploadedFile
 
 from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch, DocumentSource
-from archive.services import chatgpt, claude
 from archive.services.documents import _store, clean_collection
 from archive.services.import_runs import (
     ImportFile,
@@ -21,22 +20,22 @@ from archive.services.import_runs import (
     ImportSummary,
     ReadConversation,
     ReadOffer,
-    import_run,
 )
+from archive.services.importers import export_reader
+from archive.services.importers.claude import memories
+from archive.services.importers.claude import parse as claude
+from archive.services.importers.claude.messages import AttachmentText
 from archive.services.importers.export_steps import (
     _export_limits,
     _items_read,
-    custom_instructions_suggestion,
-    import_files_check,
     imported_assistant_name,
+    uploads_import,
 )
 from archive.services.parsing import ChunkDraft, ConversationProblem, Turn, render_turns, split_long
-from elion.base.errors import InvalidInput, ServiceError
-from elion.base.input_checks import json_load_checked
-from memories.models import Memory
+from elion.base.errors import ServiceError
 from memories.services import importing
 from transcript.assistant_settings import assistant_settings_get
-from transcript.uploads import closing_upload, sha256_hex
+from transcript.uploads import sha256_hex
 
 
 @dataclass
@@ -66,8 +65,8 @@ class ClaudeImportSummary(ImportSummary):
     def as_dict(self) -> dict:
         body = super().as_dict()
         if self.memories_problem is not None:
-            body["problems"].append({"index": None, "title": claude.MEMORIES_MEMBER, "reason": self.memories_problem,
-                                     "file": claude.MEMORIES_MEMBER})
+            body["problems"].append({"index": None, "title": memories.MEMORIES_MEMBER, "reason": self.memories_problem,
+                                     "file": memories.MEMORIES_MEMBER})
         return {**body, "projects": self.projects, "memory_suggestions": self.memory_suggestions}
 
 
@@ -85,7 +84,7 @@ def _claude_identity(conversation: claude.ClaudeConversation) -> str:
     return sha256_hex(json.dumps(parts, ensure_ascii=False))
 
 
-def _alternate_files(conversation: claude.ClaudeConversation) -> list[claude.AttachmentText]:
+def _alternate_files(conversation: claude.ClaudeConversation) -> list[AttachmentText]:
     """The files attached on other branches, less those the current branch (or an earlier one) has already:
     an edited message keeps its files."""
     seen = {(a.name, a.text) for a in conversation.attachments}
@@ -113,7 +112,7 @@ def _claude_drafts(conversation: claude.ClaudeConversation, *, owner: str, assis
         return Turn(owner if turn.role == "user" else assistant, turn.role, turn.text, turn.spoken_at)
 
     turns = [labelled(t) for t in conversation.turns]
-    by_turn: dict[int, list[claude.AttachmentText]] = {}
+    by_turn: dict[int, list[AttachmentText]] = {}
     for attachment in conversation.attachments:
         by_turn.setdefault(attachment.after_turn, []).append(attachment)
 
@@ -234,35 +233,11 @@ def claude_project_import(
     return result.document.pk
 
 
-def claude_memory_suggestions(data: bytes) -> list[dict]:
-    """What `memories.json` offers the memory import, less what the memories already hold word for word;
-    claude.UnreadableMemories saying why it cannot be read."""
-    try:
-        value = json_load_checked(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise claude.UnreadableMemories(f"{claude.MEMORIES_MEMBER} is not UTF-8 text") from exc
-    except InvalidInput as exc:
-        raise claude.UnreadableMemories(f"{claude.MEMORIES_MEMBER}: {exc.detail}") from exc
-    if not importing.claude_memories_shaped(value):
-        raise claude.UnreadableMemories(
-            f"{claude.MEMORIES_MEMBER} holds no conversations_memory or project_memories"
-        )
-    try:
-        drafts = importing.drafts_from_items(value)
-    except InvalidInput as exc:
-        if exc.code == "empty_import":
-            return []
-        raise claude.UnreadableMemories(f"{claude.MEMORIES_MEMBER}: {exc.detail}") from exc
-    held = set(Memory.objects.filter(text__in=[d.text for d in drafts]).values_list("text", flat=True))
-    offered = {d.text: d for d in drafts if d.text not in held}
-    return [{"text": d.text, "category": d.category} for d in offered.values()]
-
-
-def _claude_export_files(file: ImportFile, stack: contextlib.ExitStack) -> chatgpt.ExportFiles:
+def _claude_export_files(file: ImportFile, stack: contextlib.ExitStack) -> export_reader.ExportFiles:
     """The upload's conversation files (the zip's members, or the file itself), open until `stack` closes."""
     try:
-        return stack.enter_context(chatgpt.export_files(file.stream, _export_limits(), file.name))
-    except chatgpt.MalformedExport as exc:
+        return stack.enter_context(export_reader.export_files(file.stream, _export_limits(), file.name))
+    except export_reader.MalformedExport as exc:
         if exc.code != "missing_conversations_json":
             raise
         raise claude.MalformedClaudeExport(
@@ -270,14 +245,14 @@ def _claude_export_files(file: ImportFile, stack: contextlib.ExitStack) -> chatg
         ) from exc
 
 
-def claude_memories_offer(export: chatgpt.ExportFiles, summary: ImportSummary) -> None:
+def claude_memories_offer(export: export_reader.ExportFiles, summary: ImportSummary) -> None:
     """Add what the export's `memories.json` offers to the summary's suggestions (each text once), or say
     why it cannot be read."""
     assert isinstance(summary, ClaudeImportSummary)
     try:
-        data = claude.memories_member_bytes(export, importing.IMPORT_FILE_MAX_BYTES)
-        offered = claude_memory_suggestions(data) if data is not None else []
-    except claude.UnreadableMemories as exc:
+        data = memories.memories_member_bytes(export, importing.IMPORT_FILE_MAX_BYTES)
+        offered = memories.claude_memory_suggestions(data) if data is not None else []
+    except memories.UnreadableMemories as exc:
         summary.memories_problem = exc.reason
         return
     held = {s["text"] for s in summary.memory_suggestions}
@@ -331,7 +306,7 @@ def _claude_store(
     )
 
 
-def _claude_projects(export: chatgpt.ExportFiles, first_index: int) -> Iterator[
+def _claude_projects(export: export_reader.ExportFiles, first_index: int) -> Iterator[
     claude.ClaudeProject | ConversationProblem
 ]:
     """The projects of the zip's projects.json, numbered from `first_index`; a projects.json that cannot be
@@ -346,7 +321,7 @@ def _claude_projects(export: chatgpt.ExportFiles, first_index: int) -> Iterator[
                 yield item
     except ServiceError as exc:
         yield ConversationProblem(index, claude.PROJECTS_MEMBER, "", f"{claude.PROJECTS_MEMBER}: {exc.detail}")
-    except chatgpt.UnreadableConversation as exc:
+    except export_reader.UnreadableConversation as exc:
         yield ConversationProblem(index, claude.PROJECTS_MEMBER, "", exc.reason)
 
 
@@ -363,20 +338,12 @@ def archive_claude_import(
     *, uploads: Sequence[UploadedFile], collection: object = ArchiveCollection.CONVERSATIONS,
     assistant_name: str = "",
 ) -> ClaudeImportSummary:
-    """Import every conversation of a Claude.ai export (the zip or its conversations.json), and read the
-    memories it carries as suggestions (nothing is added to the memories here).
-
-    Every file is read through once before anything is stored, so a damaged file or one that is not an
-    export stores nothing; a conversation that cannot be read, or has nothing said, is skipped and named.
-    Both passes stream, and each conversation is stored before the next is read: memory is bounded by the
-    largest conversation, not the export."""
-    with contextlib.ExitStack() as stack:
-        for upload in uploads:
-            if upload is not None:
-                stack.enter_context(closing_upload(upload))
-        reader = claude_reader(collection=collection, assistant_name=assistant_name)
-        files = [ImportFile(u.name or "", u, u.size) for u in import_files_check(uploads, CLAUDE_MISSING_FILE)]
-        summary = import_run(reader, files, suggestion=custom_instructions_suggestion,
-                             summary_type=ClaudeImportSummary)
+    """Import every conversation and project of a Claude.ai export (the zip or its conversations.json), as
+    `export_steps.uploads_import` does, and read the memories it carries as suggestions (nothing is added
+    to the memories here)."""
+    summary = uploads_import(
+        uploads, lambda: claude_reader(collection=collection, assistant_name=assistant_name),
+        missing=CLAUDE_MISSING_FILE, summary_type=ClaudeImportSummary,
+    )
     assert isinstance(summary, ClaudeImportSummary)
     return summary

@@ -1,0 +1,170 @@
+"""The seed's prompt-refresh triggers, as the receivers of the domain events.
+
+Seed (continuity, "Layer 1"): "Existing stored prompts can still be refreshed
+when their source state changes, including: Settings changes for Elion. Edits
+to memories that the conversation already contains. Deletions of memories,
+which remove the deleted IDs from affected snapshots. Folder visibility,
+trash, restore, and Continuity Shield transitions." and "New memory additions
+and bulk imports do not refresh older conversation snapshots."
+
+Read `REFRESH_TRIGGERS` below as that list: one domain event
+(`elion.base.domain_events`), one receiver, one docstring quoting the seed's
+line for it. A memory added or imported sends nothing, so it refreshes nothing.
+
+Every receiver runs synchronously inside the sender's transaction, after the
+sender's writes (the senders' contract, see `elion.base.domain_events`), and
+rebuilds through `static_prompts_rebuild`, which locks the affected
+conversations in id order. A receiver that raises fails the sender, whose
+transaction rolls back: no operation reports success while a prompt it made
+stale is still stored. `connect_refresh_triggers` wires the table (called by
+`continuity.apps.ContinuityConfig.ready`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import fields as dataclass_fields
+from uuid import UUID
+
+from django.db.models import QuerySet
+from django.dispatch import Signal
+
+from continuity.rules.handoff_store import handoff_destinations
+from continuity.rules.prompt_policy import PromptSettings
+from continuity.rules.prompt_store import static_prompts_rebuild
+from conversations.models import Conversation
+from elion.base.domain_events import (
+    character_changed,
+    legacy_prompts_found,
+    legacy_snapshots_backfilled,
+    memories_reordered,
+    memory_deleted,
+    memory_edited,
+    settings_saved,
+    shield_released,
+    snapshot_refreshed,
+    visibility_changed,
+)
+from memories.models import SnapshotMembership
+
+# The settings a stored prompt reads: saving any other setting rebuilds nothing.
+PROMPT_SETTINGS = frozenset(field.name for field in dataclass_fields(PromptSettings))
+
+
+def holders_of(*memory_ids: int) -> QuerySet[Conversation]:
+    """Conversations whose snapshot holds any of these memory ids."""
+    return Conversation.objects.filter(
+        pk__in=SnapshotMembership.objects.filter(memory_id__in=memory_ids).values("conversation_id")
+    )
+
+
+def _handoff_destinations_rebuild(source_ids: Iterable[UUID] | QuerySet) -> int:
+    """The only cross-thread content a stored prompt holds is a handoff, so the prompts a change of
+    `source_ids` affects are those of the threads whose handoff came from them."""
+    destinations = handoff_destinations(source_ids)
+    if not destinations:
+        return 0
+    return static_prompts_rebuild(destinations)
+
+
+def settings_saved_refresh(sender: object, *, fields: Iterable[str], **_: object) -> None:
+    """Seed: "Settings changes for Elion." / "Settings saves still refresh existing Elion prompts."
+
+    Every stored prompt, when the save changed a setting a prompt reads."""
+    if PROMPT_SETTINGS & set(fields):
+        static_prompts_rebuild(Conversation.objects.all())
+
+
+def character_changed_refresh(sender: object, **_: object) -> None:
+    """Seed, the static prompt's sections: "Saved characters, when any exist — names from Character
+    Studio and guidance for image generation."
+
+    Every stored prompt lists the characters, so every one is rebuilt, like a settings save."""
+    static_prompts_rebuild(Conversation.objects.all())
+
+
+def memory_edited_refresh(sender: object, *, memory_id: int, **_: object) -> None:
+    """Seed: "Edits to memories that the conversation already contains." / "Editing a memory: refreshes
+    existing prompts only for threads whose snapshots already contain that memory ID."
+
+    Only the holders; no newer memory is pulled in (their snapshots are read, never changed)."""
+    static_prompts_rebuild(holders_of(memory_id))
+
+
+def memory_deleted_refresh(sender: object, *, memory_id: int, **_: object) -> None:
+    """Seed: "Deletions of memories, which remove the deleted IDs from affected snapshots." / "Deleting a
+    memory: removes the ID from every conversation snapshot and rebuilds affected prompts."
+
+    Sent while the (inactive) memory's snapshot rows still name its holders; the sender removes them next."""
+    static_prompts_rebuild(holders_of(memory_id))
+
+
+def memories_reordered_refresh(sender: object, *, memory_ids: list[int], **_: object) -> None:
+    """Seed, the static prompt's sections: "Long-term memories, when any exist — saved facts in their
+    manually controlled global order".
+
+    A new order changes the prompts that hold a moved memory, like an edit of it."""
+    static_prompts_rebuild(holders_of(*memory_ids))
+
+
+def snapshot_refreshed_refresh(sender: object, *, conversation_ids: list[UUID], **_: object) -> None:
+    """Seed: "Explicit refresh: replaces one selected thread’s snapshot with the current eligible memory set
+    and records the intentional action."
+
+    The thread's prompt is rebuilt from its new membership before the refresh reports success."""
+    static_prompts_rebuild(conversation_ids)
+
+
+def legacy_snapshots_backfilled_refresh(sender: object, *, conversation_ids: list[UUID], **_: object) -> None:
+    """Seed: "Legacy threads receive a one-time snapshot backfill so older conversations do not fall back to
+    the global memory collection."
+
+    Each backfilled thread's prompt is rebuilt from its new membership."""
+    static_prompts_rebuild(conversation_ids)
+
+
+def visibility_changed_refresh(
+    sender: object, *, conversation_ids: Iterable[UUID] | QuerySet, **_: object
+) -> None:
+    """Seed: "Folder visibility, trash, restore, and Continuity Shield transitions." / "When a folder is
+    hidden, a conversation is moved into a hidden folder, or a conversation is trashed, affected saved
+    Elion prompts are refreshed before the operation reports success."
+
+    Restoring and unhiding shield the conversations, so their handoffs leave prompts too."""
+    _handoff_destinations_rebuild(conversation_ids)
+
+
+def shield_released_refresh(sender: object, *, conversation_id: UUID, **_: object) -> None:
+    """Seed: "The release is intentional and refreshes affected saved prompts before reporting success."
+
+    A released source's handoff is back in the prompts of the threads it was handed to."""
+    _handoff_destinations_rebuild([conversation_id])
+
+
+def legacy_prompts_found_refresh(sender: object, *, conversation_ids: list[UUID], **_: object) -> None:
+    """Seed: "Older stored system prompts may predate this change. The app reconciles those dormant prompts
+    in bounded background batches" / "Each candidate is rebuilt from the allowed static-prompt components
+    while preserving its existing memory-snapshot membership and verbatim handoff."
+    """
+    static_prompts_rebuild(conversation_ids)
+
+
+# The seed's refresh triggers: the domain event, and what it refreshes.
+REFRESH_TRIGGERS: tuple[tuple[Signal, Callable[..., None]], ...] = (
+    (settings_saved, settings_saved_refresh),
+    (character_changed, character_changed_refresh),
+    (memory_edited, memory_edited_refresh),
+    (memory_deleted, memory_deleted_refresh),
+    (memories_reordered, memories_reordered_refresh),
+    (snapshot_refreshed, snapshot_refreshed_refresh),
+    (legacy_snapshots_backfilled, legacy_snapshots_backfilled_refresh),
+    (visibility_changed, visibility_changed_refresh),
+    (shield_released, shield_released_refresh),
+    (legacy_prompts_found, legacy_prompts_found_refresh),
+)
+
+
+def connect_refresh_triggers() -> None:
+    """Connect every receiver of the table, once (a second call connects nothing more)."""
+    for event, receiver in REFRESH_TRIGGERS:
+        event.connect(receiver, weak=False, dispatch_uid=f"refresh_triggers.{receiver.__name__}")
