@@ -95,20 +95,22 @@ def message_append(
     make_head: bool,
     **fields: object,
 ) -> Message:
-    """Insert one message after `parent` with the conversation's next seq.
+    """Insert one message after `parent` with the conversation's next seq, now (`TranscriptAppend.add`'s
+    rule, written at once).
 
     Precondition: the caller holds the conversation's row lock inside a
     transaction (so no other writer takes the same seq), and saves the
-    conversation's `APPENDED_FIELDS` before that transaction commits: a send
-    appends two or three messages and saves the conversation once.
+    conversation's `APPENDED_FIELDS` before that transaction commits. The
+    app's own writers compose with `TranscriptAppend` and write with
+    `transcript_write`, which saves them itself; this is for scripts and
+    fixtures that build a transcript turn by turn.
     `binding` is the provider tuple to stamp (None only for the stored prompt).
     """
-    if parent is not None and (parent.conversation_id != conversation.pk or parent.seq > conversation.last_seq):
-        raise ValueError("a parent must be an earlier message of the same conversation")
-    conversation.last_seq += 1
-    message = Message.objects.create(
-        conversation=conversation, parent=parent, seq=conversation.last_seq, role=role, **_stamped(binding), **fields
+    message = TranscriptAppend(conversation).add(
+        parent=parent, role=role, binding=binding, make_head=make_head, **fields
     )
+    message.save(force_insert=True)
+    conversation.last_seq = message.seq
     if make_head:
         conversation.head = message
     return message
