@@ -11,6 +11,7 @@ sibling. A fork appends a copy of a whole branch at once (`message_chain_copy`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from uuid import UUID, uuid4
 
 from django.db import connection
@@ -19,8 +20,70 @@ from django.utils import timezone
 from conversations.models import Conversation, Message
 from transcript.provider.gateway import ProviderBinding
 
-# The conversation columns an append changes in memory; the caller saves them.
+# The conversation columns an append changes: `transcript_write` saves them itself; a `message_append`
+# caller saves them.
 APPENDED_FIELDS = ("head", "last_seq", "updated_at")
+
+
+@dataclass
+class TranscriptAppend:
+    """Messages composed to join one conversation in one write (`transcript_write`), in order.
+
+    Composing writes nothing and leaves the conversation as it is: each
+    message takes the seq after the conversation's last and those composed
+    before it, names its parent (a stored message, or one composed before it),
+    carries the provider binding it is produced under (none for the stored
+    prompt) and may become the head.
+    """
+
+    conversation: Conversation
+    messages: list[Message] = field(default_factory=list)
+    head: Message | None = None
+
+    def add(
+        self, *, parent: Message | None, role: str, binding: ProviderBinding | None, make_head: bool, **fields: object
+    ) -> Message:
+        last_seq = self.conversation.last_seq + len(self.messages)
+        if parent is not None and (parent.conversation_id != self.conversation.pk or parent.seq > last_seq):
+            raise ValueError("a parent must be an earlier message of the same conversation")
+        message = Message(
+            conversation=self.conversation, parent=parent, seq=last_seq + 1, role=role, **_stamped(binding), **fields
+        )
+        self.messages.append(message)
+        if make_head:
+            self.head = message
+        return message
+
+
+def transcript_write(appending: TranscriptAppend, *, also: Sequence[str] = ()) -> None:
+    """The one write of what `appending` composed: its messages in one insert, then the conversation's
+    columns that changed (its last seq; its head and update time when a message became the head) and those
+    named in `also`, in one update.
+
+    Precondition: the caller holds the conversation's row lock inside a
+    transaction, so no other writer takes the same seqs.
+    """
+    conversation = appending.conversation
+    if appending.messages:
+        Message.objects.bulk_create(appending.messages)
+    conversation.last_seq += len(appending.messages)
+    changed = ["last_seq"]
+    if appending.head is not None:
+        conversation.head = appending.head
+        changed += ["head", "updated_at"]
+    conversation.save(update_fields=[*changed, *also])
+
+
+def _stamped(binding: ProviderBinding | None) -> dict:
+    """The provider columns a message produced under `binding` carries (none for the stored prompt)."""
+    if binding is None:
+        return {}
+    return {
+        "provider_id": binding.provider_id,
+        "provider_type": binding.provider_type,
+        "model": binding.model,
+        "route_fingerprint": binding.route_fingerprint,
+    }
 
 
 def message_append(
@@ -32,30 +95,22 @@ def message_append(
     make_head: bool,
     **fields: object,
 ) -> Message:
-    """Insert one message after `parent` with the conversation's next seq.
+    """Insert one message after `parent` with the conversation's next seq, now (`TranscriptAppend.add`'s
+    rule, written at once).
 
     Precondition: the caller holds the conversation's row lock inside a
     transaction (so no other writer takes the same seq), and saves the
-    conversation's `APPENDED_FIELDS` before that transaction commits: a send
-    appends two or three messages and saves the conversation once.
+    conversation's `APPENDED_FIELDS` before that transaction commits. The
+    app's own writers compose with `TranscriptAppend` and write with
+    `transcript_write`, which saves them itself; this is for scripts and
+    fixtures that build a transcript turn by turn.
     `binding` is the provider tuple to stamp (None only for the stored prompt).
     """
-    if parent is not None and (parent.conversation_id != conversation.pk or parent.seq > conversation.last_seq):
-        raise ValueError("a parent must be an earlier message of the same conversation")
-    conversation.last_seq += 1
-    stamped = (
-        {
-            "provider_id": binding.provider_id,
-            "provider_type": binding.provider_type,
-            "model": binding.model,
-            "route_fingerprint": binding.route_fingerprint,
-        }
-        if binding is not None
-        else {}
+    message = TranscriptAppend(conversation).add(
+        parent=parent, role=role, binding=binding, make_head=make_head, **fields
     )
-    message = Message.objects.create(
-        conversation=conversation, parent=parent, seq=conversation.last_seq, role=role, **stamped, **fields
-    )
+    message.save(force_insert=True)
+    conversation.last_seq = message.seq
     if make_head:
         conversation.head = message
     return message
@@ -86,9 +141,9 @@ def message_chain_copy(
     The rows are copied inside the database (`INSERT … SELECT`, `batch_size`
     a statement), so the text of a long branch never passes through Python.
 
-    Same precondition as `message_append`: the conversation's row lock, and
-    saving its `APPENDED_FIELDS` before that transaction commits. The database
-    triggers index the copies like any insert.
+    Same precondition as `transcript_write`: the conversation's row lock; like
+    it, the copy saves the conversation's `APPENDED_FIELDS` itself. The
+    database triggers index the copies like any insert.
     """
     table = connection.ops.quote_name(Message._meta.db_table)
     column = {f.name: connection.ops.quote_name(f.column) for f in Message._meta.concrete_fields}
@@ -133,4 +188,5 @@ def message_chain_copy(
             cursor.execute(sql, params)
     if copies:
         conversation.head_id = copies[-1]
+    conversation.save(update_fields=APPENDED_FIELDS)
     return copies

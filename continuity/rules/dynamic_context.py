@@ -14,7 +14,7 @@ Reads only; the request stays a function of stored rows plus this text.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -43,7 +43,7 @@ class DynamicContext:
     pinned_character: bool
 
 
-def in_birth_period(branch: Sequence[Message]) -> bool:
+def in_birth_period(branch: Iterable[Message]) -> bool:
     """Before the thread's first ordinary assistant response on its live branch.
 
     A Branch / Fresh Chat handoff bubble is not a response (its kind is
@@ -57,6 +57,13 @@ def in_birth_period(branch: Sequence[Message]) -> bool:
         and m.content.strip()
         for m in branch
     )
+
+
+def recall_may_run(messages: Iterable[Message], text: str) -> bool:
+    """Whether automatic recall may search for the reply to `text` after a branch of `messages` (the branch
+    or any set holding it): past the birth period, and the message has keywords (`recall_section` asks
+    nothing of the database otherwise)."""
+    return not in_birth_period(messages) and bool(kr.extract_keywords(text))
 
 
 def pinned_character_section(*, name: str, description: str, image_guidance: str, owner_name: str) -> str:
@@ -100,7 +107,7 @@ def recall_section(
     owner_name: str,
     display_name: str,
     carried_lineage: object = None,
-    handoff_sources: Callable[[], set[UUID]] | None = None,
+    handoff_sources: set[UUID] | None = None,
 ) -> tuple[str, kr.RecallDecision, int]:
     """The recall section for `text` (the current message), its decision, and its excerpt count.
 
@@ -109,16 +116,16 @@ def recall_section(
     are suppressed. It is the history before any budget trimming (the
     dynamic context's own size is part of what trimming needs), so an excerpt
     repeating a turn that is then trimmed away stays suppressed: the safe side.
-    `handoff_sources`: how to get the conversations this thread's handoffs came
-    from (a send's `ThreadHandoffs.source_ids`), asked only when recall runs;
-    without it they are read here (`thread_handoff_source_ids`).
+    `handoff_sources`: the conversations this thread's handoffs came from (a
+    send's `ThreadHandoffs.source_ids`, read when `recall_may_run`); without
+    them they are read here when recall runs (`thread_handoff_source_ids`).
     """
     keywords = kr.extract_keywords(text)
     if birth_period or not keywords:
         return "", kr.recall_decision(text, keywords=keywords, birth_period=birth_period), 0
     persona = conversation.persona
     # Never the current thread; never the source a handoff already carried in.
-    sources = handoff_sources() if handoff_sources is not None else thread_handoff_source_ids(conversation)
+    sources = handoff_sources if handoff_sources is not None else thread_handoff_source_ids(conversation)
     exclude = {conversation.pk} | sources
     topics: frozenset[str] = frozenset()
     named: list[str] = []
@@ -169,7 +176,7 @@ def dynamic_context_build(
     history: Sequence[str],
     settings_row: AssistantSettings,
     history_lineage: object = None,
-    handoff_sources: Callable[[], set[UUID]] | None = None,
+    handoff_sources: set[UUID] | None = None,
 ) -> DynamicContext:
     """The dynamic context for the reply to the last user turn of `branch`.
 

@@ -81,19 +81,13 @@ class BranchHistory:
     projected: _Projected
     first: int  # turns[first:] are this history
     attached: Mapping[int, HistoryTurn]  # by turn position: the turn with its attachment parts
+    # Every turn's text, oldest first (what the request already carries, for recall's overlap check).
+    texts: list[str]
+    # The same while each send's `texts` begin with the last one's: they only grow at the end.
+    lineage: tuple[object, int]
 
     def __len__(self) -> int:
         return len(self.projected.turns) - self.first
-
-    @property
-    def lineage(self) -> tuple[object, int]:
-        """The same while each send's `texts` begin with the last one's: they only grow at the end."""
-        return (self.projected.lineage, self.first)
-
-    @property
-    def texts(self) -> list[str]:
-        """Every turn's text, oldest first (what the request already carries, for recall's overlap check)."""
-        return self.projected.texts[self.first:]
 
     def turns(self) -> list[HistoryTurn]:
         """Every turn, oldest first (the whole list `trimmed` avoids building)."""
@@ -164,7 +158,7 @@ def branch_history(
         and position >= first
         and (message := projected.messages[position]).id == message_id
     }
-    return BranchHistory(projected, first, attached)
+    return BranchHistory(projected, first, attached, projected.texts[first:], (projected.lineage, first))
 
 
 def _cut(kept: _Projected, covered: int) -> _Projected:

@@ -24,6 +24,8 @@ PROMPT_POLICY = "static-prompt/2026-12-01.artifact-tools.image-generation"
 RESERVED_RECALL_HEADING = "=== AUTO-RECALLED CONTEXT ==="
 QUOTED_RECALL_LABEL = "=== QUOTED AUTO-RECALL LABEL ==="
 PRIOR_THREAD_HEADING = "## Continuity from a prior thread\n"
+# A stored prompt's metadata key: where its prior-thread section stands (`BuiltPrompt.handoff_span`).
+HANDOFF_SPAN_KEY = "handoff_span"
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,7 @@ class PromptSettings:
     custom_instructions: str
     archive_access: bool
     web_search: bool
-    # Settings -> Image generation: the image tool is offered (conversations.sending.tool_loop.available_tools).
+    # Settings -> Image generation: the image tool is offered (conversations.sending.tool_offer.available_tools).
     image_generation: bool = False
 
 
@@ -156,7 +158,7 @@ def section_response_style(inputs: PromptInputs) -> str:
 
 
 def section_artifact_creation(inputs: PromptInputs) -> str:
-    """Describes the artifact tools every reply is offered (conversations.sending.tool_loop.ARTIFACT_TOOLS)."""
+    """Describes the artifact tools every reply is offered (conversations.sending.tool_offer.ARTIFACT_TOOLS)."""
     return (
         "## Artifact creation\n"
         f"When {owner(inputs)} asks for one, or a moment clearly invites it, you may create a standalone "
@@ -230,24 +232,6 @@ def section_prior_thread_continuity(inputs: PromptInputs) -> str:
     return f"{PRIOR_THREAD_HEADING}{block}" if block else ""
 
 
-def prior_thread_section_in(prompt: str) -> str:
-    """The prior-thread continuity section of a built prompt, exactly as it stands ("" if none).
-
-    Sections are joined by blank lines and the handoff block has none inside
-    (each quoted message is one JSON string), so the section runs from its
-    heading to the next section's heading. The last such heading is the real
-    one (only fixed sections follow it), and it must hold a verbatim block.
-    Request size details count it as the handoff sub-figure of the static prompt.
-    """
-    start = prompt.rfind("\n\n" + PRIOR_THREAD_HEADING)
-    start = start + 2 if start >= 0 else (0 if prompt.startswith(PRIOR_THREAD_HEADING) else -1)
-    if start < 0:
-        return ""
-    end = prompt.find("\n\n## ", start)
-    section = prompt[start:] if end < 0 else prompt[start:end]
-    return section if "\nBEGIN VERBATIM_EXCHANGE_" in section else ""
-
-
 def section_persona_integrity(inputs: PromptInputs) -> str:
     return (
         "## Persona integrity\n"
@@ -282,6 +266,39 @@ SECTIONS = (
 )
 
 
+@dataclass(frozen=True)
+class BuiltPrompt:
+    """A built static prompt and where its prior-thread continuity section stands in it ((0, 0): none).
+
+    The span is stored with the prompt (`handoff_span` in its metadata), so a send that reuses the prompt
+    knows its handoff from data: request size details count it as the static prompt's handoff sub-figure.
+    """
+
+    text: str
+    handoff_span: tuple[int, int] = (0, 0)
+
+
 def build_static_prompt(inputs: PromptInputs) -> str:
     """Join the non-empty sections in order, separated by blank lines."""
     return "\n\n".join(part for part in (section(inputs) for section in SECTIONS) if part)
+
+
+def handoff_span(inputs: PromptInputs) -> tuple[int, int]:
+    """Where the prior-thread continuity section stands in `build_static_prompt(inputs)` ((0, 0): none),
+    from the sections themselves: the non-empty ones before it, each followed by a blank line."""
+    offset = 0
+    for section in SECTIONS:
+        part = section(inputs)
+        if section is section_prior_thread_continuity:
+            return (offset, offset + len(part)) if part else (0, 0)
+        if part:
+            offset += len(part) + 2
+    return (0, 0)
+
+
+def handoff_text_of(content: str, metadata: dict | None) -> str:
+    """A stored prompt's prior-thread continuity section, from the span recorded when it was built."""
+    span = (metadata or {}).get(HANDOFF_SPAN_KEY)
+    if not (isinstance(span, list) and len(span) == 2 and all(isinstance(edge, int) for edge in span)):
+        return ""
+    return content[span[0]:span[1]]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from uuid import UUID
 
 from django.db import connection
@@ -24,26 +24,33 @@ from continuity.rules.archive_handoff_store import archive_handoff_blocks_for
 from continuity.rules.handoff_store import handoff_blocks_for
 from continuity.rules.policies import policy_markers
 from continuity.rules.prompt_policy import (
+    HANDOFF_SPAN_KEY,
+    BuiltPrompt,
     PromptCharacter,
     PromptInputs,
     PromptMemory,
     PromptSettings,
     build_static_prompt,
+    handoff_span,
 )
 from continuity.rules.thread_handoff_store import ThreadHandoffs
 from conversations.models import AssistantSettings, Character, Conversation, Message, MessageKind, Role
 from memories.models import Memory, MemoryCategory, SnapshotMembership
-from transcript.append import message_append
+from transcript.append import TranscriptAppend, transcript_write
 from transcript.assistant_settings import assistant_settings_get
 
 __all__ = [
     "conversation_snapshot_memories",
     "markers_are_current",
     "policy_markers",
+    "prompt_is_current",
     "prompt_inputs_for",
     "prompt_inputs_many",
     "static_prompt_ensure",
+    "static_prompt_compose",
     "static_prompt_ready",
+    "static_prompt_rewrite",
+    "static_prompt_store",
     "static_prompts_rebuild",
     "static_prompts_rebuild_all",
 ]
@@ -196,15 +203,33 @@ def _metadata_markers_current(metadata: dict | None, markers: dict[str, str]) ->
 def static_prompt_ensure(conversation: Conversation) -> Message:
     """The conversation's stored prompt: built now if missing, rebuilt if its policy is stale.
 
-    For callers outside a send (a send uses `static_prompt_ready` with the
-    rows and settings it already read). Saves the conversation's `last_seq`
-    when it appends the prompt. Precondition as `static_prompt_ready`.
+    For callers outside a send (a send composes its prompt from the rows and
+    settings it already read, `request_store.send_inputs_read`). Saves the
+    conversation's `last_seq` when it appends the prompt. Precondition as
+    `static_prompt_compose`.
     """
     existing = Message.objects.filter(conversation=conversation, role=Role.SYSTEM).first()
-    prompt = static_prompt_ready(conversation, existing, settings_row=assistant_settings_get())
-    if existing is None:
-        conversation.save(update_fields=["last_seq"])
-    return prompt
+    return static_prompt_ready(conversation, existing, settings_row=assistant_settings_get())
+
+
+def static_prompt_built(inputs: PromptInputs) -> BuiltPrompt:
+    """The prompt built from `inputs` (`prompt_policy.build_static_prompt`) with its handoff span (none
+    without a continuity block)."""
+    text = build_static_prompt(inputs)
+    return BuiltPrompt(text, handoff_span(inputs) if inputs.continuity_block.strip() else (0, 0))
+
+
+def prompt_is_current(prompt: Message | None) -> bool:
+    """A stored prompt a send reuses as stored: built under the current policy, with its handoff span recorded
+    (a prompt stored before spans were is rebuilt once, like a stale one)."""
+    return (
+        prompt is not None and markers_are_current(prompt) and HANDOFF_SPAN_KEY in (prompt.metadata or {})
+    )
+
+
+def prompt_metadata(built: BuiltPrompt, metadata: dict | None = None) -> dict:
+    """A stored prompt's metadata: the policy markers it was built under and its handoff span."""
+    return {**(metadata or {}), "policy_markers": policy_markers(), HANDOFF_SPAN_KEY: list(built.handoff_span)}
 
 
 def static_prompt_ready(
@@ -212,52 +237,67 @@ def static_prompt_ready(
     existing: Message | None,
     *,
     settings_row: AssistantSettings,
-    handoffs: Callable[[], ThreadHandoffs] | None = None,
+    handoffs: ThreadHandoffs | None = None,
 ) -> Message:
-    """The stored prompt for the send about to be made: `existing` reused (rebuilt if its policy is stale),
-    or a new one appended.
-
-    A current prompt is reused as stored: every source change rebuilds it
-    eagerly (`static_prompts_rebuild`), so a send never rebuilds from scratch.
-
-    Precondition: the caller holds the conversation's row lock inside a
-    transaction, so a concurrent first send waits instead of racing, and a
-    memory edit/delete/refresh either finished before we read the snapshot or
-    rebuilds this prompt after we commit; the unique constraint is the last
-    guard if it does not. `existing` is the conversation's stored prompt (or
-    None) read under that same lock. So no other prompt can be stored
-    meanwhile, and the insert needs no savepoint of its own: the partial unique
-    constraint stays the last guard (a second prompt fails the whole
-    transaction, never stands beside the first). A new prompt is appended
-    with the conversation's next seq (`message_append`), so, as after every
-    append, the caller saves the conversation's `APPENDED_FIELDS` before
-    committing. `handoffs`: how to get the conversation's handoffs the caller
-    read (`thread_handoffs_read`), asked only when the prompt is built;
-    without it they are read here.
-    """
-    if existing is not None and markers_are_current(existing):
+    """The stored prompt: `existing` reused when current (`prompt_is_current`), else built from the rows
+    read now and stored (`static_prompt_store`). `handoffs`: the conversation's handoffs if the caller read
+    them (`thread_handoffs_read`); without them they are read here."""
+    if prompt_is_current(existing):
         return existing
     inputs = prompt_inputs_for(
         conversation,
         settings_row=settings_row,
-        handoffs=handoffs() if handoffs is not None else None,
+        handoffs=handoffs,
         stored_prompt=existing.content if existing is not None else "",
     )
+    return static_prompt_store(conversation, existing, inputs)
+
+
+def static_prompt_compose(appending: TranscriptAppend, existing: Message | None, inputs: PromptInputs) -> Message:
+    """The prompt built from `inputs` as the conversation's stored prompt, composed for the caller's one
+    write: `existing` with the new text (the write saves it, `static_prompt_rewrite`), or a new prompt
+    composed into `appending`.
+
+    Precondition for the write: the caller holds the conversation's row lock
+    inside a transaction, so a concurrent first send waits instead of racing,
+    and a memory edit/delete/refresh either finished before the caller read the
+    snapshot or rebuilds this prompt after it commits. `existing` is the
+    conversation's stored prompt (or None) read under that same lock, so no
+    other prompt can be stored meanwhile and the insert needs no savepoint of
+    its own: the partial unique constraint stays the last guard (a second
+    prompt fails the whole transaction, never stands beside the first).
+    """
+    built = static_prompt_built(inputs)
     if existing is not None:
-        existing.content = build_static_prompt(inputs)
-        existing.metadata = {**existing.metadata, "policy_markers": policy_markers()}
-        existing.save(update_fields=["content", "metadata", "updated_at"])
+        existing.content = built.text
+        existing.metadata = prompt_metadata(built, existing.metadata)
         return existing
-    return message_append(
-        conversation=conversation,
+    return appending.add(
         parent=None,
         role=Role.SYSTEM,
         binding=None,  # no provider produced it
         make_head=False,
         kind=MessageKind.STATIC_PROMPT,
-        content=build_static_prompt(inputs),
-        metadata={"policy_markers": policy_markers()},
+        content=built.text,
+        metadata=prompt_metadata(built),
     )
+
+
+def static_prompt_rewrite(prompt: Message) -> None:
+    """Save a stored prompt `static_prompt_compose` rebuilt in place."""
+    prompt.save(update_fields=["content", "metadata", "updated_at"])
+
+
+def static_prompt_store(conversation: Conversation, existing: Message | None, inputs: PromptInputs) -> Message:
+    """Store the prompt built from `inputs` as the conversation's prompt now (`static_prompt_compose`, then
+    its write); same precondition. A send composes it with its turns and writes them together instead."""
+    appending = TranscriptAppend(conversation)
+    prompt = static_prompt_compose(appending, existing, inputs)
+    if existing is not None:
+        static_prompt_rewrite(prompt)
+    else:
+        transcript_write(appending)
+    return prompt
 
 
 def _conversation_pks(conversations: QuerySet[Conversation] | Iterable[Conversation | UUID]) -> QuerySet | list:
@@ -296,15 +336,20 @@ def static_prompts_rebuild(conversations: QuerySet[Conversation] | Iterable[Conv
         return 0
     inputs = prompt_inputs_many([(row[1], row[2]) for row in prompts], scope, settings_row=assistant_settings_get())
     markers = policy_markers()
-    built: dict[PromptInputs, str] = {}
+    built: dict[PromptInputs, BuiltPrompt] = {}
     rows: list[tuple[UUID, str, dict]] = []
     for pk, conversation_id, _persona, stored, metadata in prompts:
         key = inputs[conversation_id]
-        content = built.get(key)
-        if content is None:
-            content = built[key] = build_static_prompt(key)
-        if content != stored or not _metadata_markers_current(metadata, markers):
-            rows.append((pk, content, {**(metadata or {}), "policy_markers": markers}))
+        prompt = built.get(key)
+        if prompt is None:
+            prompt = built[key] = static_prompt_built(key)
+        span = list(prompt.handoff_span)
+        if (
+            prompt.text != stored
+            or not _metadata_markers_current(metadata, markers)
+            or (metadata or {}).get(HANDOFF_SPAN_KEY) != span
+        ):
+            rows.append((pk, prompt.text, {**(metadata or {}), "policy_markers": markers, HANDOFF_SPAN_KEY: span}))
     _prompt_rows_write(rows)
     return len(rows)
 

@@ -15,17 +15,18 @@ from uuid import UUID
 
 from django.conf import settings
 
-from continuity.rules.compaction import compaction_on_branch
-from continuity.rules.dynamic_context import carried_text_index_warm, dynamic_context_build
+from continuity.rules.compaction import CompactionOnBranch, compaction_on_branch
+from continuity.rules.dynamic_context import carried_text_index_warm, dynamic_context_build, recall_may_run
 from continuity.rules.kept_history import BranchHistory, branch_history
-from continuity.rules.prompt_policy import prior_thread_section_in
+from continuity.rules.prompt_policy import PromptInputs, handoff_text_of
+from continuity.rules.prompt_store import prompt_inputs_for, prompt_is_current
 from continuity.rules.request_policy import AssembledRequest, assemble_request, tool_definitions_text
 from continuity.rules.thread_handoff_store import ThreadHandoffs, thread_handoffs_read
-from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
+from conversations.models import AssistantSettings, Attachment, Conversation, Message, MessageStatus, Role
 from elion.base.errors import NotFound
 from transcript.assistant_settings import assistant_settings_get
 from transcript.attachments.manifests import manifested_message_ids
-from transcript.attachments.projection import manifest_parts_verified
+from transcript.attachments.projection import attachment_parts_verified, manifest_parts_verified
 from transcript.tree_cache import BranchRead, conversation_read, kept_branch_read
 
 
@@ -50,14 +51,13 @@ class SendContext:
     streaming: list[Message]
     # Attachment request parts this send verified before it took the lock, by attachment id.
     verified_parts: dict[UUID, dict] = field(default_factory=dict)
-    # The conversation's handoffs, once this send has read them (`handoffs_read`: to build its stored prompt).
+    # Read before anything is written, when this send needs them (`send_inputs_read`): the conversation's
+    # handoffs (to build its stored prompt, or for recall to leave their sources out), and the inputs of
+    # a stored prompt to build now (None: the stored one is current).
     handoffs: ThreadHandoffs | None = None
-
-    def handoffs_read(self) -> ThreadHandoffs:
-        """The conversation's handoff row (one query) and bubbles (from `tree`), read once per send."""
-        if self.handoffs is None:
-            self.handoffs = thread_handoffs_read(self.conversation, self.tree.values())
-        return self.handoffs
+    prompt_inputs: PromptInputs | None = None
+    # A new user turn's attachment parts, by its id, composed before its manifest is written.
+    new_turn_parts: dict[UUID, tuple[dict, ...]] = field(default_factory=dict)
 
     def get(self, message_id: object) -> Message:
         try:
@@ -94,6 +94,27 @@ def send_context_load(conversation: Conversation, *, verified_parts: dict[UUID, 
     )
 
 
+def send_inputs_read(context: SendContext, *, text: str) -> None:
+    """Read the rest of what this send composes from, before it writes: the conversation's handoffs (one
+    query) when its stored prompt is built now or recall may run for `text`, and the stored prompt's inputs
+    when it is built now (`prompt_is_current`).
+
+    Whether recall may run is asked of the whole tree, not the reply's branch (which is read once, for the
+    request): a thread born on any branch may be past its birth period on this one. So the handoffs are
+    read whenever recall may need them, and at most once more than it does (a new first turn of a born
+    thread)."""
+    rebuild = not prompt_is_current(context.prompt)
+    if context.handoffs is None and (rebuild or recall_may_run(context.tree.values(), text)):
+        context.handoffs = thread_handoffs_read(context.conversation, context.tree.values())
+    if rebuild:
+        context.prompt_inputs = prompt_inputs_for(
+            context.conversation,
+            settings_row=context.settings_row,
+            handoffs=context.handoffs,
+            stored_prompt=context.prompt.content if context.prompt is not None else "",
+        )
+
+
 def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list[dict]) -> AssembledRequest:
     """The model input for the reply to the last user turn of `branch` (root first).
 
@@ -104,13 +125,13 @@ def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list
     whole branch.
     """
     conversation = context.conversation
-    attachment_parts = branch_attachment_parts(conversation, branch, verified=context.verified_parts)
-    # A compaction whose boundary lies on this branch stands in for the turns it covers.
-    compacted = compaction_on_branch(conversation, branch.positions)
-    history = branch_history(
-        conversation.id, branch, attachment_parts=attachment_parts, start_index=compacted.first_index
-    )
-    static_prompt = context.prompt.content if context.prompt else ""
+    attachment_parts = {
+        **branch_attachment_parts(conversation, branch, verified=context.verified_parts),
+        **{pk: parts for pk, parts in context.new_turn_parts.items() if pk in branch.positions},
+    }
+    compacted, history = history_compose(conversation, branch, attachment_parts=attachment_parts)
+    prompt = context.prompt
+    static_prompt = prompt.content if prompt else ""
     # Layer 2, fresh for this send and never stored: pinned character + keyword recall.
     dynamic = dynamic_context_build(
         conversation,
@@ -119,14 +140,14 @@ def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list
         history=history.texts,
         settings_row=context.settings_row,
         history_lineage=history.lineage,
-        # Read once per send, and only if recall runs: already, when this send built its stored prompt.
-        handoff_sources=lambda: context.handoffs_read().source_ids(),
+        # Read by `send_inputs_read` when recall may run (a caller that did not: read by recall if it runs).
+        handoff_sources=context.handoffs.source_ids() if context.handoffs is not None else None,
     )
     request = assemble_request(
         static_prompt=static_prompt,
         history=history,
         dynamic_context=dynamic.text,
-        handoff_text=prior_thread_section_in(static_prompt),
+        handoff_text=handoff_text_of(prompt.content, prompt.metadata) if prompt else "",
         tool_definitions_text=tool_definitions_text(tools),
         input_budget_tokens=settings.ELION_INPUT_BUDGET_TOKENS,
         trim_step_tokens=trim_step_tokens(),
@@ -135,6 +156,25 @@ def reply_request_build(context: SendContext, *, branch: BranchRead, tools: list
         earlier_reasoning=settings.ELION_REASONING_CONTEXT == "all_turns",
     )
     return replace(request, in_view=in_view_of(request, history, branch))
+
+
+def history_compose(
+    conversation: Conversation, branch: BranchRead, *, attachment_parts: Mapping[UUID, tuple[dict, ...]]
+) -> tuple[CompactionOnBranch, BranchHistory]:
+    """The branch's history turns as a request carries them, kept from the last send plus those since
+    (`continuity.rules.kept_history`): a compaction whose boundary lies on the branch stands in for the turns
+    it covers. A send and its warm-up (`send_context_warm`) compose it here alike."""
+    compacted = compaction_on_branch(conversation, branch.positions)
+    history = branch_history(
+        conversation.id, branch, attachment_parts=attachment_parts, start_index=compacted.first_index
+    )
+    return compacted, history
+
+
+def reply_request_for(context: SendContext, user_message: Message, *, tools: list[dict]) -> AssembledRequest:
+    """The model input for the reply to `user_message` (stored, or composed by this send): its branch, read
+    as the tree cache keeps it, and the request built from it (`reply_request_build`)."""
+    return reply_request_build(context, branch=context.branch_to(user_message.id), tools=tools)
 
 
 def trim_step_tokens() -> int:
@@ -171,6 +211,30 @@ def branch_attachment_parts(
     }
 
 
+def new_turn_attachment_parts(
+    conversation_id: UUID, attachment_ids: tuple[UUID, ...], *, verified: Mapping[UUID, dict]
+) -> tuple[dict, ...]:
+    """A new user turn's attachment parts, in the order sent, before its manifest is written: those verified
+    before the lock (`attachments_preverify`, which also copied them into the conversation's store), and any
+    other upload that may still be claimed, verified now in the conversation's store (a blob it holds
+    already; refused naming it, 409, if missing or tampered). An upload that cannot be claimed has no part:
+    writing the manifest refuses it (`attachments_commit`), which rolls the send back."""
+    missing = [pk for pk in attachment_ids if pk not in verified]
+    rows = Attachment.objects.in_bulk(missing) if missing else {}
+    claimable = [
+        rows[pk] for pk in missing
+        if pk in rows and rows[pk].attached_at is None and rows[pk].gc_claimed_at is None
+        and rows[pk].scope_conversation_id in (None, conversation_id)
+    ]
+    parts = attachment_parts_verified(conversation_id, {conversation_id: claimable}, verified=verified) if claimable else {}
+    now_verified = dict(zip((row.id for row in claimable), parts.get(conversation_id, ()), strict=True))
+    return tuple(
+        verified[pk] if pk in verified else now_verified[pk]
+        for pk in attachment_ids
+        if pk in verified or pk in now_verified
+    )
+
+
 def _turn_on(branch: BranchRead) -> Callable[[UUID], bool]:
     """Is a message one of the branch's user or assistant turns?"""
 
@@ -201,7 +265,6 @@ def send_context_warm(conversation: Conversation) -> None:
         message_id: () for message_id in manifested_message_ids(conversation.id)
         if on_branch(message_id) and branch.messages[branch.positions[message_id]].role == Role.USER
     }
-    compacted = compaction_on_branch(conversation, branch.positions)
-    history = branch_history(conversation.id, branch, attachment_parts=attached, start_index=compacted.first_index)
+    _compacted, history = history_compose(conversation, branch, attachment_parts=attached)
     static_prompt = read.prompt.content if read.prompt else ""
     carried_text_index_warm(conversation, [static_prompt, *history.texts], lineage=history.lineage)

@@ -20,7 +20,7 @@ from transcript.assistant_settings import assistant_settings_read
 class ThreadHandoffs:
     """One conversation's handoffs: its handoff row naming a source (New Chat continuity, Branch / Fresh
     Chat), if any, and its handoff bubbles (Branch / Fresh Chat, an archived conversation continued), in seq
-    order. Read once by a send that builds its stored prompt (`thread_handoffs_read`)."""
+    order. Read once by a send that builds its stored prompt or may recall (`thread_handoffs_read`)."""
 
     conversation: Conversation
     rows: tuple[ThreadHandoff, ...]
@@ -67,7 +67,7 @@ def thread_handoffs_read(conversation: Conversation, messages: Iterable[Message]
 
 def thread_handoff_source_ids(conversation: Conversation) -> set[UUID]:
     """`ThreadHandoffs.source_ids` for a caller that holds none of the conversation's rows (a send reads its
-    handoffs from its own rows, `SendContext.handoffs_read`): its handoff row and its handoff bubbles, two
+    handoffs from its own rows, `request_store.send_inputs_read`): its handoff row and its handoff bubbles, two
     queries."""
     bubbles = Message.objects.filter(conversation=conversation, kind=MessageKind.HANDOFF_ARTIFACT).only(
         "id", "conversation_id", "kind", "seq", "metadata"

@@ -31,7 +31,7 @@ from conversations.services.threads.titles import branch_title
 from elion.base.errors import Conflict
 from elion.base.idempotency import idempotency_key_clean
 from transcript.access import access_conversation
-from transcript.append import APPENDED_FIELDS, message_append
+from transcript.append import TranscriptAppend, transcript_write
 from transcript.assistant_settings import assistant_settings_read
 from transcript.provider.binding import configured_provider
 from transcript.write_lock import global_write_lock
@@ -75,8 +75,8 @@ def handoff_destination_create(
     message carries the binding; Branch is how drifted history continues).
     """
     destination = conversation_create(persona=persona, title=title, origin=origin, title_auto=bool(title))
-    message_append(
-        conversation=destination,
+    appending = TranscriptAppend(destination)
+    appending.add(
         parent=None,
         role=Role.ASSISTANT,
         binding=configured_provider().binding(),
@@ -86,7 +86,7 @@ def handoff_destination_create(
         content=bubble,
         metadata=metadata,
     )
-    destination.save(update_fields=APPENDED_FIELDS)
+    transcript_write(appending)
     return destination
 
 

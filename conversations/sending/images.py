@@ -38,7 +38,8 @@ from django.conf import settings
 
 from conversations.models import Character
 from conversations.sending.persist import persist
-from conversations.sending.tool_loop import GENERATE_IMAGE, AsyncTool, ToolContext, ToolResult
+from conversations.sending.tool_loop import AsyncTool, ToolContext, ToolResult
+from conversations.sending.tool_offer import GENERATE_IMAGE
 from transcript.attachments.generated import (
     GeneratedImageRejected,
     generated_image_bytes,

@@ -1,6 +1,6 @@
 """The `propose_memory` tool (issue 35): Elion may suggest a memory; only the owner decides.
 
-Offered (`conversations.sending.tool_loop.available_tools`) only while
+Offered (`conversations.sending.tool_offer.available_tools`) only while
 Settings → "Elion may suggest memories" is on and the conversation may
 suggest (`continuity.rules.eligibility.may_suggest_memories`: never a private,
 shielded or quarantined one); `memories.services.proposals.memory_propose` asks both

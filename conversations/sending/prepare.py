@@ -1,9 +1,10 @@
 """Preparing a send or a retry: one short transaction before any provider I/O.
 
-1. `send_prepare` / `retry_prepare` (one transaction, no provider I/O): check
-   the input, commit the user turn, create the assistant message as
-   `streaming`, store the static prompt on the first send, and assemble the
-   model request from stored rows.
+1. `send_prepare` / `retry_prepare` (one transaction, no provider I/O), in a
+   straight line (docs/send_path.md): read once (the rows, the settings, then
+   what composing needs), compose from that data (the static prompt on a first
+   send, the user turn, the assistant message as `streaming`, the model
+   request), write once (`transcript_write`), commit.
 2. `ReplyRun` streams from the provider in its own asyncio task, flushing
    partial text to the database at once for the first delta, then at most
    every 250 ms (also when the stream pauses) or 2,000 characters, and
@@ -31,24 +32,39 @@ from django.utils import timezone
 
 from continuity.rules.dynamic_context import PINNED_CHARACTER_KEY
 from continuity.rules.eligibility import may_suggest_memories
-from continuity.rules.prompt_store import static_prompt_ready
+from continuity.rules.prompt_store import static_prompt_compose, static_prompt_rewrite
 from continuity.rules.request_policy import AssembledRequest, RecallInBirthPeriod
-from continuity.rules.request_store import SendContext, reply_request_build, send_context_load
-from conversations.models import AssistantSettings, Conversation, Message, MessageKind, MessageStatus, Role
+from continuity.rules.request_store import (
+    SendContext,
+    new_turn_attachment_parts,
+    reply_request_for,
+    send_context_load,
+    send_inputs_read,
+)
+from conversations.models import (
+    AssistantSettings,
+    Attachment,
+    Conversation,
+    Message,
+    MessageKind,
+    MessageStatus,
+    Role,
+)
 from conversations.sending import tool_loop
 from conversations.sending.commands import FROM_HEAD, ParentChoice, SendCommand
+from conversations.sending.tool_offer import available_tools
 from conversations.services.characters import access_character
 from conversations.services.threads.titles import title_from_first_message
 from elion.base.errors import Conflict, InvalidInput
 from elion.base.rows import id_or_not_found
 from transcript.access import access_conversation
-from transcript.append import APPENDED_FIELDS, message_append
+from transcript.append import TranscriptAppend, transcript_write
 from transcript.attachments.manifests import attachments_commit, manifest_ids
 from transcript.attachments.projection import PreverifiedAttachments, attachments_preverify
 from transcript.guard import transcript_write_guard
 from transcript.leases import lease_deadline, streams_interrupt_expired
 from transcript.provider.binding import provider_binding_gate_counted
-from transcript.provider.gateway import ProviderConfig, RequestOptions, conversation_cache_key
+from transcript.provider.gateway import ProviderBinding, ProviderConfig, RequestOptions, conversation_cache_key
 
 logger = logging.getLogger(__name__)
 
@@ -122,27 +138,81 @@ def _send_commit(command: SendCommand, *, pinned: dict, preverified: Preverified
 
     transcript_write_guard(conversation, action="send", loaded=context.streaming)
     parent = _resolve_parent(context, command.parent_id)
-    # The first send stores the static prompt before the turn it answers.
-    _prompt_ready(context)
+    send_inputs_read(context, text=command.content)
+    # Compose: the stored prompt (a first send stores it before the turn it answers), the user turn, its title.
+    composed = _SendWrite(TranscriptAppend(conversation), binding=config.binding())
+    _prompt_composed(context, composed)
+    user_message = _user_turn_composed(context, composed, command, parent=parent, pinned=pinned, preverified=preverified)
+    if not conversation.title:
+        conversation.title = _first_title(command)
+        conversation.title_auto = True
+    return _start_reply(context, composed, user_message, config)
+
+
+def _user_turn_composed(
+    context: SendContext,
+    composed: _SendWrite,
+    command: SendCommand,
+    *,
+    parent: Message | None,
+    pinned: dict,
+    preverified: PreverifiedAttachments,
+) -> Message:
+    """The new user turn, composed for the send's one write and put in the context's tree, with its
+    uploads' request parts (verified before the lock) for the request built next."""
     client_id = {"id": command.client_message_id} if command.client_message_id else {}
-    user_message = message_append(
-        conversation=conversation,
+    user_message = composed.appending.add(
         parent=parent,
         role=Role.USER,
-        binding=config.binding(),
+        binding=composed.binding,
         make_head=False,
         **client_id,
         content=command.content,
         metadata=pinned,
     )
     context.tree[user_message.id] = user_message
-    attached = attachments_commit(
-        message=user_message, attachment_ids=command.attachment_ids, imported=preverified.imported
-    )
-    if not conversation.title:
-        conversation.title = title_from_first_message(command.content, [a.name for a in attached])
-        conversation.title_auto = True
-    return _start_reply(context, user_message, config)
+    if command.attachment_ids:
+        context.new_turn_parts[user_message.id] = new_turn_attachment_parts(
+            context.conversation.id, command.attachment_ids, verified=preverified.parts
+        )
+    composed.user_turn = user_message
+    composed.attachment_ids = command.attachment_ids
+    composed.imported = preverified.imported
+    return user_message
+
+
+@dataclass
+class _SendWrite:
+    """What a send composed for its one write (`_write_once`): the messages to append, its stored prompt
+    when rebuilt in place, and the new user turn with the uploads its manifest lists."""
+
+    appending: TranscriptAppend
+    binding: ProviderBinding  # the provider binding the send's turns carry (the gate's)
+    prompt_rebuilt: Message | None = None
+    user_turn: Message | None = None
+    attachment_ids: tuple[UUID, ...] = ()
+    imported: frozenset[UUID] = frozenset()
+
+
+def _write_once(composed: _SendWrite, *, also: tuple[str, ...]) -> None:
+    """The send's one write: the rebuilt prompt, every appended message and the conversation (its head, last
+    seq and the columns in `also`), then the new turn's manifest (which claims its uploads)."""
+    if composed.prompt_rebuilt is not None:
+        static_prompt_rewrite(composed.prompt_rebuilt)
+    transcript_write(composed.appending, also=also)
+    if composed.user_turn is not None and composed.attachment_ids:
+        attachments_commit(
+            message=composed.user_turn, attachment_ids=composed.attachment_ids, imported=composed.imported
+        )
+
+
+def _first_title(command: SendCommand) -> str:
+    """A new conversation's title from its first turn: its words, or (with none) its uploads' names."""
+    title = title_from_first_message(command.content)
+    if title or not command.attachment_ids:
+        return title
+    rows = Attachment.objects.in_bulk(command.attachment_ids)
+    return title_from_first_message(command.content, [rows[pk].name for pk in command.attachment_ids if pk in rows])
 
 
 def _pinned_character_metadata(character_id: int | None) -> dict:
@@ -191,8 +261,10 @@ def _prepare_for_repeated_turn(
         )
     # The turn was stored but its reply failed or never started: answer it now.
     transcript_write_guard(conversation, action="send", loaded=context.streaming)
-    _prompt_ready(context)
-    return _start_reply(context, existing, config)
+    send_inputs_read(context, text=existing.content)
+    composed = _SendWrite(TranscriptAppend(conversation), binding=config.binding())
+    _prompt_composed(context, composed)
+    return _start_reply(context, composed, existing, config)
 
 
 def _resolve_parent(context: SendContext, parent_id: UUID | None | ParentChoice) -> Message | None:
@@ -228,28 +300,32 @@ def _retry_commit(conversation_id: UUID, message_id: UUID | str, *, preverified:
     if target.role != Role.ASSISTANT or target.kind != MessageKind.ORDINARY or target.parent_id is None:
         raise InvalidInput("Only an assistant reply can be retried.", code="not_retryable")
     transcript_write_guard(conversation, action="retry", loaded=context.streaming)
-    _prompt_ready(context)
-    return _start_reply(context, context.tree[target.parent_id], config)
+    user_message = context.tree[target.parent_id]
+    send_inputs_read(context, text=user_message.content)
+    composed = _SendWrite(TranscriptAppend(conversation), binding=config.binding())
+    _prompt_composed(context, composed)
+    return _start_reply(context, composed, user_message, config)
 
 
-def _prompt_ready(context: SendContext) -> None:
-    """The stored prompt this reply uses (built on a first send), into the context.
+def _prompt_composed(context: SendContext, composed: _SendWrite) -> None:
+    """The stored prompt this reply uses, into the context: built from the inputs `send_inputs_read` read (a
+    first send, or a stale prompt) and composed for the send's one write, else the stored one as it is."""
+    if context.prompt_inputs is None:
+        return
+    rebuilt = context.prompt is not None
+    context.prompt = static_prompt_compose(composed.appending, context.prompt, context.prompt_inputs)
+    if rebuilt:
+        composed.prompt_rebuilt = context.prompt
 
-    Its seq, when it was appended now, is saved with the send's one
-    conversation update (`_start_reply`)."""
-    context.prompt = static_prompt_ready(
-        context.conversation, context.prompt, settings_row=context.settings_row, handoffs=context.handoffs_read
-    )
 
+def _start_reply(context: SendContext, composed: _SendWrite, user_message: Message, config: ProviderConfig) -> PreparedReply:
+    """Compose the request and the streaming assistant message (the new head), then write once.
 
-def _start_reply(context: SendContext, user_message: Message, config: ProviderConfig) -> PreparedReply:
-    """Assemble the request, create the streaming assistant message, move the head.
-
-    Saves the conversation's `last_seq` (also for the stored prompt's seq, which
-    `static_prompt_ready` appended without saving) in either outcome.
+    The conversation's update saves its `last_seq` (also for a stored prompt composed now), head, title
+    and where the model's view begins, in either outcome.
     """
     conversation = context.conversation
-    tools = tool_loop.available_tools(
+    tools = available_tools(
         archive_access=context.settings_row.archive_access,
         web_search=context.settings_row.web_search,
         api_selector=config.api_selector,
@@ -257,21 +333,20 @@ def _start_reply(context: SendContext, user_message: Message, config: ProviderCo
         memory_suggestions=_may_suggest_memories(context),
     )
     try:
-        request = reply_request_build(context, branch=context.branch_to(user_message.id), tools=tools)
+        request = reply_request_for(context, user_message, tools=tools)
     except RecallInBirthPeriod:
-        return _refuse_reply(conversation, user_message, config)
-    assistant = message_append(
-        conversation=conversation,
+        return _refuse_reply(composed, user_message, config)
+    assistant = composed.appending.add(
         parent=user_message,
         role=Role.ASSISTANT,
-        binding=config.binding(),
+        binding=composed.binding,
         make_head=True,
         status=MessageStatus.STREAMING,
         lease_expires_at=lease_deadline(),
         metadata={"diagnostics": request.diagnostics},
     )
     conversation.in_view = request.in_view
-    conversation.save(update_fields=[*APPENDED_FIELDS, "title", "title_auto", "in_view"])
+    _write_once(composed, also=("title", "title_auto", "in_view"))
     return FreshReply(
         conversation_id=conversation.id,
         user_message_id=user_message.id,
@@ -312,25 +387,25 @@ RECALL_REFUSED = (
 )
 
 
-def _refuse_reply(conversation: Conversation, user_message: Message, config: ProviderConfig) -> PreparedReply:
+def _refuse_reply(composed: _SendWrite, user_message: Message, config: ProviderConfig) -> PreparedReply:
     """Final assembly refused a birth-period request with a recall section: the
-    reply fails, stored as such, and nothing reaches any provider path."""
+    reply fails, stored as such (in the send's one write), and nothing reaches any provider path."""
+    conversation = composed.appending.conversation
     code, detail = RECALL_REFUSED
     logger.error(
         "refused to dispatch a birth-period request with an automatic recall section (conversation %s)",
         conversation.id,
     )
-    assistant = message_append(
-        conversation=conversation,
+    assistant = composed.appending.add(
         parent=user_message,
         role=Role.ASSISTANT,
-        binding=config.binding(),
+        binding=composed.binding,
         make_head=True,
         status=MessageStatus.FAILED,
         error=code,
         error_detail=detail,
     )
-    conversation.save(update_fields=[*APPENDED_FIELDS, "title", "title_auto"])
+    _write_once(composed, also=("title", "title_auto"))
     return ReplayedReply(
         conversation_id=conversation.id,
         user_message_id=user_message.id,

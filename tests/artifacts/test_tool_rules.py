@@ -9,7 +9,8 @@ import pytest
 from django.test import Client
 
 from artifacts.models import Artifact, ArtifactVersion
-from conversations.sending.tool_loop import ToolContext, available_tools, run_tool
+from conversations.sending.tool_loop import ToolContext, run_tool
+from conversations.sending.tool_offer import available_tools
 from tests.support.factories import api_call, thread
 from transcript.provider.gateway import ToolCallRequested
 

@@ -44,7 +44,7 @@ from elion.base.errors import Conflict, InvalidInput, NotFound
 from elion.base.idempotency import idempotency_key_clean
 from memories.models import SnapshotMembership
 from transcript.access import access_conversation
-from transcript.append import APPENDED_FIELDS, message_chain_copy
+from transcript.append import message_chain_copy
 from transcript.attachments import store
 from transcript.attachments.manifests import manifests_in_conversation
 from transcript.attachments.verification import AttachmentUnavailable
@@ -153,7 +153,6 @@ def _fork_create(source: Conversation, target_id: UUID) -> Conversation:
     # The copies are searchable as soon as they are visible, without tokenising them again.
     message_search_texts_copy(zip(copies, originals, strict=True))
     _copy_thread_handoff(source, destination)
-    destination.save(update_fields=APPENDED_FIELDS)
     return destination
 
 

@@ -14,7 +14,7 @@ from django.test import AsyncClient
 
 from continuity.rules.request_policy import tool_definitions_text
 from conversations.models import Message, Role
-from conversations.sending import tool_loop
+from conversations.sending import tool_loop, tool_offer
 from tests.conftest import parse_sse, read_streaming
 from tests.support.scripted_provider import ScriptedReply
 
@@ -320,7 +320,7 @@ async def test_tool_definitions_are_counted_in_the_diagnostics(scripted_provider
     conversation_id = await new_conversation(client)
     events = await send(client, conversation_id, "hello")
     diagnostics = dict(events)["diagnostics"]
-    tools = tool_loop.available_tools(
+    tools = tool_offer.available_tools(
         archive_access=True, web_search=False, api_selector="responses", memory_suggestions=True
     )
     expected = -(-len(tool_definitions_text(tools)) // 4)

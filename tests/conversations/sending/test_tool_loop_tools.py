@@ -9,10 +9,10 @@ import pytest
 from conversations.models import Folder, Message, MessageKind, MessageStatus
 from conversations.sending.tool_loop import (
     ToolContext,
-    available_tools,
     past_conversation_search,
     run_tool,
 )
+from conversations.sending.tool_offer import available_tools
 from transcript.append import APPENDED_FIELDS, message_append
 from transcript.provider.gateway import ToolCallRequested
 from transcript.tool_pairing import INTERRUPTED_RESULT, project_tool_parts

@@ -25,13 +25,13 @@ from hypothesis import strategies as st
 from continuity.models import Compaction
 from continuity.rules.compaction import compaction_projection
 from continuity.rules.dynamic_context import dynamic_context_build
-from continuity.rules.prompt_policy import prior_thread_section_in
 from continuity.rules.request_policy import HistoryTurn, assemble_request, tool_definitions_text
 from continuity.rules.request_store import reply_request_build, send_context_load
 from conversations.models import Message, MessageStatus, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from tests.support.factories import thread
+from tests.support.prompt_sections import prior_thread_section_in
 from transcript import tree_cache
 from transcript.append import APPENDED_FIELDS, message_append
 from transcript.assistant_settings import assistant_settings_get

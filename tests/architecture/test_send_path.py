@@ -1,0 +1,47 @@
+"""A send in a straight line: one send through the API, followed module by module from `send_prepare` to the
+provider call (tests/support/send_trace.py says how it is counted), under ceilings a regression would break.
+
+The same test and tracer on `house` at ec863e8 without this change: 40 modules, 140 stops, 100 returns,
+0 climbs, 3 re-entries; with it: 39, 138, 99, 0, 3 (docs/send_path.md has the table, afcac25 too).
+"""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.test import AsyncClient
+
+from tests.support.scripted_provider import ScriptedReply
+from tests.support.send_trace import SendTracer, trace_in_every_thread, trace_stop
+from tests.support.sending import create_conversation, send_sse
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+CEILINGS = {"modules": 39, "stops": 140, "returns": 101, "climbs": 0, "reentries": 3}
+
+
+async def _first_send_path(scripted_provider):
+    scripted_provider.script(ScriptedReply(chunks=["Hello", " AUMA."]))
+    tracer = SendTracer()
+    trace_in_every_thread(tracer)
+    try:
+        # The thread-sensitive executor's thread may predate this test: it installs the profiler itself.
+        await sync_to_async(tracer.install)()
+        client = AsyncClient()
+        conversation_id = await create_conversation(client)
+        events = await send_sse(client, conversation_id, content="Good morning, Elion.")
+    finally:
+        await sync_to_async(trace_stop)()
+        trace_stop()
+    assert events[-1][0] == "done"
+    assert tracer.started and tracer.finished, "the trace saw send_prepare and then the provider call"
+    return tracer.path
+
+
+async def test_a_send_runs_from_prepare_to_the_provider_in_few_stops(scripted_provider):
+    path = await _first_send_path(scripted_provider)
+    print(path.report())
+    figures = path.figures()
+    assert path.stops_in[0] == "conversations.sending.prepare"
+    over = {name: (figures[name], ceiling) for name, ceiling in CEILINGS.items() if figures[name] > ceiling}
+    assert not over, f"the send's path grew past its ceilings (figure, ceiling): {over}\n{path.report()}"
