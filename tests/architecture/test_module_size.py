@@ -15,9 +15,6 @@ LIMIT = 450
 PACKAGES = ("elion", "operations", "conversations", "continuity", "memories", "archive", "artifacts", "transcript")
 CHECKED = (*PACKAGES, "bench", "scripts")
 
-# Exempted until the send's straight-line part of issue 32 lands (it splits this module).
-SPLIT_ON_OTHER_BRANCHES = frozenset({"conversations/sending/tool_loop.py"})
-
 
 def _checked_modules() -> dict[str, int]:
     """Each checked module's path (from the repository root) and its number of lines."""
@@ -31,10 +28,7 @@ def _checked_modules() -> dict[str, int]:
 
 
 def test_no_module_over_450_lines():
-    oversized = {
-        path: lines for path, lines in _checked_modules().items()
-        if lines > LIMIT and path not in SPLIT_ON_OTHER_BRANCHES
-    }
+    oversized = {path: lines for path, lines in _checked_modules().items() if lines > LIMIT}
     assert oversized == {}, f"split these by job (at most {LIMIT} lines a module): {oversized}"
 
 
@@ -45,9 +39,3 @@ def test_the_size_check_reads_the_packages_bench_and_scripts_but_not_tests_or_mi
     assert "conversations/models/__init__.py" in paths
     assert not any(path.startswith("tests/") or "/migrations/" in path for path in paths)
 
-
-def test_every_exemption_names_a_module_still_over_the_limit():
-    """An exempted module that was split (or moved) leaves the list, so the list never hides a new one."""
-    sizes = _checked_modules()
-    stale = sorted(path for path in SPLIT_ON_OTHER_BRANCHES if sizes.get(path, 0) <= LIMIT)
-    assert stale == [], f"split already: drop them from SPLIT_ON_OTHER_BRANCHES: {stale}"
