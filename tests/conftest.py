@@ -16,8 +16,11 @@ os.environ.setdefault("ELION_TREE_CACHE_MIN_ROWS", "1")
 from tests.support.scripted_provider import ScriptedProvider, ScriptedReply  # noqa: E402
 
 # Fixtures kept in tests/support/: `redis_server` (a real redis-server on loopback), `run_queued`
-# (a queued import job run in this process), `pieces_dir` (where uploads in pieces wait).
-pytest_plugins = ["tests.support.redis_server", "tests.support.import_jobs", "tests.support.upload_pieces"]
+# (a queued import job run in this process), `pieces_dir` (where uploads in pieces wait); `table_reset`
+# (a committing test ends with every table emptied by DELETE, not by a flush: docs/testing.md).
+pytest_plugins = [
+    "tests.support.redis_server", "tests.support.import_jobs", "tests.support.upload_pieces", "tests.support.table_reset",
+]
 
 CHROMIUM_ARGS = [
     "--headless",
