@@ -12,6 +12,8 @@
 #   PYTEST_ARGS="-k foo -x" scripts/test.sh       extra pytest arguments (shell-quoted)
 #   ELION_TEST_SHARDS=N                           pytest processes per database (default 2); for --pdb,
 #                                                 run .venv/bin/python -m pytest yourself
+#   ELION_RECORD_DURATIONS=1                      after a passing run, write each module's seconds into
+#                                                 tests/durations.json (what the shares are dealt by)
 #
 # Serially it stops at the first failing half; always stops PostgreSQL and removes temp dirs.
 # pytest exit code 5 ("no tests collected") counts as a failure.
@@ -120,6 +122,11 @@ suite_result() {
 SHARDS="${ELION_TEST_SHARDS:-2}"
 LABELS=()
 LOGS=()
+# ELION_RECORD_DURATIONS=1: every process writes its modules' seconds here (tests/support/shards.py).
+DURATIONS_DIR=""
+if [[ -n "${ELION_RECORD_DURATIONS:-}" ]]; then
+    DURATIONS_DIR="$SCRATCH/durations"
+fi
 
 # start_shards DATABASE ARGS...: start this database's processes in the background, output to logs.
 start_shards() {
@@ -130,10 +137,10 @@ start_shards() {
         log="$SCRATCH/pytest-$database-$k.log"
         mkdir "$dir"
         if [[ "$database" == sqlite ]]; then
-            env -u DATABASE_URL ELION_DATA_DIR="$dir" ELION_TEST_SHARD="$k/$SHARDS" \
+            env -u DATABASE_URL ELION_DATA_DIR="$dir" ELION_TEST_SHARD="$k/$SHARDS" ELION_TEST_DURATIONS_DIR="$DURATIONS_DIR" \
                 "${PYTEST[@]}" "$@" >"$log" 2>&1 </dev/null &
         else
-            env ELION_DATA_DIR="$dir" DATABASE_URL="$DATABASE_URL" ELION_TEST_SHARD="$k/$SHARDS" \
+            env ELION_DATA_DIR="$dir" DATABASE_URL="$DATABASE_URL" ELION_TEST_SHARD="$k/$SHARDS" ELION_TEST_DURATIONS_DIR="$DURATIONS_DIR" \
                 TOX_PARALLEL_ENV="shard$k" "${PYTEST[@]}" "$@" >"$log" 2>&1 </dev/null &
         fi
         CHILDREN+=($!)
@@ -144,15 +151,22 @@ start_shards() {
 
 # wait_shards START: wait for every started process, show each log whole, record each result.
 wait_shards() {
-    local start="$1" i rc failed=0
-    local -a rcs=() secs=()
-    for i in "${!CHILDREN[@]}"; do
+    local start="$1" i rc failed=0 pid other
+    local -a rcs=() secs=() running=("${CHILDREN[@]}")
+    local -A index_of=()
+    for i in "${!CHILDREN[@]}"; do index_of[${CHILDREN[$i]}]=$i; done
+    # Each process's own seconds: reaped in the order they end.
+    while ((${#running[@]} > 0)); do
         set +e
-        wait "${CHILDREN[$i]}"
+        wait -n -p pid "${running[@]}"
         rc=$?
         set -e
+        i=${index_of[$pid]}
         rcs[i]=$rc
         secs[i]=$((SECONDS - start))
+        local -a still=()
+        for other in "${running[@]}"; do [[ "$other" == "$pid" ]] || still+=("$other"); done
+        running=("${still[@]}")
     done
     for i in "${!LOGS[@]}"; do
         echo
@@ -176,6 +190,16 @@ wait_shards() {
     LABELS=()
     LOGS=()
     return "$failed"
+}
+
+# record_durations: after a passing run with ELION_RECORD_DURATIONS=1, merge what the processes wrote.
+record_durations() {
+    [[ -n "$DURATIONS_DIR" ]] || return 0
+    if ((${#EXTRA_ARGS[@]} > 0)); then
+        echo "test.sh: durations not recorded: PYTEST_ARGS narrowed the run" >&2
+        return 0
+    fi
+    "$PY" "$ROOT/scripts/test_durations.py" "$DURATIONS_DIR" "scripts/test.sh $MODE, $SHARDS processes per database"
 }
 
 start_postgres() {
@@ -237,6 +261,7 @@ if [[ "$MODE" == all && -z "${ELION_TEST_SERIAL:-}" ]]; then
     start_shards sqlite "${SQLITE_ARGS[@]}"
     start_shards postgresql "${POSTGRES_ARGS[@]}"
     wait_shards "$start" || exit 1
+    record_durations
     exit 0
 fi
 if [[ "$MODE" != postgres ]]; then
@@ -253,4 +278,5 @@ if [[ "$MODE" != sqlite ]]; then
     start_shards postgresql "${POSTGRES_ARGS[@]}"
     wait_shards "$start" || exit 1
 fi
+record_durations
 exit 0
