@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import setup_django  # noqa: E402
-from bench.send_overhead import in_process_bench_close  # noqa: E402
+from bench.servers import in_process_bench_close  # noqa: E402
 
 
 def fill(threads: int) -> None:
@@ -93,7 +93,7 @@ def main() -> None:
     try:
         database_url = None
         if server_url:
-            from bench.send_overhead import pg_create_database
+            from bench.servers import pg_create_database
 
             database_url, drop = pg_create_database(server_url)
         setup_django(data_dir, database_url)
