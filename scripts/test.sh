@@ -12,6 +12,8 @@
 #   PYTEST_ARGS="-k foo -x" scripts/test.sh       extra pytest arguments (shell-quoted)
 #   ELION_TEST_SHARDS=N                           pytest processes per database (default 2); for --pdb,
 #                                                 run .venv/bin/python -m pytest yourself
+#   ELION_RECORD_DURATIONS=1                      after a passing run, write each module's seconds into
+#                                                 tests/durations.json (what the shares are dealt by)
 #
 # Serially it stops at the first failing half; always stops PostgreSQL and removes temp dirs.
 # pytest exit code 5 ("no tests collected") counts as a failure.
@@ -39,12 +41,17 @@ POSTGRES_ARGS=("${BOTH_DATABASES[@]}" "${EXTRA_ARGS[@]}")
 
 SUMMARY=()
 PG_DIR=""
+PRECOLLECT_PID=""
 # Fresh per-run scratch space; each half gets its own ELION_DATA_DIR inside it.
 SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/elion-test.XXXXXX")"
 
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
+    if [[ -n "$PRECOLLECT_PID" ]]; then
+        kill -TERM "$PRECOLLECT_PID" 2>/dev/null || true
+        wait "$PRECOLLECT_PID" 2>/dev/null || true
+    fi
     if [[ -n "$PG_DIR" ]]; then
         "$ROOT/scripts/pg_tmp.sh" stop "$PG_DIR" || true
     fi
@@ -120,6 +127,11 @@ suite_result() {
 SHARDS="${ELION_TEST_SHARDS:-2}"
 LABELS=()
 LOGS=()
+# ELION_RECORD_DURATIONS=1: every process writes its modules' seconds here (tests/support/shards.py).
+DURATIONS_DIR=""
+if [[ -n "${ELION_RECORD_DURATIONS:-}" ]]; then
+    DURATIONS_DIR="$SCRATCH/durations"
+fi
 
 # start_shards DATABASE ARGS...: start this database's processes in the background, output to logs.
 start_shards() {
@@ -130,10 +142,10 @@ start_shards() {
         log="$SCRATCH/pytest-$database-$k.log"
         mkdir "$dir"
         if [[ "$database" == sqlite ]]; then
-            env -u DATABASE_URL ELION_DATA_DIR="$dir" ELION_TEST_SHARD="$k/$SHARDS" \
+            env -u DATABASE_URL ELION_DATA_DIR="$dir" ELION_TEST_SHARD="$k/$SHARDS" ELION_TEST_DURATIONS_DIR="$DURATIONS_DIR" \
                 "${PYTEST[@]}" "$@" >"$log" 2>&1 </dev/null &
         else
-            env ELION_DATA_DIR="$dir" DATABASE_URL="$DATABASE_URL" ELION_TEST_SHARD="$k/$SHARDS" \
+            env ELION_DATA_DIR="$dir" DATABASE_URL="$DATABASE_URL" ELION_TEST_SHARD="$k/$SHARDS" ELION_TEST_DURATIONS_DIR="$DURATIONS_DIR" \
                 TOX_PARALLEL_ENV="shard$k" "${PYTEST[@]}" "$@" >"$log" 2>&1 </dev/null &
         fi
         CHILDREN+=($!)
@@ -144,15 +156,22 @@ start_shards() {
 
 # wait_shards START: wait for every started process, show each log whole, record each result.
 wait_shards() {
-    local start="$1" i rc failed=0
-    local -a rcs=() secs=()
-    for i in "${!CHILDREN[@]}"; do
+    local start="$1" i rc failed=0 pid other
+    local -a rcs=() secs=() running=("${CHILDREN[@]}")
+    local -A index_of=()
+    for i in "${!CHILDREN[@]}"; do index_of[${CHILDREN[$i]}]=$i; done
+    # Each process's own seconds: reaped in the order they end.
+    while ((${#running[@]} > 0)); do
         set +e
-        wait "${CHILDREN[$i]}"
+        wait -n -p pid "${running[@]}"
         rc=$?
         set -e
+        i=${index_of[$pid]}
         rcs[i]=$rc
         secs[i]=$((SECONDS - start))
+        local -a still=()
+        for other in "${running[@]}"; do [[ "$other" == "$pid" ]] || still+=("$other"); done
+        running=("${still[@]}")
     done
     for i in "${!LOGS[@]}"; do
         echo
@@ -178,6 +197,16 @@ wait_shards() {
     return "$failed"
 }
 
+# record_durations: after a passing run with ELION_RECORD_DURATIONS=1, merge what the processes wrote.
+record_durations() {
+    [[ -n "$DURATIONS_DIR" ]] || return 0
+    if ((${#EXTRA_ARGS[@]} > 0)); then
+        echo "test.sh: durations not recorded: PYTEST_ARGS narrowed the run" >&2
+        return 0
+    fi
+    "$PY" "$ROOT/scripts/test_durations.py" "$DURATIONS_DIR" "scripts/test.sh $MODE, $SHARDS processes per database"
+}
+
 start_postgres() {
     echo
     echo "==================== starting PostgreSQL ===================="
@@ -196,6 +225,23 @@ if [[ "$MODE" != check ]]; then
     [[ "$MODE" != sqlite ]] && need postgresql '/usr/lib/postgresql/*/bin/initdb'
     install_missing
 fi
+
+# ---------------------------------------------------------------- collection, once ahead
+# Every pytest process imports every test module to collect it, and pytest rewrites each module's asserts
+# first (about 6 s of CPU a process here). One collection while the lint runs leaves the rewritten modules
+# in tests/**/__pycache__ (PYTHONDONTWRITEBYTECODE lifted for it alone), and the processes read them.
+precollect_start() {
+    mkdir "$SCRATCH/precollect"
+    env -u PYTHONDONTWRITEBYTECODE -u DATABASE_URL ELION_DATA_DIR="$SCRATCH/precollect" \
+        "${PYTEST[@]}" --collect-only >"$SCRATCH/precollect.log" 2>&1 </dev/null &
+    PRECOLLECT_PID=$!
+}
+precollect_wait() {
+    [[ -n "$PRECOLLECT_PID" ]] || return 0
+    wait "$PRECOLLECT_PID" || true  # a collection error shows again in each process's own log
+    PRECOLLECT_PID=""
+}
+precollect_start
 
 echo "==================== lint: ruff, lint-imports ===================="
 if ! "$ROOT/.venv/bin/ruff" check .; then
@@ -221,6 +267,7 @@ SUMMARY+=("migrations: OK")
 if [[ "$MODE" == check ]]; then
     echo
     echo "==================== pytest on sqlite, the fast tier ===================="
+    precollect_wait
     start=$SECONDS
     start_shards sqlite "${FAST_TIER[@]}" "${EXTRA_ARGS[@]}"
     wait_shards "$start" || exit 1
@@ -230,6 +277,7 @@ fi
 if [[ "$MODE" != sqlite ]]; then
     start_postgres
 fi
+precollect_wait
 if [[ "$MODE" == all && -z "${ELION_TEST_SERIAL:-}" ]]; then
     echo
     echo "==================== pytest on sqlite and postgresql, at once ===================="
@@ -237,6 +285,7 @@ if [[ "$MODE" == all && -z "${ELION_TEST_SERIAL:-}" ]]; then
     start_shards sqlite "${SQLITE_ARGS[@]}"
     start_shards postgresql "${POSTGRES_ARGS[@]}"
     wait_shards "$start" || exit 1
+    record_durations
     exit 0
 fi
 if [[ "$MODE" != postgres ]]; then
@@ -253,4 +302,5 @@ if [[ "$MODE" != sqlite ]]; then
     start_shards postgresql "${POSTGRES_ARGS[@]}"
     wait_shards "$start" || exit 1
 fi
+record_durations
 exit 0

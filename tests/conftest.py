@@ -14,10 +14,16 @@ os.environ.setdefault("ELION_TESTING", "1")
 os.environ.setdefault("ELION_TREE_CACHE_MIN_ROWS", "1")
 
 from tests.support.scripted_provider import ScriptedProvider, ScriptedReply  # noqa: E402
+from tests.support.shards import database_name, recorded_seconds, shard_of  # noqa: E402
 
 # Fixtures kept in tests/support/: `redis_server` (a real redis-server on loopback), `run_queued`
-# (a queued import job run in this process), `pieces_dir` (where uploads in pieces wait).
-pytest_plugins = ["tests.support.redis_server", "tests.support.import_jobs", "tests.support.upload_pieces"]
+# (a queued import job run in this process), `pieces_dir` (where uploads in pieces wait); `table_reset`
+# (a committing test ends with every table emptied by DELETE, not by a flush: docs/testing.md); `shards`
+# (ELION_TEST_SHARD=k/n deals whole modules by their seconds in tests/durations.json, and records them).
+pytest_plugins = [
+    "tests.support.redis_server", "tests.support.import_jobs", "tests.support.upload_pieces", "tests.support.table_reset",
+    "tests.support.shards",
+]
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -49,24 +55,6 @@ SERVER_FIXTURES = frozenset({"_daphne_with_scripted_provider", "_offline_protect
 DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_setup"})
 
 
-def shard_of(items: list, shard: str) -> tuple[list, list]:
-    """`ELION_TEST_SHARD=k/n` (scripts/test.sh): this process runs the k-th of n shares of the modules,
-    whole modules dealt largest first to the share with the fewest tests, so every process collecting
-    the same tests splits them the same way. Returns (kept, deselected)."""
-    index, count = (int(part) for part in shard.split("/"))
-    modules: dict[str, list] = {}
-    for item in items:
-        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
-    loads = [0] * count
-    owner: dict[str, int] = {}
-    for module in sorted(modules, key=lambda name: (-len(modules[name]), name)):
-        lightest = loads.index(min(loads))
-        owner[module] = lightest
-        loads[lightest] += len(modules[module])
-    kept = [item for item in items if owner[item.nodeid.split("::")[0]] == index - 1]
-    return kept, [item for item in items if owner[item.nodeid.split("::")[0]] != index - 1]
-
-
 def pytest_collection_modifyitems(session, config, items):
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
@@ -90,7 +78,7 @@ def pytest_collection_modifyitems(session, config, items):
         from _pytest.mark import deselect_by_mark
 
         deselect_by_mark(items, config)
-        items[:], deselected = shard_of(items, shard)
+        items[:], deselected = shard_of(items, shard, recorded_seconds(database_name()))
         config.hook.pytest_deselected(items=deselected)
     items.sort(key=lambda item: bool(LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ()))))
 

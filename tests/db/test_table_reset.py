@@ -1,0 +1,59 @@
+"""tests/support/table_reset.py: a committing test leaves every table the app writes empty, on both databases."""
+
+from __future__ import annotations
+
+import pytest
+from django.apps import apps
+from django.contrib.auth.models import Permission
+from django.contrib.contenttypes.models import ContentType
+from django.db import connection
+from django.test import TransactionTestCase
+
+from tests.support.factories import thread
+from tests.support.table_reset import KEPT_TABLES, emptied_tables, empty_tables
+
+
+def rows_per_table() -> dict[str, int]:
+    with connection.cursor() as cursor:
+        counts = {}
+        for table in connection.introspection.django_table_names(only_existing=True, include_views=False):
+            cursor.execute(f"SELECT COUNT(*) FROM {connection.ops.quote_name(table)}")
+            counts[table] = cursor.fetchone()[0]
+    return counts
+
+
+def search_index_rows() -> int:
+    """Rows of the full-text index the triggers keep (SQLite: the FTS5 table; PostgreSQL: the entry table)."""
+    table = "message_search_fts" if connection.vendor == "sqlite" else "conversations_messagesearchentry"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {table}")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reset_empties_every_table_the_app_writes_and_keeps_what_migrate_wrote():
+    kinds, permissions = ContentType.objects.count(), Permission.objects.count()
+    thread(("user", "Is the lighthouse lit?"), ("assistant", "Every night, over the harbour."), title="Harbour")
+    filled = rows_per_table()
+    assert filled["conversations_message"] == 2 and filled["conversations_messagesearchentry"] == 2, filled
+    assert search_index_rows() == 2
+
+    empty_tables(connection.alias)
+
+    left = {table: count for table, count in rows_per_table().items() if count and table not in KEPT_TABLES}
+    assert left == {}
+    assert search_index_rows() == 0
+    assert (ContentType.objects.count(), Permission.objects.count()) == (kinds, permissions)
+    # The kept rows are the ones migrate writes: a content type for every model of every app.
+    assert kinds == len(apps.get_models())
+
+
+def test_the_reset_leaves_out_only_the_tables_migrate_alone_writes(db):
+    every = set(connection.introspection.django_table_names(only_existing=True, include_views=False))
+    assert set(emptied_tables(connection)) == every - KEPT_TABLES
+    assert every >= KEPT_TABLES
+
+
+def test_a_committing_test_ends_with_the_reset(db):
+    """The session fixture put `empty_tables` in place of Django's flush for this run."""
+    assert TransactionTestCase._fixture_teardown.__module__ == "tests.support.table_reset"
