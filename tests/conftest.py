@@ -14,15 +14,13 @@ os.environ.setdefault("ELION_TESTING", "1")
 os.environ.setdefault("ELION_TREE_CACHE_MIN_ROWS", "1")
 
 from tests.support.scripted_provider import ScriptedProvider, ScriptedReply  # noqa: E402
-from tests.support.shards import database_name, recorded_seconds, shard_of  # noqa: E402
+from tests.support.shards import database_name, recorded_seconds, recorder_register, shard_of  # noqa: E402
 
 # Fixtures kept in tests/support/: `redis_server` (a real redis-server on loopback), `run_queued`
 # (a queued import job run in this process), `pieces_dir` (where uploads in pieces wait); `table_reset`
-# (a committing test ends with every table emptied by DELETE, not by a flush: docs/testing.md); `shards`
-# (ELION_TEST_SHARD=k/n deals whole modules by their seconds in tests/durations.json, and records them).
+# (a committing test ends with every table emptied by DELETE, not by a flush: docs/testing.md).
 pytest_plugins = [
     "tests.support.redis_server", "tests.support.import_jobs", "tests.support.upload_pieces", "tests.support.table_reset",
-    "tests.support.shards",
 ]
 
 CHROMIUM_ARGS = [
@@ -53,6 +51,11 @@ SERVER_FIXTURES = frozenset({"_daphne_with_scripted_provider", "_offline_protect
 
 
 DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_setup"})
+
+
+def pytest_configure(config):
+    # ELION_TEST_DURATIONS_DIR: record each module's seconds (tests/support/shards.py).
+    recorder_register(config)
 
 
 def pytest_collection_modifyitems(session, config, items):

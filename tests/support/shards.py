@@ -96,6 +96,7 @@ class DurationRecorder:
         target.write_text(json.dumps({module: round(s, 2) for module, s in sorted(self.seconds.items())}, indent=1))
 
 
-def pytest_configure(config):
+def recorder_register(config) -> None:
+    """With ELION_TEST_DURATIONS_DIR set, this process records its modules' seconds (tests/conftest.py)."""
     if directory := os.environ.get("ELION_TEST_DURATIONS_DIR"):
         config.pluginmanager.register(DurationRecorder(Path(directory)), "elion-duration-recorder")
