@@ -349,10 +349,6 @@ ELION_IMPORT_SLICE_SECONDS = env.integer("ELION_IMPORT_SLICE_SECONDS", 240, mini
 ELION_UPLOAD_PIECE_BYTES = env.integer("ELION_UPLOAD_PIECE_BYTES", 8 * 1024 * 1024, minimum=1024)
 # Rounds in which the model may call tools before it must answer in text.
 ELION_MAX_TOOL_ROUNDS = env.integer("ELION_MAX_TOOL_ROUNDS", 4, minimum=1)
-# The rows of long conversations a process keeps between sends (transcript.tree_cache):
-# conversations of at least MIN rows, at most ROWS rows in all (0 turns it off).
-ELION_TREE_CACHE_MIN_ROWS = env.integer("ELION_TREE_CACHE_MIN_ROWS", 200, minimum=1)
-ELION_TREE_CACHE_ROWS = env.integer("ELION_TREE_CACHE_ROWS", 30_000, minimum=0)
 
 LOGGING = {
     "version": 1,

@@ -8,11 +8,6 @@ import os
 import pytest
 
 os.environ.setdefault("ELION_TESTING", "1")
-# Every conversation, however short, goes through the kept copy of its rows (transcript.tree_cache),
-# so the whole suite checks that a send always sees what the database holds: here (`every_thread_kept`)
-# and in the servers the suite starts (they inherit this environment).
-os.environ.setdefault("ELION_TREE_CACHE_MIN_ROWS", "1")
-
 from tests.support.scripted_provider import ScriptedProvider, ScriptedReply  # noqa: E402
 from tests.support.shards import database_name, recorded_seconds, recorder_register, shard_of  # noqa: E402
 
@@ -84,11 +79,6 @@ def pytest_collection_modifyitems(session, config, items):
         items[:], deselected = shard_of(items, shard, recorded_seconds(database_name()))
         config.hook.pytest_deselected(items=deselected)
     items.sort(key=lambda item: bool(LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ()))))
-
-
-@pytest.fixture(autouse=True)
-def every_thread_kept(settings):
-    settings.ELION_TREE_CACHE_MIN_ROWS = 1
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,8 @@ from uuid import UUID, uuid4
 from django.db import connection
 from django.utils import timezone
 
-from conversations.models import Conversation, Message
+from conversations.models import Conversation, Message, MessageKind
+from transcript.branch_columns import branch_columns_under
 from transcript.provider.gateway import ProviderBinding
 
 # The conversation columns an append changes: `transcript_write` saves them itself; a `message_append`
@@ -46,8 +47,12 @@ class TranscriptAppend:
         last_seq = self.conversation.last_seq + len(self.messages)
         if parent is not None and (parent.conversation_id != self.conversation.pk or parent.seq > last_seq):
             raise ValueError("a parent must be an earlier message of the same conversation")
+        placed = branch_columns_under(
+            parent, role=role, kind=str(fields.get("kind", MessageKind.ORDINARY)), content=str(fields.get("content", ""))
+        )
         message = Message(
-            conversation=self.conversation, parent=parent, seq=last_seq + 1, role=role, **_stamped(binding), **fields
+            conversation=self.conversation, parent=parent, seq=last_seq + 1, role=role, **_stamped(binding),
+            **placed, **fields,
         )
         self.messages.append(message)
         if make_head:
@@ -132,6 +137,8 @@ def message_chain_copy(
 ) -> list[UUID]:
     """Append copies of `originals` (a chain of another conversation, root first) as a new chain
     from no parent, and make the last copy the head; returns the copies' ids in the same order.
+    The chain begins at its conversation's root, so each copy's branch columns (`transcript.branch_columns`)
+    are its original's, copied with the rest.
 
     `message_append`'s rule, for many messages at once: each copy takes the
     next seq and the copy before it as its parent; it keeps its original's

@@ -66,6 +66,13 @@ def recall_may_run(messages: Iterable[Message], text: str) -> bool:
     return not in_birth_period(messages) and bool(kr.extract_keywords(text))
 
 
+def recall_may_ask(text: str) -> bool:
+    """Could recall search for the reply to `text` at all: it has keywords (`recall_section` asks nothing of
+    the database otherwise). Whether the branch is past its birth period is the send's to decide from its
+    rows (`transcript.branch_columns`)."""
+    return bool(kr.extract_keywords(text))
+
+
 def pinned_character_section(*, name: str, description: str, image_guidance: str, owner_name: str) -> str:
     """The pinned character, for this one message. User-authored fields keep
     their words; the reserved recall heading becomes its quoted label."""
@@ -145,7 +152,7 @@ def recall_section(
     decision = kr.recall_decision(text, keywords=keywords, topics=topics)
     if not decision.run:
         return "", decision, 0
-    context = overlap.ContextText(carried, reuse_key=conversation.pk, lineage=carried_lineage)
+    context = overlap.ContextText(carried)
     if named and set(decision.terms) <= set(named):
         hits, complete = named_hits, True  # the same search was just made; ranking keeps only the decided terms
     else:
@@ -161,13 +168,6 @@ def recall_section(
     return section, decision, len(excerpts)
 
 
-def carried_text_index_warm(conversation: Conversation, carried: Sequence[str], *, lineage: object = None) -> None:
-    """Build now the index of `carried` (stored prompt, then history) that recall's overlap check of a send of
-    `conversation` keeps between sends (`keyword_recall.ContextText`), so the first recall after a process
-    starts does not tokenise a long history. Nothing for a short history (it is indexed on each send)."""
-    overlap.ContextText(carried, reuse_key=conversation.pk, lineage=lineage).index_warm()
-
-
 def dynamic_context_build(
     conversation: Conversation,
     *,
@@ -177,16 +177,18 @@ def dynamic_context_build(
     settings_row: AssistantSettings,
     history_lineage: object = None,
     handoff_sources: set[UUID] | None = None,
+    birth_period: bool | None = None,
 ) -> DynamicContext:
     """The dynamic context for the reply to the last user turn of `branch`.
 
     `history` is the thread's projectable history text (the current message last);
     `settings_row` is the AssistantSettings row the send read; `history_lineage`
     the history's lineage when it has one (`continuity.rules.kept_history.BranchHistory.lineage`);
-    `handoff_sources` as `recall_section`'s.
+    `handoff_sources` as `recall_section`'s; `birth_period`: whether the branch is still in it, when the
+    caller knows (a send reads only the newest part of its branch), else decided over `branch`.
     """
     user_message = next((m for m in reversed(branch) if m.role == Role.USER), None)
-    birth = in_birth_period(branch)
+    birth = in_birth_period(branch) if birth_period is None else birth_period
     pinned = _pinned_section(user_message, settings_row.owner_name)
     recall, decision, count = recall_section(
         conversation,

@@ -150,64 +150,53 @@ def trim_start(
     opens: Callable[[int], bool],
     budget_tokens: int,
     step_tokens: int = 0,
+    *,
+    chain: Callable[[int], int] | None = None,
+    anchor: int = 0,
 ) -> int:
     """Where a trimmed history starts: the first of `count` turns it keeps (the last one always stays).
 
     `before(p)`: the tokens of the turns before turn p (`before(count)` is the whole history's);
     `opens(p)`: may the history open on turn p (not on an assistant turn: a reply with no question)?
+    `chain(p)`: the stored measure before turn p that fixes the trim chain (`transcript.branch_columns`;
+    `before` itself for a plain list), `anchor` its value where the history starts.
 
-    Nothing is dropped unless the history exceeds `budget_tokens`. Step 0 drops just enough: the
-    first turn that may open from which the rest fits. A positive step keeps a prompt cache past the
-    budget: the cut may only fall on the trim chain, positions fixed by the rows alone, each the last
-    turn that may open within `step_tokens` of the one before (or, past a longer turn, the next one
-    that may open). The cut is the first chain point from which the rest fits, so the same rows give
-    the same start until the history from there no longer fits, and a cut keeps at least
-    `budget_tokens - step_tokens` unless step 0 would keep less itself.
+    Nothing is dropped unless the history exceeds `budget_tokens`. Step 0 drops just enough: the first
+    turn that may open from which the rest fits. A positive step keeps a prompt cache past the budget:
+    the cut may only fall on the trim chain (`_on_trim_chain`), positions fixed by the rows alone and
+    each decided by its neighbours, so a send that reads only the newest part of its branch finds the
+    same chain as one that reads it all. The cut is the first chain point at or after step 0's, so the
+    same rows give the same start until the history from there no longer fits, and a cut keeps at
+    least `budget_tokens - step_tokens` unless step 0 would keep less itself (past a turn longer than
+    half the step).
     """
     if count == 0:
         return 0
     last = count - 1
-    need = before(count) - budget_tokens  # the tokens that must go
-
-    def opening_from(at: int) -> int:
-        while at < last and not opens(at):
-            at += 1
-        return at
-
-    if need <= 0 or step_tokens <= 0:
-        return opening_from(_first_reaching(before, need, last))
-    at = 0
-    while True:
-        reach = _last_within(before, before(at) + step_tokens, last)
-        while reach > at and not opens(reach):
-            reach -= 1
-        at = reach if reach > at else opening_from(at + 1)
-        if at == last or before(at) >= need:
-            return at
+    whole = before(count)
+    openings = [p for p in range(count) if opens(p)]
+    minimal = next((p for p in openings if whole - before(p) <= budget_tokens), last)
+    if step_tokens <= 0 or minimal == last:
+        return minimal
+    chain = chain or before
+    cell = max(step_tokens // 2, 1)
+    for index, p in enumerate(openings):
+        if p >= minimal and _on_trim_chain(openings, index, chain, cell, anchor):
+            return p
+    return last
 
 
-def _first_reaching(before: Callable[[int], int], tokens: int, last: int) -> int:
-    """The first position p <= last with before(p) >= tokens (before only grows), else last."""
-    low, high = 0, last
-    while low < high:
-        middle = (low + high) // 2
-        if before(middle) >= tokens:
-            high = middle
-        else:
-            low = middle + 1
-    return low
-
-
-def _last_within(before: Callable[[int], int], tokens: int, last: int) -> int:
-    """The last position p <= last with before(p) <= tokens (before(0) is 0)."""
-    low, high = 0, last
-    while low < high:
-        middle = (low + high + 1) // 2
-        if before(middle) <= tokens:
-            low = middle
-        else:
-            high = middle - 1
-    return low
+def _on_trim_chain(openings: list[int], index: int, chain: Callable[[int], int], cell: int, anchor: int) -> bool:
+    """Is the turn at `openings[index]` a point of the trim chain? The history's first opening turn is; any
+    other is when the chain measure crossed a multiple of `cell` (half the step) since the opening turn
+    before it, or when the next opening turn lies more than `cell` beyond it. Consecutive points then lie
+    less than a step apart, except across a turn longer than `cell`, which the minimal cut skips too."""
+    if index == 0:
+        return True
+    here = chain(openings[index])
+    if (here - anchor) // cell > (chain(openings[index - 1]) - anchor) // cell:
+        return True
+    return index + 1 < len(openings) and chain(openings[index + 1]) - here > cell
 
 
 class TrimmableHistory(Protocol):

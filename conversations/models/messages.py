@@ -62,6 +62,13 @@ class Message(models.Model):
     stop_requested_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The message's place on its branch, written by the append that adds it (`transcript.branch_columns`), so
+    # a send finds its window with one bounded read instead of walking or keeping the whole thread:
+    # how many messages lie above it, the stored token measure of it and everything above it, and whether
+    # a finished ordinary reply lies above it (the thread was born before it).
+    branch_depth = models.PositiveIntegerField(default=0)
+    branch_tokens = models.BigIntegerField(default=0)
+    branch_born = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["conversation", "seq"]
@@ -77,6 +84,11 @@ class Message(models.Model):
             models.Index(fields=["conversation", "updated_at"], name="message_conversation_changed"),
             models.Index(
                 fields=["conversation"], condition=Q(status="streaming"), name="message_conversation_streaming"
+            ),
+            # The binding gate's two probes (`transcript.provider.binding.conversation_binding_probe`).
+            models.Index(
+                fields=["conversation", "provider_id", "provider_type", "model", "route_fingerprint"],
+                condition=~Q(role="system"), name="message_conversation_binding",
             ),
             # Keyword recall's read of where this thread's handoffs came from.
             models.Index(

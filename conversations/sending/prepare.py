@@ -63,7 +63,7 @@ from transcript.attachments.manifests import attachments_commit, manifest_ids
 from transcript.attachments.projection import PreverifiedAttachments, attachments_preverify
 from transcript.guard import transcript_write_guard
 from transcript.leases import lease_deadline, streams_interrupt_expired
-from transcript.provider.binding import provider_binding_gate_counted
+from transcript.provider.binding import provider_binding_gate_probed
 from transcript.provider.gateway import ProviderBinding, ProviderConfig, RequestOptions, conversation_cache_key
 
 logger = logging.getLogger(__name__)
@@ -128,12 +128,13 @@ def _send_commit(command: SendCommand, *, pinned: dict, preverified: Preverified
     conversation = access_conversation(command.conversation_id, lock=True)
     context = send_context_load(conversation, verified_parts=preverified.parts)
     # Seed 004: the full binding tuple is validated before any replay or provider I/O.
-    config = provider_binding_gate_counted(context.binding_counts)
+    config = provider_binding_gate_probed(conversation)
 
     if command.client_message_id is not None:
-        if command.client_message_id in context.tree:
-            return _prepare_for_repeated_turn(context, context.tree[command.client_message_id], command, config)
-        if Message.objects.filter(pk=command.client_message_id).exists():
+        used = Message.objects.filter(pk=command.client_message_id).first()
+        if used is not None and used.conversation_id == conversation.id and used.role != Role.SYSTEM:
+            return _prepare_for_repeated_turn(context, used, command, config)
+        if used is not None:
             raise Conflict("client_message_id is already used by another message.", code="client_message_id_conflict")
 
     transcript_write_guard(conversation, action="send", loaded=context.streaming)
@@ -158,7 +159,7 @@ def _user_turn_composed(
     pinned: dict,
     preverified: PreverifiedAttachments,
 ) -> Message:
-    """The new user turn, composed for the send's one write and put in the context's tree, with its
+    """The new user turn, composed for the send's one write and kept in the context, with its
     uploads' request parts (verified before the lock) for the request built next."""
     client_id = {"id": command.client_message_id} if command.client_message_id else {}
     user_message = composed.appending.add(
@@ -170,7 +171,7 @@ def _user_turn_composed(
         content=command.content,
         metadata=pinned,
     )
-    context.tree[user_message.id] = user_message
+    context.composed[user_message.id] = user_message
     if command.attachment_ids:
         context.new_turn_parts[user_message.id] = new_turn_attachment_parts(
             context.conversation.id, command.attachment_ids, verified=preverified.parts
@@ -270,7 +271,7 @@ def _prepare_for_repeated_turn(
 def _resolve_parent(context: SendContext, parent_id: UUID | None | ParentChoice) -> Message | None:
     head_id = context.conversation.head_id
     if parent_id is FROM_HEAD:
-        return context.tree.get(head_id) if head_id else None
+        return context.find(head_id) if head_id else None
     if parent_id is None:
         return None
     parent = context.get(parent_id)
@@ -295,12 +296,12 @@ def retry_prepare(*, conversation_id: UUID, message_id: UUID | str) -> PreparedR
 def _retry_commit(conversation_id: UUID, message_id: UUID | str, *, preverified: PreverifiedAttachments) -> PreparedReply:
     conversation = access_conversation(conversation_id, lock=True)
     context = send_context_load(conversation, verified_parts=preverified.parts)
-    config = provider_binding_gate_counted(context.binding_counts)
+    config = provider_binding_gate_probed(conversation)
     target = context.get(message_id)
     if target.role != Role.ASSISTANT or target.kind != MessageKind.ORDINARY or target.parent_id is None:
         raise InvalidInput("Only an assistant reply can be retried.", code="not_retryable")
     transcript_write_guard(conversation, action="retry", loaded=context.streaming)
-    user_message = context.tree[target.parent_id]
+    user_message = context.get(target.parent_id)
     send_inputs_read(context, text=user_message.content)
     composed = _SendWrite(TranscriptAppend(conversation), binding=config.binding())
     _prompt_composed(context, composed)

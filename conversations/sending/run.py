@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from conversations.models import Message, MessageStatus
@@ -29,6 +29,7 @@ from conversations.sending.persist import persist
 from conversations.sending.prepare import FreshReply
 from elion.base.database_errors import database_outage
 from operations.usage import USAGE_KEYS  # the provider-reported usage stored on each reply, summed over rounds
+from transcript.branch_columns import stored_turn_tokens
 from transcript.citations import citations_clean
 from transcript.leases import lease_deadline
 from transcript.provider import gateway as provider_gateway
@@ -107,8 +108,10 @@ def _finalise(
 ) -> None:
     """The reply's final state: text, status, every stored part (reasoning included), and what the run
     learnt (`metadata`: usage, citations, thought seconds, a dropped reasoning) merged into its metadata."""
-    message = Message.objects.get(pk=message_id)
+    message = Message.objects.annotate(parent_tokens=F("parent__branch_tokens")).get(pk=message_id)
     message.content = content
+    # Its share of the branch's token measure, now that its text is known (nothing is appended under it yet).
+    message.branch_tokens = (message.parent_tokens or 0) + stored_turn_tokens(message.role, message.kind, content)
     message.status = status
     message.error = error
     message.error_detail = detail
@@ -117,6 +120,7 @@ def _finalise(
     message.metadata = {**message.metadata, **metadata}
     message.save(update_fields=[
         "content", "status", "error", "error_detail", "lease_expires_at", "parts", "metadata", "updated_at",
+        "branch_tokens",
     ])
 
 

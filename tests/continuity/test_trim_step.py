@@ -106,8 +106,9 @@ def test_the_saved_history_is_carried_up_to_the_configured_input_budget(turns, b
 
 def test_a_trim_cuts_back_by_the_step_and_the_next_sends_extend_that_prefix():
     """Turns of 100 tokens against a 1,000-token history budget and a 600-token step: step 0 starts the
-    history one pair later on every send past the budget; with the step a trim cuts three pairs, and the
-    next two sends carry the same first turn."""
+    history one pair later on every send past the budget; with the step the cut falls only on the chain
+    (the first user turn past each 300-token line of the stored measure: turns 0, 4, 6, 10, 12, 16, …), so
+    a trim cuts back one or two pairs and the next send carries the same first turn."""
     def pair(n: int) -> list[HistoryTurn]:
         return [HistoryTurn("user", f"q{n:03d}" + "x" * 396), HistoryTurn("assistant", f"a{n:03d}" + "y" * 396)]
 
@@ -118,7 +119,7 @@ def test_a_trim_cuts_back_by_the_step_and_the_next_sends_extend_that_prefix():
     minimal = [trim_history(history, 1_000, 0)[1] for history in histories]
     stepped = [trim_history(history, 1_000, 600)[1] for history in histories]
     assert minimal == [0] * 5 + [2 * n - 8 for n in range(5, 20)]
-    assert stepped == [0] * 5 + [6] * 3 + [12] * 3 + [18] * 3 + [24] * 3 + [30] * 3
+    assert stepped == [0] * 5 + [4, 4, 6, 10, 10, 12, 16, 16, 18, 22, 22, 24, 28, 28, 30]
     for start, history in zip(stepped[5:], histories[5:], strict=True):
         assert 400 <= tokens(history[start:]) <= 1_000
 

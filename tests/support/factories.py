@@ -107,4 +107,4 @@ def request_for(conversation):
     from continuity.rules.request_store import reply_request_build, send_context_load
 
     context = send_context_load(conversation)
-    return reply_request_build(context, branch=context.branch_to(conversation.head_id), tools=[])
+    return reply_request_build(context, context.get(conversation.head_id), tools=[])

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from django.conf import settings
+from django.db.models import Count
 
 from conversations.models import Conversation, Message, MessageKind, Role
 from elion.base.errors import Conflict
@@ -210,3 +211,24 @@ def known_provider(provider_id: str) -> ProviderConfig:
             code="unknown_provider",
         )
     return config
+
+
+def provider_binding_gate_probed(conversation: Conversation) -> ProviderConfig:
+    """`provider_binding_gate` over every stored row of `conversation`, in two index probes when they agree.
+
+    The rows' binding columns are read in index order (`message_conversation_binding`): the first and the
+    last. When both are the configured provider's full tuple, every row between them is too, and the gate
+    passes without reading the thread. Otherwise (a legacy, mixed or other route) the rows are counted by
+    what decides, and judged as `provider_binding_gate_counted` judges them.
+    """
+    config = configured_provider()
+    rows = Message.objects.filter(conversation=conversation).exclude(role=Role.SYSTEM)
+    columns = ("provider_id", "provider_type", "model", "route_fingerprint")
+    ends = [rows.order_by(*columns).values_list(*columns).first(),
+            rows.order_by(*(f"-{c}" for c in columns)).values_list(*columns).first()]
+    if ends[0] is None or (ends[0] == ends[1] and ProviderBinding(*ends[0]) == config.binding()):
+        return config
+    counts = Counter(
+        {tuple(key): n for *key, n in rows.order_by().values_list("role", "kind", *columns).annotate(n=Count("id"))}
+    )
+    return provider_binding_gate_counted(counts)

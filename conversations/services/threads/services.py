@@ -20,7 +20,7 @@ from memories.services.snapshots import snapshot_capture
 from transcript.access import access_conversation, access_folder, message_in_conversation
 from transcript.guard import transcript_write_guard
 from transcript.siblings import switch_head
-from transcript.tree_cache import conversation_tree
+from transcript.tree import tree_messages
 from transcript.write_lock import global_write_lock
 
 TITLE_MAX = 300
@@ -117,7 +117,7 @@ def conversation_switch(*, conversation_id: UUID, message_id: UUID | str) -> Con
     conversation = access_conversation(conversation_id, lock=True)
     transcript_write_guard(conversation, action="switch versions", allow_trashed=True)
     target = message_in_conversation(conversation, message_id)
-    tree, _prompt = conversation_tree(conversation)
+    tree = tree_messages(conversation)
     head = switch_head(tree, target.id) if target.role != Role.SYSTEM else None
     if head is None:
         raise InvalidInput("That message has no reply to show; pick another version.", code="invalid_switch_target")

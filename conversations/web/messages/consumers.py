@@ -39,7 +39,6 @@ from conversations.sending.commands import send_command_from_payload
 from conversations.sending.events import reply_events
 from conversations.sending.prepare import retry_prepare, send_prepare
 from conversations.sending.stop import reply_stop
-from conversations.sending.warm import thread_warm
 from conversations.sending.watch import ReplyWatch, live_reply_id, parse_after_seq
 from conversations.web import serializers
 from elion.base.access import OWNER_USERNAME, origin_is_cross_site, session_is_current
@@ -89,7 +88,6 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         self.conversation_id = conversation.id
         await self.accept()
         self._spawn(self._handle_in_order())
-        self._spawn(self._warm())
         if settings.ELION_PROTECTED:
             self._spawn(self._session_watch())
 
@@ -113,13 +111,6 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             if not await self._session_current():
                 await self.close(code=4401)
                 return
-
-    async def _warm(self) -> None:
-        """The page opened: make a long thread ready for its first send (`thread_warm`), off the thread sends use."""
-        try:
-            await sync_to_async(thread_warm, thread_sensitive=False)(self.conversation_id)
-        except Exception:
-            logger.exception("Could not prepare conversation %s for its first send", self.conversation_id)
 
     def _spawn(self, coroutine: Coroutine[object, object, None]) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)

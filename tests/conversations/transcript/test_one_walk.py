@@ -24,9 +24,9 @@ from tests.support.broken_trees import BREAKS
 from tests.support.factories import thread
 from transcript import branch_window
 from transcript.assistant_settings import assistant_settings_read
+from transcript.branch_rows import branch_rows_up
 from transcript.integrity import transcript_problems
 from transcript.tree import BrokenTree, live_ids_among, tree_messages, tree_problems, walk_to_root, walk_up
-from transcript.tree_cache import conversation_tree, kept_branch_read, tree_cache_clear
 
 pytestmark = pytest.mark.django_db
 
@@ -55,15 +55,14 @@ def test_a_broken_step_is_explained_by_walk_to_root_never_read_partially(make_br
 
 
 @pytest.mark.parametrize("kind", BREAKS)
-def test_a_broken_step_is_explained_by_the_tree_cache_walk(make_broken_thread, settings, kind):
-    settings.ELION_TREE_CACHE_MIN_ROWS = 1
-    tree_cache_clear()
+def test_a_broken_step_is_explained_by_the_sends_stretch_read(make_broken_thread, kind):
+    """A send reads its branch up from the tip by the stored branch columns (`transcript.branch_rows`): a
+    broken step on the way names the same step `walk_to_root` names."""
     broken = make_broken_thread(kind)
-    tree, _prompt = conversation_tree(broken.conversation)
-    expected = outcome(lambda: walk_to_root(tree, broken.conversation.head_id))
+    expected = outcome(lambda: walk_to_root(tree_messages(broken.conversation), broken.conversation.head_id))
     assert expected[0] == "broken" and expected[1].message_id == broken.broken_at.id
-    assert outcome(lambda: kept_branch_read(broken.conversation.id, tree, broken.conversation.head_id)) == expected
-    tree_cache_clear()
+    read = outcome(lambda: branch_rows_up(broken.conversation.id, broken.conversation.head_id, token_floor=-1))
+    assert read[0] == "broken" and read[1].message_id == broken.broken_at.id
 
 
 @pytest.mark.parametrize("kind", BREAKS)

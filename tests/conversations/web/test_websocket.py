@@ -64,37 +64,3 @@ async def test_websocket_unknown_conversation_is_refused():
     assert not connected and code == 4404
 
 
-async def test_websocket_connect_makes_a_long_thread_ready_for_its_first_send(monkeypatch):
-    """The chat page opens its socket as it loads; the consumer then reads a long thread into this
-    process's kept copies (`conversations.sending.warm`), off the thread sends share, so the owner's
-    first send does not pay for reading and projecting the whole thread."""
-    import asyncio
-    import threading
-
-    from continuity.rules import kept_history
-    from conversations.web.messages import consumers
-    from tests.support.factories import thread
-    from transcript import tree_cache
-
-    warmed = threading.Event()  # set once the consumer's warm has returned, in its pool thread
-    warm = consumers.thread_warm
-
-    def warm_and_tell(conversation_id):
-        try:
-            return warm(conversation_id)
-        finally:
-            warmed.set()
-
-    monkeypatch.setattr(consumers, "thread_warm", warm_and_tell)
-
-    pairs = [("user" if n % 2 == 0 else "assistant", f"Turn {n} of a long thread") for n in range(300)]
-    conversation = await sync_to_async(thread)(*pairs)
-    await sync_to_async(tree_cache.tree_cache_clear)()
-    await sync_to_async(kept_history.kept_history_clear)()
-    ws = communicator(conversation.id)
-    connected, _ = await ws.connect()
-    assert connected
-    assert await asyncio.to_thread(warmed.wait, 10), "the consumer never warmed the thread"
-    assert tree_cache.tree_cache_size() == 300
-    assert len(kept_history._KEPT[conversation.id].turns) == 300
-    await ws.disconnect()

@@ -1,0 +1,149 @@
+"""Reading a bounded stretch of a branch by its stored columns: what a send reads of its thread.
+
+A send needs the newest part of its branch: the turns its request can carry
+under the input budget, and nothing above them. Every message records its
+place on its branch (`transcript.branch_columns`: depth, running token
+measure), so one recursive query walks parent links from a tip up to the first
+message at or below a token floor (or a depth floor) and reads only those
+rows. Its cost is bounded by what the model sees, never by how long the
+thread has lived; nothing is kept between reads, so several processes can
+never serve one another stale rows.
+
+Each step of the walk is the tree's one rule (`transcript.tree.tree_break`: a
+parent in the same conversation with a smaller seq); a walk that stops short
+of its floors at a step that breaks it raises `BrokenTree`, as every walk does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from uuid import UUID
+
+from django.db import connection
+
+from conversations.models import Message
+from transcript.tree import BrokenTree, TreeBreak, tree_break
+
+MESSAGE_TABLE = Message._meta.db_table
+
+
+def _prep(value: UUID) -> object:
+    return Message._meta.pk.get_db_prep_value(value, connection)
+
+
+def _walk_sql(select: str) -> str:
+    """Parameters: tip id, conversation id, token floor, depth floor; `select` reads the walk as `w`."""
+    table = connection.ops.quote_name(MESSAGE_TABLE)
+    return (
+        f"WITH RECURSIVE w(id, parent_id, seq, conversation_id, branch_tokens, branch_depth) AS ("
+        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, m.branch_tokens, m.branch_depth FROM {table} m"
+        f" WHERE m.id = %s AND m.conversation_id = %s"
+        f" UNION ALL"
+        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, m.branch_tokens, m.branch_depth"
+        f" FROM {table} m JOIN w ON m.id = w.parent_id"
+        f" WHERE m.conversation_id = w.conversation_id AND m.seq < w.seq"
+        f" AND w.branch_tokens > %s AND w.branch_depth > %s"
+        f") {select}"
+    )
+
+
+def branch_rows_up(
+    conversation_id: UUID, tip_id: UUID, *, token_floor: int, depth_floor: int = 0
+) -> list[Message]:
+    """The branch from `tip_id` up to the first message whose `branch_tokens` is at or below `token_floor`
+    or whose depth is `depth_floor` (that message included; the root ends every walk), oldest first.
+
+    One statement. `BrokenTree` when a step breaks the tree before a floor is reached.
+    """
+    table = connection.ops.quote_name(MESSAGE_TABLE)
+    sql = _walk_sql(f"SELECT m.* FROM w JOIN {table} m ON m.id = w.id")
+    rows = list(
+        Message.objects.raw(sql, [_prep(tip_id), _prep(conversation_id), token_floor, depth_floor])
+    )
+    if not rows:
+        raise BrokenTree(TreeBreak("missing_tip", conversation_id, tip_id, tip_id,
+                                   f"missing message {tip_id} on the path to the root"))
+    rows.sort(key=lambda message: message.branch_depth)
+    _check_walk_end(rows[0], token_floor=token_floor, depth_floor=depth_floor)
+    _check_depths(rows)
+    return rows
+
+
+def _check_walk_end(oldest: Message, *, token_floor: int, depth_floor: int) -> None:
+    """A walk that ended above its floors ended at a step that breaks the tree: raise naming it."""
+    if oldest.parent_id is None or oldest.branch_tokens <= token_floor or oldest.branch_depth <= depth_floor:
+        return
+    parent = Message.objects.filter(pk=oldest.parent_id).only("id", "parent_id", "seq", "conversation_id").first()
+    if parent is not None and parent.conversation_id != oldest.conversation_id:
+        parent = None
+    broken = tree_break(oldest, parent)
+    raise BrokenTree(broken or TreeBreak("orphan_parent", oldest.conversation_id, oldest.id, oldest.parent_id,
+                                         f"message {oldest.id}'s stored depth does not match its branch"))
+
+
+def _check_depths(rows: list[Message]) -> None:
+    """The rows read form one chain, each one deeper than its parent (the branch columns are sound)."""
+    for parent, child in zip(rows, rows[1:], strict=False):
+        if child.parent_id != parent.id or child.branch_depth != parent.branch_depth + 1:
+            raise BrokenTree(TreeBreak("parent_seq", child.conversation_id, child.id, child.parent_id or child.id,
+                                       f"message {child.id}'s stored depth does not follow its parent's"))
+
+
+def ancestor_at_depth(conversation_id: UUID, tip_id: UUID, depth: int) -> UUID | None:
+    """The id of the message at `depth` on the branch through `tip_id` (None when the walk cannot reach it).
+    One statement, walking ids only (no row is read)."""
+    sql = _walk_sql("SELECT w.id FROM w WHERE w.branch_depth = %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_prep(tip_id), _prep(conversation_id), -1, depth, depth])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return row[0] if isinstance(row[0], UUID) else UUID(str(row[0]))
+
+
+@dataclass(frozen=True)
+class BranchStretch:
+    """A stretch of one branch, oldest first, as a send reads it (`branch_rows_up`), with its tip possibly a
+    message composed by the send and not yet written.
+
+    `reaches_root`: the stretch starts at the branch's root. `positions` answers where a message lies on the
+    branch (its depth) for the stretch's own messages, and for any other message by asking the database
+    whether it is an ancestor (`ancestor_at_depth`): a compaction's boundary far above the stretch.
+    """
+
+    conversation_id: UUID
+    messages: list[Message]
+
+    @property
+    def reaches_root(self) -> bool:
+        return not self.messages or self.messages[0].parent_id is None
+
+    def get(self, message_id: UUID, default: int | None = None) -> int | None:
+        """The depth of `message_id` on this branch, or `default` when it is not on it."""
+        found = self._depths().get(message_id)
+        if found is not None:
+            return found
+        if not self.messages or self.reaches_root:
+            return default
+        oldest = self.messages[0]
+        row = Message.objects.filter(pk=message_id, conversation_id=self.conversation_id).values_list(
+            "branch_depth", flat=True).first()
+        if row is None or row >= oldest.branch_depth:
+            return default
+        return row if ancestor_at_depth(self.conversation_id, oldest.id, row) == message_id else default
+
+    def __contains__(self, message_id: object) -> bool:
+        return isinstance(message_id, UUID) and self.get(message_id) is not None
+
+    def _depths(self) -> dict[UUID, int]:
+        cached = self.__dict__.get("_depth_of")
+        if cached is None:
+            cached = {message.id: message.branch_depth for message in self.messages}
+            object.__setattr__(self, "_depth_of", cached)
+        return cached
+
+
+def stretch_extended(stretch: BranchStretch, more: Iterable[Message]) -> BranchStretch:
+    """`stretch` with `more` (older messages, oldest first) put before it."""
+    return BranchStretch(stretch.conversation_id, [*more, *stretch.messages])
