@@ -54,6 +54,9 @@ class SendContext:
     prompt: Message | None
     settings_row: AssistantSettings
     streaming: list[Message]
+    # The conversation's Branch / Fresh Chat handoff bubbles (where its handoffs came from).
+    handoff_bubbles: list[Message]
+    head: Message | None  # the conversation's head row (None: no message yet)
     # Attachment request parts this send verified before it took the lock, by attachment id.
     verified_parts: dict[UUID, dict] = field(default_factory=dict)
     # Read before anything is written, when this send needs them (`send_inputs_read`): the conversation's
@@ -90,20 +93,26 @@ class SendContext:
 
 
 def send_context_load(conversation: Conversation, *, verified_parts: dict[UUID, dict] | None = None) -> SendContext:
-    """The stored prompt and the streaming rows in one query (each alternative one index's range), and the
-    settings row.
+    """The stored prompt, the streaming rows, the handoff bubbles and the head in one query (each
+    alternative one index's range), and the settings row.
 
     Precondition for a send: the caller holds the conversation's row lock.
     """
     mine = Q(conversation_id=conversation.id)
+    head = Q(pk=conversation.head_id) if conversation.head_id is not None else Q(pk__in=[])
     rows = list(
-        Message.objects.filter((mine & Q(role=Role.SYSTEM)) | (mine & Q(status=MessageStatus.STREAMING))).order_by()
+        Message.objects.filter(
+            (mine & Q(role=Role.SYSTEM)) | (mine & Q(status=MessageStatus.STREAMING))
+            | (mine & Q(kind=MessageKind.HANDOFF_ARTIFACT)) | (mine & head)
+        ).order_by()
     )
     return SendContext(
         conversation=conversation,
         prompt=next((m for m in rows if m.role == Role.SYSTEM), None),
         settings_row=assistant_settings_get(),
         streaming=[m for m in rows if m.status == MessageStatus.STREAMING and m.role != Role.SYSTEM],
+        handoff_bubbles=[m for m in rows if m.kind == MessageKind.HANDOFF_ARTIFACT],
+        head=next((m for m in rows if m.id == conversation.head_id and m.role != Role.SYSTEM), None),
         verified_parts=verified_parts or {},
     )
 
@@ -114,8 +123,7 @@ def send_inputs_read(context: SendContext, *, text: str) -> None:
     built now (`prompt_is_current`)."""
     rebuild = not prompt_is_current(context.prompt)
     if context.handoffs is None and (rebuild or recall_may_ask(text)):
-        bubbles = Message.objects.filter(conversation=context.conversation, kind=MessageKind.HANDOFF_ARTIFACT)
-        context.handoffs = thread_handoffs_read(context.conversation, bubbles)
+        context.handoffs = thread_handoffs_read(context.conversation, context.handoff_bubbles)
     if rebuild:
         context.prompt_inputs = prompt_inputs_for(
             context.conversation,

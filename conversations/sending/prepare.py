@@ -271,7 +271,7 @@ def _prepare_for_repeated_turn(
 def _resolve_parent(context: SendContext, parent_id: UUID | None | ParentChoice) -> Message | None:
     head_id = context.conversation.head_id
     if parent_id is FROM_HEAD:
-        return context.find(head_id) if head_id else None
+        return context.head if head_id else None
     if parent_id is None:
         return None
     parent = context.get(parent_id)

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Count
 
 from conversations.models import Conversation, Message, MessageKind, Role
@@ -214,7 +215,8 @@ def known_provider(provider_id: str) -> ProviderConfig:
 
 
 def provider_binding_gate_probed(conversation: Conversation) -> ProviderConfig:
-    """`provider_binding_gate` over every stored row of `conversation`, in two index probes when they agree.
+    """`provider_binding_gate` over every stored row of `conversation`, in one statement of two index probes
+    when they agree (none for a conversation with no rows yet).
 
     The rows' binding columns are read in index order (`message_conversation_binding`): the first and the
     last. When both are the configured provider's full tuple, every row between them is too, and the gate
@@ -222,13 +224,33 @@ def provider_binding_gate_probed(conversation: Conversation) -> ProviderConfig:
     what decides, and judged as `provider_binding_gate_counted` judges them.
     """
     config = configured_provider()
-    rows = Message.objects.filter(conversation=conversation).exclude(role=Role.SYSTEM)
-    columns = ("provider_id", "provider_type", "model", "route_fingerprint")
-    ends = [rows.order_by(*columns).values_list(*columns).first(),
-            rows.order_by(*(f"-{c}" for c in columns)).values_list(*columns).first()]
-    if ends[0] is None or (ends[0] == ends[1] and ProviderBinding(*ends[0]) == config.binding()):
+    if conversation.last_seq == 0:
         return config
-    counts = Counter(
-        {tuple(key): n for *key, n in rows.order_by().values_list("role", "kind", *columns).annotate(n=Count("id"))}
-    )
+    ends = _binding_ends(conversation)
+    if not ends or (ends[0] == ends[-1] and ProviderBinding(*ends[0]) == config.binding()):
+        return config
+    rows = Message.objects.filter(conversation=conversation).exclude(role=Role.SYSTEM)
+    columns = ("role", "kind", *BINDING_ONLY)
+    counts = Counter({tuple(key): n for *key, n in rows.order_by().values_list(*columns).annotate(n=Count("id"))})
     return provider_binding_gate_counted(counts)
+
+
+BINDING_ONLY = ("provider_id", "provider_type", "model", "route_fingerprint")
+
+
+def _binding_ends(conversation: Conversation) -> list[tuple[str, str, str, str]]:
+    """The least and the greatest binding tuple among the conversation's transcript rows (none: no rows)."""
+    table = connection.ops.quote_name(Message._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(c) for c in BINDING_ONLY)
+    where = f"conversation_id = %s AND role <> '{Role.SYSTEM}'"
+    ascending = ", ".join(connection.ops.quote_name(c) for c in BINDING_ONLY)
+    descending = ", ".join(f"{connection.ops.quote_name(c)} DESC" for c in BINDING_ONLY)
+    sql = (
+        f"SELECT * FROM (SELECT {columns} FROM {table} WHERE {where} ORDER BY {ascending} LIMIT 1) AS least"
+        f" UNION ALL"
+        f" SELECT * FROM (SELECT {columns} FROM {table} WHERE {where} ORDER BY {descending} LIMIT 1) AS greatest"
+    )
+    pk = Message._meta.pk.get_db_prep_value(conversation.pk, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk, pk])
+        return [tuple(row) for row in cursor.fetchall()]
