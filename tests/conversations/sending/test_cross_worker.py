@@ -152,3 +152,54 @@ def test_redis_url_selects_the_redis_channel_layer_and_its_absence_the_in_memory
         "channels_redis.core.RedisChannelLayer"
     )
     assert channel_layer_backend(data) == "channels.layers.InMemoryChannelLayer"
+
+
+def _long_thread(turns: int):
+    from tests.support.factories import thread
+
+    pairs = []
+    for n in range(turns // 2):
+        pairs += [("user", f"Old question {n} about the orchard"), ("assistant", f"Old answer {n} about pears")]
+    return thread(*pairs)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_sends_alternating_between_two_workers_each_carry_what_the_other_wrote(
+    workers, scripted_server, scripted_provider
+):
+    """Nothing of a thread is kept in a process between sends (issue 40): sends alternating between two
+    workers on one long thread each carry the turn the other worker just wrote, and after a rewind made on
+    one worker the next send on the other carries the rewound branch, not the turns rewound away.
+    (`scripted_provider` configures this process as the workers are, so the thread is bound to their route.)"""
+    worker_a, worker_b = workers
+    conversation = await sync_to_async(_long_thread)(300)
+    replies = []
+    async with httpx.AsyncClient(timeout=30) as client:
+        for n in range(6):
+            app, name = ((worker_a, "A"), (worker_b, "B"))[n % 2]
+            scripted_server.script(ScriptedReply(chunks=[f"Reply {n} written on {name}."]))
+            response, sender = await send_on(app, client, conversation.id, f"Question {n} asked on {name}")
+            try:
+                replies.append((await sender.until(lambda e: e.name == "assistant_message")).data["id"])
+                await sender.until_done(timeout=20)
+            finally:
+                await response.aclose()
+            sent = json.dumps(scripted_server.last_request().body)
+            assert f"Question {n} asked on {name}" in sent and "Old answer 149 about pears" in sent
+            if n:
+                other = "B" if name == "A" else "A"
+                assert f"Reply {n - 1} written on {other}." in sent, sent[-2000:]
+        rewound = await client.post(
+            f"{worker_a.base_url}/api/conversations/{conversation.id}/rewind/", json={"message_id": replies[2]}
+        )
+        assert rewound.status_code == 200, rewound.text
+        scripted_server.script(ScriptedReply(chunks=["After the rewind."]))
+        response, sender = await send_on(worker_b, client, conversation.id, "Question after the rewind")
+        try:
+            await sender.until_done(timeout=20)
+        finally:
+            await response.aclose()
+    sent = json.dumps(scripted_server.last_request().body)
+    assert "Reply 2 written on A." in sent and "Question after the rewind" in sent
+    assert "Question 3 asked on B" not in sent and "Reply 5 written on B." not in sent
