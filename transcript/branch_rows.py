@@ -2,7 +2,7 @@
 
 A send needs the newest part of its branch: the turns its request can carry
 under the input budget, and nothing above them. Every message records its
-place on its branch (`transcript.branch_columns`: depth, running token
+place on its branch (`transcript.append`: depth, running token
 measure), so one recursive query walks parent links from a tip up to the first
 message at or below a token floor (or a depth floor) and reads only those
 rows. Its cost is bounded by what the model sees, never by how long the

@@ -69,7 +69,7 @@ def recall_may_run(messages: Iterable[Message], text: str) -> bool:
 def recall_may_ask(text: str) -> bool:
     """Could recall search for the reply to `text` at all: it has keywords (`recall_section` asks nothing of
     the database otherwise). Whether the branch is past its birth period is the send's to decide from its
-    rows (`transcript.branch_columns`)."""
+    rows (`transcript.append`)."""
     return bool(kr.extract_keywords(text))
 
 

@@ -4,7 +4,7 @@ A request carries its branch's projectable turns, trimmed from the oldest to
 the input budget (`continuity.rules.request_policy.trim_start`). A send reads
 only the stretch of its branch that can be in view (`transcript.branch_rows`),
 found by the stored token measure every message carries
-(`transcript.branch_columns`); this projects that stretch and trims it. The
+(`transcript.append`); this projects that stretch and trims it. The
 trim chain is fixed by the stored measures, so the stretch gives the same cut
 as the whole branch would: a stretch is enough once the turns from its first
 opening turn no longer fit (`conclusive`), or it starts where the history does.
@@ -21,7 +21,7 @@ from uuid import UUID
 
 from continuity.rules.request_policy import HistoryTurn, trim_start
 from conversations.models import Message
-from transcript.branch_columns import stored_turn_tokens
+from transcript.append import stored_turn_tokens
 from transcript.tool_pairing import project_tool_parts
 from transcript.tree import is_projectable
 

@@ -158,7 +158,7 @@ def trim_start(
 
     `before(p)`: the tokens of the turns before turn p (`before(count)` is the whole history's);
     `opens(p)`: may the history open on turn p (not on an assistant turn: a reply with no question)?
-    `chain(p)`: the stored measure before turn p that fixes the trim chain (`transcript.branch_columns`;
+    `chain(p)`: the stored measure before turn p that fixes the trim chain (`transcript.append`;
     `before` itself for a plain list), `anchor` its value where the history starts.
 
     Nothing is dropped unless the history exceeds `budget_tokens`. Step 0 drops just enough: the first

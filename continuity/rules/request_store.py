@@ -33,9 +33,9 @@ from continuity.rules.request_policy import (
 from continuity.rules.thread_handoff_store import ThreadHandoffs, thread_handoffs_read
 from conversations.models import AssistantSettings, Attachment, Conversation, Message, MessageKind, MessageStatus, Role
 from elion.base.errors import NotFound
+from transcript.append import ends_birth_period
 from transcript.assistant_settings import assistant_settings_get
 from transcript.attachments.projection import attachment_parts_verified, manifest_parts_verified
-from transcript.branch_columns import ends_birth_period
 from transcript.branch_rows import BranchStretch, branch_rows_up, stretch_extended
 
 

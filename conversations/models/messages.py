@@ -62,7 +62,7 @@ class Message(models.Model):
     stop_requested_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
-    # The message's place on its branch, written by the append that adds it (`transcript.branch_columns`), so
+    # The message's place on its branch, written by the append that adds it (`transcript.append`), so
     # a send finds its window with one bounded read instead of walking or keeping the whole thread:
     # how many messages lie above it, the stored token measure of it and everything above it, and whether
     # a finished ordinary reply lies above it (the thread was born before it).

@@ -29,7 +29,7 @@ from conversations.sending.persist import persist
 from conversations.sending.prepare import FreshReply
 from elion.base.database_errors import database_outage
 from operations.usage import USAGE_KEYS  # the provider-reported usage stored on each reply, summed over rounds
-from transcript.branch_columns import stored_turn_tokens
+from transcript.append import stored_turn_tokens
 from transcript.citations import citations_clean
 from transcript.leases import lease_deadline
 from transcript.provider import gateway as provider_gateway

@@ -35,12 +35,11 @@ from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from tests.support.factories import thread
 from tests.support.prompt_sections import prior_thread_section_in
-from transcript.append import APPENDED_FIELDS, message_append
+from transcript.append import APPENDED_FIELDS, ends_birth_period, message_append, stored_turn_tokens
 from transcript.assistant_settings import assistant_settings_get
 from transcript.attachments.manifests import attachments_commit, manifests_for
 from transcript.attachments.projection import attachment_parts_verified
 from transcript.attachments.upload import attachment_upload
-from transcript.branch_columns import ends_birth_period, stored_turn_tokens
 from transcript.tree import live_branch, tree_messages, walk_to_root
 
 pytestmark = pytest.mark.django_db(transaction=True)
