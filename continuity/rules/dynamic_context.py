@@ -113,7 +113,6 @@ def recall_section(
     carried: Sequence[str],
     owner_name: str,
     display_name: str,
-    carried_lineage: object = None,
     handoff_sources: set[UUID] | None = None,
 ) -> tuple[str, kr.RecallDecision, int]:
     """The recall section for `text` (the current message), its decision, and its excerpt count.
@@ -175,20 +174,18 @@ def dynamic_context_build(
     static_prompt: str,
     history: Sequence[str],
     settings_row: AssistantSettings,
-    history_lineage: object = None,
     handoff_sources: set[UUID] | None = None,
-    birth_period: bool | None = None,
+    born_above: bool = False,
 ) -> DynamicContext:
     """The dynamic context for the reply to the last user turn of `branch`.
 
     `history` is the thread's projectable history text (the current message last);
-    `settings_row` is the AssistantSettings row the send read; `history_lineage`
-    the history's lineage when it has one (`continuity.rules.kept_history.BranchHistory.lineage`);
-    `handoff_sources` as `recall_section`'s; `birth_period`: whether the branch is still in it, when the
-    caller knows (a send reads only the newest part of its branch), else decided over `branch`.
+    `settings_row` is the AssistantSettings row the send read;
+    `handoff_sources` as `recall_section`'s; `born_above`: a finished ordinary reply lies above `branch`
+    (a send reads only the newest stretch of its branch; its first row's `branch_born` says so).
     """
     user_message = next((m for m in reversed(branch) if m.role == Role.USER), None)
-    birth = in_birth_period(branch) if birth_period is None else birth_period
+    birth = not born_above and in_birth_period(branch)
     pinned = _pinned_section(user_message, settings_row.owner_name)
     recall, decision, count = recall_section(
         conversation,
@@ -197,7 +194,6 @@ def dynamic_context_build(
         carried=[static_prompt, *history],
         owner_name=settings_row.owner_name,
         display_name=settings_row.display_name,
-        carried_lineage=history_lineage,
         handoff_sources=handoff_sources,
     )
     text = "\n\n".join(part for part in (pinned, recall) if part)

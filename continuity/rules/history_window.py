@@ -34,74 +34,42 @@ def history_turn_of(message: Message, attachments: tuple[dict, ...] = ()) -> His
 @dataclass(frozen=True)
 class HistoryWindow:
     """The projectable turns of a stretch of the branch after the history's start (a compaction's boundary,
-    else the root), oldest first, ready to be trimmed (`TrimmableHistory`).
+    else the root), oldest first, ready to be trimmed (`TrimmableHistory`), as plain data.
 
-    `anchor`: the stored measure where the history starts. `start_depth`: the branch depth of the history's
-    first message, so a trim reports how many branch messages it left above the first kept one.
+    `totals[p]`: the turns' tokens before turn p; `chain[p]`: the stored measure before it (its parent's
+    `branch_tokens`), which fixes the trim chain; `anchor`: the stored measure where the history starts;
+    `start_depth`: the branch depth of the history's first message, so a trim reports how many branch
+    messages it left above the first kept one. `conclusive`: the stretch decides the trim for any history
+    budget up to the one it was projected for: it starts where the history does, or the turns from its
+    first opening turn already exceed that budget.
     """
 
     messages: list[Message]
     turns: list[HistoryTurn]
+    texts: list[str]
+    totals: list[int]
+    opens: list[bool]
+    chain: list[int]
     anchor: int
     start_depth: int
-    reaches_start: bool
+    conclusive: bool
 
     def __len__(self) -> int:
         return len(self.turns)
-
-    @property
-    def texts(self) -> list[str]:
-        return [turn.content for turn in self.turns]
-
-    def _totals(self) -> list[int]:
-        totals = self.__dict__.get("_token_totals")
-        if totals is None:
-            totals = list(accumulate((turn.tokens for turn in self.turns), initial=0))
-            object.__setattr__(self, "_token_totals", totals)
-        return totals
-
-    def conclusive(self, budget_tokens: int) -> bool:
-        """Does this stretch decide the trim for any budget up to `budget_tokens`: it starts where the history
-        does, or the turns from its first opening turn already exceed the budget."""
-        if self.reaches_start or not self.turns:
-            return self.reaches_start
-        first_opening = next((i for i, turn in enumerate(self.turns) if turn.role != "assistant"), None)
-        if first_opening is None:
-            return False
-        totals = self._totals()
-        return totals[-1] - totals[first_opening] > budget_tokens
-
-    def start_for(self, budget_tokens: int, step_tokens: int = 0) -> int:
-        """The position of the first kept turn (`trim_start` over the stretch, its chain by stored measures)."""
-        totals = self._totals()
-        return trim_start(
-            len(self.turns),
-            totals.__getitem__,
-            lambda at: self.turns[at].role != "assistant",
-            budget_tokens,
-            step_tokens,
-            chain=lambda at: self.messages[at].branch_tokens - _own_measure(self.messages[at]),
-            anchor=self.anchor,
-        )
 
     def trimmed(self, budget_tokens: int, step_tokens: int = 0) -> tuple[list[HistoryTurn], int, int]:
         """The kept turns, how many branch messages of the history lie above the first of them, and their
         tokens."""
         if not self.turns:
             return [], 0, 0
-        start = self.start_for(budget_tokens, step_tokens)
-        totals = self._totals()
+        start = trim_start(self.totals, self.opens, budget_tokens, step_tokens, chain=self.chain, anchor=self.anchor)
         dropped = self.messages[start].branch_depth - self.start_depth
-        return self.turns[start:], dropped, totals[-1] - totals[start]
+        return self.turns[start:], dropped, self.totals[-1] - self.totals[start]
 
     def first_kept(self, dropped: int) -> Message | None:
         """The message of the first kept turn of a trim that left `dropped` messages above it."""
         depth = self.start_depth + dropped
         return next((message for message in self.messages if message.branch_depth == depth), None)
-
-
-def _own_measure(message: Message) -> int:
-    return stored_turn_tokens(message.role, message.kind, message.content)
 
 
 def history_window(
@@ -111,9 +79,10 @@ def history_window(
     start_depth: int,
     anchor: int,
     reaches_start: bool,
+    budget_tokens: int,
 ) -> HistoryWindow:
     """The projectable turns of `stretch` (oldest first) from depth `start_depth` on, with their attachment
-    parts."""
+    parts; whether they decide the trim for `budget_tokens` (`HistoryWindow.conclusive`)."""
     messages: list[Message] = []
     turns: list[HistoryTurn] = []
     for message in stretch:
@@ -124,5 +93,13 @@ def history_window(
             continue
         messages.append(message)
         turns.append(history_turn_of(message, parts))
-    return HistoryWindow(messages, turns, anchor, start_depth, reaches_start)
-
+    totals = list(accumulate((turn.tokens for turn in turns), initial=0))
+    opens = [turn.role != "assistant" for turn in turns]
+    chain = [m.branch_tokens - stored_turn_tokens(m.role, m.kind, m.content) for m in messages]
+    first_opening = next((p for p, opening in enumerate(opens) if opening), None)
+    conclusive = reaches_start or (
+        first_opening is not None and totals[-1] - totals[first_opening] > budget_tokens
+    )
+    return HistoryWindow(
+        messages, turns, [turn.content for turn in turns], totals, opens, chain, anchor, start_depth, conclusive
+    )

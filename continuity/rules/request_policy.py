@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import accumulate
@@ -138,27 +138,24 @@ def trim_history(
     Returns the kept turns and how many were dropped.
     """
     totals = list(accumulate((turn_tokens(turn) for turn in turns), initial=0))
-    first = trim_start(
-        len(turns), totals.__getitem__, lambda at: turns[at].role != "assistant", budget_tokens, step_tokens
-    )
+    first = trim_start(totals, [turn.role != "assistant" for turn in turns], budget_tokens, step_tokens)
     return list(turns[first:]), first
 
 
 def trim_start(
-    count: int,
-    before: Callable[[int], int],
-    opens: Callable[[int], bool],
+    before: Sequence[int],
+    opens: Sequence[bool],
     budget_tokens: int,
     step_tokens: int = 0,
     *,
-    chain: Callable[[int], int] | None = None,
+    chain: Sequence[int] | None = None,
     anchor: int = 0,
 ) -> int:
-    """Where a trimmed history starts: the first of `count` turns it keeps (the last one always stays).
+    """Where a trimmed history starts: the first of its turns it keeps (the last one always stays).
 
-    `before(p)`: the tokens of the turns before turn p (`before(count)` is the whole history's);
-    `opens(p)`: may the history open on turn p (not on an assistant turn: a reply with no question)?
-    `chain(p)`: the stored measure before turn p that fixes the trim chain (`transcript.append`;
+    `before[p]`: the tokens of the turns before turn p (`before[-1]` is the whole history's);
+    `opens[p]`: may the history open on turn p (not on an assistant turn: a reply with no question)?
+    `chain[p]`: the stored measure before turn p that fixes the trim chain (`transcript.append`;
     `before` itself for a plain list), `anchor` its value where the history starts.
 
     Nothing is dropped unless the history exceeds `budget_tokens`. Step 0 drops just enough: the first
@@ -170,33 +167,37 @@ def trim_start(
     least `budget_tokens - step_tokens` unless step 0 would keep less itself (past a turn longer than
     half the step).
     """
+    count = len(opens)
     if count == 0:
         return 0
     last = count - 1
-    whole = before(count)
-    openings = [p for p in range(count) if opens(p)]
-    minimal = next((p for p in openings if whole - before(p) <= budget_tokens), last)
+    whole = before[count]
+    openings = [p for p in range(count) if opens[p]]
+    minimal = next((p for p in openings if whole - before[p] <= budget_tokens), last)
     if step_tokens <= 0 or minimal == last:
         return minimal
-    chain = chain or before
+    chain = before if chain is None else chain
     cell = max(step_tokens // 2, 1)
     for index, p in enumerate(openings):
-        if p >= minimal and _on_trim_chain(openings, index, chain, cell, anchor):
+        if p >= minimal and _on_trim_chain([chain[at] for at in openings[max(index - 1, 0):index + 2]],
+                                           index, cell, anchor):
             return p
     return last
 
 
-def _on_trim_chain(openings: list[int], index: int, chain: Callable[[int], int], cell: int, anchor: int) -> bool:
-    """Is the turn at `openings[index]` a point of the trim chain? The history's first opening turn is; any
-    other is when the chain measure crossed a multiple of `cell` (half the step) since the opening turn
-    before it, or when the next opening turn lies more than `cell` beyond it. Consecutive points then lie
-    less than a step apart, except across a turn longer than `cell`, which the minimal cut skips too."""
+def _on_trim_chain(near: list[int], index: int, cell: int, anchor: int) -> bool:
+    """Is an opening turn a point of the trim chain? `near`: the chain measures of the opening turns before
+    it, itself and after it (as many as there are), `index` its place among all opening turns. The
+    history's first opening turn is a point; any other is when the chain measure crossed a multiple of
+    `cell` (half the step) since the opening turn before it, or when the next opening turn lies more
+    than `cell` beyond it. Consecutive points then lie less than a step apart, except across a turn
+    longer than `cell`, which the minimal cut skips too."""
     if index == 0:
         return True
-    here = chain(openings[index])
-    if (here - anchor) // cell > (chain(openings[index - 1]) - anchor) // cell:
+    before, here = near[0], near[1]
+    if (here - anchor) // cell > (before - anchor) // cell:
         return True
-    return index + 1 < len(openings) and chain(openings[index + 1]) - here > cell
+    return len(near) > 2 and near[2] - here > cell
 
 
 class TrimmableHistory(Protocol):

@@ -33,7 +33,6 @@ from continuity.rules.request_policy import (
 from continuity.rules.thread_handoff_store import ThreadHandoffs, thread_handoffs_read
 from conversations.models import AssistantSettings, Attachment, Conversation, Message, MessageKind, MessageStatus, Role
 from elion.base.errors import NotFound
-from transcript.append import ends_birth_period
 from transcript.assistant_settings import assistant_settings_get
 from transcript.attachments.projection import attachment_parts_verified, manifest_parts_verified
 from transcript.branch_rows import BranchStretch, branch_rows_up, stretch_extended
@@ -145,7 +144,7 @@ class BranchRead:
     stretch: BranchStretch
     history: HistoryWindow
     compacted: CompactionOnBranch
-    born: bool
+    born: bool  # a finished ordinary reply lies above the stretch
 
 
 def reply_request_build(context: SendContext, user_message: Message, *, tools: list[dict]) -> AssembledRequest:
@@ -172,7 +171,7 @@ def reply_request_build(context: SendContext, user_message: Message, *, tools: l
         settings_row=context.settings_row,
         # Read by `send_inputs_read` when recall may run (a caller that did not: read by recall if it runs).
         handoff_sources=context.handoffs.source_ids() if context.handoffs is not None else None,
-        birth_period=not read.born,
+        born_above=read.born,
     )
     request = assemble_request(
         static_prompt=static_prompt,
@@ -214,18 +213,17 @@ def branch_read(context: SendContext, user_message: Message, *, history_budget: 
         reaches_start = stretch.reaches_root or stretch.messages[0].branch_depth <= compacted.first_index
         history = history_window(
             stretch.messages, attachment_parts=parts, start_depth=compacted.first_index, anchor=anchor,
-            reaches_start=reaches_start,
+            reaches_start=reaches_start, budget_tokens=budget,
         )
-        if history.conclusive(budget):
+        if history.conclusive:
             break
         oldest = stretch.messages[0]
         span *= 2
         more = branch_rows_up(conversation.id, oldest.parent_id, token_floor=user_message.branch_tokens - span,
                               depth_floor=compacted.first_index)
         stretch = stretch_extended(stretch, more)
-    born = bool(stretch.messages) and (
-        stretch.messages[0].branch_born or any(ends_birth_period(m) for m in stretch.messages)
-    )
+    # Whether a finished reply lies above the stretch (the rest is decided over the stretch itself).
+    born = bool(stretch.messages) and stretch.messages[0].branch_born
     return BranchRead(stretch, history, compacted, born)
 
 

@@ -93,39 +93,3 @@ def test_rendered_section_has_one_heading_and_one_line_per_excerpt_whatever_the_
 
 # --- The carried-text index kept between sends gives the same answers as a fresh one -----------------
 
-carried_turn = st.lists(st.one_of(st.sampled_from(["garden", "lighthouse", "heron", "the", "stone"]),
-                                  st.text(alphabet="abcdefghijk", min_size=1, max_size=4)),
-                        min_size=0, max_size=9).map(" ".join)
-history_edit = st.one_of(
-    st.tuples(st.just("append"), st.lists(carried_turn, min_size=1, max_size=40)),
-    st.tuples(st.just("rewind"), st.integers(1, 30)),
-    st.tuples(st.just("replace"), st.integers(0, 10_000), carried_turn),
-)
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.integers(0, 400).flatmap(lambda n: st.lists(carried_turn, min_size=n, max_size=n)),
-       st.lists(history_edit, max_size=8),
-       st.lists(carried_turn, min_size=1, max_size=8))
-def test_overlap_with_a_kept_carried_index_equals_a_fresh_index(history, edits, probes):
-    """Sends of one long thread (appends, rewinds, an edited turn) reuse the index of its older turns;
-    every overlap answer is the one a fresh index of the whole carried text gives."""
-    key = object()
-    history = [f"{text} " for text in history]  # distinct objects, as each message's own string is
-    replaced: list[str] = []
-    for edit in [("append", []), *edits]:
-        if edit[0] == "append":
-            history = history + [f"{text} " for text in edit[1]]
-        elif edit[0] == "rewind":
-            history = history[: max(len(history) - edit[1], 0)]
-        elif history:
-            history = list(history)
-            history[edit[1] % len(history)] = f"{edit[2]} "
-            replaced.append(history[edit[1] % len(history)])
-        carried = ["the stored prompt, with the garden door", *history]
-        kept, fresh = overlap.ContextText(carried, reuse_key=key), overlap.ContextText(carried)
-        for probe in probes + replaced + history[-3:] + history[:2]:
-            assert kept.overlap(probe) == fresh.overlap(probe)
-        if len(history) >= overlap.PREFIX_MIN_TEXTS + overlap.PREFIX_TAIL_TEXTS:
-            kept._index()
-            assert kept._prefix is not None  # the long history's older part came from the kept index

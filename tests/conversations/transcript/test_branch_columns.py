@@ -143,7 +143,7 @@ def request_from_the_whole_branch(conversation) -> str:
     start_depth = next((m.branch_depth + 1 for m in branch if m.id == start), 0)
     anchor = next((m.branch_tokens for m in branch if m.id == start), 0)
     history = history_window(branch, attachment_parts=parts, start_depth=start_depth, anchor=anchor,
-                             reaches_start=True)
+                             reaches_start=True, budget_tokens=0)
     static_prompt = prompt.content if prompt else ""
     settings_row = assistant_settings_get()
     dynamic = dynamic_context_build(conversation, branch=branch, static_prompt=static_prompt,
