@@ -32,40 +32,47 @@ def _prep(value: UUID) -> object:
     return Message._meta.pk.get_db_prep_value(value, connection)
 
 
+# More rows than any branch holds: a walk without a row limit.
+NO_ROW_LIMIT = 2**31 - 1
+
+
 def _walk_sql(select: str) -> str:
-    """Parameters: tip id, conversation id, token floor, depth floor; `select` reads the walk as `w`."""
+    """Parameters: tip id, conversation id, token floor, depth floor, row limit; `select` reads the walk as
+    `w`."""
     table = connection.ops.quote_name(MESSAGE_TABLE)
     return (
-        f"WITH RECURSIVE w(id, parent_id, seq, conversation_id, branch_tokens, branch_depth) AS ("
-        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, m.branch_tokens, m.branch_depth FROM {table} m"
+        f"WITH RECURSIVE w(id, parent_id, seq, conversation_id, branch_tokens, branch_depth, steps) AS ("
+        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, m.branch_tokens, m.branch_depth, 1 FROM {table} m"
         f" WHERE m.id = %s AND m.conversation_id = %s"
         f" UNION ALL"
-        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, m.branch_tokens, m.branch_depth"
+        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, m.branch_tokens, m.branch_depth, w.steps + 1"
         f" FROM {table} m JOIN w ON m.id = w.parent_id"
         f" WHERE m.conversation_id = w.conversation_id AND m.seq < w.seq"
-        f" AND w.branch_tokens > %s AND w.branch_depth > %s"
+        f" AND w.branch_tokens > %s AND w.branch_depth > %s AND w.steps < %s"
         f") {select}"
     )
 
 
 def branch_rows_up(
-    conversation_id: UUID, tip_id: UUID, *, token_floor: int, depth_floor: int = 0
+    conversation_id: UUID, tip_id: UUID, *, token_floor: int, depth_floor: int = 0, max_rows: int = NO_ROW_LIMIT
 ) -> list[Message]:
     """The branch from `tip_id` up to the first message whose `branch_tokens` is at or below `token_floor`
-    or whose depth is `depth_floor` (that message included; the root ends every walk), oldest first.
+    or whose depth is `depth_floor` (that message included; the root ends every walk), or `max_rows`
+    messages, oldest first.
 
-    One statement. `BrokenTree` when a step breaks the tree before a floor is reached.
+    One statement. `BrokenTree` when a step breaks the tree before a floor or the row limit is reached.
     """
     table = connection.ops.quote_name(MESSAGE_TABLE)
     sql = _walk_sql(f"SELECT m.* FROM w JOIN {table} m ON m.id = w.id")
     rows = list(
-        Message.objects.raw(sql, [_prep(tip_id), _prep(conversation_id), token_floor, depth_floor])
+        Message.objects.raw(sql, [_prep(tip_id), _prep(conversation_id), token_floor, depth_floor, max_rows])
     )
     if not rows:
         raise BrokenTree(TreeBreak("missing_tip", conversation_id, tip_id, tip_id,
                                    f"missing message {tip_id} on the path to the root"))
     rows.sort(key=lambda message: message.branch_depth)
-    _check_walk_end(rows[0], token_floor=token_floor, depth_floor=depth_floor)
+    if len(rows) < max_rows:
+        _check_walk_end(rows[0], token_floor=token_floor, depth_floor=depth_floor)
     _check_depths(rows)
     return rows
 
@@ -95,7 +102,7 @@ def ancestor_at_depth(conversation_id: UUID, tip_id: UUID, depth: int) -> UUID |
     One statement, walking ids only (no row is read)."""
     sql = _walk_sql("SELECT w.id FROM w WHERE w.branch_depth = %s")
     with connection.cursor() as cursor:
-        cursor.execute(sql, [_prep(tip_id), _prep(conversation_id), -1, depth, depth])
+        cursor.execute(sql, [_prep(tip_id), _prep(conversation_id), -1, depth, NO_ROW_LIMIT, depth])
         row = cursor.fetchone()
     if row is None:
         return None

@@ -34,6 +34,7 @@ from continuity.rules.handoff_policy import (
     DEFAULT_TOTAL_CHARACTER_BUDGET,
     ELIGIBLE_KIND,
     ELIGIBLE_ROLES,
+    FINAL_MESSAGE_COUNT,
     INELIGIBLE_STATUSES,
     Handoff,
     HandoffLimits,
@@ -41,6 +42,7 @@ from continuity.rules.handoff_policy import (
     SpeakerNames,
     boundary_id_in,
     build_handoff,
+    is_eligible,
     new_boundary_id,
     policy_marker,
 )
@@ -53,7 +55,8 @@ from conversations.models import (
     Role,
 )
 from transcript.assistant_settings import assistant_settings_read
-from transcript.tree import TREE_STEP_FIELDS, BrokenTree, TreeStep, live_branch, walk_up
+from transcript.branch_rows import branch_rows_up
+from transcript.tree import TREE_STEP_FIELDS, BrokenTree, TreeStep, walk_up
 
 RETIRED_COLUMNS = ("summary", "recent_raw")
 # Automatic selection walks at most this many candidates (most recent first)
@@ -104,10 +107,29 @@ def source_message(message: Message) -> SourceMessage:
     )
 
 
+# The newest live-branch messages a handoff reads first; four times as many while they hold fewer than the
+# final eight eligible ones and the root is not reached.
+HANDOFF_TAIL_ROWS = 64
+
+
 def live_branch_handoff(conversation: Conversation, *, settings_row: AssistantSettings) -> Handoff:
-    """The final-eight handoff of `conversation`'s live branch under the current limits."""
-    sources = [source_message(message) for message in live_branch(conversation)]
+    """The final-eight handoff of `conversation`'s live branch under the current limits, read from the newest
+    end of the branch only as far as its final eight eligible messages (`transcript.branch_rows`), never the
+    whole thread. `BrokenTree` for a break among the messages read."""
+    sources = _final_sources(conversation)
     return build_handoff(sources, limits=handoff_limits(), names=speaker_names(conversation.persona, settings_row))
+
+
+def _final_sources(conversation: Conversation) -> list[SourceMessage]:
+    if conversation.head_id is None:
+        return []
+    rows = HANDOFF_TAIL_ROWS
+    while True:
+        tail = branch_rows_up(conversation.id, conversation.head_id, token_floor=-1, max_rows=rows)
+        sources = [source_message(message) for message in tail if message.role != Role.SYSTEM]
+        if tail[0].parent_id is None or sum(map(is_eligible, sources)) >= FINAL_MESSAGE_COUNT:
+            return sources
+        rows *= 4
 
 
 def handoff_row_create(*, destination: Conversation, source: Conversation, handoff: Handoff) -> ThreadHandoff:

@@ -131,7 +131,11 @@ def test_capture_uses_database_reads_only(thread, monkeypatch):
         capture = handoff_store.new_chat_handoff_capture(persona="elion", origin="new_chat")
     assert capture is not None and capture.handoff.exchange.endswith("r")
     assert queries.captured_queries
-    assert all(query["sql"].lstrip().upper().startswith("SELECT") for query in queries.captured_queries)
+    # Reads only: plain SELECTs, and the recursive walk of the source's newest messages (WITH … SELECT).
+    for query in queries.captured_queries:
+        sql = query["sql"].lstrip().upper()
+        assert sql.startswith(("SELECT", "WITH RECURSIVE")), sql
+        assert not any(f" {verb} " in f" {sql} " for verb in ("INSERT", "UPDATE", "DELETE")), sql
 
 
 def test_branch_and_fork_origins_do_not_run_automatic_selection(thread):

@@ -251,3 +251,15 @@ def test_a_send_reads_the_stretch_its_request_can_carry_not_the_thread(rows_read
     rows_read.clear()
     send_prepare(SendCommand(conversation_id=conversation.id, content="How many rows does this read?"))
     assert 10 < len(rows_read) < 400, len(rows_read)
+
+
+def test_a_new_chats_handoff_reads_the_sources_final_messages_not_the_thread(rows_read):
+    """New Chat's final-eight handoff reads the newest end of its source's live branch (64 messages, more
+    only while they hold fewer than eight eligible ones), never the whole source thread."""
+    from continuity.rules.handoff_store import live_branch_handoff
+
+    source = long_thread(2_000)
+    rows_read.clear()
+    handoff = live_branch_handoff(source, settings_row=assistant_settings_get())
+    assert len(handoff.turns) == 8 and handoff.turns[-1].message.content.startswith("Answer 999 ")
+    assert len(rows_read) <= 64, len(rows_read)
