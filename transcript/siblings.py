@@ -104,7 +104,7 @@ def switch_head(tree: dict[UUID, Message], target_id: UUID) -> Message | None:
     answers. `target_id` itself counts (a rewound-to reply is its own
     subtree's end when nothing follows it). None when the subtree holds no
     reply at all (a user turn whose reply was never stored).
-    Precondition: `tree` holds every row of the conversation's tree.
+    Precondition: `tree` holds every row of the subtree under `target_id` (every row from its seq on will do).
     """
     children = children_in(tree.values())
     best: Message | None = None

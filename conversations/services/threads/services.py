@@ -13,14 +13,13 @@ from uuid import UUID
 from django.db import transaction
 
 from continuity.rules.handoff_store import new_chat_handoff_capture, new_chat_handoff_store
-from conversations.models import Conversation, ConversationOrigin, Folder, MessageStatus, Persona, Role
+from conversations.models import Conversation, ConversationOrigin, Folder, Message, MessageStatus, Persona, Role
 from conversations.services.visibility.transitions import conversation_move_locked, folder_hidden_set, folder_remove
 from elion.base.errors import InvalidInput, NotFound
 from memories.services.snapshots import snapshot_capture
 from transcript.access import access_conversation, access_folder, message_in_conversation
 from transcript.guard import transcript_write_guard
 from transcript.siblings import switch_head
-from transcript.tree import tree_messages
 from transcript.write_lock import global_write_lock
 
 TITLE_MAX = 300
@@ -117,7 +116,9 @@ def conversation_switch(*, conversation_id: UUID, message_id: UUID | str) -> Con
     conversation = access_conversation(conversation_id, lock=True)
     transcript_write_guard(conversation, action="switch versions", allow_trashed=True)
     target = message_in_conversation(conversation, message_id)
-    tree = tree_messages(conversation)
+    # Every message under the target has a larger seq: the rows from its seq on hold its whole subtree
+    # (a version switch picks among recent turns, so this is the thread's newest end, not the thread).
+    tree = {m.id: m for m in Message.objects.filter(conversation=conversation, seq__gte=target.seq).exclude(role=Role.SYSTEM)}
     head = switch_head(tree, target.id) if target.role != Role.SYSTEM else None
     if head is None:
         raise InvalidInput("That message has no reply to show; pick another version.", code="invalid_switch_target")
