@@ -34,6 +34,7 @@ def elion(request: HttpRequest) -> dict:
         "assistant": SimpleLazyObject(assistant_settings_get),
         "personas": Persona.choices,
         "private_chat_days": settings.ELION_PRIVATE_CHAT_DAYS,
+        "voice_max_seconds": settings.ELION_VOICE_MAX_SECONDS,
         "sidebar": SimpleLazyObject(sidebar_groups) if is_owner else [],
         "sidebar_counts": SimpleLazyObject(sidebar_counts) if is_owner else {},
     }

@@ -38,6 +38,7 @@ import {
   uploading,
 } from "./chat/attachments.js";
 import { watchProviderUsage } from "./chat/usage.js";
+import { initDictation } from "./chat/voice.js";
 import { initMessageMenus, rewindConfirmed } from "./chat/versions.js";
 import { liveMarkdown } from "./chat/markdown.js";
 
@@ -715,6 +716,7 @@ function autosize() {
 function init() {
   titleButton.dataset.title = titleInput.value;
   initAttachments({ onError: showNotice });
+  initDictation({ input, onError: showNotice, autosize });
   initMessageMenus();
 
   composer.addEventListener("submit", async (event) => {

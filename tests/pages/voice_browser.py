@@ -1,0 +1,51 @@
+"""Chromium with a fake microphone that plays a real recorded sentence (issue 43).
+
+The sentence is made at test time with Debian's `espeak-ng` (a tone when it is missing), written to
+a WAV, and handed to chromium as its capture device: `--use-fake-device-for-media-stream
+--use-file-for-fake-audio-capture=<wav>`, with the permission prompt accepted
+(`--use-fake-ui-for-media-stream`). Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CHROMIUM_ARGS
+from tests.pages.conftest import CHROMIUM
+from tests.support.voice_files import spoken_wav_file
+
+
+def fake_microphone_args(wav: Path) -> list[str]:
+    return [
+        *CHROMIUM_ARGS,
+        "--use-fake-ui-for-media-stream",
+        "--use-fake-device-for-media-stream",
+        f"--use-file-for-fake-audio-capture={wav}",
+        "--autoplay-policy=no-user-gesture-required",
+    ]
+
+
+@contextmanager
+def chromium_with_microphone(directory: Path, *, silence_seconds: float = 0.0) -> Iterator[object]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (never `playwright install`)")
+    from playwright.sync_api import sync_playwright
+
+    wav = spoken_wav_file(directory, silence_seconds=silence_seconds)
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # as the `browser` fixture does (tests/pages/conftest.py)
+    try:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=fake_microphone_args(wav))
+            yield chromium
+            chromium.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
