@@ -18,13 +18,14 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
+from conversations.services.voice.binding import voice_provider
 from elion.base.errors import InvalidInput, ServiceError
 from transcript.access import access_conversation
 from transcript.assistant_settings import assistant_settings_read
 from transcript.attachments.audio import audio_extension, audio_mime, voice_recording_store, wav_seconds
 from transcript.attachments.manifests import attachment_repr
 from transcript.provider.audio import TranscriptDelta, TranscriptDone, transcribe
-from transcript.provider.binding import configured_provider, provider_binding_check
+from transcript.provider.binding import configured_provider
 from transcript.provider.config import ProviderConfig
 from transcript.provider.events import ProviderError
 from transcript.uploads import size_text
@@ -126,7 +127,7 @@ def transcription_prepare(
     spoken_language = _language(language)
     if conversation_id not in (None, ""):
         conversation = access_conversation(conversation_id)
-        config = provider_binding_check(conversation)
+        config = voice_provider(conversation.id)
         scope: UUID | None = conversation.id
     else:
         config, scope = configured_provider(), None
