@@ -18,7 +18,6 @@ from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import IntegrityError
 
 from conversations.models import MessageSpeech, MessageStatus, Role
 from conversations.services.voice.binding import voice_provider, voice_provider_configured
@@ -106,14 +105,12 @@ def _stored(plan: SpeechPlan, index: int) -> SpokenSegment | None:
 def _record(plan: SpeechPlan, index: int, audio: bytes, mime: str, demo: bool) -> SpokenSegment:
     sha = hashlib.sha256(audio).hexdigest()
     store.write_bytes(store.conversation_store(plan.conversation_id), audio, sha)  # the blob before the row naming it
-    try:
-        MessageSpeech.objects.get_or_create(
-            message_id=plan.message_id, key=plan.keys[index],
-            defaults={"conversation_id": plan.conversation_id, "sha256": sha, "size": len(audio), "mime": mime,
-                      "voice": plan.voice, "model": plan.model, "demo": demo},
-        )
-    except IntegrityError:
-        pass  # another request recorded the same segment first: both played the same words
+    # Two requests making the same segment at once: get_or_create keeps the first row (the unique key).
+    MessageSpeech.objects.get_or_create(
+        message_id=plan.message_id, key=plan.keys[index],
+        defaults={"conversation_id": plan.conversation_id, "sha256": sha, "size": len(audio), "mime": mime,
+                  "voice": plan.voice, "model": plan.model, "demo": demo},
+    )
     return SpokenSegment(audio, mime, sha, demo)
 
 

@@ -12,7 +12,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from conversations.models import AssistantSettings, Message, MessageSpeech, MessageStatus, Role
+from conversations.models import AssistantSettings, Message, MessageSpeech, MessageStatus
 from conversations.services.voice.speech_text import CODE_BLOCK_SAID
 from tests.support.scripted_audio import ScriptedSpeech
 from transcript.attachments import store
