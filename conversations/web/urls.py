@@ -37,4 +37,5 @@ page_urlpatterns = [
     *characters.page_urlpatterns,
     *folders.page_urlpatterns,
     *visibility.page_urlpatterns,
+    *voice.page_urlpatterns,
 ]

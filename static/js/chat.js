@@ -39,6 +39,7 @@ import {
 } from "./chat/attachments.js";
 import { watchProviderUsage } from "./chat/usage.js";
 import { initDictation } from "./chat/voice.js";
+import { initReadAloud } from "./chat/read_aloud.js";
 import { initMessageMenus, rewindConfirmed } from "./chat/versions.js";
 import { liveMarkdown } from "./chat/markdown.js";
 
@@ -295,6 +296,10 @@ class Turn {
     if (this.payload.client_message_id) pending.clear(this.payload.client_message_id);
     this.end();
     refreshConversation();
+    // Read aloud (chat/read_aloud.js) may speak a reply this page asked for.
+    document.dispatchEvent(
+      new CustomEvent("elion:reply-settled", { detail: { messageId: assistantId, status, kind: this.kind } }),
+    );
   }
 
   // The transport went away mid-turn. The reply keeps running server-side:
@@ -717,6 +722,7 @@ function init() {
   titleButton.dataset.title = titleInput.value;
   initAttachments({ onError: showNotice });
   initDictation({ input, onError: showNotice, autosize });
+  initReadAloud({ onError: showNotice });
   initMessageMenus();
 
   composer.addEventListener("submit", async (event) => {

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from conversations.web.voice import api, speech_api
+from conversations.web.voice import api, pages, speech_api
 
 api_urlpatterns = [
     path("transcriptions/", api.TranscriptionView.as_view(), name="api-transcriptions"),
@@ -18,4 +18,8 @@ api_urlpatterns = [
         speech_api.MessageSpeechSegmentsView.as_view(),
         name="api-message-speech-segments",
     ),
+]
+
+page_urlpatterns = [
+    path("settings/voice/", pages.voice_settings_save, name="settings-voice"),
 ]
