@@ -20,28 +20,35 @@ from tests.pages.conftest import CHROMIUM
 from tests.support.voice_files import spoken_wav_file
 
 
-def fake_microphone_args(wav: Path) -> list[str]:
+def fake_microphone_args(wav: Path, *, loop: bool = True) -> list[str]:
     return [
         *CHROMIUM_ARGS,
         "--use-fake-ui-for-media-stream",
         "--use-fake-device-for-media-stream",
-        f"--use-file-for-fake-audio-capture={wav}",
+        f"--use-file-for-fake-audio-capture={wav}{'' if loop else '%noloop'}",
         "--autoplay-policy=no-user-gesture-required",
     ]
 
 
 @contextmanager
-def chromium_with_microphone(directory: Path, *, silence_seconds: float = 0.0) -> Iterator[object]:
+def chromium_with_microphone(
+    directory: Path, *, silence_seconds: float = 0.0, recording: bytes | None = None, loop: bool = True,
+) -> Iterator[object]:
+    """Chromium whose microphone plays the spoken sentence (or `recording`), looped unless `loop=False`."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (never `playwright install`)")
     from playwright.sync_api import sync_playwright
 
-    wav = spoken_wav_file(directory, silence_seconds=silence_seconds)
+    if recording is None:
+        wav = spoken_wav_file(directory, silence_seconds=silence_seconds)
+    else:
+        wav = directory / "microphone.wav"
+        wav.write_bytes(recording)
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # as the `browser` fixture does (tests/pages/conftest.py)
     try:
         with sync_playwright() as playwright:
-            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=fake_microphone_args(wav))
+            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=fake_microphone_args(wav, loop=loop))
             yield chromium
             chromium.close()
     finally:

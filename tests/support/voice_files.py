@@ -6,7 +6,9 @@ without it, a tone of the same shape, so API tests that only need audio still ru
 
 from __future__ import annotations
 
+import array
 import io
+import math
 import shutil
 import subprocess
 import wave
@@ -22,8 +24,64 @@ def spoken_wav(sentence: str = SENTENCE) -> bytes:
     if espeak:
         done = subprocess.run([espeak, "--stdout", sentence], capture_output=True, timeout=60, check=False)  # noqa: S603
         if done.returncode == 0 and done.stdout.startswith(b"RIFF"):
-            return done.stdout
+            return _well_formed(done.stdout)
     return tone_wav(2.5)
+
+
+def _well_formed(wav: bytes) -> bytes:
+    """The WAV with its sizes set to the bytes present (`espeak-ng --stdout` writes a streaming header)."""
+    with wave.open(io.BytesIO(wav)) as source:
+        params = source.getparams()
+        frames = source.readframes(params.nframes)  # as many as there are
+    return _wav(params, frames)
+
+
+def _wav(params: wave._wave_params, frames: bytes) -> bytes:
+    out = io.BytesIO()
+    with wave.open(out, "wb") as target:
+        target.setnchannels(params.nchannels)
+        target.setsampwidth(params.sampwidth)
+        target.setframerate(params.framerate)
+        target.writeframes(frames)
+    return out.getvalue()
+
+
+def scaled(wav: bytes, factor: float) -> bytes:
+    """The same 16-bit WAV at `factor` of its loudness (a voice leaking back at playback level)."""
+    with wave.open(io.BytesIO(wav)) as source:
+        params = source.getparams()
+        samples = array.array("h", source.readframes(params.nframes))
+    samples = array.array("h", (max(-32768, min(32767, int(v * factor))) for v in samples))
+    return _wav(params, samples.tobytes())
+
+
+def silence(seconds: float, like: bytes) -> bytes:
+    with wave.open(io.BytesIO(like)) as source:
+        params = source.getparams()
+    return _wav(params, b"\x00" * int(seconds * params.framerate) * params.sampwidth * params.nchannels)
+
+
+def joined(*wavs: bytes) -> bytes:
+    """WAVs of one format, one after another."""
+    frames = b""
+    params = None
+    for data in wavs:
+        with wave.open(io.BytesIO(data)) as source:
+            params = params or source.getparams()
+            frames += source.readframes(source.getparams().nframes)
+    return _wav(params, frames)
+
+
+def rms_levels(wav: bytes, window_seconds: float = 0.05) -> list[float]:
+    """The loudness of each window, as the page's detector measures it (RMS of samples in -1..1)."""
+    with wave.open(io.BytesIO(wav)) as source:
+        params = source.getparams()
+        samples = array.array("h", source.readframes(params.nframes))
+    window = max(1, int(params.framerate * window_seconds))
+    return [
+        math.sqrt(sum(v * v for v in samples[i:i + window]) / window) / 32768
+        for i in range(0, len(samples) - window + 1, window)
+    ]
 
 
 def spoken_wav_file(directory: Path, sentence: str = SENTENCE, *, silence_seconds: float = 0.0) -> Path:
@@ -38,12 +96,4 @@ def spoken_wav_file(directory: Path, sentence: str = SENTENCE, *, silence_second
 
 def with_silence(wav: bytes, seconds: float) -> bytes:
     """The same WAV with `seconds` of silence after the speech (a speaker who stops talking)."""
-    with wave.open(io.BytesIO(wav)) as source:
-        params = source.getparams()
-        frames = source.readframes(source.getnframes())
-    pad = b"\x00" * int(seconds * params.framerate) * params.sampwidth * params.nchannels
-    out = io.BytesIO()
-    with wave.open(out, "wb") as target:
-        target.setparams(params)
-        target.writeframes(frames + pad)
-    return out.getvalue()
+    return joined(wav, silence(seconds, wav))

@@ -18,6 +18,7 @@ let stream = null;
 let chunks = [];
 let startedAt = 0;
 let limitTimer = null;
+let dictated = false; // words dictated into the composer since the last send
 
 function setState(next, text = "") {
   state = next;
@@ -102,6 +103,7 @@ async function transcribe(blob, seconds, { input, onError, autosize }) {
         done = true;
         words = data.text;
         slot.show(words);
+        dictated = Boolean(words.trim());
         if (data.attachment) addAttachment({ id: data.attachment.id, name: data.attachment.name });
         if (data.demo) onError("Offline demo: no model provider is set up, so a fixed sentence stands in for your words.");
       } else if (name === "error") {
@@ -176,4 +178,11 @@ export function initDictation(options) {
     if (state === "recording") recorder?.stop();
     else if (state === "idle") startRecording(options);
   });
+}
+
+// Whether the message about to be sent holds dictated words (sent as "voice": true); cleared.
+export function takeDictated() {
+  const was = dictated;
+  dictated = false;
+  return was;
 }
