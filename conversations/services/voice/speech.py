@@ -71,6 +71,8 @@ def speech_plan(*, conversation_id: object, message_id: object, voice: str | Non
     segments = tuple(speech_segments(speech_text(message.content or "")))
     if not segments:
         raise _unavailable("This reply has no text to read aloud.")
+    if voice:
+        voice_settings_check({"voice": voice})  # 400 `invalid_voice` before anything is made
     row = assistant_settings_read()
     chosen = voice or row.voice
     model = settings.ELION_SPEECH_MODEL

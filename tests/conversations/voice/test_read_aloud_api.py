@@ -131,6 +131,8 @@ async def test_unknown_ids_are_404_and_a_reply_without_text_is_a_409(scripted_pr
     assert (own.status_code, own.json()["error"]) == (409, "speech_unavailable")
     assert (await client.get(speech_url(conversation, reply) + "?segment=7")).status_code == 404
     assert (await client.get(speech_url(conversation, reply) + "?segment=x")).status_code == 404
+    robot = await client.get(speech_url(conversation, reply) + "?voice=robot")
+    assert (robot.status_code, robot.json()["error"]) == (400, "invalid_voice")
     _, _, streaming = await seeded(make_conversation, make_turns, "Half a", MessageStatus.STREAMING)
     live = await client.get(speech_url(await sync_to_async(lambda: streaming.conversation)(), streaming))
     assert (live.status_code, live.json()["error"]) == (409, "speech_unavailable")
