@@ -63,14 +63,14 @@ def voice_turns(conversation):
 
 
 @pytest.mark.parametrize("size", ["desktop", "phone"])
-def test_talk_sends_a_spoken_turn_reads_the_reply_and_barge_in_stops_it(live_app, scripted_server, tmp_path, size):
+def test_talk_sends_a_spoken_turn_reads_the_reply_and_barge_in_stops_it(live_app, browser, scripted_server, tmp_path, size):
     speech = spoken_wav()
     microphone = joined(speech, silence(14.0, speech), speech, silence(30.0, speech))
     scripted_server.script_transcriptions(ScriptedTranscription(text="What should I plant this spring?"),
                                           ScriptedTranscription(text="Wait, tell me about tomatoes."))
     scripted_server.script_speech(ScriptedSpeech(audio=tone_wav(30.0)))
     conversation, _ = seed_conversation(("user", "hi"), ("assistant", "Hello."))
-    with chromium_with_microphone(tmp_path, recording=microphone, loop=False) as chromium:
+    with chromium_with_microphone(browser, tmp_path, recording=microphone, loop=False) as chromium:
         page = talk_page(chromium, size)
         page.goto(f"{live_app.url}/c/{conversation.id}/")
         page.locator("[data-talk-button]").click()
@@ -92,14 +92,14 @@ def test_talk_sends_a_spoken_turn_reads_the_reply_and_barge_in_stops_it(live_app
         assert page.js_errors == []
 
 
-def test_playback_alone_never_creates_a_turn(live_app, scripted_server, tmp_path):
+def test_playback_alone_never_creates_a_turn(live_app, browser, scripted_server, tmp_path):
     # Elion's voice leaking back into the microphone: quieter than a person speaking to it, looped.
     quiet = scaled(spoken_wav(), 0.3)
     leak = joined(quiet, silence(2.0, quiet))
     scripted_server.script_speech(ScriptedSpeech(audio=tone_wav(8.0)))
     scripted_server.script_transcriptions(ScriptedTranscription(text="heard after the playback"))
     conversation, _ = seed_conversation(("user", "hi"), ("assistant", "A reply to read aloud."))
-    with chromium_with_microphone(tmp_path, recording=leak, loop=True) as chromium:
+    with chromium_with_microphone(browser, tmp_path, recording=leak, loop=True) as chromium:
         page = talk_page(chromium)
         page.goto(f"{live_app.url}/c/{conversation.id}/")
         page.locator(".message-assistant [data-read-aloud]").click()
@@ -117,14 +117,14 @@ def test_playback_alone_never_creates_a_turn(live_app, scripted_server, tmp_path
         assert page.js_errors == []
 
 
-def test_failures_end_the_state_with_a_message(live_app, scripted_server, tmp_path):
+def test_failures_end_the_state_with_a_message(live_app, browser, scripted_server, tmp_path):
     speech = spoken_wav()
     microphone = joined(speech, silence(14.0, speech), speech, silence(30.0, speech))
     scripted_server.script_transcriptions(ScriptedTranscription(status=500, error_message="stt down"),
                                           ScriptedTranscription(text="Second try works."))
     scripted_server.script_speech(ScriptedSpeech(status=500, error_message="tts down"))
     conversation, _ = seed_conversation(("user", "hi"), ("assistant", "Hello."))
-    with chromium_with_microphone(tmp_path, recording=microphone, loop=False) as chromium:
+    with chromium_with_microphone(browser, tmp_path, recording=microphone, loop=False) as chromium:
         page = talk_page(chromium)
         page.goto(f"{live_app.url}/c/{conversation.id}/")
         page.locator("[data-talk-button]").click()

@@ -15,12 +15,11 @@ from tests.support.scripted_audio import ScriptedTranscription
 
 pytestmark = pytest.mark.browser
 
-# `browser` in the name of a fixture used here puts these tests with the other live ones (tests/conftest.py).
 
 
 @pytest.fixture(scope="module")
-def microphone_browser(tmp_path_factory):
-    with chromium_with_microphone(tmp_path_factory.mktemp("voice")) as chromium:
+def microphone_browser(browser, tmp_path_factory):
+    with chromium_with_microphone(browser, tmp_path_factory.mktemp("voice")) as chromium:
         yield chromium
 
 

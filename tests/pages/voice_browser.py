@@ -8,12 +8,9 @@ a WAV, and handed to chromium as its capture device: `--use-fake-device-for-medi
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import pytest
 
 from tests.conftest import CHROMIUM_ARGS
 from tests.pages.conftest import CHROMIUM
@@ -32,27 +29,19 @@ def fake_microphone_args(wav: Path, *, loop: bool = True) -> list[str]:
 
 @contextmanager
 def chromium_with_microphone(
-    directory: Path, *, silence_seconds: float = 0.0, recording: bytes | None = None, loop: bool = True,
+    browser: object, directory: Path, *, silence_seconds: float = 0.0, recording: bytes | None = None,
+    loop: bool = True,
 ) -> Iterator[object]:
-    """Chromium whose microphone plays the spoken sentence (or `recording`), looped unless `loop=False`."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (never `playwright install`)")
-    from playwright.sync_api import sync_playwright
-
+    """A second chromium, started by the session's Playwright (`browser`, tests/pages/conftest.py: one
+    sync Playwright per process), whose microphone plays the spoken sentence (or `recording`), looped
+    unless `loop=False`."""
     if recording is None:
         wav = spoken_wav_file(directory, silence_seconds=silence_seconds)
     else:
         wav = directory / "microphone.wav"
         wav.write_bytes(recording)
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # as the `browser` fixture does (tests/pages/conftest.py)
+    chromium = browser.browser_type.launch(executable_path=CHROMIUM, args=fake_microphone_args(wav, loop=loop))
     try:
-        with sync_playwright() as playwright:
-            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=fake_microphone_args(wav, loop=loop))
-            yield chromium
-            chromium.close()
+        yield chromium
     finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+        chromium.close()
