@@ -328,6 +328,16 @@ ELION_ARCHIVE_IMPORT_MAX_MEMBERS = env.integer("ELION_ARCHIVE_IMPORT_MAX_MEMBERS
 # Responses built-in tool's `model`, the Images API's `model` for `generate_image`), and how many
 # partial images a Responses image streams before the final one (0-3).
 ELION_IMAGE_MODEL = env.text("ELION_IMAGE_MODEL", "gpt-image-2.5-sunburst")
+
+# --- Voice (docs/voice.md) ----------------------------------------------------
+# Dictation and Talk: the transcription model (`audio.transcriptions.create`) and the speech
+# model of Read aloud (`audio.speech.create`), on the conversation's own provider binding.
+ELION_TRANSCRIBE_MODEL = env.text("ELION_TRANSCRIBE_MODEL", "gpt-4o-transcribe")
+ELION_SPEECH_MODEL = env.text("ELION_SPEECH_MODEL", "gpt-4o-mini-tts")
+# One recording: the provider's own upload limit (25 MiB) and ten minutes; more is a 413
+# before the body is read (elion.base.request_bounds).
+ELION_VOICE_MAX_BYTES = env.integer("ELION_VOICE_MAX_BYTES", 25 * 1024 * 1024, minimum=1)
+ELION_VOICE_MAX_SECONDS = env.integer("ELION_VOICE_MAX_SECONDS", 600, minimum=1)
 ELION_IMAGE_PARTIAL_IMAGES = min(env.integer("ELION_IMAGE_PARTIAL_IMAGES", 2, minimum=0), 3)
 # The request's wire fields (docs/provider.md says why these defaults): `detail` on every image
 # sent (`input_image.detail`, Chat `image_url.detail`), and `prompt_cache_retention` ("" sends none:

@@ -220,6 +220,8 @@ start_postgres() {
 if [[ "$MODE" != check ]]; then
     # Browser tests (chromium), the cross-worker and load tests (redis-server, nginx).
     need chromium /usr/bin/chromium
+    # The voice tests' fake microphone plays a sentence espeak-ng speaks at test time (issue 43).
+    need espeak-ng /usr/bin/espeak-ng
     need nginx /usr/sbin/nginx /usr/bin/nginx
     need redis-server /usr/bin/redis-server
     [[ "$MODE" != sqlite ]] && need postgresql '/usr/lib/postgresql/*/bin/initdb'

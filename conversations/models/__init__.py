@@ -28,6 +28,7 @@ from conversations.models.attachments import (
     manifest_entries_conversation_settle,
 )
 from conversations.models.messages import Message, MessageKind, MessageSearchEntry, MessageStatus, Role
+from conversations.models.speech import MessageSpeech
 from conversations.models.threads import (
     ORIGIN_BADGES,
     Conversation,
@@ -57,6 +58,7 @@ __all__ = [
     "MessageAttachment",
     "MessageKind",
     "MessageSearchEntry",
+    "MessageSpeech",
     "MessageStatus",
     "Persona",
     "Personality",

@@ -51,6 +51,14 @@ class AssistantSettings(models.Model):
     image_generation = models.BooleanField(default=False)
     # "Elion may suggest memories": the `propose_memory` tool is offered (issue 35); it saves nothing by itself.
     memory_suggestions = models.BooleanField(default=True)
+    # Voice (issue 43, docs/voice.md): the speech voice (a name the installed SDK lists), "how Elion
+    # sounds" (`instructions` of every speech request), replies read aloud as they arrive, recordings kept
+    # as attachments of their turn, and the language passed to transcription (ISO-639-1; blank: detected).
+    voice = models.CharField(max_length=40, default="marin")
+    voice_instructions = models.TextField(blank=True, default="")
+    read_aloud_auto = models.BooleanField(default=False)
+    keep_voice_recordings = models.BooleanField(default=False)
+    voice_language = models.CharField(max_length=8, blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

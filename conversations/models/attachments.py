@@ -17,6 +17,8 @@ from conversations.models.threads import Conversation
 class AttachmentKind(models.TextChoices):
     IMAGE = "image", "Image"
     FILE = "file", "File"
+    # A kept voice recording (dictation with "Keep voice recordings" on): its words are the message's text.
+    AUDIO = "audio", "Audio"
 
 
 class Attachment(models.Model):

@@ -34,6 +34,8 @@ class SendCommand:
     pinned_character_id: int | None = None
     # Uploaded attachments for this turn, in manifest order.
     attachment_ids: tuple[UUID, ...] = ()
+    # Spoken (Talk or dictation, issue 43): stored as the turn's `metadata.voice`; nothing else differs.
+    voice: bool = False
 
 
 def validate_content(content: object, *, has_attachments: bool = False) -> str:
@@ -69,6 +71,9 @@ def send_command_from_payload(conversation_id: UUID, payload: dict) -> SendComma
     if pinned is not None and (isinstance(pinned, bool) or not isinstance(pinned, int)):
         raise InvalidInput("pinned_character_id must be an integer.", code="invalid_pinned_character_id")
     attachment_ids = attachment_ids_clean(payload.get("attachment_ids"))
+    voice = payload.get("voice", False)
+    if not isinstance(voice, bool):
+        raise InvalidInput("voice must be true or false.", code="invalid_voice_flag")
     return SendCommand(
         conversation_id=conversation_id,
         content=validate_content(payload.get("content"), has_attachments=bool(attachment_ids)),
@@ -76,4 +81,5 @@ def send_command_from_payload(conversation_id: UUID, payload: dict) -> SendComma
         client_message_id=_parse_uuid(client_id, "client_message_id") if client_id else None,
         parent_id=parent,
         pinned_character_id=pinned,
+        voice=voice,
     )

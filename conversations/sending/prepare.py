@@ -169,7 +169,7 @@ def _user_turn_composed(
         make_head=False,
         **client_id,
         content=command.content,
-        metadata=pinned,
+        metadata={**pinned, "voice": True} if command.voice else pinned,
     )
     context.composed[user_message.id] = user_message
     if command.attachment_ids:

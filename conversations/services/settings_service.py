@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from conversations.models import AssistantSettings, Personality, ReasoningEffort, Verbosity
+from conversations.services.voice.settings import VOICE_FIELDS, VOICE_FLAGS, voice_settings_check
 from elion.base.domain_events import settings_saved
 from elion.base.errors import InvalidInput
 from transcript.write_lock import global_write_lock
@@ -26,9 +27,10 @@ EDITABLE_FIELDS = (
     "reasoning_summary_shown",
     "image_generation",
     "memory_suggestions",
+    *VOICE_FIELDS,
 )
 # Switches that take only true or false (not "yes", 1 or "on": those are a form's business).
-STRICT_FLAGS = ("image_generation", "memory_suggestions")
+STRICT_FLAGS = ("image_generation", "memory_suggestions", *VOICE_FLAGS)
 # Settings with a fixed set of values, each checked against its choices.
 CHOICES = {"personality": Personality, "reasoning_effort": ReasoningEffort, "verbosity": Verbosity}
 
@@ -50,6 +52,7 @@ def assistant_settings_update(**changes: object) -> AssistantSettings:
     for name in ("display_name", "owner_name"):
         if name in changes and not str(changes[name]).strip():
             raise InvalidInput(f"{name} cannot be empty.", code="invalid_name")
+    voice_settings_check(changes)
     # Lock order step 1 (see memories.services.snapshots): a conversation created
     # meanwhile waits, so it cannot store a prompt built from the old settings.
     global_write_lock()

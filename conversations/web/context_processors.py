@@ -16,6 +16,7 @@ from conversations.services.visibility.selectors import sidebar_counts
 from conversations.web.page_selectors import sidebar_groups
 from elion.base import access
 from transcript.assistant_settings import assistant_settings_get
+from transcript.provider.audio import sdk_voices
 
 
 def _is_owner(request: HttpRequest) -> bool:
@@ -34,6 +35,10 @@ def elion(request: HttpRequest) -> dict:
         "assistant": SimpleLazyObject(assistant_settings_get),
         "personas": Persona.choices,
         "private_chat_days": settings.ELION_PRIVATE_CHAT_DAYS,
+        "voice_max_seconds": settings.ELION_VOICE_MAX_SECONDS,
+        "speech_voices": sdk_voices(),
+        "speech_model": settings.ELION_SPEECH_MODEL,
+        "transcribe_model": settings.ELION_TRANSCRIBE_MODEL,
         "sidebar": SimpleLazyObject(sidebar_groups) if is_owner else [],
         "sidebar_counts": SimpleLazyObject(sidebar_counts) if is_owner else {},
     }

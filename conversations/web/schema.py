@@ -100,6 +100,11 @@ class SettingsSerializer(serializers.Serializer):
     reasoning_summary_shown = serializers.BooleanField()
     image_generation = serializers.BooleanField()
     memory_suggestions = serializers.BooleanField()
+    voice = serializers.CharField()
+    voice_instructions = serializers.CharField(allow_blank=True)
+    voice_language = serializers.CharField(allow_blank=True)
+    read_aloud_auto = serializers.BooleanField()
+    keep_voice_recordings = serializers.BooleanField()
 
 
 class FolderOutSerializer(serializers.Serializer):

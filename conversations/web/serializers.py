@@ -101,6 +101,11 @@ def settings_repr(row: AssistantSettings) -> dict:
         "reasoning_summary_shown": row.reasoning_summary_shown,
         "image_generation": row.image_generation,
         "memory_suggestions": row.memory_suggestions,
+        "voice": row.voice,
+        "voice_instructions": row.voice_instructions,
+        "voice_language": row.voice_language,
+        "read_aloud_auto": row.read_aloud_auto,
+        "keep_voice_recordings": row.keep_voice_recordings,
     }
 
 
@@ -128,6 +133,12 @@ class SettingsPatchSerializer(serializers.Serializer):
     image_generation = StrictFlagField(required=False, allow_null=True)
     # "Elion may suggest memories": checked like image_generation (400 `invalid_memory_suggestions`).
     memory_suggestions = StrictFlagField(required=False, allow_null=True)
+    # Voice (issue 43): checked by the service (`conversations.services.voice.settings`).
+    voice = serializers.CharField(required=False)
+    voice_instructions = serializers.CharField(required=False, allow_blank=True, max_length=4_000)
+    voice_language = serializers.CharField(required=False, allow_blank=True, max_length=8)
+    read_aloud_auto = StrictFlagField(required=False, allow_null=True)
+    keep_voice_recordings = StrictFlagField(required=False, allow_null=True)
 
 
 class FolderSerializer(serializers.Serializer):

@@ -13,6 +13,7 @@ from conversations.web.settings import urls as settings
 from conversations.web.threads import urls as threads
 from conversations.web.usage import urls as usage
 from conversations.web.visibility import urls as visibility
+from conversations.web.voice import urls as voice
 
 api_urlpatterns = [
     *settings.api_urlpatterns,
@@ -24,6 +25,7 @@ api_urlpatterns = [
     *attachments.api_urlpatterns,
     *messages.api_urlpatterns,
     *visibility.api_urlpatterns,
+    *voice.api_urlpatterns,
 ]
 
 page_urlpatterns = [
@@ -35,4 +37,5 @@ page_urlpatterns = [
     *characters.page_urlpatterns,
     *folders.page_urlpatterns,
     *visibility.page_urlpatterns,
+    *voice.page_urlpatterns,
 ]

@@ -43,6 +43,7 @@ def _route_limits() -> dict[str, int]:
     export = settings.ELION_ARCHIVE_IMPORT_MAX_BYTES + MULTIPART_OVERHEAD
     return {
         "api-attachments": attachment,
+        "api-transcriptions": settings.ELION_VOICE_MAX_BYTES + MULTIPART_OVERHEAD,
         "api-archive-documents": document,
         "api-library-files": document,
         "library": document,

@@ -38,6 +38,9 @@ import {
   uploading,
 } from "./chat/attachments.js";
 import { watchProviderUsage } from "./chat/usage.js";
+import { initDictation, takeDictated } from "./chat/voice.js";
+import { initReadAloud } from "./chat/read_aloud.js";
+import { initTalk } from "./chat/talk.js";
 import { initMessageMenus, rewindConfirmed } from "./chat/versions.js";
 import { liveMarkdown } from "./chat/markdown.js";
 
@@ -294,6 +297,10 @@ class Turn {
     if (this.payload.client_message_id) pending.clear(this.payload.client_message_id);
     this.end();
     refreshConversation();
+    // Read aloud (chat/read_aloud.js) may speak a reply this page asked for.
+    document.dispatchEvent(
+      new CustomEvent("elion:reply-settled", { detail: { messageId: assistantId, status, kind: this.kind } }),
+    );
   }
 
   // The transport went away mid-turn. The reply keeps running server-side:
@@ -514,8 +521,9 @@ function setPinned(characterId) {
   pinSelect.classList.toggle("is-pinned", Boolean(pinSelect.value));
 }
 
-function sendContent(content, { parentId, superseded = [], pinnedCharacterId = null, attachments = [] } = {}) {
+function sendContent(content, { parentId, superseded = [], pinnedCharacterId = null, attachments = [], voice = false } = {}) {
   const payload = { content, client_message_id: newClientId() };
+  if (voice) payload.voice = true; // spoken (Talk or dictation): stored as metadata.voice
   if (attachments.length) payload.attachment_ids = attachments.map((item) => item.id);
   // parent_id absent: continue from the head; null: a new first message.
   if (parentId !== undefined) payload.parent_id = parentId;
@@ -715,6 +723,9 @@ function autosize() {
 function init() {
   titleButton.dataset.title = titleInput.value;
   initAttachments({ onError: showNotice });
+  initDictation({ input, onError: showNotice, autosize });
+  initReadAloud({ onError: showNotice });
+  initTalk({ send: (text) => sendContent(text, { voice: true }), stopReply, isBusy: () => busy, onError: showNotice });
   initMessageMenus();
 
   composer.addEventListener("submit", async (event) => {
@@ -744,7 +755,7 @@ function init() {
     // A pinned character travels with this one message, then the pin clears.
     const pinnedCharacterId = pinSelect?.value ? Number(pinSelect.value) : null;
     setPinned(null);
-    sendContent(content, { pinnedCharacterId, attachments });
+    sendContent(content, { pinnedCharacterId, attachments, voice: takeDictated() });
   });
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {

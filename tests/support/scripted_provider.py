@@ -26,6 +26,9 @@ cleanly on SIGTERM or SIGINT. Control endpoints:
 * ``POST /_control/script``   JSON list of reply dicts (``ScriptedReply`` fields;
   ``hold`` is a *name*, released with ``/_control/release``)
 * ``POST /_control/script-images``  JSON list of ``ScriptedImage`` dicts, for ``POST /v1/images/generations``
+* ``POST /_control/script-transcriptions`` / ``script-speech``  JSON lists of ``ScriptedTranscription`` /
+  ``ScriptedSpeech`` dicts, for ``POST /v1/audio/transcriptions`` and ``/v1/audio/speech``
+  (``tests/support/scripted_audio.py``)
 * ``POST /_control/release``  ``{"name": "..."}`` releases one hold, ``{}`` all
 * ``GET  /_control/requests`` every recorded request as JSON
 * ``POST /_control/clear``    forget recorded requests and queued replies
@@ -60,6 +63,8 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
+from tests.support import scripted_audio
+from tests.support.scripted_audio import ScriptedSpeech, ScriptedTranscription
 from tests.support.wire_contract import request_problem, sdk_event
 
 DEFAULT_CHUNKS = ("Scripted", " reply", ".")
@@ -215,6 +220,8 @@ class ScriptedProvider:
         self._lock = threading.Lock()
         self._queue: deque[ScriptedReply] = deque()
         self._image_queue: deque[ScriptedImage] = deque()
+        self._transcription_queue: deque[ScriptedTranscription] = deque()
+        self._speech_queue: deque[ScriptedSpeech] = deque()
         self._requests: list[RecordedRequest] = []
         self._named_holds: dict[str, threading.Event] = {}
         self._connections: set[socket.socket] = set()
@@ -297,6 +304,26 @@ class ScriptedProvider:
         with self._lock:
             return self._image_queue.popleft() if self._image_queue else ScriptedImage()
 
+    def script_transcriptions(self, *answers: ScriptedTranscription | dict[str, Any]) -> None:
+        """Queue answers for ``POST /v1/audio/transcriptions`` (unscripted: the default sentence)."""
+        with self._lock:
+            self._transcription_queue.extend(
+                a if isinstance(a, ScriptedTranscription) else ScriptedTranscription(**a) for a in answers
+            )
+
+    def script_speech(self, *answers: ScriptedSpeech | dict[str, Any]) -> None:
+        """Queue answers for ``POST /v1/audio/speech`` (unscripted: a WAV tone)."""
+        with self._lock:
+            self._speech_queue.extend(a if isinstance(a, ScriptedSpeech) else ScriptedSpeech(**a) for a in answers)
+
+    def next_transcription(self) -> ScriptedTranscription:
+        with self._lock:
+            return self._transcription_queue.popleft() if self._transcription_queue else ScriptedTranscription()
+
+    def next_speech(self) -> ScriptedSpeech:
+        with self._lock:
+            return self._speech_queue.popleft() if self._speech_queue else ScriptedSpeech()
+
     def requests_to(self, path: str) -> list[RecordedRequest]:
         """The recorded requests to one path (e.g. "/v1/images/generations"), in order."""
         return [r for r in self.requests if r.path.split("?", 1)[0].rstrip("/") == path.rstrip("/")]
@@ -315,6 +342,8 @@ class ScriptedProvider:
             self._requests.clear()
             self._queue.clear()
             self._image_queue.clear()
+            self._transcription_queue.clear()
+            self._speech_queue.clear()
             self.abandoned_streams = 0
         self.prompt_cache.clear()
 
@@ -439,9 +468,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         headers_at = time.monotonic()  # the request line and headers are read; the body is not
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path == "/v1/audio/transcriptions":
+            self._transcription_request(headers_at)
+            return
         body = self._read_body()
         body_at = time.monotonic()
-        path = self.path.split("?", 1)[0].rstrip("/")
         if path.startswith("/_control/"):
             self._control(path, body)
             return
@@ -451,6 +483,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/v1/images/generations":
             with contextlib.suppress(_Dropped):
                 self._image(self.provider.next_image())
+            return
+        if path == "/v1/audio/speech":
+            self._speech(body if isinstance(body, dict) else {}, self.provider.next_speech())
             return
         if path not in ("/v1/chat/completions", "/v1/responses"):
             self._send_error(404, f"Unknown path {self.path}")
@@ -498,6 +533,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_error(400, f"Bad script: {exc}")
                 return
             self._send_json(200, {"queued": len(body or [])})
+        elif path in ("/_control/script-transcriptions", "/_control/script-speech"):
+            queue = (self.provider.script_transcriptions if path.endswith("transcriptions")
+                     else self.provider.script_speech)
+            try:
+                queue(*(body or []))
+            except (TypeError, ValueError) as exc:
+                self._send_error(400, f"Bad script: {exc}")
+                return
+            self._send_json(200, {"queued": len(body or [])})
         elif path == "/_control/clear":
             self.provider.clear()
             self._send_json(200, {"cleared": True})
@@ -514,6 +558,55 @@ class _Handler(BaseHTTPRequestHandler):
             {"error": {"message": message, "type": kind, "code": code, "param": None}},
             headers={"Retry-After": retry_after} if retry_after is not None else None,
         )
+
+    # -- audio (tests/support/scripted_audio.py) ------------------------------
+    def _transcription_request(self, headers_at: float) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        fields = scripted_audio.multipart_fields(self.headers.get("content-type") or "", raw)
+        params = scripted_audio.transcription_params(fields)
+        self.provider.record(RecordedRequest("POST", self.path, self._lower_headers(),
+                                             scripted_audio.recorded_form(fields), headers_at, time.monotonic()))
+        if self._refused_by_contract("/v1/audio/transcriptions", params):
+            return
+        answer = self.provider.next_transcription()
+        with contextlib.suppress(_Dropped, OSError):
+            self._transcription(params, answer)
+
+    def _transcription(self, params: dict[str, Any], answer: ScriptedTranscription) -> None:
+        if answer.delay_before_first:
+            self.provider.sleep(answer.delay_before_first)
+        if answer.status >= 400:
+            self._send_error(answer.status, answer.error_message or f"Scripted transcription error {answer.status}")
+            return
+        if not params.get("stream"):
+            self._send_json(200, scripted_audio.transcription_json(answer.text))
+            return
+        self._start_stream()
+        for number, piece in enumerate(answer.pieces()):
+            if answer.drop_after_chunks is not None and number >= answer.drop_after_chunks:
+                self._drop()
+            if number and answer.delay_between_chunks:
+                self.provider.sleep(answer.delay_between_chunks)
+            self._sse(scripted_audio.transcription_delta(piece))
+        self._sse(scripted_audio.transcription_done(answer.text))
+        self._end_stream()
+
+    def _speech(self, body: dict[str, Any], answer: ScriptedSpeech) -> None:
+        if answer.delay_before_first:
+            self.provider.sleep(answer.delay_before_first)
+        if answer.status >= 400:
+            self._send_error(answer.status, answer.error_message or f"Scripted speech error {answer.status}")
+            return
+        audio, content_type = scripted_audio.speech_audio(body, answer)
+        self.send_response(200)
+        for name, value in answer.headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(audio)))
+        self.send_header("x-request-id", f"req_{uuid.uuid4().hex[:16]}")
+        self.end_headers()
+        self.wfile.write(audio)
 
     # -- replies -----------------------------------------------------------
     def _image(self, image: ScriptedImage) -> None:

@@ -45,6 +45,8 @@ class Problem:
 
 @functools.cache
 def _request_types() -> dict[tuple[str, bool], Any]:
+    from openai.types.audio import transcription_create_params as transcription
+    from openai.types.audio.speech_create_params import SpeechCreateParams
     from openai.types.chat import completion_create_params as chat
     from openai.types.image_generate_params import ImageGenerateParamsNonStreaming
     from openai.types.responses import response_create_params as responses
@@ -55,6 +57,9 @@ def _request_types() -> dict[tuple[str, bool], Any]:
         ("/v1/chat/completions", True): chat.CompletionCreateParamsStreaming,
         ("/v1/chat/completions", False): chat.CompletionCreateParamsNonStreaming,
         ("/v1/images/generations", False): ImageGenerateParamsNonStreaming,
+        ("/v1/audio/transcriptions", True): transcription.TranscriptionCreateParamsStreaming,
+        ("/v1/audio/transcriptions", False): transcription.TranscriptionCreateParamsNonStreaming,
+        ("/v1/audio/speech", False): SpeechCreateParams,
     }
 
 
@@ -250,6 +255,23 @@ def chat_chunk(payload: dict[str, Any]) -> dict[str, Any]:
     return ChatCompletionChunk.model_validate(payload).model_dump(mode="json", exclude_unset=True)
 
 
+@functools.cache
+def _audio_event_models() -> dict[str, Any]:
+    """The SDK's transcription stream event model for each event `type`."""
+    from openai.types.audio import TranscriptionStreamEvent
+
+    union = typing.get_args(_unwrap(TranscriptionStreamEvent))
+    return {value: model for model in union for value in typing.get_args(model.model_fields["type"].annotation)}
+
+
+def audio_event(payload: dict[str, Any]) -> dict[str, Any]:
+    """A transcription stream event (`transcript.text.delta` / `.done`) as the SDK's model holds it."""
+    model = _audio_event_models().get(payload.get("type"))
+    if model is None:
+        raise ValueError(f"the SDK has no transcription event of type {payload.get('type')!r}")
+    return model.model_validate(payload).model_dump(mode="json", exclude_unset=True)
+
+
 def sdk_event(data: Any) -> Any:  # noqa: ANN401 - an SSE payload
     """An SSE payload through the SDK's model of it: Responses events and Chat Completions chunks (`[DONE]`
     and other strings pass as they are)."""
@@ -259,4 +281,6 @@ def sdk_event(data: Any) -> Any:  # noqa: ANN401 - an SSE payload
         return data  # Chat Completions' mid-stream error: no chunk, the API's error object (the SDK raises on it)
     if data.get("object") == "chat.completion.chunk":
         return chat_chunk(data)
+    if str(data.get("type", "")).startswith("transcript."):
+        return audio_event(data)
     return responses_event(data)

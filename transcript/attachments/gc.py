@@ -28,7 +28,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from conversations.models import Attachment, Conversation, MessageAttachment
+from conversations.models import Attachment, Conversation, MessageAttachment, MessageSpeech
 from transcript.attachments import store
 
 # A collector that claimed rows and died leaves them claimed; another may take
@@ -109,7 +109,7 @@ def _sweep_upload_store(grace: int) -> int:
 
 
 def _sweep_conversation_stores(grace: int) -> int:
-    """Conversation-store blobs no message of that conversation lists."""
+    """Conversation-store blobs no message of that conversation lists (as an attachment or its speech)."""
     removed = 0
     now = time.time()
     for conversation_id, directory in list(store.conversation_stores()):
@@ -125,6 +125,8 @@ def _sweep_conversation_stores(grace: int) -> int:
                     "attachment__sha256", flat=True
                 )
             )
+            # A reply's kept speech (issue 43) lives in the same store; a deleted message's rows are gone.
+            referenced |= set(MessageSpeech.objects.filter(conversation_id=conversation_id).values_list("sha256", flat=True))
             for sha, path in old:
                 if sha not in referenced and store.older_than(path, grace, now):
                     removed += store.remove(path)

@@ -101,6 +101,10 @@ def attachment_part_encoded(attachment: Attachment, data_url: str | None) -> dic
     """The request part of a verified attachment: an image's data URL, or a file's labelled text."""
     if attachment.kind == AttachmentKind.IMAGE:
         return {"type": "image", "image_url": data_url}
+    if attachment.kind == AttachmentKind.AUDIO:
+        # A kept voice recording (issue 43): the message's text is its transcription, so the model is told
+        # the turn was spoken, never sent the sound.
+        return {"type": "text", "text": f"[Voice recording “{attachment.name}”: the message text is its transcription]"}
     return {
         "type": "text",
         "text": f"[Attached file “{attachment.name}” ({attachment.mime})]\n{attachment.text}",

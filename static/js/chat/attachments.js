@@ -97,6 +97,12 @@ export function restoreAttachments(items) {
   render();
 }
 
+// An upload made elsewhere (a kept voice recording) joins the next send's attachments.
+export function addAttachment(item) {
+  if (!ready.some((other) => other.id === item.id)) ready.push(item);
+  render();
+}
+
 export function setAttachDisabled(value) {
   if (fileInput) fileInput.disabled = value;
 }

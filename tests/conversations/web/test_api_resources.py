@@ -43,6 +43,12 @@ def test_settings_defaults_and_patch(client):
         "reasoning_summary_shown": True,
         "image_generation": False,  # off by default (README changelog)
         "memory_suggestions": True,  # on by default (issue 35): Elion may suggest, only the owner approves
+        # Voice (issue 43): the default voice, nothing read aloud by itself, no recording kept.
+        "voice": "marin",
+        "voice_instructions": "",
+        "voice_language": "",
+        "read_aloud_auto": False,
+        "keep_voice_recordings": False,
     }
     body = client.patch("/api/settings/", {"display_name": "Elion", "web_search": True}, content_type="application/json").json()
     assert body["display_name"] == "Elion" and body["web_search"] is True

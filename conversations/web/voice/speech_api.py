@@ -1,0 +1,98 @@
+"""HTTP API for Read aloud (docs/api.md "Voice"): a reply's speech, its segments, and voice previews.
+
+- `GET /api/conversations/{id}/messages/{message_id}/speech/`: the whole reply as one WAV, with an `ETag`;
+  `?segment=N` one segment of it (what the page plays, one after another, so playback starts after the
+  first sentence is made); `…/speech/segments/` lists the segments (no provider request).
+- `GET /api/voices/`: the voices the installed SDK lists; `GET /api/voices/{voice}/preview/`: a sample.
+
+A stored segment is served from its blob with no provider request. Thin: `conversations.services.voice.speech`.
+"""
+
+from __future__ import annotations
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.decorators import method_decorator
+from django.views import View
+from django.views.decorators.csrf import csrf_exempt
+
+from conversations.services.voice.speech import (
+    SpeechPlan,
+    SpokenSegment,
+    speech_plan,
+    speech_segment,
+    speech_whole,
+    voice_preview,
+)
+from conversations.web.messages.api import error_response
+from elion.base.errors import ServiceError
+from transcript.assistant_settings import assistant_settings_read
+from transcript.provider.audio import sdk_voices
+
+
+def _audio_response(request: HttpRequest, spoken: SpokenSegment) -> HttpResponse:
+    etag = f'"{spoken.sha256}"'
+    if request.headers.get("If-None-Match") == etag:
+        response = HttpResponse(status=304)
+    else:
+        response = HttpResponse(spoken.audio, content_type=spoken.mime)
+        response["Content-Disposition"] = "inline"
+    response["ETag"] = etag
+    response["Cache-Control"] = "private, max-age=86400"
+    response["X-Content-Type-Options"] = "nosniff"
+    response["X-Elion-Demo"] = "true" if spoken.demo else "false"
+    return response
+
+
+async def _plan(conversation_id: str, message_id: str, request: HttpRequest) -> SpeechPlan:
+    return await sync_to_async(speech_plan)(
+        conversation_id=conversation_id, message_id=message_id, voice=request.GET.get("voice") or None
+    )
+
+
+@method_decorator(csrf_exempt, name="dispatch")  # GET only: a write is a 405
+class MessageSpeechView(View):
+    async def get(self, request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
+        try:
+            plan = await _plan(conversation_id, message_id, request)
+            segment = request.GET.get("segment")
+            spoken = await (speech_whole(plan) if segment is None else speech_segment(plan, segment))
+        except ServiceError as exc:
+            return error_response(exc)
+        return _audio_response(request, spoken)
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class MessageSpeechSegmentsView(View):
+    async def get(self, request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
+        try:
+            plan = await _plan(conversation_id, message_id, request)
+        except ServiceError as exc:
+            return error_response(exc)
+        base = f"/api/conversations/{plan.conversation_id}/messages/{plan.message_id}/speech/"
+        return JsonResponse({
+            "voice": plan.voice,
+            "model": plan.model,
+            "segments": [
+                {"index": i, "characters": len(text), "url": f"{base}?segment={i}"}
+                for i, text in enumerate(plan.segments)
+            ],
+        })
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class VoicesView(View):
+    async def get(self, request: HttpRequest) -> HttpResponse:
+        row = await sync_to_async(assistant_settings_read)()
+        return JsonResponse({"voices": list(sdk_voices()), "voice": row.voice, "model": settings.ELION_SPEECH_MODEL})
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class VoicePreviewView(View):
+    async def get(self, request: HttpRequest, voice: str) -> HttpResponse:
+        try:
+            spoken = await voice_preview(voice)
+        except ServiceError as exc:
+            return error_response(exc)
+        return _audio_response(request, spoken)
