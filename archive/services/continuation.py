@@ -37,6 +37,7 @@ from conversations.models import (
     IdempotentAction,
     Persona,
 )
+from conversations.services.threads.services import copy_title_for
 from elion.base.errors import Conflict, InvalidInput
 from elion.base.idempotency import idempotency_key_clean
 from transcript.assistant_settings import assistant_settings_read
@@ -67,6 +68,8 @@ def _continuation_create(document: ArchiveDocument, *, persona: str) -> Conversa
         bubble=handoff.visible(document.title),
         metadata={"source_document_id": document.pk, "source_turns": archive_turn_numbers(handoff)},
         origin=ConversationOrigin.IMPORTED,
+        # Titled after the document from the start, numbered like any copy ("Heron talk (2)"), not "New chat".
+        title=copy_title_for(document.title),
     )
 
 

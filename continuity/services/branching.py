@@ -26,8 +26,7 @@ from conversations.models import (
     MessageStatus,
     Role,
 )
-from conversations.services.threads.services import conversation_create
-from conversations.services.threads.titles import branch_title
+from conversations.services.threads.services import conversation_create, copy_title_for
 from elion.base.errors import Conflict
 from elion.base.idempotency import idempotency_key_clean
 from transcript.access import access_conversation
@@ -54,7 +53,7 @@ def _branch_create(source: Conversation) -> Conversation:
         )
     destination = handoff_destination_create(
         persona=source.persona,
-        title=branch_title(source.display_title),
+        title=copy_title_for(source.display_title),
         bubble=handoff.visible(source.title),
         metadata={"source_conversation_id": str(source.id), "source_message_ids": handoff.source_message_ids},
     )
@@ -67,8 +66,8 @@ def handoff_destination_create(
 ) -> Conversation:
     """A Branch / Fresh Chat–style conversation whose one message is the visible handoff bubble `bubble`.
 
-    `title` is its title from the start (a branch carries its source's title,
-    `conversations.services.threads.titles.branch_title`); empty, the first send titles it.
+    `title` is its title from the start (a branch carries its source's title, numbered,
+    `conversations.services.threads.services.copy_title_for`); empty, the first send titles it.
     `origin` is `branch`, or `imported` for an archive document's continuation.
 
     The destination continues under the current provider (seed 004: every durable

@@ -50,6 +50,12 @@ const conversationId = root?.dataset.conversationId;
 const API = `/api/conversations/${conversationId}`;
 const POLL_INTERVAL_MS = 1000;
 const POLL_LIMIT = 900;
+// The database went away under a reply that had started: the words shown may run past what was stored (the
+// stream outlives the last save). A reload shows the stored reply, marked Interrupted, with Retry
+// (docs/send_path.md, "After a database outage").
+const OUTAGE_NOTE =
+  "Elion lost its database while writing this reply: the end shown here may not have been kept. " +
+  "Once it is back, reload to see the reply as it was stored, marked Interrupted, with Retry.";
 const pending = pendingSends(conversationId, 15 * 60 * 1000);
 
 const threadStart = root?.querySelector("[data-thread-start]");
@@ -184,7 +190,8 @@ class Turn {
         // Nothing started (bad input, a reply already streaming, nothing left to watch).
         if (!this.assistantId || (this.kind === "watch" && !this.announced)) {
           this.fail(data.detail || "The message could not be sent.");
-        } else this.showError(data.detail || "The reply failed.");
+        } else if (data.error === "database_unavailable") this.showError(OUTAGE_NOTE);
+        else this.showError(data.detail || "The reply failed.");
         break;
       case "done":
         this.doneSeen = true;
@@ -292,6 +299,7 @@ class Turn {
       const ids = [this.userId, assistantId].filter(Boolean);
       await Promise.all(ids.map((id) => refreshBubble(id)));
     } catch (error) {
+      if (status === "interrupted") this.markInterrupted(assistantId);
       showNotice(error.message);
     }
     if (this.payload.client_message_id) pending.clear(this.payload.client_message_id);
@@ -301,6 +309,23 @@ class Turn {
     document.dispatchEvent(
       new CustomEvent("elion:reply-settled", { detail: { messageId: assistantId, status, kind: this.kind } }),
     );
+  }
+
+  // The server's rendering could not be fetched (its database is away): the live bubble says it ended.
+  markInterrupted(id) {
+    const bubble = findBubble(id);
+    if (!bubble) return;
+    bubble.classList.replace("status-streaming", "status-interrupted");
+    bubble.dataset.status = "interrupted";
+    bubble.querySelector(".badge-live")?.remove();
+    const meta = bubble.querySelector(".message-meta");
+    if (meta && !meta.querySelector("[data-interrupted-badge]")) {
+      const badge = document.createElement("span");
+      badge.className = "badge badge-warn";
+      badge.dataset.interruptedBadge = "";
+      badge.textContent = "Interrupted";
+      meta.append(badge);
+    }
   }
 
   // The transport went away mid-turn. The reply keeps running server-side:

@@ -1,6 +1,18 @@
 // Memory proposal cards (in a reply, and on Memories → Suggestions): Approve, Edit, Dismiss and
 // "Also use it in this chat" post their form and swap in the card the server renders back.
 // Delegated, so cards swapped in when a stream ends work too. Without JS the forms post and redirect.
+// On Memories → Suggestions, "Waiting for you (N)" counts the cards still pending after each answer.
+
+function countWaiting() {
+  const list = document.querySelector("[data-suggestions-pending]");
+  const count = document.querySelector("[data-suggestions-waiting-count]");
+  if (!list || !count) return;
+  const waiting = list.querySelectorAll('[data-proposal-card][data-proposal-status="pending"]').length;
+  count.textContent = String(waiting);
+  const empty = list.querySelector("[data-suggestions-empty]");
+  if (empty) empty.hidden = waiting > 0;
+}
+
 document.addEventListener("submit", async (event) => {
   const form = event.target.closest("[data-proposal-form]");
   if (!form) return;
@@ -25,6 +37,7 @@ document.addEventListener("submit", async (event) => {
     if (fresh) {
       card.replaceWith(fresh);
       fresh.querySelector("button, a")?.focus({ preventScroll: true });
+      countWaiting();
     }
   } catch (error) {
     buttons.forEach((button) => { button.disabled = false; });

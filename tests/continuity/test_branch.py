@@ -147,9 +147,9 @@ def test_handoff_artifact_never_feeds_a_later_handoff(source, make_turns, thread
     second = Conversation.objects.get(pk=branch(Client(), destination.id, key="k3").json()["id"])
     bubble = Message.objects.get(conversation=second)
     assert "new words" in bubble.content and "new reply" in bubble.content
-    # Its one heading names its own source (the branch, titled after "Evening *walk*"); the first bubble's stays out.
+    # Its one heading names its own source (the branch, titled "Evening *walk* (2)"); the first bubble's stays out.
     assert "turn 9" not in bubble.content and bubble.content.count("Continued from") == 1
-    assert bubble.content.startswith("### Continued from “Evening \\*walk\\*”")
+    assert bubble.content.startswith("### Continued from “Evening \\*walk\\* \\(2\\)”")
     # Automatic New Chat continuity reads the branch the same way.
     # (`second` holds only its bubble, so the prior thread is `destination`.)
     row = ThreadHandoff.objects.get(destination=thread())

@@ -31,6 +31,7 @@ from conversations.services.settings_service import assistant_settings_update
 from conversations.services.threads.services import conversation_create
 from memories.models import Memory
 from memories.services.memory_writes import memory_add
+from memories.services.proposals import memory_propose, proposal_dismiss
 from tests.support.factories import turns_append
 from tests.support.scripted_provider import ScriptedImageCall, ScriptedReply
 
@@ -107,6 +108,9 @@ def seed(scripted_server, base_url: str) -> Seeded:
     ).artifact
     for number in range(26):  # more than one page of the archive list
         archive_document_add_text(text=f"Paper number {number}.", collection="papers", title=f"Paper {number}")
+    for number, text in enumerate(("AUMA keeps bees.", "AUMA's cat is Juniper.")):  # one waiting, one dismissed
+        suggested = memory_propose(conversation_id=chat.id, reply_id=reply.id, tool_call_id=f"c{number}", text=text)
+    proposal_dismiss(proposal_id=suggested.proposal.pk)
     image_chat = image_reply_chat(scripted_server, base_url)
     branch_chat = Client().post(f"/api/conversations/{chat.id}/branch/", headers={"Idempotency-Key": "axe"}).json()["id"]
     new_chat = conversation_create(persona="elion")  # carries the latest chat's handoff: its notice shows
@@ -132,6 +136,7 @@ PAGES: list[tuple[str, Callable[[Seeded], str]]] = [
     ("memory edit", lambda s: f"/memories/{s.memory.pk}/edit/"),
     ("memory delete", lambda s: f"/memories/{s.memory.pk}/delete/"),
     ("memories import", lambda s: "/memories/import/"),
+    ("memory suggestions, one dismissed", lambda s: "/memories/suggestions/"),
     ("characters", lambda s: "/characters/"),
     ("character edit", lambda s: f"/characters/{s.character_id}/edit/"),
     ("archive list", lambda s: "/archive/"),
@@ -145,6 +150,7 @@ PAGES: list[tuple[str, Callable[[Seeded], str]]] = [
     ("hidden folders", lambda s: "/folders/hidden/"),
     ("trash", lambda s: "/trash/"),
     ("login", lambda s: "/login/"),
+    ("admin Continuity Cleanup (no owner password)", lambda s: "/admin/tools/continuity-cleanup/"),
     ("not found", lambda s: "/no-such-page/"),
 ]
 

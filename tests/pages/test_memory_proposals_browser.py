@@ -13,7 +13,7 @@ from conversations.models import Role
 from conversations.services.threads.services import conversation_create
 from memories.models import Memory, MemoryProposal, MemorySource, ProposalStatus, SnapshotMembership
 from memories.services.memory_writes import memory_add, memory_edit
-from memories.services.proposals import memory_propose, proposal_approve
+from memories.services.proposals import memory_propose, proposal_approve, proposal_dismiss
 from tests.support.factories import turns_append
 from tests.support.scripted_provider import ScriptedReply
 
@@ -157,4 +157,43 @@ def test_a_memorys_history_and_source_and_the_chats_memories_view(live_app, page
     page.get_by_role("button", name="Refresh memory").click()
     expect(items).to_have_count(3)
     expect(items.last).to_contain_text("Added after the chat was opened.")
+    assert page.js_errors == []
+
+
+SCHEMES = [(DESKTOP, "light"), (PHONE, "light"), (DESKTOP, "dark")]
+
+
+@pytest.mark.parametrize(("viewport", "scheme"), SCHEMES, ids=["desktop-light", "phone-light", "desktop-dark"])
+def test_the_waiting_count_follows_each_answer_and_dismissed_cards_pass_axe(live_app, page: Page, viewport, scheme):
+    """Issue 41, item 7: "Waiting for you (N)" changes with each Approve and Dismiss, without a reload; a
+    dismissed card (in the list it was answered in, and under "Dismissed") keeps its text at AA contrast."""
+    from tests.pages.test_accessibility import axe_violations, violation_lines
+
+    page.set_viewport_size(viewport)
+    page.emulate_media(color_scheme=scheme)
+    seeded_proposals()
+    elsewhere = conversation_create(title="Reading")
+    _, reply = turns_append(elsewhere, (Role.USER, "Sunday again."), (Role.ASSISTANT, "A book day."))
+    extra = memory_propose(conversation_id=elsewhere.pk, reply_id=reply.pk, tool_call_id="c9",
+                           text="AUMA reads on Sundays.")
+    proposal_dismiss(proposal_id=extra.proposal.pk)
+    page.goto(f"{live_app.url}/memories/suggestions/")
+    count = page.locator("[data-suggestions-waiting-count]")
+    expect(page.get_by_role("heading", name="Waiting for you (3)")).to_be_visible()
+    found = violation_lines("suggestions with a dismissed card", axe_violations(page))
+
+    card_of(page, FACTS[0]).get_by_role("button", name="Approve").click()
+    expect(count).to_have_text("2")
+    card_of(page, FACTS[2]).get_by_role("button", name="Dismiss").click()
+    expect(count).to_have_text("1")
+    expect(page.locator("[data-suggestions-empty]")).to_be_hidden()
+    found += violation_lines("suggestions after Dismiss", axe_violations(page))
+    card_of(page, FACTS[1]).get_by_role("button", name="Dismiss").click()
+    expect(count).to_have_text("0")
+    expect(page.locator("[data-suggestions-empty]")).to_be_visible()
+    assert found == [], "\n".join(found)
+
+    page.reload()  # the server counts the same
+    expect(page.get_by_role("heading", name="Waiting for you (0)")).to_be_visible()
+    expect(page.locator("[data-suggestions-dismissed] [data-proposal-card]")).to_have_count(3)
     assert page.js_errors == []

@@ -8,13 +8,16 @@ into a throwaway STATIC_ROOT and switches the storage on for its tests."""
 from __future__ import annotations
 
 import gzip
+import json
 import re
+from pathlib import PurePosixPath
 
 import pytest
 from django.core.management import call_command
 from django.test import Client, override_settings
 
 from tests.support.factories import thread
+from tests.support.served_static import hash_count, references
 
 HASHED = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -50,7 +53,7 @@ def test_pages_link_hashed_static_files_cached_for_good_with_brotli(hashed_site)
     styles, scripts = linked(page, "css"), linked(page, "js")
     assert styles and scripts
     for url in styles + scripts:
-        assert re.search(r"\.[0-9a-f]{12}\.(css|js)$", url), f"{url} has no content hash"
+        assert re.search(r"\.[0-9a-f]{12}\.(css|js)$", url) and hash_count(url) == 1, f"{url}: not hashed once"
         response = hashed_site.get(url, HTTP_ACCEPT_ENCODING="gzip, deflate, br")
         assert response.status_code == 200, url
         assert response["Content-Encoding"] == "br", url
@@ -62,8 +65,26 @@ def test_pages_link_hashed_static_files_cached_for_good_with_brotli(hashed_site)
     gzipped.close()
 
 
+def test_hash_count_tells_a_file_hashed_twice():
+    assert hash_count("/static/js/archive/import_job.2b0966cc5021.js") == 1
+    assert hash_count("/static/vendor/highlight.js/highlight.min.a45038ef6502.js") == 1
+    assert hash_count("/static/js/archive/import_job.2b0966cc5021.2b0966cc5021.js") == 2
+    assert hash_count("/static/js/archive/import_job.js") == 0
+
+
 @pytest.mark.django_db
 def test_module_imports_between_scripts_name_hashed_files(hashed_site, collected):
+    """Every script the manifest names: each import (static, side-effect, dynamic) is a collected file hashed once.
+    (A comment reading "the export carried …" once matched Django's `export … from` rewrite: issue 41.)"""
+    manifest = json.loads((collected / "staticfiles.json").read_text())["paths"]
+    scripts = [name for source, name in manifest.items() if source.endswith(".js") and source.startswith("js/")]
+    checked = 0
+    for name in scripts:
+        for reference in references(f"/static/{name}", "text/javascript", (collected / name).read_text()):
+            path = PurePosixPath(reference.removeprefix("/static/"))
+            assert hash_count(reference) == 1 and (collected / path).is_file(), (name, reference)
+            checked += 1
+    assert checked >= 10, checked
     chat = next((collected / "js").glob("chat.*.js"))
     imports = re.findall(r'from "(\.[^"]+)"', chat.read_text())
     assert imports and all(re.search(r"\.[0-9a-f]{12}\.js$", name) for name in imports), imports

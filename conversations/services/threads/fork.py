@@ -39,7 +39,7 @@ from conversations.models import (
     MessageAttachment,
     Role,
 )
-from conversations.services.threads.services import TITLE_MAX, conversation_create
+from conversations.services.threads.services import conversation_create, copy_title_for
 from elion.base.errors import Conflict, InvalidInput, NotFound
 from elion.base.idempotency import idempotency_key_clean
 from memories.models import SnapshotMembership
@@ -175,8 +175,8 @@ def _snapshot_has_memories(conversation: Conversation) -> bool:
 
 
 def _fork_title(source: Conversation) -> str:
-    """The source's title: "Fork" is a badge beside it (`Conversation.origin_badge`), not a suffix."""
-    return source.display_title[:TITLE_MAX]
+    """The source's title, numbered ("Harbour plans (2)"): "Fork" is a badge beside it (`Conversation.origin_badge`)."""
+    return copy_title_for(source.display_title)
 
 
 def _copy_thread_handoff(source: Conversation, destination: Conversation) -> None:

@@ -14,6 +14,7 @@ from django.db import transaction
 
 from continuity.rules.handoff_store import new_chat_handoff_capture, new_chat_handoff_store
 from conversations.models import Conversation, ConversationOrigin, Folder, Message, MessageStatus, Persona, Role
+from conversations.services.threads.titles import AUTO_TITLE_CHARACTERS, copy_family, copy_title
 from conversations.services.visibility.transitions import conversation_move_locked, folder_hidden_set, folder_remove
 from elion.base.errors import InvalidInput, NotFound
 from memories.services.snapshots import snapshot_capture
@@ -69,6 +70,15 @@ def conversation_create(
     # transaction, before any static prompt can be built from it.
     snapshot_capture(conversation, with_memories=private_chat_memories(private=private, use_memories=use_memories))
     return conversation
+
+
+def copy_title_for(source_title: str) -> str:
+    """A copy's title (Branch / Fresh Chat, Fork, an archive document continued): its source's words, numbered
+    after the titles its family already holds ("Harbour plans (3)"). Callers hold `global_write_lock()`, so two
+    copies made at once never take one number."""
+    prefix = copy_family(source_title)[: AUTO_TITLE_CHARACTERS // 2]
+    taken = Conversation.all_objects.filter(title__startswith=prefix).values_list("title", flat=True)
+    return copy_title(source_title, taken)
 
 
 @transaction.atomic
