@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.contrib.staticfiles.apps import StaticFilesConfig as BaseStaticFilesConfig
 
 
 class ElionConfig(AppConfig):
@@ -7,3 +8,11 @@ class ElionConfig(AppConfig):
     name = "elion"
     label = "elion"
     default_auto_field = "django.db.models.BigAutoField"
+
+
+class StaticFilesConfig(BaseStaticFilesConfig):
+    """Django's staticfiles, without DRF's browsable-API files: the API renders JSON only
+    (`DEFAULT_RENDERER_CLASSES`), so its 4.3 MB of CSS, fonts and scripts would be collected and
+    compressed on every change for no page (issue 41, item 5)."""
+
+    ignore_patterns = [*BaseStaticFilesConfig.ignore_patterns, "rest_framework/*"]
