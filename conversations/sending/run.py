@@ -36,10 +36,12 @@ from transcript.provider.gateway import ProviderError
 from transcript.provider.wire import REASONING_ROLE
 from transcript.search_index import message_search_index_sync
 from transcript.tool_pairing import (
+    has_carried_reasoning,
     output_item_part,
     project_tool_parts,
     reasoning_part,
     reasoning_parts_drop,
+    reasoning_parts_forget,
 )
 
 logger = logging.getLogger(__name__)
@@ -285,20 +287,24 @@ class ReplyRun:
 
         A provider that cannot verify the reasoning carried from earlier turns (another key or model made
         it) gets the same request once more without it, and that reasoning is forgotten for good
-        (`reasoning_parts_drop`), recorded in the reply's metadata: never a failed send for it.
+        (`reasoning_parts_drop`), recorded in the reply's metadata: never a failed send for it. A tool
+        round's follow-up carries this reply's own reasoning (all that GPT-5.5's `current_turn` sends):
+        refused there, it is forgotten from this reply's parts the same way (issue 41, item 12).
         """
         messages = self.history + project_tool_parts(self.parts)
         try:
             return await self._stream_round_stoppable(messages, round_number)
         except ProviderError as exc:
-            carried = any(m["role"] == REASONING_ROLE for m in self.history)
-            if exc.code != REASONING_REJECTED or self.reasoning_dropped is not None or not carried:
+            in_history = any(m["role"] == REASONING_ROLE for m in self.history)
+            in_reply = has_carried_reasoning(self.parts)
+            if exc.code != REASONING_REJECTED or self.reasoning_dropped is not None or not (in_history or in_reply):
                 raise
         self.history = [m for m in self.history if m["role"] != REASONING_ROLE]
         dropped = await persist(reasoning_parts_drop)(
             self.prepared.conversation_id, keep_message_id=self.prepared.assistant_message_id, reason=REASONING_REJECTED
-        )
-        self.reasoning_dropped = {"reason": REASONING_REJECTED, "messages": dropped}
+        ) if in_history else 0
+        self.parts[:] = reasoning_parts_forget(self.parts, REASONING_REJECTED)
+        self.reasoning_dropped = {"reason": REASONING_REJECTED, "messages": dropped + int(in_reply)}
         return await self._stream_round_stoppable(self.history + project_tool_parts(self.parts), round_number)
 
     async def _stream_round_stoppable(self, messages: list[dict], round_number: int) -> tuple[list, dict]:
