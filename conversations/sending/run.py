@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from django.conf import settings
+from django.db import OperationalError
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -279,8 +280,14 @@ class ReplyRun:
         so the next send finds nothing pending and neither it nor its lock pays for them."""
         try:
             await persist(message_search_index_sync)()
-        except Exception:  # noqa: BLE001 - the index is filled again by the next send or search
-            logger.exception("indexing after reply %s failed", self.prepared.assistant_message_id)
+        except Exception as exc:  # noqa: BLE001 - the index is filled again by the next send or search
+            if not isinstance(exc, OperationalError) and database_outage(exc) is None:
+                logger.exception("indexing after reply %s failed", self.prepared.assistant_message_id)
+                return
+            # A timeout or an outage: one line; the rows stay pending for the minute's index job.
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            logger.warning("indexing after reply %s timed out (%s); the minute's index job retries it",
+                           self.prepared.assistant_message_id, reason)
 
     async def _round_with_reasoning_fallback(self, round_number: int) -> tuple[list, dict]:
         """One round's request: the history, then this reply's parts so far (its reasoning and tool rounds).
