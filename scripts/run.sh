@@ -49,7 +49,9 @@ stop_children() {
     wait 2>/dev/null || true
 }
 on_signal() {
-    trap - INT TERM
+    # Ignored from now on, not reset: make forwards the SIGTERM it gets to this script, and an impatient
+    # Ctrl-C comes twice; a second signal must not end this script before its children are stopped.
+    trap '' INT TERM
     echo "run.sh: stopping daphne and qcluster..." >&2
     stop_children
     echo "run.sh: stopped" >&2
