@@ -5,9 +5,15 @@ from django.contrib.staticfiles.apps import StaticFilesConfig as BaseStaticFiles
 class ElionConfig(AppConfig):
     """The project package as an app: it owns the login throttle's rows."""
 
+    default = True  # apps.py holds the staticfiles config too
     name = "elion"
     label = "elion"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        """Register the owner's authentication as the OpenAPI schema declares it (a drf-spectacular extension)."""
+        # local import: drf-spectacular's extensions read DRF's settings, which need the apps loaded.
+        from elion.web import api_schema  # noqa: F401
 
 
 class StaticFilesConfig(BaseStaticFilesConfig):
