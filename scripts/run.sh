@@ -9,9 +9,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=.venv/bin/python
 HOST="${HOST:-127.0.0.1}"
 PORT="${PORT:-8000}"
-# A graceful stop gets this long before whatever is left is killed. The queue cluster stops its
-# workers itself in about 4 s; a job it was running is resumed or retried later (imports and
-# deletions keep their progress in the database).
+# Everything is gone within this long of Ctrl-C or SIGTERM: whatever is left a second before the end
+# is killed. The queue cluster stops its workers itself in about 4 s; a job it was running is resumed
+# or retried later (imports and deletions keep their progress in the database).
 STOP_SECONDS="${STOP_SECONDS:-5}"
 
 # Host check, migrations, static files (collected only when their sources changed), interrupted
@@ -32,8 +32,8 @@ stop_children() {
     # that were already gone (the 20 s stop, and the orphaned `manage.py qcluster`: issue 41, item 4).
     kill -TERM -- "-${PIDS[0]}" 2>/dev/null || true
     [[ -n "${PIDS[1]:-}" ]] && { kill -TERM "${PIDS[1]}" 2>/dev/null || true; }
-    # Half a second before STOP_SECONDS runs out, whatever is left is killed (EPOCHREALTIME: microseconds).
-    deadline=$(( ${EPOCHREALTIME/./} + STOP_SECONDS * 1000000 - 500000 ))
+    # A second before STOP_SECONDS runs out (room for a busy machine), whatever is left is killed.
+    deadline=$(( ${EPOCHREALTIME/./} + STOP_SECONDS * 1000000 - 1000000 ))
     while true; do
         now=${EPOCHREALTIME/./}
         ((now < deadline)) || break
