@@ -64,6 +64,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # HTML pages and fragments gzip-compressed (never a streamed response): `elion.web.page_compression`.
     "elion.web.page_compression.HtmlGZipMiddleware",
+    # The database known down: 503 at once, before the session (or anything) waits on it (`elion.base.database_breaker`).
+    "elion.base.database_errors.DatabaseBreakerMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     # NUL bytes and unpaired surrogates in query strings and page forms → 400 `invalid_characters`.
