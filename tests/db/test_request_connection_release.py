@@ -77,6 +77,7 @@ async def test_a_request_whose_error_page_raises_hands_its_connection_back(setti
     still_open = [ref() for ref in opened if ref() is not None and ref().connection is not None]
     assert still_open == []
     if before is not None:
+        print(f"\npool after {REQUESTS} failing error pages: {_checked_out()} checked out (before: {before})")
         assert _checked_out() == before
 
 
