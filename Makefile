@@ -52,12 +52,20 @@ lock: ## recompile requirements.txt and requirements-dev.txt (with hashes) from 
 		--no-emit-find-links --output-file requirements-dev.txt requirements-dev.in
 
 # Internal: create the venv if missing; reinstall only when a lock changed.
+# pip's own lines, one per package as it is fetched and once as they install (its progress bar needs a
+# terminal, and -q printed nothing for a minute): `make run` shows where the first start is.
+PIP_PROGRESS := grep --line-buffered -E '^(Collecting|Processing|Installing|Successfully|ERROR)' || true
+
 $(APP_STAMP): requirements.txt
-	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --require-hashes -r requirements.txt
+	@test -x $(PY) || { echo "make: creating the virtual environment in $(VENV)"; python3 -m venv $(VENV); }
+	@echo "make: installing the app's packages from requirements.txt (the first time takes a minute or so)"
+	@set -o pipefail; $(PY) -m pip install --disable-pip-version-check --require-hashes -r requirements.txt \
+		| { $(PIP_PROGRESS); }
 	@touch $@
 
 $(DEV_STAMP): requirements.txt requirements-dev.txt
-	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --require-hashes -r requirements.txt -r requirements-dev.txt
+	@test -x $(PY) || { echo "make: creating the virtual environment in $(VENV)"; python3 -m venv $(VENV); }
+	@echo "make: installing the app's and the developers' packages (the first time takes a few minutes)"
+	@set -o pipefail; $(PY) -m pip install --disable-pip-version-check --require-hashes \
+		-r requirements.txt -r requirements-dev.txt | { $(PIP_PROGRESS); }
 	@touch $@ $(APP_STAMP)

@@ -8,6 +8,7 @@ from transcript.attachments.gc import attachment_garbage_collect
 from transcript.attachments.verification import blobs_rehash_all
 from transcript.deletion import deletions_finish, private_chats_expire
 from transcript.leases import streams_interrupt_expired
+from transcript.search_index import message_search_index_sync
 
 logger = logging.getLogger(__name__)
 
@@ -43,3 +44,9 @@ def expire_private_chats() -> int:
     """Scheduled hourly (migration 0012): private chats inactive for `ELION_PRIVATE_CHAT_DAYS` are
     deleted forever through the permanent-deletion steps, each with its receipt."""
     return len(private_chats_expire())
+
+
+def index_pending_messages() -> int:
+    """Scheduled every minute (migration 0022): messages whose search-index rows are still pending, such
+    as those of a reply whose indexing after the reply timed out, are indexed (nothing pending: one query)."""
+    return message_search_index_sync()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "elion.settings")
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)  # what `get_asgi_application` does before building Django's handler
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
@@ -16,7 +16,11 @@ from elion.base.loopback_guard import LoopbackGuard  # noqa: E402
 from elion.web import daphne_bounds  # noqa: E402
 from elion.web.body_guard import BodyGuard  # noqa: E402
 from elion.web.host_guard import HostGuard  # noqa: E402
+from elion.web.request_end import ConnectionReleasingASGIHandler  # noqa: E402
 from elion.web.routing import websocket_urlpatterns  # noqa: E402
+
+# Django's handler, and a request's connections handed back however it ends (an error page that raises too).
+django_asgi_app = ConnectionReleasingASGIHandler()
 
 # Daphne's HTTP parser refuses those before the body arrives, and never holds a body whole.
 daphne_bounds.install()

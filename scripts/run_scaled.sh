@@ -224,7 +224,7 @@ fi
 
 # --- The app
 "$PY" manage.py migrate --noinput
-"$PY" manage.py collectstatic --noinput -v 0
+"$PY" manage.py collect_static_if_changed   # collectstatic only when the static sources changed
 
 for port in $(worker_ports); do
     start "daphne-$port" "$ROOT/.venv/bin/daphne" -b 127.0.0.1 -p "$port" elion.asgi:application

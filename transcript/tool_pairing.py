@@ -166,6 +166,15 @@ def has_carried_reasoning(parts: list[dict] | None) -> bool:
     return any(isinstance(p, dict) and p.get("type") == "reasoning" and p.get("encrypted_content") for p in parts or [])
 
 
+def reasoning_parts_forget(parts: list, reason: str) -> list:
+    """`parts` with each reasoning item's encrypted content forgotten (its summary kept), marked `dropped`."""
+    return [
+        {**p, "encrypted_content": None, "dropped": reason}
+        if isinstance(p, dict) and p.get("type") == "reasoning" and p.get("encrypted_content") else p
+        for p in parts
+    ]
+
+
 def reasoning_parts_drop(conversation_id: UUID, *, keep_message_id: UUID, reason: str) -> int:
     """Forget the encrypted content of the conversation's stored reasoning items (the provider refused
     it: another key or model), keeping their summaries, so later requests carry none of them; the reply
@@ -175,11 +184,7 @@ def reasoning_parts_drop(conversation_id: UUID, *, keep_message_id: UUID, reason
     for message in rows.only("pk", "parts").iterator():
         if not has_carried_reasoning(message.parts):
             continue
-        parts = [
-            {**p, "encrypted_content": None, "dropped": reason}
-            if isinstance(p, dict) and p.get("type") == "reasoning" and p.get("encrypted_content") else p
-            for p in message.parts
-        ]
+        parts = reasoning_parts_forget(message.parts, reason)
         Message.objects.filter(pk=message.pk).update(parts=parts, updated_at=timezone.now())
         changed += 1
     return changed

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from django.conf import settings
+from django.db import OperationalError
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
@@ -37,10 +38,12 @@ from transcript.provider.gateway import ProviderError
 from transcript.provider.wire import REASONING_ROLE
 from transcript.search_index import message_search_index_sync
 from transcript.tool_pairing import (
+    has_carried_reasoning,
     output_item_part,
     project_tool_parts,
     reasoning_part,
     reasoning_parts_drop,
+    reasoning_parts_forget,
 )
 
 logger = logging.getLogger(__name__)
@@ -281,28 +284,38 @@ class ReplyRun:
         so the next send finds nothing pending and neither it nor its lock pays for them."""
         try:
             await persist(message_search_index_sync)()
-        except Exception:  # noqa: BLE001 - the index is filled again by the next send or search
-            logger.exception("indexing after reply %s failed", self.prepared.assistant_message_id)
+        except Exception as exc:  # noqa: BLE001 - the index is filled again by the next send or search
+            if not isinstance(exc, OperationalError) and database_outage(exc) is None:
+                logger.exception("indexing after reply %s failed", self.prepared.assistant_message_id)
+                return
+            # A timeout or an outage: one line; the rows stay pending for the minute's index job.
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            logger.warning("indexing after reply %s timed out (%s); the minute's index job retries it",
+                           self.prepared.assistant_message_id, reason)
 
     async def _round_with_reasoning_fallback(self, round_number: int) -> tuple[list, dict]:
         """One round's request: the history, then this reply's parts so far (its reasoning and tool rounds).
 
         A provider that cannot verify the reasoning carried from earlier turns (another key or model made
         it) gets the same request once more without it, and that reasoning is forgotten for good
-        (`reasoning_parts_drop`), recorded in the reply's metadata: never a failed send for it.
+        (`reasoning_parts_drop`), recorded in the reply's metadata: never a failed send for it. A tool
+        round's follow-up carries this reply's own reasoning (all that GPT-5.5's `current_turn` sends):
+        refused there, it is forgotten from this reply's parts the same way (issue 41, item 12).
         """
         messages = self.history + project_tool_parts(self.parts)
         try:
             return await self._stream_round_stoppable(messages, round_number)
         except ProviderError as exc:
-            carried = any(m["role"] == REASONING_ROLE for m in self.history)
-            if exc.code != REASONING_REJECTED or self.reasoning_dropped is not None or not carried:
+            in_history = any(m["role"] == REASONING_ROLE for m in self.history)
+            in_reply = has_carried_reasoning(self.parts)
+            if exc.code != REASONING_REJECTED or self.reasoning_dropped is not None or not (in_history or in_reply):
                 raise
         self.history = [m for m in self.history if m["role"] != REASONING_ROLE]
         dropped = await persist(reasoning_parts_drop)(
             self.prepared.conversation_id, keep_message_id=self.prepared.assistant_message_id, reason=REASONING_REJECTED
-        )
-        self.reasoning_dropped = {"reason": REASONING_REJECTED, "messages": dropped}
+        ) if in_history else 0
+        self.parts[:] = reasoning_parts_forget(self.parts, REASONING_REJECTED)
+        self.reasoning_dropped = {"reason": REASONING_REJECTED, "messages": dropped + int(in_reply)}
         return await self._stream_round_stoppable(self.history + project_tool_parts(self.parts), round_number)
 
     async def _stream_round_stoppable(self, messages: list[dict], round_number: int) -> tuple[list, dict]:

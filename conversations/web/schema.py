@@ -17,6 +17,22 @@ class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
+class AttachmentUploadSerializer(serializers.Serializer):
+    """`POST /api/attachments/`, a multipart form."""
+
+    file = serializers.FileField(help_text="One image (PNG, JPEG, GIF, WebP), PDF or UTF-8 text file.")
+    conversation_id = serializers.UUIDField(required=False, help_text="Only this conversation may send it.")
+
+
+class AttachmentSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    sha256 = serializers.CharField()
+    name = serializers.CharField()
+    mime = serializers.CharField()
+    size = serializers.IntegerField()
+    generated = serializers.BooleanField(help_text="An image a reply made; false for every upload.")
+
+
 class HandoffSerializer(serializers.Serializer):
     source_conversation_id = serializers.UUIDField(allow_null=True)
     source_message_ids = serializers.ListField(child=serializers.UUIDField())

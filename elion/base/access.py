@@ -16,10 +16,11 @@ from __future__ import annotations
 import hmac
 import ipaddress
 from collections.abc import Callable, Mapping
+from importlib import import_module
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.contrib.auth import HASH_SESSION_KEY, get_user_model, login
+from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model, login
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
@@ -74,6 +75,17 @@ def session_is_current(session: Mapping[str, object]) -> bool:
     stored = session.get(HASH_SESSION_KEY)
     current = get_owner_user().get_session_auth_hash()
     return isinstance(stored, str) and hmac.compare_digest(stored, current)
+
+
+def owner_session_key_valid(session_key: str) -> bool:
+    """Is `session_key` the key of a live owner session opened under the current password? What Django's
+    session and authentication middleware decide for a request, for one cookie value, before its body is
+    read (`elion.base.request_bounds`). Reads the session row and the owner row."""
+    data = import_module(settings.SESSION_ENGINE).SessionStore(session_key).load()
+    if not data:
+        return False
+    owner_credentials_sync()
+    return str(data.get(SESSION_KEY)) == str(get_owner_user().pk) and session_is_current(data)
 
 
 def check_owner_password(candidate: str) -> bool:

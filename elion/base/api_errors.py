@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -12,6 +13,14 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from elion.base.database_errors import database_outage, outage_response
 from elion.base.errors import ServiceError
+
+logger = logging.getLogger(__name__)
+
+# The error page when the 500 template cannot render (no template, no static file, nothing that can fail).
+PLAIN_SERVER_ERROR = (
+    '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Server error</title></head>'
+    "<body><h1>Server error</h1><p>The request failed inside the app; it has been logged.</p></body></html>"
+)
 
 _DRF_CODES = {
     exceptions.ParseError: "malformed_request",
@@ -68,4 +77,8 @@ def server_error(request: HttpRequest) -> HttpResponse:
         return JsonResponse(
             {"error": "internal_error", "detail": "The request failed inside the app; it has been logged."}, status=500
         )
-    return defaults.server_error(request)
+    try:
+        return defaults.server_error(request)
+    except Exception:  # noqa: BLE001 - the error page itself failed (a template, a missing static file)
+        logger.exception("the 500 page failed to render on %s %s", request.method, request.path)
+        return HttpResponse(PLAIN_SERVER_ERROR, status=500)

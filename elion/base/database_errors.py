@@ -8,6 +8,9 @@
   page saying "Elion can't reach its database".
 - No space left (ENOSPC, SQLite's "database or disk is full"): 507
   `insufficient_storage`.
+- Once the database is known unreachable, `DatabaseBreakerMiddleware` answers
+  503 `database_unavailable` at once until a background probe connects again
+  (`elion.base.database_breaker`).
 
 `database_outage` classifies an exception (its whole cause chain);
 `elion.base.service_errors` and `elion.base.api_errors.server_error` turn it into the answer.
@@ -22,10 +25,12 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from elion.base.database_breaker import breaker_open, breaker_trip
 from elion.base.errors import ServiceError
 
 logger = logging.getLogger(__name__)
@@ -76,7 +81,10 @@ def database_outage(exc: BaseException) -> ServiceError | None:
         if "database or disk is full" in str(item):
             return InsufficientStorage(FULL)
     if any(_is_pool_timeout(item) for item in chain):
-        return DatabaseBusy(BUSY) if database_reachable() else DatabaseUnavailable(UNAVAILABLE)
+        if database_reachable():
+            return DatabaseBusy(BUSY)
+        breaker_trip()
+        return DatabaseUnavailable(UNAVAILABLE)
     if not any(isinstance(item, OperationalError | InterfaceError) for item in chain):
         return None
     message = " ".join(str(item) for item in chain).lower()
@@ -84,6 +92,7 @@ def database_outage(exc: BaseException) -> ServiceError | None:
         return DatabaseBusy(BUSY)
     if isinstance(exc, DatabaseError) and connection.vendor == "sqlite" and "unable to open" not in message:
         return None  # a SQLite statement's own error: a bug, not an outage
+    breaker_trip()  # known down: later requests are answered at once until a probe connects
     return DatabaseUnavailable(UNAVAILABLE)
 
 
@@ -164,3 +173,16 @@ def connection_release() -> None:
     is open on it (then its owner closes it)."""
     if not connection.in_atomic_block:
         connection.close()
+
+
+class DatabaseBreakerMiddleware:
+    """While the database is known down (`elion.base.database_breaker`), the 503 `database_unavailable` at
+    once, before anything waits on the database (the pool's timeout was 10 s a request, the health check's too)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if breaker_open():
+            return outage_response(request, DatabaseUnavailable(UNAVAILABLE))
+        return self.get_response(request)

@@ -10,9 +10,10 @@ body it has not read (`elion.web.daphne_bounds` in Daphne's HTTP parser,
 - with protection on, a body sent to a route that needs the owner without
   any credential (no `Authorization: Bearer` matching the API token, no
   session cookie) is a 401 `authentication_required` under /api/ and a
-  redirect to the login page elsewhere. A session cookie is only looked at
-  here, not verified (that needs the database): Django verifies it as
-  before, and the body it reads is bounded by the route's limit.
+  redirect to the login page elsewhere. A session cookie is looked at here;
+  for a body over `SESSION_CHECK_BYTES` sent with it alone, the session is
+  verified too (`session_refusal`, in a worker thread: it reads the
+  database) before any more of the body is read.
 A request without a body is never refused here.
 """
 
@@ -20,14 +21,18 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import quote
 
 from django.conf import settings
+from django.db import connection
 from django.urls import Resolver404, resolve
 
-from elion.base.access import PUBLIC_PATHS
+from elion.base.access import PUBLIC_PATHS, owner_session_key_valid
+
+logger = logging.getLogger(__name__)
 
 # Room for the multipart boundaries, part headers and small fields beside a file.
 MULTIPART_OVERHEAD = 64 * 1024
@@ -106,6 +111,54 @@ def credentials_present(headers: Iterable[tuple[bytes, bytes]]) -> bool:
                 if key == cookie_name and cookie_value:
                     return True
     return False
+
+
+# A body larger than this, sent with a session cookie and no API token, is read only once the session is
+# known to be the owner's (issue 41, item 15): any `sessionid` value made the server read up to the route's
+# limit (1 GiB for an export) before Django's 401. Smaller bodies cost less than the check (a thread and two
+# reads), so a send's JSON pays nothing for it.
+SESSION_CHECK_BYTES = 1024 * 1024
+
+
+def session_cookie_only(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """The session cookie's value when it is the request's only credential (no API token), else None."""
+    cookie_name = settings.SESSION_COOKIE_NAME.encode()
+    token = settings.ELION_API_TOKEN
+    session = None
+    for name, value in headers:
+        name = name.lower()
+        if name == b"authorization" and token and value.startswith(b"Bearer "):
+            if hmac.compare_digest(value[len(b"Bearer "):].strip(), token.encode()):
+                return None
+        elif name == b"cookie":
+            for pair in value.split(b";"):
+                key, _, cookie_value = pair.strip().partition(b"=")
+                if key == cookie_name and cookie_value:
+                    session = cookie_value.decode("latin-1")
+    return session
+
+
+def session_to_check(path: str, headers: Iterable[tuple[bytes, bytes]], content_length: int | None,
+                     chunked: bool) -> str | None:
+    """The session key to verify before reading this request's body (a large body, a session cookie as its
+    only credential, a route that needs the owner), or None when nothing needs checking."""
+    large = chunked or (content_length is not None and content_length > SESSION_CHECK_BYTES)
+    if not large or not needs_owner(path):
+        return None
+    return session_cookie_only(headers)
+
+
+def session_refusal(path: str, session_key: str) -> Refusal | None:
+    """The refusal for a body whose only credential is `session_key` when that is not a live owner
+    session; None when it is, or when the database cannot tell now (Django then answers as before)."""
+    try:
+        valid = owner_session_key_valid(session_key)
+    except Exception:  # noqa: BLE001 - an outage: Django's own check answers it (503), the body bounded as before
+        logger.warning("could not check a session before reading a body to %s", path, exc_info=True)
+        return None
+    finally:
+        connection.close()  # a worker thread's connection (a pooled one goes back)
+    return None if valid else unauthenticated(path)
 
 
 def needs_owner(path: str) -> bool:

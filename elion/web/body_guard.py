@@ -3,8 +3,10 @@
 Django's `ASGIHandler` reads the whole body (into a SpooledTemporaryFile)
 before any middleware or view runs. This layer applies `elion.base.request_bounds`
 first, from the scope's headers: over the route's limit by `Content-Length`,
-or without any credential on a route that needs the owner, the answer goes
-out and the body is never read. A body without `Content-Length` (chunked) is
+or without any credential on a route that needs the owner, or a large one
+whose only credential is a session cookie that is not the owner's live
+session (`request_bounds.session_refusal`), the answer goes out and the body
+is never read. A body without `Content-Length` (chunked) is
 counted as it is received and cut off once it passes the limit: the 413
 goes out, and Django sees a disconnect (it stops, writes nothing).
 
@@ -17,7 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from elion.base.request_bounds import Refusal, body_limit, early_refusal, too_large
+from asgiref.sync import sync_to_async
+
+from elion.base.request_bounds import Refusal, body_limit, early_refusal, session_refusal, session_to_check, too_large
 
 Receive = Callable[[], Awaitable[dict]]
 Send = Callable[[dict], Awaitable[None]]
@@ -52,6 +56,9 @@ class BodyGuard:
         length, chunked = _content_length(headers)
         path = scope.get("path", "")
         refusal = early_refusal(path, headers, length, chunked)
+        if refusal is None and (session_key := session_to_check(path, headers, length, chunked)) is not None:
+            # A large body with a session cookie alone: read only once the session is the owner's.
+            refusal = await sync_to_async(session_refusal, thread_sensitive=False)(path, session_key)
         if refusal is not None:
             return await _answer(send, refusal)
         if not chunked:

@@ -18,7 +18,10 @@ decides from the request line and headers (`elion.base.request_bounds`), once
 they are in and before any byte of the body: a refused request is answered
 at once (413 / 401 / a redirect to the login page, `Connection: close`), its
 body discarded as it arrives (never stored), an `Expect: 100-continue` client
-not invited to send it. A chunked body is counted as it arrives and refused
+not invited to send it. A large body whose only credential is a session
+cookie waits, its connection's reads paused, until a worker thread has
+verified the session (`request_bounds.session_refusal`): a cookie that is not
+the owner's live session is refused the same way (issue 41, item 15). A chunked body is counted as it arrives and refused
 once it passes the route's limit. Twisted's form parsing is off: Django
 parses forms itself (multipart streamed to disk past 2.5 MiB).
 
@@ -39,8 +42,16 @@ from urllib.parse import unquote
 
 from daphne import http_protocol
 from daphne import server as daphne_server
+from twisted.internet import threads
 
-from elion.base.request_bounds import body_limit, early_refusal, http_response_bytes, too_large
+from elion.base.request_bounds import (
+    body_limit,
+    early_refusal,
+    http_response_bytes,
+    session_refusal,
+    session_to_check,
+    too_large,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +97,9 @@ class BoundedWebRequest(http_protocol.WebRequest):
         self._refused = False
         self._limit: int | None = None
         self._received = 0
+        self._session_pending = False
+        self._expects_continue = False
+        self._waiting_request: tuple[bytes, bytes, bytes] | None = None
 
     def gotLength(self, length: int | None) -> None:
         super().gotLength(length)
@@ -93,11 +107,45 @@ class BoundedWebRequest(http_protocol.WebRequest):
         chunked = length is None and any(
             value.lower() == b"chunked" for value in self.requestHeaders.getRawHeaders(b"Transfer-Encoding", [])
         )
-        refusal = early_refusal(path, _flat_headers(self.requestHeaders), length, chunked)
+        headers = _flat_headers(self.requestHeaders)
+        refusal = early_refusal(path, headers, length, chunked)
         if refusal is not None:
             self._refuse(http_response_bytes(refusal))
-        elif chunked:
+            return
+        if chunked:
             self._limit = body_limit(path)
+        session_key = session_to_check(path, headers, length, chunked)
+        if session_key is not None:
+            self._check_session(path, session_key)
+
+    def _check_session(self, path: str, session_key: str) -> None:
+        """Read no more of the body until the session is known to be the owner's: the connection's reads
+        pause (what already arrived, at most one read, is kept), the check runs in a worker thread (it reads
+        the database), then the body is read on, or refused unread."""
+        self._session_pending = True
+        self.channel._networkProducer.pauseProducing()
+        # `100 Continue` only once the session is known to be the owner's.
+        self._expects_continue = bool(self.requestHeaders.getRawHeaders(b"Expect"))
+        self.requestHeaders.removeHeader(b"Expect")
+        checked = threads.deferToThread(session_refusal, path, session_key)
+        checked.addCallbacks(self._session_checked, self._session_check_failed)
+
+    def _session_checked(self, refusal: object) -> None:
+        self._session_pending = False
+        if self.channel is None or self.channel.transport is None:
+            return  # the client went away meanwhile
+        if refusal is not None:
+            self._refuse(http_response_bytes(refusal))
+        elif self._expects_continue and self._waiting_request is None:
+            self.channel._send100Continue()
+        self.channel._networkProducer.resumeProducing()
+        if self._waiting_request is not None:
+            waiting, self._waiting_request = self._waiting_request, None
+            self.requestReceived(*waiting)
+
+    def _session_check_failed(self, failure: object) -> None:
+        logger.warning("session check failed: %s", failure)
+        self._session_checked(None)
 
     def handleContentChunk(self, data: bytes) -> None:
         self._received += len(data)
@@ -106,6 +154,10 @@ class BoundedWebRequest(http_protocol.WebRequest):
         self.content.write(data)
 
     def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
+        if self._session_pending:
+            # The whole body came in before the session check answered: it waits for the answer.
+            self._waiting_request = (command, path, version)
+            return
         if self._refused:
             # The answer went out when the headers arrived; the body has been drained.
             if self.channel is not None and self.channel.transport is not None:

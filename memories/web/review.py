@@ -13,10 +13,10 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from elion.base.errors import ServiceError
+from elion.base.local_redirect import redirect_local
 from memories.models import IMPORTANCE_MAX, IMPORTANCE_MIN, MemoryCategory, MemoryProposal, SnapshotMembership
 from memories.services import memory_writes as services
 from memories.services import proposals
@@ -69,10 +69,7 @@ def suggestions_page(request: HttpRequest) -> HttpResponse:
 
 
 def _back(request: HttpRequest) -> HttpResponse:
-    target = request.POST.get("next", "")
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
-        return redirect(target)
-    return redirect("memory-suggestions")
+    return redirect_local(request.POST.get("next"), reverse("memory-suggestions"))
 
 
 def _approve(request: HttpRequest, proposal_id: int) -> str:

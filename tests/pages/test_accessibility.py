@@ -1,7 +1,7 @@
 """Accessibility (issue 19, "Accessibility"): axe-core finds no serious or critical violation on any page,
 at desktop and at phone size.
 
-axe-core is vendored (static/vendor/axe-core/, used by this test only) and
+axe-core is vendored (tests/support/vendor/axe-core/, used by this test only, never served) and
 evaluated into each page through the DevTools protocol, so the pages'
 Content-Security-Policy stays as it is. To check a new page, add one line to
 `PAGES`: a name and a function from the seeded rows to its path. A failure
@@ -37,7 +37,7 @@ from tests.support.scripted_provider import ScriptedImageCall, ScriptedReply
 
 pytestmark = pytest.mark.browser
 
-AXE = Path(__file__).resolve().parents[2] / "static" / "vendor" / "axe-core" / "axe.min.js"
+AXE = Path(__file__).resolve().parents[2] / "tests" / "support" / "vendor" / "axe-core" / "axe.min.js"
 REPORTED_IMPACTS = ("serious", "critical")
 VIEWPORTS = {"desktop": {"width": 1366, "height": 900}, "phone": {"width": 390, "height": 844}}
 # (viewport, colour scheme) runs: contrast differs between the light and the dark palette.

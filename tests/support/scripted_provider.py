@@ -174,6 +174,10 @@ class ScriptedReply:
     # Chat Completions: an `{"error": …}` chunk, as the API sends them), with this code.
     error_after_chunks: int | None = None
     error_code: str = "server_error"
+    # Once this reply is sent, the provider's reasoning secret becomes this: the next request is answered
+    # by a key, deployment or model that cannot verify the reasoning items handed out so far (a tool
+    # round's follow-up then gets the 400 `invalid_encrypted_content` mid-reply).
+    reasoning_secret_after: str | None = None
 
     def image_calls(self) -> list[ScriptedImageCall]:
         return [i if isinstance(i, ScriptedImageCall) else ScriptedImageCall(**i) for i in self.images]
@@ -495,8 +499,10 @@ class _Handler(BaseHTTPRequestHandler):
             refusal = _responses_input_refusal(body, self.provider.reasoning_secret)
             if refusal is not None:
                 code, message = refusal
+                # As the API sends them: `param` null for content it cannot verify, "input" for a missing item.
+                param = None if code == "invalid_encrypted_content" else "input"
                 self._send_json(400, {"error": {"message": message, "type": "invalid_request_error", "code": code,
-                                                "param": "input"}})
+                                                "param": param}})
                 return
         reply = self.provider.next_reply()
         try:
@@ -505,6 +511,9 @@ class _Handler(BaseHTTPRequestHandler):
             pass
         except OSError:
             self.close_connection = True  # client went away (e.g. the app was killed)
+        finally:
+            if reply.reasoning_secret_after is not None:
+                self.provider.reasoning_secret = reply.reasoning_secret_after
 
     def _refused_by_contract(self, path: str, body: Any) -> bool:
         """Answer the real API's 400 for a body the installed SDK's request types reject (wire_contract)."""
@@ -988,7 +997,9 @@ def _responses_input_refusal(body: dict[str, Any], secret: str) -> tuple[str, st
             if not sealed:
                 return "invalid_request", f"Item with id '{item_id}' not found. Items are not persisted when `store` is false."
             if not hmac.compare_digest(str(sealed), _seal(item_id, secret)):
-                return "invalid_encrypted_content", f"The encrypted content for item {item_id} could not be verified."
+                # The API's words: the content abbreviated (its first and last four characters), not the id.
+                shown = f"{str(sealed)[:4]}...{str(sealed)[-4:]}"
+                return "invalid_encrypted_content", f"The encrypted content {shown} could not be verified."
     return None
 
 

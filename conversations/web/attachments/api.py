@@ -33,7 +33,9 @@ MULTIPART_OVERHEAD = 64 * 1024
 class AttachmentUploadView(APIView):
     @extend_schema(
         description="multipart `file` (+ optional `conversation_id`: only that conversation may send it).",
-        responses={201: dict, 400: docs.ErrorSerializer, 413: docs.ErrorSerializer, 415: docs.ErrorSerializer},
+        request={"multipart/form-data": docs.AttachmentUploadSerializer},
+        responses={201: docs.AttachmentSerializer, 400: docs.ErrorSerializer, 413: docs.ErrorSerializer,
+                   415: docs.ErrorSerializer},
     )
     def post(self, request: Request) -> Response:
         # Refuse an oversize body before Django spools it to disk.

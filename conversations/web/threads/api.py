@@ -34,7 +34,8 @@ from transcript.deletion import access_deletion, conversation_delete_forever, de
 
 
 class ConversationListView(APIView):
-    @extend_schema(responses=docs.ConversationListSerializer)
+    # Named: drf-spectacular called it `conversations_retrieve`, as it calls the detail view's GET.
+    @extend_schema(operation_id="conversations_list", responses=docs.ConversationListSerializer)
     def get(self, request: Request) -> Response:
         queryset = Conversation.objects.all()
         if request.query_params.get("trashed") in ("1", "true"):

@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from elion.base import access
+from elion.base.local_redirect import redirect_local
 from elion.base.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded
 
 
@@ -24,10 +25,7 @@ def login_page(request: HttpRequest) -> HttpResponse:
         if access.check_owner_password(request.POST.get("password", "")):
             login_succeeded(request)
             access.owner_login(request)
-            target = request.GET.get("next") or "/"
-            return login_device_remember(
-                request, redirect(target if target.startswith("/") and not target.startswith("//") else "/")
-            )
+            return login_device_remember(request, redirect_local(request.GET.get("next"), "/"))
         login_failed(request)
         error, status = "That password is not the owner's.", 401
     return render(request, "login.html", {"error": error}, status=status)

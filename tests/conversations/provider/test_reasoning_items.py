@@ -8,6 +8,8 @@ not sign, and refuses a function-call output without its call, as the real API d
 
 from __future__ import annotations
 
+import uuid
+
 import openai
 import pytest
 from asgiref.sync import async_to_sync
@@ -135,6 +137,48 @@ def test_a_rejected_reasoning_item_is_dropped_and_the_request_retried_once_witho
     send(conversation, "Once more")
     assert len(scripted_provider.requests) == 4
     assert "reasoning" not in kinds(scripted_provider.last_request().body["input"])
+
+
+def test_a_tool_round_follow_up_whose_reasoning_is_refused_is_sent_once_more_without_it(scripted_provider, settings):
+    """Issue 41, item 12: under GPT-5.5's `current_turn` default the follow-up is the one request that carries
+    reasoning (this reply's own, from its first round). Another deployment answering it cannot verify that
+    content: the 400 `invalid_encrypted_content`, as the API sends it. The follow-up goes once more without it."""
+    assert settings.ELION_REASONING_CONTEXT == "current_turn"
+    first_round, answer = tool_round_then_answer()
+    first_round.reasoning_secret_after = f"another deployment {uuid.uuid4()}"
+    scripted_provider.script(first_round, answer)
+    body = send(thread(), "Look in the Library")
+    assert body["assistant_message"]["status"] == "complete"
+    assert body["assistant_message"]["content"] == "Nothing there yet."
+    opening, refused, retried = scripted_provider.requests
+    assert kinds(refused.body["input"])[-3:] == ["reasoning", "function_call", "function_call_output"]
+    assert kinds(retried.body["input"])[-2:] == ["function_call", "function_call_output"]
+    assert "reasoning" not in kinds(retried.body["input"])
+    assert body["assistant_message"]["metadata"]["reasoning_dropped"] == {
+        "reason": "provider_reasoning_rejected", "messages": 1,
+    }
+    reply = Message.objects.get(pk=body["assistant_message"]["id"])
+    refused_item = reply.parts[0]
+    assert refused_item["encrypted_content"] is None and refused_item["dropped"] == "provider_reasoning_rejected"
+    assert refused_item["summary"] == ["Weighing whether the Library helps."]
+    assert reply.parts[3]["encrypted_content"].startswith("enc_")  # the answer's own, from the new deployment
+
+
+def test_the_refusal_reads_as_the_api_sends_it(scripted_provider):
+    first_round, _ = tool_round_then_answer()
+    first_round.reasoning_secret_after = f"another deployment {uuid.uuid4()}"
+    scripted_provider.script(first_round, ScriptedReply(status=400, error_message="Something else is wrong."))
+    send(thread(), "Look in the Library")
+    refused = scripted_provider.requests[1]
+    sealed = next(item for item in refused.body["input"] if item.get("type") == "reasoning")["encrypted_content"]
+    with pytest.raises(openai.BadRequestError) as caught:
+        openai.OpenAI(api_key="k", base_url=scripted_provider.base_url).responses.create(
+            model="gpt-5.5", input=refused.body["input"])
+    assert caught.value.status_code == 400
+    assert caught.value.body == {
+        "message": f"The encrypted content {sealed[:4]}...{sealed[-4:]} could not be verified.",
+        "type": "invalid_request_error", "param": None, "code": "invalid_encrypted_content",
+    }
 
 
 def test_a_rejected_reasoning_item_is_retried_only_once(scripted_provider, settings):

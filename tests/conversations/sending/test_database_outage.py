@@ -84,6 +84,8 @@ def test_database_outage_a_streaming_reply_ends_with_error_and_done_and_the_next
         assert page.status_code == 503 and "Elion can't reach its database" in page.text
 
         own_postgres.up()
+        # Served again once the breaker's probe (every 0.25 s) connects: tests/db/test_database_breaker.py.
+        wait_until(lambda: client.get("/api/health/").status_code == 200, timeout=5)
         # The next request works at once: a send in another conversation streams to `complete`.
         created = client.post("/api/conversations/", json={})
         assert created.status_code == 201, created.text

@@ -109,6 +109,10 @@ def pool_put(key: tuple, path: str, connection: sqlite3.Connection, max_idle: in
     if os.getpid() != _owner_pid:
         return False
     entry = _Idle(connection, _file_id(path))
+    if entry.file_id is None:
+        # The file is gone (moved, deleted: an outage): an entry without identity would match any later
+        # lookup that finds no file either, and serve the old file's rows from its open handle.
+        return False
     with _lock:
         idle = _pools.setdefault(key, [])
         if len(idle) >= max_idle:
