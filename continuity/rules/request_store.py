@@ -103,7 +103,7 @@ def send_inputs_read(context: SendContext, *, text: str) -> None:
     request): a thread born on any branch may be past its birth period on this one. So the handoffs are
     read whenever recall may need them, and at most once more than it does (a new first turn of a born
     thread)."""
-    rebuild = not prompt_is_current(context.prompt)
+    rebuild = not prompt_is_current(context.prompt, context.conversation)
     if context.handoffs is None and (rebuild or recall_may_run(context.tree.values(), text)):
         context.handoffs = thread_handoffs_read(context.conversation, context.tree.values())
     if rebuild:

@@ -13,6 +13,7 @@ from uuid import UUID
 from django.db import transaction
 
 from continuity.rules.handoff_store import new_chat_handoff_capture, new_chat_handoff_store
+from continuity.rules.prompt_refresh import refreshes_stale_prompts
 from conversations.models import Conversation, ConversationOrigin, Folder, MessageStatus, Persona, Role
 from conversations.services.visibility.transitions import conversation_move_locked, folder_hidden_set, folder_remove
 from elion.base.errors import InvalidInput, NotFound
@@ -72,7 +73,7 @@ def conversation_create(
     return conversation
 
 
-@transaction.atomic
+@refreshes_stale_prompts
 def conversation_update(*, conversation_id: UUID, changes: dict) -> Conversation:
     """Rename and/or move. A move is a visibility transition (`conversations.services.visibility.transitions`)."""
     moving = "folder_id" in changes
