@@ -354,6 +354,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds-largest", type=int, default=None,
+                        help="rounds at the largest size (default --rounds): each takes minutes before issue 40")
     parser.add_argument("--seed", type=int, default=20261203)
     parser.add_argument("--baseline", type=Path, default=None, help="serve (and build with) this source tree")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "elion-many-conversations",
@@ -378,7 +380,8 @@ def main() -> None:
             print(f"{size:,} conversations ({root}) …", flush=True)
             state = state_dir(args.cache, root, size, args.seed)
             FAILED_SENDS.clear()
-            by_size[size] = run_size(root, state, work, args.rounds, args.seed)
+            rounds = args.rounds_largest if size == max(sizes) and args.rounds_largest else args.rounds
+            by_size[size] = run_size(root, state, work, rounds, args.seed)
             for line in report([size], by_size):
                 print("  " + line)
             if FAILED_SENDS:
@@ -387,7 +390,8 @@ def main() -> None:
             print("  " + json.dumps({k: v["times"] for k, v in by_size[size].items()}), flush=True)
         print()
         print(f"many_conversations {time.strftime('%Y-%m-%d %H:%M')} — tree {root}, SQLite, "
-              f"medians of {args.rounds}, load {os.getloadavg()[0]:.1f}")
+              f"medians of {args.rounds} ({args.rounds_largest or args.rounds} at {max(sizes):,}), "
+              f"load {os.getloadavg()[0]:.1f}")
         for line in report(sizes, by_size):
             print(line)
         for size in sizes:

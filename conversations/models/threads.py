@@ -94,6 +94,12 @@ class Conversation(models.Model):
             models.Index(fields=["persona", "trashed", "-updated_at"], name="conv_persona_recent"),
             # The refresh batches walk the marked conversations in id order (`prompt_refresh`).
             models.Index(fields=["id"], condition=models.Q(prompt_stale=True), name="conversation_prompt_stale"),
+            # Most recent first, stopping at a page: the sidebar and New Chat's prior-thread selection
+            # (`continuity.rules.handoff_store.recent_speakers`), whatever the number of conversations.
+            models.Index(fields=["-updated_at", "-id"], name="conversation_recent"),
+            models.Index(fields=["persona", "-updated_at", "-id"], name="conversation_persona_recent"),
+            # The trash's count in the sidebar.
+            models.Index(fields=["id"], condition=models.Q(trashed=True), name="conversation_trashed"),
         ]
 
     def __str__(self) -> str:
