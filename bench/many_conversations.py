@@ -238,7 +238,7 @@ async def measure(base_url: str, rounds: int, seed: int) -> dict[str, dict]:
         for key, value in extra.items():
             entry.setdefault(key, []).append(value)
 
-    timeout = httpx.Timeout(300.0)
+    timeout = httpx.Timeout(1800.0)
     async with httpx.AsyncClient(base_url=base_url, timeout=timeout) as client, \
             httpx.AsyncClient(base_url=base_url, timeout=timeout) as sends:
         memories = (await checked(await client.get("/api/memories/"), "memories")).json()
