@@ -121,11 +121,14 @@ def run(batch_size: int, count: int) -> dict:
 
     times, statements = [], []
     started = time.perf_counter()
+    after = None
     while True:
         connection.queries_log.clear()
         with CaptureQueriesContext(connection) as queries:
             batch_started = time.perf_counter()
-            result = prompts_reconcile_batch(batch_size=batch_size)
+            # As the job chain does: each batch starts where the previous one stopped.
+            result = prompts_reconcile_batch(batch_size=batch_size, after=after)
+            after = result.after
             times.append(time.perf_counter() - batch_started)
         statements.append(len(queries))
         if not result.more:

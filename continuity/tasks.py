@@ -1,6 +1,7 @@
 """django-q2 task entry points for legacy-prompt reconciliation: thin wrappers over services.
 
-`prompts_reconcile_tick` is scheduled every minute (migration
+`prompts_reconcile_tick` is scheduled every minute (it also finishes any refresh of marked-stale prompts an
+operation left behind) (migration
 `0003_schedule_prompt_reconciliation`). When no completion is recorded for
 the current policy version and a candidate is ready, it claims the dispatch
 lease and enqueues one batch; each batch enqueues the next while ready
@@ -9,11 +10,13 @@ candidates remain. Nothing here runs when the web server starts.
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from django.db import transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from continuity.rules import reconciliation
+from continuity.rules import prompt_refresh, reconciliation
 from continuity.rules.policies import policy_markers
 
 TICK_TASK = "continuity.tasks.prompts_reconcile_tick"
@@ -26,7 +29,11 @@ def enqueue(func: str, *args: object) -> None:
 
 
 def prompts_reconcile_tick() -> bool:
-    """Scheduled: start a chain of batches if there is work and no other cluster runs one."""
+    """Scheduled: refresh the prompts an operation marked stale and could not rebuild before it returned (its
+    process died between its commit and its batches: `continuity.rules.prompt_refresh`); then start a chain
+    of legacy-prompt batches if there is work and no other cluster runs one."""
+    if prompt_refresh.stale_prompts_waiting():
+        prompt_refresh.stale_prompts_refresh()
     markers = policy_markers()
     now = timezone.now()
     if reconciliation.completion_recorded(reconciliation.policy_version(markers)):
@@ -41,13 +48,14 @@ def prompts_reconcile_tick() -> bool:
     return True
 
 
-def reconcile_prompt_batch(batch_size: int | None = None) -> dict:
-    """One bounded batch; enqueues the next one while ready candidates remain."""
-    result = reconciliation.prompts_reconcile_batch(batch_size=batch_size)
+def reconcile_prompt_batch(batch_size: int | None = None, after: str | None = None) -> dict:
+    """One bounded batch, from the conversation after `after` (the previous batch's end, as text); enqueues
+    the next one while ready candidates remain."""
+    result = reconciliation.prompts_reconcile_batch(batch_size=batch_size, after=UUID(after) if after else None)
     markers = policy_markers()
     if result.more and (result.rebuilt or result.failed):
         reconciliation.dispatch_renew(markers, timezone.now())
-        enqueue(BATCH_TASK, batch_size)
+        enqueue(BATCH_TASK, batch_size, str(result.after) if result.after else None)
     else:
         reconciliation.dispatch_release(markers)
     return {"rebuilt": len(result.rebuilt), "failed": len(result.failed), "completed": result.completed}

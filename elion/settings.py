@@ -327,6 +327,9 @@ HANDOFF_TOTAL_CHARACTER_BUDGET = env.int_or_default("HANDOFF_TOTAL_CHARACTER_BUD
 # Legacy stored-prompt reconciliation (django-q2 jobs, never at start-up):
 # prompts per batch, attempts per failing prompt, first retry delay (doubling).
 ELION_RECONCILE_BATCH_SIZE = env.integer("ELION_RECONCILE_BATCH_SIZE", 200, minimum=1)
+# Stored prompts rebuilt per batch after a settings save, memory edit/delete or visibility change
+# (`continuity.rules.prompt_refresh`): a concurrent send waits for at most one batch's write.
+ELION_PROMPT_REFRESH_BATCH = env.integer("ELION_PROMPT_REFRESH_BATCH", 50, minimum=1)
 ELION_RECONCILE_MAX_ATTEMPTS = env.integer("ELION_RECONCILE_MAX_ATTEMPTS", 5, minimum=1)
 ELION_RECONCILE_RETRY_SECONDS = env.integer("ELION_RECONCILE_RETRY_SECONDS", 60, minimum=0)
 

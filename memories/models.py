@@ -130,6 +130,11 @@ class SnapshotMembership(models.Model):
 class MemorySetLock(models.Model):
     """Singleton (pk=1). Locked first by every write to memories or snapshots."""
 
+    # Bumped by every operation that marks stored prompts stale, in its transaction (under this row's
+    # lock): a refresh batch that read its sources at one generation writes only if it is still the
+    # current one (`continuity.rules.prompt_refresh`).
+    prompt_generation = models.PositiveBigIntegerField(default=0)
+
     class Meta:
         verbose_name = "memory set lock"
 

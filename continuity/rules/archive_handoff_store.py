@@ -119,7 +119,10 @@ def archive_document_handoff(document: ArchiveDocument, *, persona: str, setting
 
 
 def archive_handoff_blocks_for(
-    conversation_ids: Iterable[UUID] | QuerySet, *, settings_row: AssistantSettings
+    conversation_ids: Iterable[UUID] | QuerySet,
+    *,
+    settings_row: AssistantSettings,
+    stored_prompts: dict[UUID, str] | None = None,
 ) -> dict[UUID, str]:
     """The continuity slot of each conversation continued from an archive document.
 
@@ -134,7 +137,7 @@ def archive_handoff_blocks_for(
             conversation_id__in=conversation_ids, kind=MessageKind.HANDOFF_ARTIFACT, metadata__has_key="source_document_id"
         ).values_list("conversation_id", "conversation__persona", "metadata")
     )
-    return archive_handoff_blocks_from(bubbles, settings_row=settings_row)
+    return archive_handoff_blocks_from(bubbles, settings_row=settings_row, stored_prompts=stored_prompts)
 
 
 def archive_handoff_blocks_from(

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from django.conf import settings
-from django.db.models import Max, Q, QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from continuity.models import ThreadHandoff
 from continuity.rules.eligibility import continuity_source_ids, continuity_sources
@@ -62,6 +62,8 @@ RETIRED_COLUMNS = ("summary", "recent_raw")
 # Automatic selection walks at most this many candidates (most recent first)
 # looking for one whose live branch has eligible speech.
 CANDIDATE_LIMIT = 25
+# Conversations read per page while looking for the most recent speakers (`recent_speakers`).
+SPEAKER_PAGE = 50
 # Keeps every `IN (...)` list far below SQLite's bound-parameter ceiling.
 CHUNK = 500
 
@@ -159,18 +161,9 @@ def prior_thread_select(*, persona: str) -> PriorThreadCapture | None:
     message, so renaming an old thread does not make it the prior thread; a thread
     whose stored tree is broken is passed over.
     """
-    eligible_speech = Q(messages__role__in=ELIGIBLE_ROLES, messages__kind=ELIGIBLE_KIND) & ~Q(
-        messages__status__in=INELIGIBLE_STATUSES
-    )
-    candidates = (
-        continuity_sources(persona=persona)
-        .annotate(last_spoken=Max("messages__created_at", filter=eligible_speech))
-        .filter(last_spoken__isnull=False)
-        .order_by("-last_spoken", "-created_at")
-    )
     # Read, never create, the settings row: capture is database reads only.
     settings_row = assistant_settings_read()
-    for conversation in candidates[:CANDIDATE_LIMIT]:
+    for conversation in recent_speakers(persona=persona):
         # The live branch decides: speech only on a rewound-away branch does not count, and a thread whose
         # tree is broken (`BrokenTree`) has no live branch to read, so it is passed over like an empty one
         # (a New Chat is never refused for another thread's broken tree; check_transcripts reports it).
@@ -181,6 +174,39 @@ def prior_thread_select(*, persona: str) -> PriorThreadCapture | None:
         if not handoff.is_empty:
             return PriorThreadCapture(source=conversation, handoff=handoff)
     return None
+
+
+def recent_speakers(*, persona: str, limit: int = CANDIDATE_LIMIT) -> list[Conversation]:
+    """Up to `limit` eligible conversations with eligible speech, the newest eligible message first
+    (`last_spoken`), then the newest conversation.
+
+    Bounded by the owner's recent conversations, not by all of them: each one's newest eligible message is
+    one probe down its (conversation, seq) index, and conversations are read in pages newest change first
+    (`updated_at`, the `conv_persona_recent` index). A conversation's `updated_at` is never older than its
+    newest message (every append that adds speech moves the head and saves it), so once the `limit`-th
+    best speech is newer than the oldest change read so far, no conversation not yet read can enter.
+    """
+    eligible_speech = (
+        Message.objects.filter(conversation=OuterRef("pk"), role__in=ELIGIBLE_ROLES, kind=ELIGIBLE_KIND)
+        .exclude(status__in=INELIGIBLE_STATUSES)
+        .order_by("-seq")
+        .values("created_at")[:1]
+    )
+    candidates = (
+        continuity_sources(persona=persona)
+        .annotate(last_spoken=Subquery(eligible_speech))
+        .order_by("-updated_at", "-pk")
+    )
+    found: list[Conversation] = []
+    start = 0
+    while True:
+        page = list(candidates[start : start + SPEAKER_PAGE])
+        found += [conversation for conversation in page if conversation.last_spoken is not None]
+        found.sort(key=lambda c: (c.last_spoken, c.created_at), reverse=True)
+        del found[limit:]
+        if len(page) < SPEAKER_PAGE or (len(found) == limit and page[-1].updated_at < found[-1].last_spoken):
+            return found
+        start += SPEAKER_PAGE
 
 
 def new_chat_handoff_capture(*, persona: str, origin: str, private: bool = False) -> PriorThreadCapture | None:
@@ -254,7 +280,12 @@ def stored_prompts_read(conversation_ids: list[UUID]) -> dict[UUID, str]:
     return stored
 
 
-def handoff_blocks_for(conversation_ids: Iterable[UUID] | QuerySet, *, settings_row: AssistantSettings) -> dict[UUID, str]:
+def handoff_blocks_for(
+    conversation_ids: Iterable[UUID] | QuerySet,
+    *,
+    settings_row: AssistantSettings,
+    stored_prompts: dict[UUID, str] | None = None,
+) -> dict[UUID, str]:
     """The rendered continuity slot of each conversation that has a handoff.
 
     `conversation_ids` is a list of ids or a `values("pk")` queryset;
@@ -270,7 +301,7 @@ def handoff_blocks_for(conversation_ids: Iterable[UUID] | QuerySet, *, settings_
     active budget; a row whose text changed is written back. A stored prompt's
     boundary id is kept while the rebuilt content does not contain it, so
     rebuilding an unchanged prompt gives identical text. A fixed number of
-    queries, however many conversations are in scope.
+    queries, however many conversations are in scope. `stored_prompts` as `handoff_blocks_from`.
     """
     rows = (
         ThreadHandoff.objects.filter(destination_id__in=conversation_ids, source__isnull=False)
@@ -278,7 +309,7 @@ def handoff_blocks_for(conversation_ids: Iterable[UUID] | QuerySet, *, settings_
         .defer(*RETIRED_COLUMNS)
         .select_related("destination", "source")
     )
-    return handoff_blocks_from(rows, settings_row=settings_row)
+    return handoff_blocks_from(rows, settings_row=settings_row, stored_prompts=stored_prompts)
 
 
 def handoff_blocks_from(

@@ -5,8 +5,12 @@ a second impossible). It is built on the first send from the already
 persisted memory snapshot and reused afterwards. Source changes (settings,
 an edited or deleted memory the thread holds, an explicit refresh, visibility
 transitions) rebuild it eagerly through `static_prompts_rebuild`, inside the
-transaction that made the change; a prompt whose policy markers are stale is
-also rebuilt on the next send before it can reach the model.
+transaction that made the change (a bounded scope: one thread, one batch), or
+marks them stale there and rebuilds them in batches before the operation
+returns (`continuity.rules.prompt_refresh`, every stored prompt or every holder
+of a memory). A prompt whose policy markers are stale, or whose conversation
+is marked `prompt_stale`, is rebuilt on the next send before it can reach the
+model.
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ __all__ = [
     "static_prompt_store",
     "static_prompts_rebuild",
     "static_prompts_rebuild_all",
+    "prompt_rows_read",
+    "prompt_rows_rebuilt",
+    "prompt_rows_write",
 ]
 
 
@@ -122,12 +129,18 @@ def saved_characters() -> tuple[PromptCharacter, ...]:
     )
 
 
-def continuity_blocks(conversation_ids: Iterable[UUID] | QuerySet, settings_row: AssistantSettings) -> dict[UUID, str]:
+def continuity_blocks(
+    conversation_ids: Iterable[UUID] | QuerySet,
+    settings_row: AssistantSettings,
+    *,
+    stored_prompts: dict[UUID, str] | None = None,
+) -> dict[UUID, str]:
     """Rendered verbatim handoffs per conversation, rebuilt under the current limits: from a source
-    conversation (a handoff row) or from an archived conversation continued in a new chat."""
+    conversation (a handoff row) or from an archived conversation continued in a new chat.
+    `stored_prompts`: the conversations' stored prompts when the caller read them (else read here)."""
     return {
-        **archive_handoff_blocks_for(conversation_ids, settings_row=settings_row),
-        **handoff_blocks_for(conversation_ids, settings_row=settings_row),
+        **archive_handoff_blocks_for(conversation_ids, settings_row=settings_row, stored_prompts=stored_prompts),
+        **handoff_blocks_for(conversation_ids, settings_row=settings_row, stored_prompts=stored_prompts),
     }
 
 
@@ -136,13 +149,14 @@ def prompt_inputs_many(
     conversation_ids: Iterable[UUID] | QuerySet | None = None,
     *,
     settings_row: AssistantSettings,
+    stored_prompts: dict[UUID, str] | None = None,
 ) -> dict[UUID, PromptInputs]:
     """Prompt inputs for many conversations with a fixed number of queries.
 
     `conversations` are Conversation rows or `(pk, persona)` pairs.
     `conversation_ids` may be a `values("pk")` queryset covering them, so no
     query carries one parameter per thread. `settings_row`: the
-    AssistantSettings row the operation read.
+    AssistantSettings row the operation read; `stored_prompts` as `continuity_blocks`.
     """
     personas = dict(
         (item.pk, item.persona) if isinstance(item, Conversation) else tuple(item) for item in conversations
@@ -152,7 +166,7 @@ def prompt_inputs_many(
     settings = prompt_settings(settings_row)
     memories = snapshot_memories(conversation_ids)
     characters = saved_characters()
-    blocks = continuity_blocks(conversation_ids, settings_row)
+    blocks = continuity_blocks(conversation_ids, settings_row, stored_prompts=stored_prompts)
     return {
         pk: PromptInputs(
             persona=persona,
@@ -209,6 +223,7 @@ def static_prompt_ensure(conversation: Conversation) -> Message:
     `static_prompt_compose`.
     """
     existing = Message.objects.filter(conversation=conversation, role=Role.SYSTEM).first()
+    conversation.prompt_stale = Conversation.all_objects.filter(pk=conversation.pk, prompt_stale=True).exists()
     return static_prompt_ready(conversation, existing, settings_row=assistant_settings_get())
 
 
@@ -219,11 +234,15 @@ def static_prompt_built(inputs: PromptInputs) -> BuiltPrompt:
     return BuiltPrompt(text, handoff_span(inputs) if inputs.continuity_block.strip() else (0, 0))
 
 
-def prompt_is_current(prompt: Message | None) -> bool:
+def prompt_is_current(prompt: Message | None, conversation: Conversation) -> bool:
     """A stored prompt a send reuses as stored: built under the current policy, with its handoff span recorded
-    (a prompt stored before spans were is rebuilt once, like a stale one)."""
+    (a prompt stored before spans were is rebuilt once, like a stale one), and its conversation (read under
+    its row lock) not marked `prompt_stale` by a change of its sources whose refresh has not reached it yet."""
     return (
-        prompt is not None and markers_are_current(prompt) and HANDOFF_SPAN_KEY in (prompt.metadata or {})
+        prompt is not None
+        and not conversation.prompt_stale
+        and markers_are_current(prompt)
+        and HANDOFF_SPAN_KEY in (prompt.metadata or {})
     )
 
 
@@ -242,7 +261,7 @@ def static_prompt_ready(
     """The stored prompt: `existing` reused when current (`prompt_is_current`), else built from the rows
     read now and stored (`static_prompt_store`). `handoffs`: the conversation's handoffs if the caller read
     them (`thread_handoffs_read`); without them they are read here."""
-    if prompt_is_current(existing):
+    if prompt_is_current(existing, conversation):
         return existing
     inputs = prompt_inputs_for(
         conversation,
@@ -284,8 +303,10 @@ def static_prompt_compose(appending: TranscriptAppend, existing: Message | None,
 
 
 def static_prompt_rewrite(prompt: Message) -> None:
-    """Save a stored prompt `static_prompt_compose` rebuilt in place."""
+    """Save a stored prompt `static_prompt_compose` rebuilt in place, and clear its conversation's stale mark
+    (the rebuild read the current sources under the conversation's row lock)."""
     prompt.save(update_fields=["content", "metadata", "updated_at"])
+    Conversation.objects.filter(pk=prompt.conversation_id, prompt_stale=True).update(prompt_stale=False)
 
 
 def static_prompt_store(conversation: Conversation, existing: Message | None, inputs: PromptInputs) -> Message:
@@ -307,7 +328,9 @@ def _conversation_pks(conversations: QuerySet[Conversation] | Iterable[Conversat
 
 
 def static_prompts_rebuild(conversations: QuerySet[Conversation] | Iterable[Conversation | UUID]) -> int:
-    """Rebuild these conversations' stored prompts from current rows; returns how many changed.
+    """Rebuild these conversations' stored prompts from current rows, and clear their stale marks; returns
+    how many changed. For a bounded scope (one thread, one batch): a scope as large as every thread is marked
+    stale instead and refreshed in batches (`continuity.rules.prompt_refresh`).
 
     Precondition: inside a transaction. Callers that change memories or
     snapshots hold `memories.services.snapshots.global_write_lock()` first.
@@ -319,22 +342,45 @@ def static_prompts_rebuild(conversations: QuerySet[Conversation] | Iterable[Conv
     (a fixed number of queries however many threads are in scope).
     """
     scope = _conversation_pks(conversations)
-    locked = set(
+    locked = list(
         Conversation.objects.select_for_update().filter(pk__in=scope).order_by("pk").values_list("pk", flat=True)
     )
     if not locked:
         return 0
-    # Plain tuples, not model instances: thousands of prompts are read here.
-    prompts = [
-        row
-        for row in Message.objects.filter(role=Role.SYSTEM, conversation_id__in=scope).values_list(
+    rows = prompt_rows_rebuilt(prompt_rows_read(locked))
+    prompt_rows_write(rows)
+    Conversation.all_objects.filter(pk__in=locked, prompt_stale=True).update(prompt_stale=False)
+    return len(rows)
+
+
+# A stored prompt as the bulk rebuild reads it: (pk, conversation id, persona, content, metadata).
+PromptRow = tuple[UUID, UUID, str, str, dict]
+
+
+def prompt_rows_read(conversation_ids: list[UUID]) -> list[PromptRow]:
+    """The stored prompts of these conversations (those that have one), as plain tuples: thousands may be read."""
+    rows: list[PromptRow] = []
+    for start in range(0, len(conversation_ids), _max_rows_per_statement(1)):
+        part = conversation_ids[start : start + _max_rows_per_statement(1)]
+        rows += Message.objects.filter(role=Role.SYSTEM, conversation_id__in=part).values_list(
             "pk", "conversation_id", "conversation__persona", "content", "metadata"
         )
-        if row[1] in locked
-    ]
+    return rows
+
+
+def prompt_rows_rebuilt(prompts: list[PromptRow]) -> list[tuple[UUID, str, dict]]:
+    """Each prompt of `prompts` rebuilt from the current rows, for those whose text or metadata changes:
+    `(pk, text, metadata)` for `prompt_rows_write`. Reads the sources of these conversations only (a fixed
+    number of queries), each stored prompt once."""
     if not prompts:
-        return 0
-    inputs = prompt_inputs_many([(row[1], row[2]) for row in prompts], scope, settings_row=assistant_settings_get())
+        return []
+    ids = [row[1] for row in prompts]
+    inputs = prompt_inputs_many(
+        [(row[1], row[2]) for row in prompts],
+        ids,
+        settings_row=assistant_settings_get(),
+        stored_prompts={row[1]: row[3] for row in prompts},
+    )
     markers = policy_markers()
     built: dict[PromptInputs, BuiltPrompt] = {}
     rows: list[tuple[UUID, str, dict]] = []
@@ -350,8 +396,7 @@ def static_prompts_rebuild(conversations: QuerySet[Conversation] | Iterable[Conv
             or (metadata or {}).get(HANDOFF_SPAN_KEY) != span
         ):
             rows.append((pk, prompt.text, {**(metadata or {}), "policy_markers": markers, HANDOFF_SPAN_KEY: span}))
-    _prompt_rows_write(rows)
-    return len(rows)
+    return rows
 
 
 def static_prompts_rebuild_all() -> int:
@@ -368,7 +413,7 @@ def _max_rows_per_statement(params_per_row: int) -> int:
     return max((limit - 1) // params_per_row, 1)
 
 
-def _prompt_rows_write(rows: list[tuple[UUID, str, dict]]) -> None:
+def prompt_rows_write(rows: list[tuple[UUID, str, dict]]) -> None:
     """Write many rebuilt prompts with one UPDATE per (large) chunk.
 
     The fan-out of one memory edit to thousands of threads must not cost one

@@ -118,10 +118,11 @@ def _blocked_failures(version: str, now: datetime) -> QuerySet[PromptReconciliat
     )
 
 
-def ready_candidates(markers: dict[str, str], now: datetime) -> QuerySet[Message]:
-    """Stale prompts a batch may take now."""
+def ready_candidates(markers: dict[str, str], now: datetime, after: UUID | None = None) -> QuerySet[Message]:
+    """Stale prompts a batch may take now (of conversations after `after` in id order, when given)."""
     blocked = _blocked_failures(policy_version(markers), now).values("conversation_id")
-    return stale_prompts(markers).exclude(conversation_id__in=blocked)
+    candidates = stale_prompts(markers).exclude(conversation_id__in=blocked)
+    return candidates if after is None else candidates.filter(conversation_id__gt=after)
 
 
 def remaining_failures(markers: dict[str, str]) -> QuerySet[PromptReconciliationFailure]:
@@ -175,6 +176,9 @@ class BatchResult:
     # Stale prompts still ready for another batch right now.
     more: bool = False
     completed: bool = False
+    # Where the next batch starts in conversation id order (None: from the first): the batches of one pass
+    # walk the prompts once, so a pass over N stale prompts reads each once, not once per batch.
+    after: UUID | None = None
 
 
 def retry_delay(attempts: int) -> timedelta:
@@ -191,8 +195,9 @@ def reconciliation_run_for(markers: dict[str, str]) -> PromptReconciliationRun:
     return run
 
 
-def _claim(markers: dict[str, str], now: datetime, batch_size: int) -> list[UUID]:
-    """Lock up to `batch_size` conversations with a ready stale prompt, in id order.
+def _claim(markers: dict[str, str], now: datetime, batch_size: int, after: UUID | None = None) -> tuple[list[UUID], UUID | None]:
+    """Lock up to `batch_size` conversations with a ready stale prompt after `after`, in id order; and the
+    last conversation id the claim's window reached (where the next batch starts), None when it found none.
 
     Precondition: inside a transaction. Rows another reconciler (or a send)
     holds are skipped, and staleness is checked again after the lock: a
@@ -201,19 +206,26 @@ def _claim(markers: dict[str, str], now: datetime, batch_size: int) -> list[UUID
     """
     # A window in conversation order, so a batch reads a bounded slice of the
     # prompts rather than all of them; it is wider than the batch so rows
-    # another reconciler holds still leave this one work.
-    candidates = ready_candidates(markers, now).order_by("conversation_id").values("conversation_id")
-    candidates = candidates[: batch_size * CLAIM_WINDOW]
+    # another reconciler holds still leave this one work. It starts after the
+    # previous batch's, so a pass never re-reads the prompts it rebuilt.
+    window = list(
+        ready_candidates(markers, now, after)
+        .order_by("conversation_id")
+        .values_list("conversation_id", flat=True)[: batch_size * CLAIM_WINDOW]
+    )
+    if not window:
+        return [], None
     locked = list(
         Conversation.objects.select_for_update(skip_locked=True)
-        .filter(pk__in=candidates)
+        .filter(pk__in=window)
         .order_by("pk")
         .values_list("pk", flat=True)[:batch_size]
     )
+    reached = locked[-1] if len(locked) == batch_size else window[-1]
     if not locked:
-        return []
+        return [], reached
     still_stale = set(stale_prompts(markers).filter(conversation_id__in=locked).values_list("conversation_id", flat=True))
-    return [pk for pk in locked if pk in still_stale]
+    return [pk for pk in locked if pk in still_stale], reached
 
 
 def _failure_record(version: str, conversation_id: UUID, error: Exception, now: datetime) -> None:
@@ -284,8 +296,11 @@ def completion_record_if_done(markers: dict[str, str], now: datetime | None = No
     return True
 
 
-def prompts_reconcile_batch(*, batch_size: int | None = None, now: datetime | None = None) -> BatchResult:
-    """Rebuild up to `batch_size` stale prompts that are ready now; record completion when none is left.
+def prompts_reconcile_batch(
+    *, batch_size: int | None = None, now: datetime | None = None, after: UUID | None = None
+) -> BatchResult:
+    """Rebuild up to `batch_size` stale prompts that are ready now, of conversations after `after` in id
+    order (the previous batch's `BatchResult.after`); record completion when none is left.
 
     Safe to run concurrently with itself, with sends and with memory writes.
     """
@@ -298,7 +313,7 @@ def prompts_reconcile_batch(*, batch_size: int | None = None, now: datetime | No
     run = reconciliation_run_for(markers)
     result = BatchResult()
     with transaction.atomic():
-        ids = _claim(markers, now, batch_size)
+        ids, reached = _claim(markers, now, batch_size, after)
         if ids:
             result.rebuilt, result.failed = _rebuild(ids, version, now)
         if result.rebuilt:
@@ -306,7 +321,11 @@ def prompts_reconcile_batch(*, batch_size: int | None = None, now: datetime | No
                 policy_version=version, conversation_id__in=result.rebuilt
             ).delete()
             PromptReconciliationRun.objects.filter(pk=run.pk).update(rebuilt=F("rebuilt") + len(result.rebuilt))
-    result.more = ready_candidates(markers, now).exists()
+    # More after this batch's window; else (the pass is at its end) any left before it, from the first.
+    if reached is not None and ready_candidates(markers, now, reached).exists():
+        result.more, result.after = True, reached
+    else:
+        result.more = ready_candidates(markers, now).exists()
     if not result.more:
         result.completed = completion_record_if_done(markers, now)
     return result
@@ -327,7 +346,8 @@ def prompts_reconcile(
         )
     total = BatchResult()
     while True:
-        batch = prompts_reconcile_batch(batch_size=batch_size, now=now)
+        batch = prompts_reconcile_batch(batch_size=batch_size, now=now, after=total.after)
+        total.after = batch.after
         total.rebuilt += batch.rebuilt
         total.failed += batch.failed
         total.completed = batch.completed

@@ -12,12 +12,18 @@ Read `REFRESH_TRIGGERS` below as that list: one domain event
 line for it. A memory added or imported sends nothing, so it refreshes nothing.
 
 Every receiver runs synchronously inside the sender's transaction, after the
-sender's writes (the senders' contract, see `elion.base.domain_events`), and
-rebuilds through `static_prompts_rebuild`, which locks the affected
-conversations in id order. A receiver that raises fails the sender, whose
-transaction rolls back: no operation reports success while a prompt it made
-stale is still stored. `connect_refresh_triggers` wires the table (called by
-`continuity.apps.ContinuityConfig.ready`).
+sender's writes (the senders' contract, see `elion.base.domain_events`). A
+receiver whose scope is one thread or one batch rebuilds it there through
+`static_prompts_rebuild`, which locks the affected conversations in id order. A
+receiver whose scope grows with the owner's conversations (a settings save,
+the holders of a memory, the handoffs of a folder's or a conversation's
+threads) marks their prompts stale there instead (`static_prompts_mark_stale`):
+no send uses a marked prompt, and the sending service, wrapped in
+`prompt_refresh.refreshes_stale_prompts`, rebuilds them in bounded batches
+after its transaction commits and before it returns. A receiver that raises
+fails the sender, whose transaction rolls back; no operation reports success
+while a prompt it made stale is still stored. `connect_refresh_triggers` wires
+the table (called by `continuity.apps.ContinuityConfig.ready`).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from django.dispatch import Signal
 
 from continuity.rules.handoff_store import handoff_destinations
 from continuity.rules.prompt_policy import PromptSettings
+from continuity.rules.prompt_refresh import static_prompts_mark_stale
 from continuity.rules.prompt_store import static_prompts_rebuild
 from conversations.models import Conversation
 from elion.base.domain_events import (
@@ -58,13 +65,10 @@ def holders_of(*memory_ids: int) -> QuerySet[Conversation]:
     )
 
 
-def _handoff_destinations_rebuild(source_ids: Iterable[UUID] | QuerySet) -> int:
+def _handoff_destinations_mark(source_ids: Iterable[UUID] | QuerySet) -> None:
     """The only cross-thread content a stored prompt holds is a handoff, so the prompts a change of
     `source_ids` affects are those of the threads whose handoff came from them."""
-    destinations = handoff_destinations(source_ids)
-    if not destinations:
-        return 0
-    return static_prompts_rebuild(destinations)
+    static_prompts_mark_stale(handoff_destinations(source_ids))
 
 
 def settings_saved_refresh(sender: object, *, fields: Iterable[str], **_: object) -> None:
@@ -72,7 +76,7 @@ def settings_saved_refresh(sender: object, *, fields: Iterable[str], **_: object
 
     Every stored prompt, when the save changed a setting a prompt reads."""
     if PROMPT_SETTINGS & set(fields):
-        static_prompts_rebuild(Conversation.objects.all())
+        static_prompts_mark_stale(Conversation.objects.all())
 
 
 def character_changed_refresh(sender: object, **_: object) -> None:
@@ -80,7 +84,7 @@ def character_changed_refresh(sender: object, **_: object) -> None:
     Studio and guidance for image generation."
 
     Every stored prompt lists the characters, so every one is rebuilt, like a settings save."""
-    static_prompts_rebuild(Conversation.objects.all())
+    static_prompts_mark_stale(Conversation.objects.all())
 
 
 def memory_edited_refresh(sender: object, *, memory_id: int, **_: object) -> None:
@@ -88,7 +92,7 @@ def memory_edited_refresh(sender: object, *, memory_id: int, **_: object) -> Non
     existing prompts only for threads whose snapshots already contain that memory ID."
 
     Only the holders; no newer memory is pulled in (their snapshots are read, never changed)."""
-    static_prompts_rebuild(holders_of(memory_id))
+    static_prompts_mark_stale(holders_of(memory_id))
 
 
 def memory_deleted_refresh(sender: object, *, memory_id: int, **_: object) -> None:
@@ -96,7 +100,7 @@ def memory_deleted_refresh(sender: object, *, memory_id: int, **_: object) -> No
     memory: removes the ID from every conversation snapshot and rebuilds affected prompts."
 
     Sent while the (inactive) memory's snapshot rows still name its holders; the sender removes them next."""
-    static_prompts_rebuild(holders_of(memory_id))
+    static_prompts_mark_stale(holders_of(memory_id))
 
 
 def memories_reordered_refresh(sender: object, *, memory_ids: list[int], **_: object) -> None:
@@ -104,7 +108,7 @@ def memories_reordered_refresh(sender: object, *, memory_ids: list[int], **_: ob
     manually controlled global order".
 
     A new order changes the prompts that hold a moved memory, like an edit of it."""
-    static_prompts_rebuild(holders_of(*memory_ids))
+    static_prompts_mark_stale(holders_of(*memory_ids))
 
 
 def snapshot_refreshed_refresh(sender: object, *, conversation_ids: list[UUID], **_: object) -> None:
@@ -131,14 +135,14 @@ def visibility_changed_refresh(
     Elion prompts are refreshed before the operation reports success."
 
     Restoring and unhiding shield the conversations, so their handoffs leave prompts too."""
-    _handoff_destinations_rebuild(conversation_ids)
+    _handoff_destinations_mark(conversation_ids)
 
 
 def shield_released_refresh(sender: object, *, conversation_id: UUID, **_: object) -> None:
     """Seed: "The release is intentional and refreshes affected saved prompts before reporting success."
 
     A released source's handoff is back in the prompts of the threads it was handed to."""
-    _handoff_destinations_rebuild([conversation_id])
+    _handoff_destinations_mark([conversation_id])
 
 
 def legacy_prompts_found_refresh(sender: object, *, conversation_ids: list[UUID], **_: object) -> None:

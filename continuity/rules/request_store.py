@@ -120,7 +120,7 @@ def send_inputs_read(context: SendContext, *, text: str) -> None:
     """Read the rest of what this send composes from, before it writes: the conversation's handoffs when its
     stored prompt is built now or recall may search for `text`, and the stored prompt's inputs when it is
     built now (`prompt_is_current`)."""
-    rebuild = not prompt_is_current(context.prompt)
+    rebuild = not prompt_is_current(context.prompt, context.conversation)
     if context.handoffs is None and (rebuild or recall_may_ask(text)):
         context.handoffs = thread_handoffs_read(context.conversation, context.handoff_bubbles)
     if rebuild:

@@ -7,6 +7,8 @@ reported as a legacy snapshot with no times.
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from continuity.models import ThreadHandoff
 from conversations.models import Conversation, Message, MessageKind
 from memories.models import ConversationMemorySnapshot, SnapshotProvenance
@@ -21,33 +23,45 @@ def conversation_handoff_provenance(conversation: Conversation) -> dict | None:
     `"source_document_id"` added (and no source conversation).
     A retired summary-only row is not a handoff and answers None.
     """
-    row = (
-        ThreadHandoff.objects.filter(destination=conversation)
-        .exclude(handoff="")
-        .values_list("source_id", "source_message_ids")
-        .first()
-    )
-    if row is not None:
-        source_id, message_ids = row
-        return {
+    return handoff_provenances([conversation.pk]).get(conversation.pk)
+
+
+def handoff_provenances(conversation_ids: list[UUID]) -> dict[UUID, dict]:
+    """`conversation_handoff_provenance` of each of these conversations that has one, in at most two queries
+    however many there are (the conversation list)."""
+    found: dict[UUID, dict] = {}
+    rows = ThreadHandoff.objects.filter(destination_id__in=conversation_ids).exclude(handoff="")
+    for destination_id, source_id, message_ids in rows.values_list("destination_id", "source_id", "source_message_ids"):
+        found[destination_id] = {
             "source_conversation_id": str(source_id) if source_id else None,
             "source_message_ids": list(message_ids or []),
         }
-    metadata = (
-        Message.objects.filter(conversation=conversation, kind=MessageKind.HANDOFF_ARTIFACT)
-        .order_by("seq")
-        .values_list("metadata", flat=True)
-        .first()
+    rest = [pk for pk in conversation_ids if pk not in found]
+    if not rest:
+        return found
+    bubbles = (
+        Message.objects.filter(conversation_id__in=rest, kind=MessageKind.HANDOFF_ARTIFACT)
+        .order_by("conversation_id", "seq")
+        .values_list("conversation_id", "metadata")
     )
-    if metadata and metadata.get("source_conversation_id"):
-        return {
-            "source_conversation_id": metadata["source_conversation_id"],
-            "source_message_ids": list(metadata.get("source_message_ids") or []),
-        }
-    if metadata and metadata.get("source_document_id") is not None:
-        # An archived conversation continued in a new chat: its source is an archive document.
-        return {"source_conversation_id": None, "source_message_ids": [], "source_document_id": metadata["source_document_id"]}
-    return None
+    first: dict[UUID, dict] = {}
+    for conversation_id, metadata in bubbles:
+        first.setdefault(conversation_id, metadata or {})
+    for conversation_id, metadata in first.items():
+        if metadata.get("source_conversation_id"):
+            found[conversation_id] = {
+                "source_conversation_id": metadata["source_conversation_id"],
+                "source_message_ids": list(metadata.get("source_message_ids") or []),
+            }
+        elif metadata.get("source_document_id") is not None:
+            # An archived conversation continued in a new chat: its source is an archive document.
+            found[conversation_id] = {
+                "source_conversation_id": None, "source_message_ids": [], "source_document_id": metadata["source_document_id"],
+            }
+    return found
+
+
+LEGACY_TIMING = {"captured_at": None, "refreshed_at": None, "provenance": SnapshotProvenance.LEGACY.value}
 
 
 def conversation_snapshot_timing(conversation: Conversation) -> dict:
@@ -57,16 +71,19 @@ def conversation_snapshot_timing(conversation: Conversation) -> dict:
     reported as `legacy` with no times, never with a time inferred from its
     creation, first message or a prompt rebuild.
     """
-    row = (
-        ConversationMemorySnapshot.objects.filter(conversation_id=conversation.pk)
-        .values_list("captured_at", "refreshed_at", "provenance")
-        .first()
+    return snapshot_timings([conversation.pk])[conversation.pk]
+
+
+def snapshot_timings(conversation_ids: list[UUID]) -> dict[UUID, dict]:
+    """`conversation_snapshot_timing` of each of these conversations, in one query."""
+    timings = {pk: dict(LEGACY_TIMING) for pk in conversation_ids}
+    rows = ConversationMemorySnapshot.objects.filter(conversation_id__in=conversation_ids).values_list(
+        "conversation_id", "captured_at", "refreshed_at", "provenance"
     )
-    if row is None:
-        return {"captured_at": None, "refreshed_at": None, "provenance": SnapshotProvenance.LEGACY.value}
-    captured_at, refreshed_at, provenance = row
-    return {
-        "captured_at": captured_at.isoformat() if captured_at else None,
-        "refreshed_at": refreshed_at.isoformat() if refreshed_at else None,
-        "provenance": provenance,
-    }
+    for conversation_id, captured_at, refreshed_at, provenance in rows:
+        timings[conversation_id] = {
+            "captured_at": captured_at.isoformat() if captured_at else None,
+            "refreshed_at": refreshed_at.isoformat() if refreshed_at else None,
+            "provenance": provenance,
+        }
+    return timings

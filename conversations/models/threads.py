@@ -76,6 +76,11 @@ class Conversation(models.Model):
     # Where the model's view began in the last send's request: {"first_message_id": id | None,
     # "out_of_view": n} (`continuity.rules.request_store.in_view_of`), written by the send's own save.
     in_view = models.JSONField(null=True, blank=True, default=None)
+    # The stored prompt may be stale: a source it reads changed (a settings save, a memory edit or
+    # delete, a visibility transition) after it was built. Set in the changing operation's transaction,
+    # cleared when the prompt is rebuilt; a send never uses a prompt of a conversation marked so
+    # (`continuity.rules.prompt_refresh`, docs/continuity.md "Prompt refreshes").
+    prompt_stale = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -85,7 +90,17 @@ class Conversation(models.Model):
     class Meta:
         ordering = ["-updated_at"]
         base_manager_name = "all_objects"
-        indexes = [models.Index(fields=["persona", "trashed", "-updated_at"], name="conv_persona_recent")]
+        indexes = [
+            models.Index(fields=["persona", "trashed", "-updated_at"], name="conv_persona_recent"),
+            # The refresh batches walk the marked conversations in id order (`prompt_refresh`).
+            models.Index(fields=["id"], condition=models.Q(prompt_stale=True), name="conversation_prompt_stale"),
+            # Most recent first, stopping at a page: the sidebar and New Chat's prior-thread selection
+            # (`continuity.rules.handoff_store.recent_speakers`), whatever the number of conversations.
+            models.Index(fields=["-updated_at", "-id"], name="conversation_recent"),
+            models.Index(fields=["persona", "-updated_at", "-id"], name="conversation_persona_recent"),
+            # The trash's count in the sidebar.
+            models.Index(fields=["id"], condition=models.Q(trashed=True), name="conversation_trashed"),
+        ]
 
     def __str__(self) -> str:
         return self.title or f"Conversation {self.id}"

@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from django.db import transaction
-
 from continuity.rules.eligibility import outside_quarantine
+from continuity.rules.prompt_refresh import refreshes_stale_prompts
 from conversations.models import Attachment, Character, MessageAttachment
 from elion.base.domain_events import character_changed
 from elion.base.errors import InvalidInput
@@ -68,7 +67,7 @@ def _lock() -> None:
     global_write_lock()
 
 
-@transaction.atomic
+@refreshes_stale_prompts
 def character_create(*, name: object, description: object = "", image_guidance: object = "") -> Character:
     fields = clean_character_fields(
         {"name": name, "description": description, "image_guidance": image_guidance}, creating=True
@@ -79,7 +78,7 @@ def character_create(*, name: object, description: object = "", image_guidance: 
     return character
 
 
-@transaction.atomic
+@refreshes_stale_prompts
 def character_edit(*, character_id: object, changes: dict) -> Character:
     fields = clean_character_fields(changes, creating=False)
     _lock()
@@ -91,7 +90,7 @@ def character_edit(*, character_id: object, changes: dict) -> Character:
     return character
 
 
-@transaction.atomic
+@refreshes_stale_prompts
 def character_delete(*, character_id: object) -> None:
     _lock()
     character = access_character(character_id)

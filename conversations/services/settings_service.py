@@ -6,8 +6,7 @@ Reading it is `transcript.assistant_settings` (the base layer).
 
 from __future__ import annotations
 
-from django.db import transaction
-
+from continuity.rules.prompt_refresh import refreshes_stale_prompts
 from conversations.models import AssistantSettings, Personality, ReasoningEffort, Verbosity
 from conversations.services.voice.settings import VOICE_FIELDS, VOICE_FLAGS, voice_settings_check
 from elion.base.domain_events import settings_saved
@@ -35,11 +34,12 @@ STRICT_FLAGS = ("image_generation", "memory_suggestions", *VOICE_FLAGS)
 CHOICES = {"personality": Personality, "reasoning_effort": ReasoningEffort, "verbosity": Verbosity}
 
 
-@transaction.atomic
+@refreshes_stale_prompts
 def assistant_settings_update(**changes: object) -> AssistantSettings:
-    """Save settings and send `settings_saved`: every stored Elion prompt is then rebuilt (seed: settings
-    saves refresh existing prompts) inside the same transaction, unless no changed setting is one a prompt
-    reads (`continuity.rules.refresh_triggers.PROMPT_SETTINGS`)."""
+    """Save settings and send `settings_saved` with the settings whose value changed: every stored Elion
+    prompt is then marked stale inside the same transaction and rebuilt in batches before this returns
+    (seed: settings saves refresh existing prompts; `continuity.rules.prompt_refresh`), unless no changed
+    setting is one a prompt reads (`continuity.rules.refresh_triggers.PROMPT_SETTINGS`)."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise InvalidInput(f"Unknown settings: {', '.join(sorted(unknown))}.", code="unknown_setting")
@@ -57,8 +57,13 @@ def assistant_settings_update(**changes: object) -> AssistantSettings:
     # meanwhile waits, so it cannot store a prompt built from the old settings.
     global_write_lock()
     settings_row = AssistantSettings.objects.select_for_update().get_or_create(pk=1)[0]
+    changed = set()
     for name, value in changes.items():
-        setattr(settings_row, name, value.strip() if isinstance(value, str) else value)
+        value = value.strip() if isinstance(value, str) else value
+        if getattr(settings_row, name) != value:
+            changed.add(name)
+        setattr(settings_row, name, value)
     settings_row.save()
-    settings_saved.send(sender=AssistantSettings, fields=frozenset(changes))
+    # Only a setting whose value changed can change a prompt: saving the form as it was rebuilds nothing.
+    settings_saved.send(sender=AssistantSettings, fields=frozenset(changed))
     return settings_row

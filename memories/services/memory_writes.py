@@ -30,6 +30,7 @@ from django.db.models import Count, Max
 from django.utils import timezone
 
 from continuity.rules.prompt_policy import PromptInputs, PromptMemory, section_long_term_memories
+from continuity.rules.prompt_refresh import refreshes_stale_prompts
 from continuity.rules.prompt_store import prompt_settings
 from continuity.rules.request_policy import estimate_tokens
 from elion.base.domain_events import memories_reordered, memory_deleted, memory_edited
@@ -159,7 +160,7 @@ def memory_add(
     )
 
 
-@transaction.atomic
+@refreshes_stale_prompts
 def memory_edit(*, memory_id: int | str, changes: dict) -> Memory:
     """Change a memory; rebuild only the prompts of threads that hold it."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
@@ -183,7 +184,7 @@ def memory_edit(*, memory_id: int | str, changes: dict) -> Memory:
     return memory
 
 
-@transaction.atomic
+@refreshes_stale_prompts
 def memory_delete(*, memory_id: int | str) -> int:
     """Delete a memory: purge its id from every snapshot, rebuild every affected prompt.
 
@@ -203,7 +204,7 @@ def memory_delete(*, memory_id: int | str) -> int:
     return held_by
 
 
-@transaction.atomic
+@refreshes_stale_prompts
 def memories_reorder(*, ids: object) -> list[Memory]:
     """Set the global order to exactly `ids` (every memory, once each)."""
     if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):

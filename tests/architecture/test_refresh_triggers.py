@@ -10,6 +10,7 @@ failing its sender.
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 from pathlib import Path
 
@@ -96,3 +97,57 @@ def test_only_the_refresh_triggers_rebuild_stored_prompts():
                 ):
                     importers.append(str(path.relative_to(ROOT)))
     assert importers == ["continuity/rules/refresh_triggers.py"]
+
+
+# The events whose receivers mark prompts stale (a scope that grows with the owner's conversations) rather
+# than rebuilding them in the sender's transaction (`continuity.rules.prompt_refresh`).
+MARKING_EVENTS = frozenset({
+    "settings_saved", "character_changed", "memory_edited", "memory_deleted", "memories_reordered",
+    "visibility_changed", "shield_released",
+})
+# Helpers whose precondition is that their caller is such a service (they send a marking event).
+MARKING_HELPERS = frozenset({"conversation_move_locked"})
+
+
+def _decorator_names(function: ast.FunctionDef) -> set[str]:
+    return {node.id if isinstance(node, ast.Name) else getattr(node, "attr", "") for node in function.decorator_list}
+
+
+def test_every_service_whose_event_marks_prompts_rebuilds_them_before_it_returns():
+    """Seed: refreshed "before the operation reports success". A service that sends a marking event (or
+    calls a helper that does) is wrapped in `refreshes_stale_prompts`, which rebuilds the marked prompts
+    after its transaction and before it returns."""
+    unwrapped, senders = [], []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
+            for function in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(function, ast.FunctionDef) or function.name in MARKING_HELPERS:
+                    continue
+                marks = any(
+                    isinstance(call, ast.Call)
+                    and (
+                        (isinstance(call.func, ast.Attribute) and call.func.attr == "send"
+                         and isinstance(call.func.value, ast.Name) and call.func.value.id in MARKING_EVENTS)
+                        or (isinstance(call.func, ast.Name) and call.func.id in MARKING_HELPERS)
+                    )
+                    for call in ast.walk(function)
+                )
+                if marks:
+                    senders.append(function.name)
+                    if "refreshes_stale_prompts" not in _decorator_names(function):
+                        unwrapped.append(f"{path.relative_to(ROOT)}:{function.name}")
+    assert len(senders) >= 12, senders
+    assert unwrapped == []
+    assert {_event_name(event) for event, receiver in REFRESH_TRIGGERS if "mark_stale" in _source(receiver)} == (
+        MARKING_EVENTS
+    )
+
+
+def _source(receiver) -> str:
+    return inspect.getsource(receiver) + "".join(
+        inspect.getsource(getattr(refresh_triggers, name))
+        for name in ("_handoff_destinations_mark",)
+        if name in inspect.getsource(receiver)
+    )

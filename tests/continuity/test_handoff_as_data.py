@@ -55,7 +55,7 @@ def test_stored_prompt_records_its_handoff_span(make_conversation):
     conversation = make_conversation(persona="elion")
     prompt = static_prompt_ensure(conversation)
     assert prompt.metadata[HANDOFF_SPAN_KEY] == [0, 0]
-    assert prompt_is_current(prompt)
+    assert prompt_is_current(prompt, conversation)
 
 
 @pytest.mark.django_db
@@ -65,7 +65,7 @@ def test_a_stored_prompt_without_a_span_is_not_current_and_the_rebuild_records_o
     metadata = {key: value for key, value in prompt.metadata.items() if key != HANDOFF_SPAN_KEY}
     Message.objects.filter(pk=prompt.pk).update(metadata=metadata)
     prompt.refresh_from_db()
-    assert not prompt_is_current(prompt)
+    assert not prompt_is_current(prompt, conversation)
     assert static_prompts_rebuild([conversation]) == 1
     rebuilt = Message.objects.get(conversation=conversation, role=Role.SYSTEM)
-    assert rebuilt.metadata[HANDOFF_SPAN_KEY] == [0, 0] and prompt_is_current(rebuilt)
+    assert rebuilt.metadata[HANDOFF_SPAN_KEY] == [0, 0] and prompt_is_current(rebuilt, conversation)

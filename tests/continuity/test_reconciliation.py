@@ -335,8 +335,10 @@ def test_tick_enqueues_a_batch_only_without_completion_and_only_once(thread, mon
     assert tasks.prompts_reconcile_tick() is False  # another cluster's tick: the dispatch lease is held
 
     assert tasks.reconcile_prompt_batch(2) == {"rebuilt": 2, "failed": 0, "completed": False}
-    assert enqueued[-1] == (tasks.BATCH_TASK, (2,))  # the chain continues
-    assert tasks.reconcile_prompt_batch(2) == {"rebuilt": 1, "failed": 0, "completed": True}
+    func, (size, after) = enqueued[-1]
+    # The chain continues, from where this batch stopped (a pass reads each prompt once).
+    assert (func, size) == (tasks.BATCH_TASK, 2) and isinstance(after, str)
+    assert tasks.reconcile_prompt_batch(size, after) == {"rebuilt": 1, "failed": 0, "completed": True}
     assert len(enqueued) == 2  # and ends
     assert tasks.prompts_reconcile_tick() is False
     assert len(enqueued) == 2

@@ -1,4 +1,4 @@
-"""A prompt refresh runs in its sender's transaction: when it fails, the sender's change is not committed.
+"""A prompt refresh starts in its sender's transaction: when it fails, the sender's change is not committed.
 
 Seed: affected saved prompts "are refreshed before the operation reports
 success". The refresh is the receiver of a domain event
@@ -168,7 +168,10 @@ def test_a_failing_refresh_rolls_back_its_sender(case, make_turns, monkeypatch):
         raise RefreshFault("injected rebuild failure")
 
     with monkeypatch.context() as patched:
+        # A receiver rebuilds a bounded scope in the transaction, or marks a growing one stale there
+        # (`continuity.rules.prompt_refresh`): either step failing fails the sender.
         patched.setattr(refresh_triggers, "static_prompts_rebuild", failing_rebuild)
+        patched.setattr(refresh_triggers, "static_prompts_mark_stale", failing_rebuild)
         with pytest.raises(RefreshFault):
             operation()
     assert len(rebuilt) == 1, "the sender's receiver ran"

@@ -66,19 +66,19 @@ def test_first_send_paused_mid_build_then_hide(monkeypatch, make_turns):
 
 
 def test_hide_paused_after_rebuild_then_first_send(monkeypatch, make_turns):
-    """The hide holds D's row (no prompt yet) until it commits; the send then reads S as hidden."""
+    """The hide marks D's prompt stale holding D's row (no prompt yet) until it commits; the send then reads
+    S as hidden."""
     folder, _source, destination = linked_pair(make_turns)
     reached, release = threading.Event(), threading.Event()
-    real = refresh_triggers.static_prompts_rebuild
+    real = refresh_triggers.static_prompts_mark_stale
 
-    def paused_rebuild(conversations):
-        changed = real(conversations)
+    def paused_mark(conversations):
+        real(conversations)
         if threading.current_thread().name == "paused-op":
             reached.set()
             assert release.wait(timeout=30)
-        return changed
 
-    monkeypatch.setattr(refresh_triggers, "static_prompts_rebuild", paused_rebuild)
+    monkeypatch.setattr(refresh_triggers, "static_prompts_mark_stale", paused_mark)
 
     gate = Gate()
     gate.reached, gate.release = reached, release

@@ -33,7 +33,7 @@ from memories.models import Memory, SnapshotMembership
 from memories.services.memory_writes import memory_add, memory_delete, memory_edit
 from memories.services.snapshots import snapshot_refresh
 from tests.memories.conftest import fresh_prompt, member_ids, memory_texts, stored_prompt
-from tests.support.racing import Gate, run_paused, run_together
+from tests.support.racing import Gate, MarkGate, run_paused, run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -161,35 +161,50 @@ def test_refresh_racing_delete_never_resurrects_the_id(monkeypatch):
     assert_snapshot_and_prompt_agree(conversation)
 
 
-def test_delete_racing_refresh_never_resurrects_the_id(monkeypatch):
+# A memory edit or delete marks the holders' prompts stale in its transaction (its locks held), commits, then
+# rebuilds them in batches that read and build holding no lock (`continuity.rules.prompt_refresh`): the
+# racing operation is paused at each of the two points.
+PAUSE_POINTS = {"marking, locks held": (MarkGate, True), "rebuilding, no lock held": (Gate, False)}
+
+
+@pytest.mark.parametrize("pause", PAUSE_POINTS.values(), ids=PAUSE_POINTS.keys())
+def test_delete_racing_refresh_never_resurrects_the_id(monkeypatch, pause):
+    gate_class, second_waits = pause
     doomed = memory_add(text="Doomed")
     conversation = conversation_create()
     memory_add(text="Later")
     first_send(conversation, "hello")()
-    gate = Gate()
+    gate = gate_class()
     gate.install(monkeypatch)
-    # The delete is paused mid-rebuild; the refresh must not read the set before the delete commits.
-    errors = run_paused(gate, lambda: memory_delete(memory_id=doomed.pk), lambda: snapshot_refresh(conversation.pk))
+    # The refresh must not read the set before the delete commits, nor the delete's batch write an older set.
+    errors = run_paused(
+        gate, lambda: memory_delete(memory_id=doomed.pk), lambda: snapshot_refresh(conversation.pk),
+        second_waits=second_waits,
+    )
     assert not errors
     assert doomed.pk not in member_ids(conversation)
     assert memory_texts(stored_prompt(conversation)) == ["Later"]
     assert_snapshot_and_prompt_agree(conversation)
 
 
-def test_two_edits_of_one_memory_leave_the_last_committed_text(monkeypatch):
+@pytest.mark.parametrize("pause", PAUSE_POINTS.values(), ids=PAUSE_POINTS.keys())
+def test_two_edits_of_one_memory_leave_the_last_committed_text(monkeypatch, pause):
+    gate_class, second_waits = pause
     memory = memory_add(text="v0")
     conversation = conversation_create()
     first_send(conversation, "hello")()
-    gate = Gate()
+    gate = gate_class()
     gate.install(monkeypatch)
     errors = run_paused(
         gate,
         lambda: memory_edit(memory_id=memory.pk, changes={"text": "v1"}),
         lambda: memory_edit(memory_id=memory.pk, changes={"text": "v2"}),
+        second_waits=second_waits,
     )
     assert not errors
     assert Memory.objects.get(pk=memory.pk).text == "v2"
     assert memory_texts(stored_prompt(conversation)) == ["v2"]
+    assert not Conversation.objects.get(pk=conversation.pk).prompt_stale
 
 
 def test_concurrent_first_sends_store_exactly_one_system_message():

@@ -8,7 +8,7 @@ import time
 
 from django.db import connections
 
-from continuity.rules import prompt_store
+from continuity.rules import prompt_store, refresh_triggers
 from tests.support.concurrency import marks_lock_wait, wait_until_blocked_on_lock
 
 
@@ -56,9 +56,28 @@ class Gate:
         monkeypatch.setattr(prompt_store, "build_static_prompt", gated)
 
 
-def run_paused(gate: Gate, first, second) -> list[BaseException]:
+class MarkGate(Gate):
+    """Pauses an operation right after it marked prompts stale, inside its transaction with its locks held
+    (`continuity.rules.prompt_refresh`: the refresh's first step), until released."""
+
+    def install(self, monkeypatch):
+        real = refresh_triggers.static_prompts_mark_stale
+
+        def gated(conversations):
+            real(conversations)
+            if threading.current_thread().name == self.thread_name and not self.reached.is_set():
+                self.reached.set()
+                assert self.release.wait(timeout=30)
+
+        monkeypatch.setattr(refresh_triggers, "static_prompts_mark_stale", gated)
+
+
+def run_paused(gate: Gate, first, second, *, second_waits: bool = True) -> list[BaseException]:
     """Run `first` until it is mid-build (inputs read, prompt not yet written,
-    its locks held), start `second`, wait until it is blocked on `first`'s lock, then let `first` finish."""
+    its locks held), start `second`, wait until it is blocked on `first`'s lock, then let `first` finish.
+
+    `second_waits=False`: `first` holds no lock where it is paused (a refresh batch reads and builds holding
+    none), so `second` runs to its end before `first` is released."""
     errors: list[BaseException] = []
 
     def run(operation):
@@ -78,10 +97,14 @@ def run_paused(gate: Gate, first, second) -> list[BaseException]:
     paused = threading.Thread(target=run, args=(first,), name="paused-op")
     paused.start()
     assert gate.reached.wait(timeout=30)
-    other = threading.Thread(target=run, args=(racing,), name="racing-op")
+    other = threading.Thread(target=run, args=(racing if second_waits else second,), name="racing-op")
     other.start()
-    # Released only once the racing side waits for the paused side's lock.
-    wait_until_blocked_on_lock(reached)
+    if second_waits:
+        # Released only once the racing side waits for the paused side's lock.
+        wait_until_blocked_on_lock(reached)
+    else:
+        other.join(timeout=60)
+        assert not other.is_alive(), "the racing operation waited for a paused side that holds no lock"
     gate.release.set()
     paused.join(timeout=60)
     other.join(timeout=60)

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from uuid import UUID
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count
+from django.db.models import Count, OuterRef, QuerySet, Subquery
 
 from conversations.models import Conversation, Message, MessageKind, Role
 from elion.base.errors import Conflict
@@ -45,17 +46,40 @@ def configured_provider() -> ProviderConfig:
     )
 
 
+def _bound_messages() -> QuerySet[Message]:
+    """Durable messages that carry a binding, newest first (walked down the (conversation, seq) index)."""
+    return Message.objects.exclude(role=Role.SYSTEM).exclude(provider_id="").order_by("-seq")
+
+
 def recorded_binding(conversation: Conversation) -> ProviderBinding | None:
     """The binding on the conversation's latest bound durable message, if any."""
     row = (
-        Message.objects.filter(conversation=conversation)
-        .exclude(role=Role.SYSTEM)
-        .exclude(provider_id="")
-        .order_by("-seq")
+        _bound_messages()
+        .filter(conversation=conversation)
         .values_list("provider_id", "provider_type", "model", "route_fingerprint")
         .first()
     )
     return ProviderBinding(*row) if row else None
+
+
+def recorded_bindings_for(conversation_ids: list[UUID]) -> dict[UUID, ProviderBinding]:
+    """`recorded_binding` of each of these conversations that has one, in two queries however many there
+    are: each conversation's latest bound message is one probe down its (conversation, seq) index, then
+    those messages' binding columns."""
+    latest = _bound_messages().filter(conversation_id=OuterRef("pk")).values("pk")[:1]
+    message_ids = [
+        pk
+        for pk in Conversation.all_objects.filter(pk__in=conversation_ids)
+        .annotate(bound=Subquery(latest))
+        .values_list("bound", flat=True)
+        if pk is not None
+    ]
+    if not message_ids:
+        return {}
+    rows = Message.objects.filter(pk__in=message_ids).values_list(
+        "conversation_id", "provider_id", "provider_type", "model", "route_fingerprint"
+    )
+    return {conversation_id: ProviderBinding(*binding) for conversation_id, *binding in rows}
 
 
 def is_bound_record(message: Message) -> bool:

@@ -13,6 +13,7 @@ from uuid import UUID
 from django.db import transaction
 
 from continuity.rules.handoff_store import new_chat_handoff_capture, new_chat_handoff_store
+from continuity.rules.prompt_refresh import refreshes_stale_prompts
 from conversations.models import Conversation, ConversationOrigin, Folder, Message, MessageStatus, Persona, Role
 from conversations.services.threads.titles import AUTO_TITLE_CHARACTERS, copy_family, copy_title
 from conversations.services.visibility.transitions import conversation_move_locked, folder_hidden_set, folder_remove
@@ -81,7 +82,7 @@ def copy_title_for(source_title: str) -> str:
     return copy_title(source_title, taken)
 
 
-@transaction.atomic
+@refreshes_stale_prompts
 def conversation_update(*, conversation_id: UUID, changes: dict) -> Conversation:
     """Rename and/or move. A move is a visibility transition (`conversations.services.visibility.transitions`)."""
     moving = "folder_id" in changes

@@ -32,9 +32,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from django.db import transaction
-
 from continuity.rules.eligibility import in_quarantine
+from continuity.rules.prompt_refresh import refreshes_stale_prompts
 from conversations.models import Conversation, Folder
 from elion.base.domain_events import shield_released, visibility_changed
 from elion.base.errors import Conflict, NotFound
@@ -49,7 +48,7 @@ def _locked_folder(folder_id: int | str) -> Folder:
     return Folder.objects.select_for_update().get(pk=folder.pk)
 
 
-@transaction.atomic
+@refreshes_stale_prompts
 def folder_hidden_set(*, folder_id: int | str, hidden: bool) -> Folder:
     """Hide or unhide a folder. Unhiding shields every conversation in it."""
     global_write_lock()
@@ -64,7 +63,7 @@ def folder_hidden_set(*, folder_id: int | str, hidden: bool) -> Folder:
     return folder
 
 
-@transaction.atomic
+@refreshes_stale_prompts
 def folder_remove(*, folder_id: int | str) -> int:
     """Delete a folder; its conversations move to no folder (nothing is lost). Returns how many moved.
 
@@ -99,7 +98,7 @@ def conversation_move_locked(conversation: Conversation, folder_id: int | str | 
     return conversation
 
 
-@transaction.atomic
+@refreshes_stale_prompts
 def conversation_trash(*, conversation_id: UUID | str) -> Conversation:
     """Move a conversation to the trash: still readable, no longer sendable, quarantined."""
     global_write_lock()
@@ -110,7 +109,7 @@ def conversation_trash(*, conversation_id: UUID | str) -> Conversation:
     return conversation
 
 
-@transaction.atomic
+@refreshes_stale_prompts
 def conversation_restore(*, conversation_id: UUID | str) -> Conversation:
     """Take a conversation out of the trash; it comes back Continuity-Shielded."""
     global_write_lock()
@@ -122,7 +121,7 @@ def conversation_restore(*, conversation_id: UUID | str) -> Conversation:
     return conversation
 
 
-@transaction.atomic
+@refreshes_stale_prompts
 def conversation_shield_release(*, conversation_id: UUID | str) -> Conversation:
     """The owner's explicit release: the conversation feeds automatic continuity again.
 
@@ -142,7 +141,7 @@ def conversation_shield_release(*, conversation_id: UUID | str) -> Conversation:
     return conversation
 
 
-@transaction.atomic
+@refreshes_stale_prompts
 def conversation_keep(*, conversation_id: UUID | str) -> Conversation:
     """"Keep this chat": a private chat becomes an ordinary, Continuity-Shielded conversation.
 

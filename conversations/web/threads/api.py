@@ -42,7 +42,7 @@ class ConversationListView(APIView):
             queryset = queryset.filter(trashed=True)
         elif request.query_params.get("trashed") != "all":
             queryset = queryset.filter(trashed=False)
-        return Response({"results": [s.conversation_repr(c) for c in queryset[:500]]})
+        return Response({"results": s.conversations_repr(list(queryset[:500]))})
 
     @extend_schema(request=s.ConversationCreateSerializer, responses={201: docs.ConversationSerializer, 400: docs.ErrorSerializer})
     def post(self, request: Request) -> Response:

@@ -1,0 +1,406 @@
+"""What the owner's number of conversations costs: 100 / 1,000 / 10,000 conversations, 50 memories.
+
+For each size one state is built once (in a child process, with the app's own prompt builders,
+snapshot rows, handoff rows, search index triggers: `build`) and copied per run; a Daphne server
+serves the copy with the scripted provider on loopback. Then, in rounds (medians of `--rounds`),
+over HTTP as a client sees it:
+
+- the operations the seed ties to the conversations they affect: Settings save (every stored
+  prompt), memory edit and delete (a memory held by 90% of the snapshots), folder hide (a folder
+  holding 10% of the chats, whose handoffs reach the next chat of each); printed with the time per
+  affected conversation and the longest first event of sends made meanwhile (`wait`) against an
+  idle send's (`own`): target wait ≤ 1.5 × own;
+- everything else (target ≤ 2× from 100 to 10,000): memory add, New Chat, the sidebar page (`/`),
+  the conversation list API, Past Conversation Search, `/api/health/`, a new chat's first send and
+  its second (recall runs), to the first delta.
+
+    .venv/bin/python -m bench.many_conversations                         # this tree
+    .venv/bin/python -m bench.many_conversations --baseline /tmp/main    # another tree's server and builder
+
+SQLite only (the issue's measurements are SQLite's). A benchmark, not a test: it asserts nothing
+about timing; it fails when a request answers an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+MEMORIES = 50
+MESSAGES = 6  # per conversation: three user/assistant pairs
+HELD_BY_ALL = 0.9  # the share of snapshots holding every memory (the others hold 40 of them)
+# Sends made during an operation that answered an error (e.g. 503 `database_busy`), printed with the table.
+FAILED_SENDS: list[str] = []
+
+
+def build(size: int, data_dir: Path, seed: int) -> None:
+    """The state for `size` conversations, in `data_dir` (run in the tree under test: `--build`)."""
+    from bench.common import setup_django, synthetic_vocabulary, zipf_weights
+
+    setup_django(data_dir, None)
+    from django.db import connection, transaction
+
+    from continuity.models import ThreadHandoff
+    from continuity.rules.prompt_store import prompt_inputs_many, prompt_metadata, static_prompt_built
+    from conversations.models import Conversation, Folder, Message, MessageKind, Role
+    from memories.models import ConversationMemorySnapshot, SnapshotMembership
+    from memories.services.memory_writes import memory_add
+    from transcript.assistant_settings import assistant_settings_get
+    from transcript.search_index import message_search_index_sync
+
+    rng = random.Random(seed)
+    words = synthetic_vocabulary(rng, 3_000)
+    weights = zipf_weights(len(words))
+
+    def text(count: int) -> str:
+        return " ".join(rng.choices(words, weights, k=count))
+
+    memories = [memory_add(text=f"Memory {i}: " + text(rng.randint(20, 40))).pk for i in range(MEMORIES)]
+    folder = Folder.objects.create(name="Old chats")
+    with transaction.atomic():
+        conversations = Conversation.objects.bulk_create(
+            [
+                Conversation(title=text(3).title(), last_seq=MESSAGES + 1, folder=folder if i % 10 == 5 else None)
+                for i in range(size)
+            ],
+            batch_size=2_000,
+        )
+        messages, heads = [], {}
+        for conversation in conversations:
+            parent = None
+            for seq in range(2, MESSAGES + 2):
+                parent = Message(
+                    conversation=conversation, seq=seq, parent=parent, role=Role.USER if seq % 2 == 0 else Role.ASSISTANT,
+                    content=text(rng.randint(15, 60)),
+                )
+                messages.append(parent)
+            heads[conversation.pk] = parent
+        Message.objects.bulk_create(messages, batch_size=2_000)
+        for conversation in conversations:
+            conversation.head = heads[conversation.pk]
+        Conversation.objects.bulk_update(conversations, ["head"], batch_size=2_000)
+        ConversationMemorySnapshot.objects.bulk_create(
+            [ConversationMemorySnapshot(conversation=c, provenance="captured") for c in conversations], batch_size=2_000
+        )
+        SnapshotMembership.objects.bulk_create(
+            [
+                SnapshotMembership(conversation=c, memory_id=m)
+                for c in conversations
+                for m in (memories if rng.random() < HELD_BY_ALL else rng.sample(memories, 40))
+            ],
+            batch_size=5_000,
+        )
+        # Every chat after the first began as a New Chat from the one before it.
+        by_conversation: dict = {}
+        for message in messages:
+            by_conversation.setdefault(message.conversation_id, []).append(str(message.pk))
+        ThreadHandoff.objects.bulk_create(
+            [
+                ThreadHandoff(destination=c, source=prior, source_message_ids=by_conversation[prior.pk],
+                              handoff="AUMA said:\n" + text(20))
+                for prior, c in zip(conversations, conversations[1:], strict=False)
+            ],
+            batch_size=2_000,
+        )
+    settings_row = assistant_settings_get()
+    for start in range(0, size, 1_000):
+        part = conversations[start : start + 1_000]
+        with transaction.atomic():
+            inputs = prompt_inputs_many(part, settings_row=settings_row)
+            prompts = []
+            for conversation in part:
+                built = static_prompt_built(inputs[conversation.pk])
+                prompts.append(Message(
+                    conversation=conversation, seq=1, role=Role.SYSTEM, kind=MessageKind.STATIC_PROMPT,
+                    content=built.text, metadata=prompt_metadata(built),
+                ))
+            Message.objects.bulk_create(prompts, batch_size=1_000)
+    while message_search_index_sync():
+        pass
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    connection.close()
+
+
+def state_dir(cache: Path, root: Path, size: int, seed: int) -> Path:
+    """The built state for `size` under the tree `root` (built once, by a child process in that tree)."""
+    target = cache / f"{root.name}-{size}"
+    if (target / "elion.sqlite3").exists():
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    started = time.perf_counter()
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ELION_SQLITE_PATH", "ELION_TESTING")}
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--build", str(size), "--data-dir", str(target),
+         "--root", str(root), "--seed", str(seed)],
+        cwd=root, env=env, capture_output=True, text=True,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"building {size} conversations failed:\n{done.stderr[-4000:]}")
+    print(f"  built {size:,} conversations in {time.perf_counter() - started:.0f} s", flush=True)
+    return target
+
+
+# --- measuring -----------------------------------------------------------------------------------
+
+
+async def checked(response, what: str):
+    if response.status_code >= 400:
+        raise SystemExit(f"{what} answered {response.status_code}: {response.text[:500]}")
+    return response
+
+
+async def timed(client, method: str, url: str, **kwargs) -> tuple[float, object]:
+    started = time.perf_counter()
+    response = await client.request(method, url, **kwargs)
+    elapsed = time.perf_counter() - started
+    await checked(response, f"{method} {url}")
+    return elapsed, response
+
+
+async def send_first_event(client, conversation_id: str, content: str, *, failures: list | None = None) -> float:
+    """Seconds from POSTing a send to its first delta (the stream read to its end). With `failures`, a send
+    that answers an error instead (e.g. 503 `database_busy`) is listed there and its time to the error
+    returned; without, it ends the bench."""
+    from bench.servers import BenchError
+
+    started = time.perf_counter()
+    first = None
+    event = None
+    error = None
+    async with client.stream("POST", f"/api/conversations/{conversation_id}/messages/",
+                             json={"content": content}) as response:
+        if response.status_code != 200:
+            error = f"send answered {response.status_code}: {(await response.aread())[:300]!r}"
+        async for line in response.aiter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == "delta" and first is None:
+                first = time.perf_counter()
+            elif line.startswith("data: ") and event == "error" and first is None:
+                error = f"send streamed an error: {line[6:300]}"
+                first = time.perf_counter()
+    if error is None and first is None:
+        error = "send streamed no delta"
+    if error is not None:
+        if failures is None:
+            raise BenchError(error)
+        failures.append(error)
+        return (first or time.perf_counter()) - started
+    return first - started
+
+
+async def with_concurrent_sends(client, operation, send_into: list[str]) -> tuple[float, float]:
+    """Run `operation` (a coroutine factory returning its seconds) while sends are made one after another
+    into `send_into`; returns (the operation's seconds, the longest first event of those sends)."""
+    done = asyncio.Event()
+    waits: list[float] = []
+
+    async def sender() -> None:
+        index = 0
+        while not done.is_set():
+            waits.append(await send_first_event(client, send_into[index % len(send_into)], f"meanwhile {index}",
+                                                failures=FAILED_SENDS))
+            index += 1
+
+    task = asyncio.create_task(sender())
+    await asyncio.sleep(0.005)
+    try:
+        elapsed = await operation()
+    finally:
+        done.set()
+        await task
+    return elapsed, max(waits)
+
+
+async def measure(base_url: str, rounds: int, seed: int) -> dict[str, dict]:
+    import httpx
+
+    rng = random.Random(seed)
+    results: dict[str, dict] = {}
+
+    def record(name: str, seconds: float, **extra: float) -> None:
+        entry = results.setdefault(name, {"times": []})
+        entry["times"].append(seconds)
+        for key, value in extra.items():
+            entry.setdefault(key, []).append(value)
+
+    timeout = httpx.Timeout(1800.0)
+    async with httpx.AsyncClient(base_url=base_url, timeout=timeout) as client, \
+            httpx.AsyncClient(base_url=base_url, timeout=timeout) as sends:
+        memories = (await checked(await client.get("/api/memories/"), "memories")).json()
+        memories = memories["results"] if isinstance(memories, dict) else memories
+        widely_held = sorted((m for m in memories), key=lambda m: -m["chats"])
+        folder_id = (await checked(await client.get("/api/folders/"), "folders")).json()
+        folder_id = (folder_id["results"] if isinstance(folder_id, dict) else folder_id)[0]["id"]
+        # The idle send, in fresh chats (their first send is measured separately).
+        idle_chats = [(await checked(await client.post("/api/conversations/", json={}), "new chat")).json()["id"]
+                      for _ in range(3)]
+        for chat in idle_chats:
+            await send_first_event(sends, chat, "hello there, first words")
+        for round_number in range(rounds):
+            own = await send_first_event(sends, idle_chats[round_number % 3], f"idle send {round_number}")
+            record("send (idle, stored prompt)", own)
+
+            async def settings_save(n: int = round_number) -> float:
+                return (await timed(client, "PATCH", "/api/settings/",
+                                    json={"custom_instructions": f"Speak plainly, round {n}."}))[0]
+
+            elapsed, wait = await with_concurrent_sends(client, settings_save, idle_chats)
+            record("Settings save", elapsed, wait=wait, own=own)
+
+            memory = widely_held[round_number]
+
+            async def memory_edit(m: dict = memory, n: int = round_number) -> float:
+                return (await timed(client, "PATCH", f"/api/memories/{m['id']}/",
+                                    json={"text": m["text"] + f" (edited {n})"}))[0]
+
+            elapsed, wait = await with_concurrent_sends(client, memory_edit, idle_chats)
+            record("memory edit", elapsed, wait=wait, own=own, affected=memory["chats"])
+
+            doomed = widely_held[-1 - round_number]
+
+            async def memory_delete(m: dict = doomed) -> float:
+                return (await timed(client, "DELETE", f"/api/memories/{m['id']}/"))[0]
+
+            elapsed, wait = await with_concurrent_sends(client, memory_delete, idle_chats)
+            record("memory delete", elapsed, wait=wait, own=own, affected=doomed["chats"])
+
+            async def folder_hide() -> float:
+                return (await timed(client, "PATCH", f"/api/folders/{folder_id}/", json={"hidden": True}))[0]
+
+            elapsed, wait = await with_concurrent_sends(client, folder_hide, idle_chats)
+            record("folder hide (10% of chats)", elapsed, wait=wait, own=own)
+            await timed(client, "PATCH", f"/api/folders/{folder_id}/", json={"hidden": False})
+
+            record("memory add", (await timed(client, "POST", "/api/memories/",
+                                              json={"text": f"A new fact, round {round_number}."}))[0])
+            elapsed, response = await timed(client, "POST", "/api/conversations/", json={})
+            record("New Chat", elapsed)
+            chat = response.json()["id"]
+            record("first send, first delta", await send_first_event(sends, chat, "good morning, how are you"))
+            record("second send (recall), first delta",
+                   await send_first_event(sends, chat, f"do you remember what we said about {rng.choice(['ka', 'lo'])}"
+                                                       " and the lighthouse kalomi renfe"))
+            record("sidebar page /", (await timed(client, "GET", "/"))[0])
+            record("conversation list API", (await timed(client, "GET", "/api/conversations/"))[0])
+            record("search", (await timed(client, "GET", "/api/search/", params={"q": "kalo mi"}))[0])
+            record("/api/health/", (await timed(client, "GET", "/api/health/"))[0])
+    return results
+
+
+def run_size(root: Path, state: Path, work: Path, rounds: int, seed: int) -> dict[str, dict]:
+    from bench.servers import app_env, collect_static, start_daphne, start_provider, stop_process
+
+    run_dir = work / f"run-{state.name}"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    shutil.copytree(state, run_dir)
+    provider = daphne = None
+    try:
+        provider, provider_url = start_provider(work)
+        env = app_env(run_dir, None, provider_url)
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=root, env=env, check=True)
+        # As a deployment's scheduled tick does within its first minute: every prompt is current, so this
+        # records the reconciliation's completion (and /api/health/ then answers from that record).
+        subprocess.run([sys.executable, "manage.py", "reconcile_prompts"], cwd=root, env=env, check=True,
+                       capture_output=True)
+        collect_static(root, env)
+        daphne, base_url = start_daphne(work, env, False, log_name=f"daphne-{state.name}.log", root=root)
+        return asyncio.run(measure(base_url, rounds, seed))
+    finally:
+        stop_process(daphne)
+        stop_process(provider)
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def report(sizes: list[int], by_size: dict[int, dict[str, dict]]) -> list[str]:
+    first, last = sizes[0], sizes[-1]
+    names = [name for name in by_size[first] if name != "failed sends"]
+    head = "| operation | " + " | ".join(f"{s:,}" for s in sizes) + f" | {last:,} ÷ {first:,} | per affected chat at {last:,} | send meanwhile: wait / own |"
+    lines = [head, "|" + "---|" * (len(sizes) + 4)]
+    for name in names:
+        medians = [statistics.median(by_size[s][name]["times"]) for s in sizes]
+        cells = [f"{m * 1000:,.0f} ms" for m in medians]
+        big = by_size[last][name]
+        per = wait = ""
+        if "wait" in big:
+            affected = statistics.median(big["affected"]) if "affected" in big else None
+            if name == "Settings save":
+                affected = last + 3 + 2 * 5  # every chat with a stored prompt (about)
+            elif name.startswith("folder hide"):
+                affected = last // 10  # the next chat of each hidden one holds its handoff
+            per = f"{statistics.median(big['times']) / affected * 1000:.2f} ms" if affected else ""
+            worst = max(big["wait"])
+            own = statistics.median(big["own"])
+            wait = f"{worst * 1000:,.0f} / {own * 1000:,.0f} ms (×{worst / own:.1f})"
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | ×{medians[-1] / medians[0]:.1f} | {per} | {wait} |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="100,1000,10000")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds-largest", type=int, default=None,
+                        help="rounds at the largest size (default --rounds): each takes minutes before issue 40")
+    parser.add_argument("--seed", type=int, default=20261203)
+    parser.add_argument("--baseline", type=Path, default=None, help="serve (and build with) this source tree")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "elion-many-conversations",
+                        help="where built states are kept between runs")
+    parser.add_argument("--build", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--data-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--root", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.build is not None:
+        sys.path.insert(0, str(args.root))
+        build(args.build, args.data_dir, args.seed)
+        return
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    root = (args.baseline or ROOT).resolve()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    args.cache.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="elion-many-"))
+    try:
+        by_size = {}
+        for size in sizes:
+            print(f"{size:,} conversations ({root}) …", flush=True)
+            state = state_dir(args.cache, root, size, args.seed)
+            FAILED_SENDS.clear()
+            rounds = args.rounds_largest if size == max(sizes) and args.rounds_largest else args.rounds
+            by_size[size] = run_size(root, state, work, rounds, args.seed)
+            for line in report([size], by_size):
+                print("  " + line)
+            if FAILED_SENDS:
+                print(f"  sends made meanwhile that failed: {len(FAILED_SENDS)}, e.g. {FAILED_SENDS[0]}")
+                by_size[size]["failed sends"] = {"times": [float(len(FAILED_SENDS))]}
+            print("  " + json.dumps({k: v["times"] for k, v in by_size[size].items()}), flush=True)
+        print()
+        print(f"many_conversations {time.strftime('%Y-%m-%d %H:%M')} — tree {root}, SQLite, "
+              f"medians of {args.rounds} ({args.rounds_largest or args.rounds} at {max(sizes):,}), "
+              f"load {os.getloadavg()[0]:.1f}")
+        for line in report(sizes, by_size):
+            print(line)
+        for size in sizes:
+            if "failed sends" in by_size[size]:
+                print(f"sends made during an operation that failed at {size:,}: "
+                      f"{by_size[size]['failed sends']['times'][0]:.0f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Refreshing many stored prompts without holding a lock across all of them.
+
+A settings save rebuilds every stored prompt; a memory edit or delete every
+prompt of a thread whose snapshot holds it; a folder hidden every prompt that
+carries a handoff from one of its conversations (seed 000, "Memory changes and
+prompt freshness", "Hidden Folders and Continuity Quarantine"). Those scopes
+grow with the owner's conversations, so they are refreshed in two steps:
+
+1. **Mark**, inside the operation's own transaction, after its writes and
+   under `global_write_lock()` (`static_prompts_mark_stale`): one statement
+   sets `Conversation.prompt_stale` on every conversation in scope that has a
+   stored prompt, and the lock row's `prompt_generation` is bumped. From the
+   moment the operation commits, no send can use one of those prompts:
+   `prompt_store.prompt_is_current` refuses a marked conversation's prompt, so
+   the send rebuilds it from the current rows under the conversation's lock
+   before it can reach the model (and clears the mark).
+2. **Rebuild in batches** before the operation returns
+   (`stale_prompts_refresh`, through `refreshes_stale_prompts` on the
+   service): `ELION_PROMPT_REFRESH_BATCH` marked conversations at a time, in id
+   order. Each batch reads its sources and builds its prompts holding no lock
+   (on SQLite: no write transaction), then writes in one short transaction that
+   locks only the batch's rows: the new texts of those still marked, and their
+   marks cleared. A batch whose sources may have changed since it read them (the
+   generation moved: another marking operation committed) is read again.
+
+So the operation reports success only when every prompt it made stale has been
+rewritten (the deleted memory's text, the hidden conversation's exchange are
+gone from the stored prompts), and a send in between never sees a stale one. If
+the process dies between the two steps, the marks stay: sends still rebuild
+before use, and the reconciliation tick refreshes what is left
+(`continuity.tasks`). docs/continuity.md, "Prompt refreshes", says the same.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import ParamSpec, TypeVar
+from uuid import UUID
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Exists, F, OuterRef, QuerySet
+
+from continuity.rules.prompt_store import prompt_rows_read, prompt_rows_rebuilt, prompt_rows_write
+from conversations.models import Conversation, Message, Role
+from memories.models import MemorySetLock
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def prompt_generation() -> int:
+    """How many marking operations have committed (0 before the lock row exists)."""
+    return MemorySetLock.objects.filter(pk=1).values_list("prompt_generation", flat=True).first() or 0
+
+
+def static_prompts_mark_stale(conversations: QuerySet[Conversation] | Iterable[UUID]) -> None:
+    """Mark the stored prompts of `conversations` stale (step 1 above).
+
+    Precondition: inside the operation's transaction, after its writes, holding `global_write_lock()` (so
+    markings are serialised and the generation row exists). The rows are locked in id order first, as every
+    other multi-row locker does, so a refresh batch holding some of them never deadlocks with us; the
+    update that follows reads, after those locks, which of them have a stored prompt (a first send that
+    held one committed its prompt by then).
+    """
+    scope = conversations.order_by().values("pk") if isinstance(conversations, QuerySet) else list(conversations)
+    if not isinstance(scope, QuerySet) and not scope:
+        return
+    if connection.features.has_select_for_update:
+        list(Conversation.all_objects.select_for_update().filter(pk__in=scope).order_by("pk").values_list("pk"))
+    has_prompt = Message.objects.filter(conversation_id=OuterRef("pk"), role=Role.SYSTEM)
+    Conversation.all_objects.filter(pk__in=scope, prompt_stale=False).filter(Exists(has_prompt)).update(
+        prompt_stale=True
+    )
+    # Bumped even when every prompt in scope was already marked: a batch that read them before this
+    # operation's writes must read them again.
+    MemorySetLock.objects.filter(pk=1).update(prompt_generation=F("prompt_generation") + 1)
+
+
+def stale_prompts_waiting() -> bool:
+    """Whether any conversation's stored prompt is marked stale (the reconciliation tick's question)."""
+    return Conversation.all_objects.filter(prompt_stale=True).exists()
+
+
+def stale_prompts_refresh(*, batch_size: int | None = None) -> int:
+    """Rebuild every marked prompt in batches (step 2 above); returns how many were rewritten.
+
+    Precondition: the caller's own transaction, if any, holds no lock another writer needs: a service calls
+    this after its atomic block (`refreshes_stale_prompts`). Inside an outer transaction (a test) each batch
+    is a savepoint of it, which is as correct and holds that transaction's locks.
+    """
+    batch_size = max(int(batch_size or settings.ELION_PROMPT_REFRESH_BATCH), 1)
+    rewritten = 0
+    after: UUID | None = None
+    while True:
+        marked = Conversation.all_objects.filter(prompt_stale=True)
+        if after is not None:
+            marked = marked.filter(pk__gt=after)
+        ids = list(marked.order_by("pk").values_list("pk", flat=True)[:batch_size])
+        if not ids:
+            return rewritten
+        done = None
+        while done is None:
+            done = _batch_refresh(ids)
+        rewritten += done
+        after = ids[-1]
+
+
+def _batch_refresh(ids: list[UUID]) -> int | None:
+    """One batch: read and build holding no lock, then write what is still marked in one short transaction.
+    None when a marking operation committed meanwhile (the batch is read again)."""
+    generation = prompt_generation()
+    prompts = prompt_rows_read(ids)
+    rows = prompt_rows_rebuilt(prompts)
+    with transaction.atomic():
+        locked = set(
+            Conversation.all_objects.select_for_update()
+            .filter(pk__in=ids, prompt_stale=True)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        if not locked:
+            return 0  # a send or another batch rebuilt them all meanwhile
+        if prompt_generation() != generation:
+            return None
+        by_conversation = {pk: conversation_id for pk, conversation_id, *_ in prompts}
+        rows = [row for row in rows if by_conversation[row[0]] in locked]
+        prompt_rows_write(rows)
+        Conversation.all_objects.filter(pk__in=locked).update(prompt_stale=False)
+    return len(rows)
+
+
+def refreshes_stale_prompts(service: Callable[P, R]) -> Callable[P, R]:
+    """A service whose change marks prompts stale: its body runs atomically (as `@transaction.atomic`), then
+    the marked prompts are rebuilt in batches (`stale_prompts_refresh`) before it returns, outside its
+    transaction, so no lock of it is held across the batches."""
+    atomic_service = transaction.atomic(service)
+
+    @functools.wraps(service)
+    def refreshed(*args: P.args, **kwargs: P.kwargs) -> R:
+        result = atomic_service(*args, **kwargs)
+        stale_prompts_refresh()
+        return result
+
+    return refreshed
