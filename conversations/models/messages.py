@@ -78,6 +78,11 @@ class Message(models.Model):
             models.Index(
                 fields=["conversation"], condition=Q(status="streaming"), name="message_conversation_streaming"
             ),
+            # The binding check's distinct combinations, one index seek each (transcript.provider.binding_groups).
+            models.Index(
+                fields=["conversation", "role", "kind", "provider_id", "provider_type", "model", "route_fingerprint"],
+                name="message_conversation_binding",
+            ),
             # Keyword recall's read of where this thread's handoffs came from.
             models.Index(
                 fields=["conversation"], condition=Q(kind="handoff_artifact"), name="message_conversation_handoff"

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from uuid import UUID
 
-from django.db.models import Count
 from django.utils import timezone
 
 from continuity.models import Compaction
@@ -51,7 +50,8 @@ from transcript.branch_window import (
     on_live_branch,
 )
 from transcript.citations import sources_numbered
-from transcript.provider.binding import binding_problem_of, configured_provider, recorded_bindings_counted
+from transcript.provider.binding import binding_problem_of, configured_provider, recorded_bindings_of_counts
+from transcript.provider.binding_groups import binding_combinations
 from transcript.provider.gateway import ProviderBinding
 from transcript.siblings import Siblings, children_read, siblings_of
 from transcript.tool_pairing import reasoning_summary_text
@@ -61,7 +61,6 @@ SIDEBAR_LIMIT = 300
 VISIBLE_ROLES = (Role.USER, Role.ASSISTANT)
 # How many live-branch messages the chat page renders at once (and each "earlier" load adds).
 PAGE_WINDOW = 50
-BINDING_COLUMNS = ("role", "kind", "provider_id", "provider_type", "model", "route_fingerprint")
 
 
 @dataclass
@@ -357,17 +356,10 @@ def provider_name(binding: ProviderBinding) -> str:
 def provider_change_for(conversation: Conversation) -> ProviderChange | None:
     """The provider-binding refusal a send here would meet (seed 004, fail closed), told in plain words, or None.
 
-    One grouped read: the distinct binding tuples of the conversation's rows, each with its row count.
+    The rows' distinct binding combinations, an index seek each (`binding_combinations`): a statement per
+    combination, however long the thread.
     """
-    groups = (
-        Message.objects.filter(conversation=conversation)
-        .exclude(role=Role.SYSTEM)
-        .values(*BINDING_COLUMNS)
-        .annotate(rows=Count("pk"))
-        .order_by()
-    )
-    counted = [(Message(**{name: group[name] for name in BINDING_COLUMNS}), group["rows"]) for group in groups]
-    bindings, unbound = recorded_bindings_counted(counted)
+    bindings, unbound = recorded_bindings_of_counts(binding_combinations(conversation))
     config = configured_provider()
     problem = binding_problem_of(bindings, unbound, config)
     if problem is None:
