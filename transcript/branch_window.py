@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from django.db import connection
+from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
 from conversations.models import Conversation, Message, Role
@@ -153,10 +154,23 @@ def _cursor_and_after_ids(conversation: Conversation, cursor: Message, steps: in
 
 
 def _rows(conversation: Conversation, ids: list[UUID]) -> list[Message]:
-    """The messages with these ids, in branch order (seq rises along a branch)."""
+    """The messages with these ids (a walk's, all of this conversation), in branch order (seq rises along a
+    branch)."""
     if not ids:
         return []
-    return list(Message.objects.filter(conversation=conversation, pk__in=ids).exclude(role=Role.SYSTEM).order_by("seq"))
+    return _by_primary_key(Message.objects.filter(pk__in=ids).exclude(role=Role.SYSTEM))
+
+
+def _by_primary_key(rows: QuerySet[Message]) -> list[Message]:
+    """`rows` read by primary key and put in seq order here, not by the database.
+
+    Asked for a conversation's rows in seq order, a planner without statistics
+    (SQLite's, where `ANALYZE` never ran) reads the whole thread along the
+    (conversation, seq) index to skip a sort of the window's few rows. So the
+    query names neither the conversation (the walk that found the ids already
+    keeps to it) nor an order (the model's default one included).
+    """
+    return sorted(rows.order_by(), key=lambda message: message.seq)
 
 
 def _live_cursor(conversation: Conversation, cursor_id: UUID, steps_after: int) -> list[UUID]:
@@ -300,9 +314,9 @@ def _segments(
 ) -> Iterator[list[Message]]:
     for tip in tips:
         segment = RawSQL(_walk_sql("SELECT id FROM walk"), [_prep(tip), _prep(conversation.pk), batch_size - 1, 0])
-        rows = Message.objects.filter(conversation=conversation, pk__in=segment).exclude(role=Role.SYSTEM)
+        rows = Message.objects.filter(pk__in=segment).exclude(role=Role.SYSTEM)
         if roles is not None:
             rows = rows.filter(role__in=roles)
-        batch = list(rows.order_by("seq"))
+        batch = _by_primary_key(rows)
         if batch:
             yield batch

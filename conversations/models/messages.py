@@ -83,6 +83,8 @@ class Message(models.Model):
                 fields=["conversation", "role", "kind", "provider_id", "provider_type", "model", "route_fingerprint"],
                 name="message_conversation_binding",
             ),
+            # A window's versions: its parents' children, and the roots (transcript.siblings.children_read).
+            models.Index(fields=["conversation", "parent"], name="message_conversation_parent"),
             # Keyword recall's read of where this thread's handoffs came from.
             models.Index(
                 fields=["conversation"], condition=Q(kind="handoff_artifact"), name="message_conversation_handoff"

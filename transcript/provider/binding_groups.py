@@ -29,14 +29,31 @@ BINDING_INDEX_COLUMNS = ("role", "kind", "provider_id", "provider_type", "model"
 
 
 def _next_sql() -> str:
+    """The first combination after the given one: one seek per column, each arm an index range
+    (the columns before it equal, that one greater), the least of them. Parameters: per arm, the
+    conversation, the equal columns, then the greater one (`_next_params`).
+
+    One row-value comparison (`(role, …) > (…)`) would say the same, but SQLite seeks with its
+    first column only and then reads every row of the combination it starts from."""
     table = connection.ops.quote_name(Message._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(name) for name in BINDING_INDEX_COLUMNS)
-    after = ", ".join(["%s"] * len(BINDING_INDEX_COLUMNS))
+    quoted = [connection.ops.quote_name(name) for name in BINDING_INDEX_COLUMNS]
+    columns = ", ".join(quoted)
     conversation_column = connection.ops.quote_name("conversation_id")
-    return (
-        f"SELECT {columns} FROM {table} WHERE {conversation_column} = %s AND ({columns}) > ({after})"
-        f" ORDER BY {columns} LIMIT 1"
-    )
+    arms = []
+    for place in range(len(quoted) - 1, -1, -1):
+        equal = "".join(f" AND {column} = %s" for column in quoted[:place])
+        arms.append(
+            f"SELECT * FROM (SELECT {columns} FROM {table} WHERE {conversation_column} = %s{equal}"
+            f" AND {quoted[place]} > %s ORDER BY {columns} LIMIT 1) arm{place}"
+        )
+    return f"SELECT * FROM ({' UNION ALL '.join(arms)}) arms ORDER BY {columns} LIMIT 1"
+
+
+def _next_params(conversation_id: object, after: tuple) -> list:
+    params = []
+    for place in range(len(BINDING_INDEX_COLUMNS) - 1, -1, -1):
+        params += [conversation_id, *after[: place + 1]]
+    return params
 
 
 def _first_sql() -> str:
@@ -58,7 +75,7 @@ def binding_combinations(conversation: Conversation) -> dict[tuple[str, str, str
         next_sql = _next_sql()
         while row is not None:
             found.append(tuple(row))
-            cursor.execute(next_sql, [conversation_id, *row])
+            cursor.execute(next_sql, _next_params(conversation_id, row))
             row = cursor.fetchone()
     combinations = {}
     for combination in found:
