@@ -60,7 +60,7 @@ def _uuid(value: object) -> UUID:
     return value if isinstance(value, UUID) else UUID(str(value))
 
 
-def _walk_sql(tail: str) -> str:
+def _walk_sql(tail: str, carried: str = "0") -> str:
     """A walk up parent links from one message of one conversation, `depth` 0 at the start.
 
     The recursive step takes only a sound step (`transcript.tree.tree_break`: a
@@ -75,16 +75,19 @@ def _walk_sql(tail: str) -> str:
     makes the planner build a Bloom filter over the whole message table for
     every walk, which cost ~12 ms at 30,000 rows in the table even for a walk
     of 10 steps, and grew with every conversation's messages.
+
+    `carried`: an expression over the stepped-to row `m` (no parameters), kept
+    as the walk's `carried` column, so a sum over the walk reads each row once.
     """
     table = connection.ops.quote_name(MESSAGE_TABLE)
     return (
         "WITH RECURSIVE start(id, conversation_id, max_depth, floor) AS"
         " (SELECT %s, %s, CAST(%s AS INTEGER), CAST(%s AS INTEGER)),"
-        " walk(id, parent_id, seq, conversation_id, depth, max_depth, floor) AS ("
-        " SELECT m.id, m.parent_id, m.seq, m.conversation_id, 0, s.max_depth, s.floor"
+        " walk(id, parent_id, seq, conversation_id, depth, max_depth, floor, carried) AS ("
+        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, 0, s.max_depth, s.floor, {carried}"
         f" FROM start s JOIN {table} m ON m.id = s.id AND m.conversation_id = s.conversation_id"
         " UNION ALL"
-        " SELECT m.id, m.parent_id, m.seq, m.conversation_id, w.depth + 1, w.max_depth, w.floor"
+        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, w.depth + 1, w.max_depth, w.floor, {carried}"
         f" FROM {table} m JOIN walk w ON m.id = w.parent_id"
         " WHERE w.depth < w.max_depth AND m.conversation_id = w.conversation_id AND m.seq < w.seq"
         " AND m.seq >= w.floor"
@@ -251,21 +254,26 @@ def branch_token_estimate(conversation: Conversation, roles: tuple[str, ...]) ->
     (`estimate_tokens` per message), computed inside the database: one statement, one row back."""
     if conversation.head_id is None or not roles:
         return 0
-    table = connection.ops.quote_name(MESSAGE_TABLE)
-    marks = ", ".join(["%s"] * len(roles))
-    total = (
-        f"(SELECT COALESCE(SUM((LENGTH(m.content) + 3) / 4), 0) FROM walk JOIN {table} m ON m.id = walk.id"
-        f" WHERE m.role IN ({marks}))"
-    )
+    # Each row's share is carried along the walk (one read of each row); the roles are the app's own
+    # constants, written into the statement as literals.
+    listed = ", ".join(_literal(role) for role in roles)
     sql = _walk_sql(
-        f"SELECT {_LAST_STEP_COLUMNS}, {total} FROM {_LAST_STEP_FROM} WHERE w.depth = (SELECT MAX(depth) FROM walk)"
+        f"SELECT {_LAST_STEP_COLUMNS}, (SELECT COALESCE(SUM(carried), 0) FROM walk) FROM {_LAST_STEP_FROM}"
+        " WHERE w.depth = (SELECT MAX(depth) FROM walk)",
+        carried=f"CASE WHEN m.role IN ({listed}) THEN (LENGTH(m.content) + 3) / 4 ELSE 0 END",
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [_prep(conversation.head_id), _prep(conversation.pk), conversation.last_seq, 0, *roles])
+        cursor.execute(sql, [_prep(conversation.head_id), _prep(conversation.pk), conversation.last_seq, 0])
         rows = cursor.fetchall()
     _last_step_check(rows, conversation.last_seq)
     total = rows[0][9] if rows else 0
     return int(total)
+
+
+def _literal(role: str) -> str:
+    if role not in Role.values:
+        raise ValueError(f"not a message role: {role!r}")
+    return f"'{role}'"
 
 
 def on_live_branch(conversation: Conversation, message: Message) -> bool:

@@ -5,10 +5,9 @@ endpoint build their bubbles through `bubbles_for` so a bubble rendered on
 page load and one swapped in after a stream look exactly the same.
 
 The chat page is a window of the live branch (`chat_window`, PAGE_WINDOW
-messages; earlier ones load as the owner scrolls up). Nothing the page shows
-reads the whole branch: the header estimate is one aggregate inside the
-database, the binding check a grouped read of the binding columns, and the
-diagnostics, usage and Compact offer come from the newest messages.
+messages; earlier ones load as the owner scrolls up). What the page shows is
+read by index, a window's worth at a time, except the header estimate (one
+aggregate over the whole branch inside the database): docs/transcript.md.
 """
 
 from __future__ import annotations
