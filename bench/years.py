@@ -64,6 +64,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -360,7 +361,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="sqlite, postgres or sqlite,postgres")
     parser.add_argument("--rounds", type=int, default=5, help="measured rounds per thread (after one warm-up)")
     parser.add_argument("--selector", choices=("chat.completions", "responses"), default="chat.completions")
-    parser.add_argument("--seed", type=int, default=20261203)
+    parser.add_argument("--seed", type=int, default=20261203,
+                        help="the threads' texts; also fixes the cache entry and the scripted provider's port, "
+                             "so two runs at once need two seeds")
     parser.add_argument("--cache", type=Path, default=ROOT / ".bench-cache" / "years",
                         help="where the built databases are kept between runs")
     parser.add_argument("--keep-temp", action="store_true", help="keep the temp dir (logs) for inspection")
@@ -370,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     args.cache = args.cache.resolve()
     args.cache.mkdir(parents=True, exist_ok=True)
 
+    # A `kill` (SIGTERM) unwinds like Ctrl-C, so the servers it started are stopped and its temp dir removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="elion-years-"))
     provider = None
