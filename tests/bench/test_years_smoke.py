@@ -23,7 +23,7 @@ def _result(added_scale: float, page_scale: float, growth_mib: int, whole_mib: i
         "rss_start": 100 * MiB, "rss_after": {"10": 110 * MiB, "100,000": (110 + growth_mib) * MiB},
         "rss_end": (110 + growth_mib) * MiB,
         "whole": {"label": "100,000", "items": 100_000, "bytes": 70 * MiB, "seconds": 30.0,
-                  "peak_growth": whole_mib * MiB},
+                  "peak_growth": whole_mib * MiB, "expected": 100_000},
     }
 
 
