@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from django.db import connection
+from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
 from conversations.models import Conversation, Message, Role
@@ -59,7 +60,7 @@ def _uuid(value: object) -> UUID:
     return value if isinstance(value, UUID) else UUID(str(value))
 
 
-def _walk_sql(tail: str) -> str:
+def _walk_sql(tail: str, carried: str = "0") -> str:
     """A walk up parent links from one message of one conversation, `depth` 0 at the start.
 
     The recursive step takes only a sound step (`transcript.tree.tree_break`: a
@@ -67,15 +68,29 @@ def _walk_sql(tail: str) -> str:
     over a damaged row, and `floor_seq` stops it early. Parameters: start id,
     conversation id, max depth, floor seq, then `tail`'s. `tail` reads the
     walk as `walk`; `_walk` reads it and checks its last step.
+
+    The bounds ride along as columns of the walk (`start`, then `w.max_depth`,
+    `w.floor`) rather than as parameters in the recursive step: on SQLite a
+    parameter compared with a column of the stepped-to row (`m.seq >= ?`)
+    makes the planner build a Bloom filter over the whole message table for
+    every walk, which cost ~12 ms at 30,000 rows in the table even for a walk
+    of 10 steps, and grew with every conversation's messages.
+
+    `carried`: an expression over the stepped-to row `m` (no parameters), kept
+    as the walk's `carried` column, so a sum over the walk reads each row once.
     """
     table = connection.ops.quote_name(MESSAGE_TABLE)
     return (
-        f"WITH RECURSIVE walk(id, parent_id, seq, conversation_id, depth) AS ("
-        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, 0 FROM {table} m"
-        f" WHERE m.id = %s AND m.conversation_id = %s"
-        f" UNION ALL"
-        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, w.depth + 1 FROM {table} m JOIN walk w ON m.id = w.parent_id"
-        f" WHERE w.depth < %s AND m.conversation_id = w.conversation_id AND m.seq < w.seq AND m.seq >= %s"
+        "WITH RECURSIVE start(id, conversation_id, max_depth, floor) AS"
+        " (SELECT %s, %s, CAST(%s AS INTEGER), CAST(%s AS INTEGER)),"
+        " walk(id, parent_id, seq, conversation_id, depth, max_depth, floor, carried) AS ("
+        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, 0, s.max_depth, s.floor, {carried}"
+        f" FROM start s JOIN {table} m ON m.id = s.id AND m.conversation_id = s.conversation_id"
+        " UNION ALL"
+        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, w.depth + 1, w.max_depth, w.floor, {carried}"
+        f" FROM {table} m JOIN walk w ON m.id = w.parent_id"
+        " WHERE w.depth < w.max_depth AND m.conversation_id = w.conversation_id AND m.seq < w.seq"
+        " AND m.seq >= w.floor"
         f") {tail}"
     )
 
@@ -142,10 +157,23 @@ def _cursor_and_after_ids(conversation: Conversation, cursor: Message, steps: in
 
 
 def _rows(conversation: Conversation, ids: list[UUID]) -> list[Message]:
-    """The messages with these ids, in branch order (seq rises along a branch)."""
+    """The messages with these ids (a walk's, all of this conversation), in branch order (seq rises along a
+    branch)."""
     if not ids:
         return []
-    return list(Message.objects.filter(conversation=conversation, pk__in=ids).exclude(role=Role.SYSTEM).order_by("seq"))
+    return _by_primary_key(Message.objects.filter(pk__in=ids).exclude(role=Role.SYSTEM))
+
+
+def _by_primary_key(rows: QuerySet[Message]) -> list[Message]:
+    """`rows` read by primary key and put in seq order here, not by the database.
+
+    Asked for a conversation's rows in seq order, a planner without statistics
+    (SQLite's, where `ANALYZE` never ran) reads the whole thread along the
+    (conversation, seq) index to skip a sort of the window's few rows. So the
+    query names neither the conversation (the walk that found the ids already
+    keeps to it) nor an order (the model's default one included).
+    """
+    return sorted(rows.order_by(), key=lambda message: message.seq)
 
 
 def _live_cursor(conversation: Conversation, cursor_id: UUID, steps_after: int) -> list[UUID]:
@@ -226,21 +254,26 @@ def branch_token_estimate(conversation: Conversation, roles: tuple[str, ...]) ->
     (`estimate_tokens` per message), computed inside the database: one statement, one row back."""
     if conversation.head_id is None or not roles:
         return 0
-    table = connection.ops.quote_name(MESSAGE_TABLE)
-    marks = ", ".join(["%s"] * len(roles))
-    total = (
-        f"(SELECT COALESCE(SUM((LENGTH(m.content) + 3) / 4), 0) FROM walk JOIN {table} m ON m.id = walk.id"
-        f" WHERE m.role IN ({marks}))"
-    )
+    # Each row's share is carried along the walk (one read of each row); the roles are the app's own
+    # constants, written into the statement as literals.
+    listed = ", ".join(_literal(role) for role in roles)
     sql = _walk_sql(
-        f"SELECT {_LAST_STEP_COLUMNS}, {total} FROM {_LAST_STEP_FROM} WHERE w.depth = (SELECT MAX(depth) FROM walk)"
+        f"SELECT {_LAST_STEP_COLUMNS}, (SELECT COALESCE(SUM(carried), 0) FROM walk) FROM {_LAST_STEP_FROM}"
+        " WHERE w.depth = (SELECT MAX(depth) FROM walk)",
+        carried=f"CASE WHEN m.role IN ({listed}) THEN (LENGTH(m.content) + 3) / 4 ELSE 0 END",
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [_prep(conversation.head_id), _prep(conversation.pk), conversation.last_seq, 0, *roles])
+        cursor.execute(sql, [_prep(conversation.head_id), _prep(conversation.pk), conversation.last_seq, 0])
         rows = cursor.fetchall()
     _last_step_check(rows, conversation.last_seq)
     total = rows[0][9] if rows else 0
     return int(total)
+
+
+def _literal(role: str) -> str:
+    if role not in Role.values:
+        raise ValueError(f"not a message role: {role!r}")
+    return f"'{role}'"
 
 
 def on_live_branch(conversation: Conversation, message: Message) -> bool:
@@ -289,9 +322,9 @@ def _segments(
 ) -> Iterator[list[Message]]:
     for tip in tips:
         segment = RawSQL(_walk_sql("SELECT id FROM walk"), [_prep(tip), _prep(conversation.pk), batch_size - 1, 0])
-        rows = Message.objects.filter(conversation=conversation, pk__in=segment).exclude(role=Role.SYSTEM)
+        rows = Message.objects.filter(pk__in=segment).exclude(role=Role.SYSTEM)
         if roles is not None:
             rows = rows.filter(role__in=roles)
-        batch = list(rows.order_by("seq"))
+        batch = _by_primary_key(rows)
         if batch:
             yield batch

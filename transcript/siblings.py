@@ -59,14 +59,16 @@ def children_read(conversation_id: UUID, parent_ids: Iterable[UUID | None]) -> C
     which = Q(parent_id__in=ids) if ids else Q(pk__in=[])
     if None in wanted:
         which |= Q(parent__isnull=True)
-    rows = (
+    # Put in seq order here: asked for an order, a planner without statistics reads the whole thread
+    # along the (conversation, seq) index instead of the parents' children by `message_conversation_parent`.
+    rows = sorted(
         Message.objects.filter(which, conversation_id=conversation_id)
         .exclude(role=Role.SYSTEM)
-        .order_by("seq")
-        .values_list("id", "parent_id")
+        .order_by()
+        .values_list("seq", "id", "parent_id")
     )
     children: Children = {}
-    for pk, parent_id in rows:
+    for _seq, pk, parent_id in rows:
         children.setdefault(parent_id, []).append(pk)
     return children
 

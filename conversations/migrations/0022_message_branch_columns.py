@@ -78,7 +78,7 @@ class Migration(migrations.Migration):
             "message",
             models.Index(
                 fields=["conversation", "provider_id", "provider_type", "model", "route_fingerprint"],
-                condition=~Q(role="system"), name="message_conversation_binding",
+                condition=~Q(role="system"), name="message_binding_ends",
             ),
         ),
     ]

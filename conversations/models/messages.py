@@ -85,11 +85,19 @@ class Message(models.Model):
             models.Index(
                 fields=["conversation"], condition=Q(status="streaming"), name="message_conversation_streaming"
             ),
-            # The binding gate's two probes (`transcript.provider.binding.conversation_binding_probe`).
+            # A send's binding gate: two probes, the thread's least and greatest binding
+            # (`transcript.provider.binding.provider_binding_gate_probed`).
             models.Index(
                 fields=["conversation", "provider_id", "provider_type", "model", "route_fingerprint"],
-                condition=~Q(role="system"), name="message_conversation_binding",
+                condition=~Q(role="system"), name="message_binding_ends",
             ),
+            # The binding check's distinct combinations, one index seek each (transcript.provider.binding_groups).
+            models.Index(
+                fields=["conversation", "role", "kind", "provider_id", "provider_type", "model", "route_fingerprint"],
+                name="message_conversation_binding",
+            ),
+            # A window's versions: its parents' children, and the roots (transcript.siblings.children_read).
+            models.Index(fields=["conversation", "parent"], name="message_conversation_parent"),
             # Keyword recall's read of where this thread's handoffs came from.
             models.Index(
                 fields=["conversation"], condition=Q(kind="handoff_artifact"), name="message_conversation_handoff"

@@ -5,10 +5,9 @@ endpoint build their bubbles through `bubbles_for` so a bubble rendered on
 page load and one swapped in after a stream look exactly the same.
 
 The chat page is a window of the live branch (`chat_window`, PAGE_WINDOW
-messages; earlier ones load as the owner scrolls up). Nothing the page shows
-reads the whole branch: the header estimate is one aggregate inside the
-database, the binding check a grouped read of the binding columns, and the
-diagnostics, usage and Compact offer come from the newest messages.
+messages; earlier ones load as the owner scrolls up). What the page shows is
+read by index, a window's worth at a time, except the header estimate (one
+aggregate over the whole branch inside the database): docs/transcript.md.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from uuid import UUID
 
-from django.db.models import Count
 from django.utils import timezone
 
 from continuity.models import Compaction
@@ -51,7 +49,8 @@ from transcript.branch_window import (
     on_live_branch,
 )
 from transcript.citations import sources_numbered
-from transcript.provider.binding import binding_problem_of, configured_provider, recorded_bindings_counted
+from transcript.provider.binding import binding_problem_of, configured_provider, recorded_bindings_of_counts
+from transcript.provider.binding_groups import binding_combinations
 from transcript.provider.gateway import ProviderBinding
 from transcript.siblings import Siblings, children_read, siblings_of
 from transcript.tool_pairing import reasoning_summary_text
@@ -61,7 +60,6 @@ SIDEBAR_LIMIT = 300
 VISIBLE_ROLES = (Role.USER, Role.ASSISTANT)
 # How many live-branch messages the chat page renders at once (and each "earlier" load adds).
 PAGE_WINDOW = 50
-BINDING_COLUMNS = ("role", "kind", "provider_id", "provider_type", "model", "route_fingerprint")
 
 
 @dataclass
@@ -357,17 +355,10 @@ def provider_name(binding: ProviderBinding) -> str:
 def provider_change_for(conversation: Conversation) -> ProviderChange | None:
     """The provider-binding refusal a send here would meet (seed 004, fail closed), told in plain words, or None.
 
-    One grouped read: the distinct binding tuples of the conversation's rows, each with its row count.
+    The rows' distinct binding combinations, an index seek each (`binding_combinations`): a statement per
+    combination, however long the thread.
     """
-    groups = (
-        Message.objects.filter(conversation=conversation)
-        .exclude(role=Role.SYSTEM)
-        .values(*BINDING_COLUMNS)
-        .annotate(rows=Count("pk"))
-        .order_by()
-    )
-    counted = [(Message(**{name: group[name] for name in BINDING_COLUMNS}), group["rows"]) for group in groups]
-    bindings, unbound = recorded_bindings_counted(counted)
+    bindings, unbound = recorded_bindings_of_counts(binding_combinations(conversation))
     config = configured_provider()
     problem = binding_problem_of(bindings, unbound, config)
     if problem is None:

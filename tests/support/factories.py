@@ -76,6 +76,10 @@ def api_call(client: Client, method: str, path: str, body: dict | None = None, s
     """One JSON API request; asserts the status and returns the decoded body (or {})."""
     call = getattr(client, method.lower())
     response = call(path, json.dumps(body), content_type="application/json") if body is not None else call(path)
+    if response.streaming:  # a long list streams (the message list without `limit`, exports)
+        content = b"".join(response.streaming_content)
+        assert response.status_code == status, (response.status_code, content[:500])
+        return json.loads(content) if content else {}
     assert response.status_code == status, (response.status_code, response.content[:500])
     return response.json() if response.content else {}
 

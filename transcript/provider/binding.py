@@ -242,7 +242,7 @@ def provider_binding_gate_probed(conversation: Conversation) -> ProviderConfig:
     """`provider_binding_gate` over every stored row of `conversation`, in one statement of two index probes
     when they agree (none for a conversation with no rows yet).
 
-    The rows' binding columns are read in index order (`message_conversation_binding`): the first and the
+    The rows' binding columns are read in index order (`message_binding_ends`): the first and the
     last. When both are the configured provider's full tuple, every row between them is too, and the gate
     passes without reading the thread. Otherwise (a legacy, mixed or other route) the rows are counted by
     what decides, and judged as `provider_binding_gate_counted` judges them.

@@ -31,15 +31,13 @@ from conversations.sending.watch import ReplyWatch, live_reply_id, parse_after_s
 from conversations.web import message_paging
 from conversations.web import schema as docs
 from conversations.web import serializers as s
+from conversations.web.messages.branch_list import branch_list_response, messages_repr
 from elion.base.database_errors import connection_release
 from elion.base.errors import InvalidInput, ServiceError
 from elion.base.input_checks import json_load_checked
 from elion.base.rows import id_or_not_found
 from transcript.access import access_conversation
-from transcript.attachments.manifests import manifests_for
-from transcript.leases import stale_streams_read_as_interrupted
-from transcript.siblings import Siblings, children_in, siblings_for, siblings_of
-from transcript.tree import tree_messages, walk_to_root
+from transcript.siblings import siblings_for
 
 
 class MessageListView(APIView):
@@ -50,23 +48,14 @@ class MessageListView(APIView):
         page = message_paging.page_request(request.query_params)  # 400s before the 404: no row is read for bad input
         conversation = access_conversation(conversation_id)
         if page is None:
-            # The whole tree is read for the branch anyway: the versions come from the same rows.
-            tree = tree_messages(conversation)
-            branch = walk_to_root(tree, conversation.head_id)
-            children = children_in(tree.values())
-            return Response({"results": messages_repr(branch, {m.id: siblings_of(children, m) for m in branch})})
+            # The whole live branch, streamed a segment at a time (memory flat in the thread's length).
+            return branch_list_response(request, conversation)
         window = message_paging.message_window(conversation, page)
         return Response({
             "results": messages_repr(window.messages, siblings_for(conversation.id, window.messages)),
             "has_more_before": window.has_more_before,
             "has_more_after": window.has_more_after,
         })
-
-
-def messages_repr(messages: list[Message], siblings: dict[UUID, Siblings]) -> list[dict]:
-    stale_streams_read_as_interrupted(messages)  # reads don't write: the sweep stores it
-    manifests = manifests_for(messages)
-    return [s.message_repr(m, manifests.get(m.id, []), siblings[m.id]) for m in messages]
 
 
 def sse_frame(name: str, data: dict) -> bytes:

@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 
 from conversations.models import Conversation, Message, MessageStatus, Role
 from conversations.services.threads.services import conversation_rewind, conversation_switch
+from conversations.web.messages.branch_list import LIST_BATCH
 from elion.base.errors import Conflict
 from tests.conftest import parse_sse, read_streaming
 from tests.support.factories import api_call, thread, turns_append, wait_for
@@ -225,12 +226,20 @@ def branching_thread(turns: int) -> Conversation:
 
 @pytest.mark.django_db
 def test_the_messages_api_statement_count_does_not_grow_with_thread_length():
+    """A page costs the same at any length; the whole list (no `limit`) streams a segment of LIST_BATCH
+    messages at a time, so its statements grow by the same few per segment, never per message."""
     client = Client()
-    short, long = branching_thread(5), branching_thread(300)
-    messages_of(client, short)  # the first request of a process also syncs the owner row
-    for query in ({}, {"limit": 4}):
-        assert statements(client, short, **query) == statements(client, long, **query), query
-    assert all(x["siblings"]["count"] == 2 for x in messages_of(client, long) if x["role"] == "assistant")
+    threads = {turns: branching_thread(turns) for turns in (5, LIST_BATCH // 2, LIST_BATCH, LIST_BATCH * 3 // 2)}
+    messages_of(client, threads[5])  # the first request of a process also syncs the owner row
+    assert statements(client, threads[5], limit=4) == statements(client, threads[LIST_BATCH * 3 // 2], limit=4)
+    whole = {turns: statements(client, conversation) for turns, conversation in threads.items()}
+    # 10 and LIST_BATCH live messages: one segment each; then 2 and 3 segments.
+    assert whole[5] == whole[LIST_BATCH // 2]
+    per_segment = whole[LIST_BATCH] - whole[LIST_BATCH // 2]
+    assert 0 < per_segment == whole[LIST_BATCH * 3 // 2] - whole[LIST_BATCH] <= 3, whole
+    listed = messages_of(client, threads[LIST_BATCH * 3 // 2])
+    assert [m["id"] for m in listed] == [str(m.id) for m in live_branch(threads[LIST_BATCH * 3 // 2])]
+    assert all(x["siblings"]["count"] == 2 for x in listed if x["role"] == "assistant")
 
 
 @pytest.mark.django_db

@@ -1,0 +1,63 @@
+"""The message list without `limit`: the whole live branch as `{"results": [...]}`, streamed.
+
+The branch is read in segments of `LIST_BATCH` messages (`live_branch_batches`:
+one walk from the head notes where each segment ends, then each segment is
+read by a bounded walk as the body is written), and each segment's versions
+and attachment manifests are read for it alone. So the process holds one
+segment at a time, whatever the thread's length, and the bytes are what
+rendering the whole list at once gave (the API's own JSON renderer, one
+message at a time, joined by commas: compact JSON has no other separators).
+A branch of at most one segment is answered whole, as before (with its
+length); a longer one streams (`conversations.web.threads.api.streamed_response`:
+under Daphne one piece at a time on the request's thread).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from itertools import chain
+from uuid import UUID
+
+from django.http import HttpResponse, StreamingHttpResponse
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+
+from conversations.models import Conversation, Message
+from conversations.web import serializers as s
+from conversations.web.threads.api import streamed_response
+from transcript.attachments.manifests import manifests_for
+from transcript.branch_window import live_branch_batches
+from transcript.leases import stale_streams_read_as_interrupted
+from transcript.siblings import Siblings, siblings_for
+
+LIST_BATCH = 200
+JSON = "application/json"
+_render_json = JSONRenderer().render
+
+
+def messages_repr(messages: list[Message], siblings: dict[UUID, Siblings]) -> list[dict]:
+    stale_streams_read_as_interrupted(messages)  # reads don't write: the sweep stores it
+    manifests = manifests_for(messages)
+    return [s.message_repr(m, manifests.get(m.id, []), siblings[m.id]) for m in messages]
+
+
+def branch_list_response(request: Request, conversation: Conversation) -> HttpResponse | StreamingHttpResponse:
+    """The whole live branch: answered whole when it fits one segment, streamed otherwise.
+
+    The branch is walked first, so a broken tree is refused (`BrokenTree`, 409)
+    before the first byte."""
+    batches = live_branch_batches(conversation, batch_size=LIST_BATCH)
+    first, second = next(batches, None), next(batches, None)
+    if second is None:
+        return HttpResponse(b"".join(_chunks(conversation, iter([first] if first else []))), content_type=JSON)
+    return streamed_response(request, _chunks(conversation, chain([first, second], batches)), JSON)
+
+
+def _chunks(conversation: Conversation, batches: Iterator[list[Message]]) -> Generator[bytes, None, None]:
+    yield b'{"results":['
+    separator = b""
+    for batch in batches:
+        rendered = messages_repr(batch, siblings_for(conversation.id, batch))
+        yield separator + b",".join(_render_json(item) for item in rendered)
+        separator = b","
+    yield b"]}"

@@ -1,0 +1,129 @@
+"""The chat page and the API's first page do the same work at any thread length (issue 40).
+
+Statement counts alone would not show a statement that walks the whole
+thread, so each statement a request ran is run again on its own and its work
+measured: on SQLite the virtual machine's steps (a progress handler), on
+PostgreSQL the buffers it touched (`EXPLAIN (ANALYZE, BUFFERS)`). A 2,000-message thread's
+statements must do what a 120-message thread's do (both fill a window), and a
+thread's page must not get dearer as other threads grow (SQLite once built a
+Bloom filter over the whole message table for every walk). The test database
+has no planner statistics on SQLite, as a database where `ANALYZE` never ran
+(the app never runs it): a query that a planner without them would answer by
+reading the whole thread (the window's rows in seq order along the
+(conversation, seq) index) is caught. On PostgreSQL the message table is
+analyzed once the threads are written, as autovacuum has done in any running
+app whose threads hold thousands of messages; without statistics its planner
+hash-joins a walk's steps over the whole table (not addressed here).
+
+One statement is known to read the whole live branch: the header estimate's
+sum (`branch_token_estimate`), until a running total stored with each message
+gives it in one row. It is named here so that any other is caught.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from conversations.models import Message
+from tests.support.factories import thread
+
+pytestmark = pytest.mark.django_db
+
+# The header estimate's sum over the whole live branch (see the module docstring).
+WHOLE_BRANCH_STATEMENTS = ("SUM(carried)",)
+
+
+def pairs(count: int) -> list[tuple[str, str]]:
+    return [("user", f"question {i}") if i % 2 == 0 else ("assistant", f"answer {i} " + "r" * 300) for i in range(count)]
+
+
+def _sqlite_work(sql: str) -> int:
+    raw = connection.connection
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    raw.set_progress_handler(count, 10)
+    try:
+        raw.execute(sql).fetchall()
+    finally:
+        raw.set_progress_handler(None, 10)
+    return steps[0] * 10
+
+
+def _postgres_work(sql: str) -> int:
+    """The buffers the statement touched (`EXPLAIN (ANALYZE, BUFFERS)`, every node's, planning aside)."""
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql)
+        (plan,) = cursor.fetchone()[0]
+    top = plan["Plan"]
+    return int(top.get("Shared Hit Blocks", 0) + top.get("Shared Read Blocks", 0))
+
+
+def statistics_as_deployed() -> None:
+    """PostgreSQL: the statistics autovacuum keeps (see the module docstring); SQLite: none, as the app runs."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {connection.ops.quote_name(Message._meta.db_table)}")
+
+
+def statement_work(client: Client, path: str) -> list[tuple[str, int]]:
+    """Each read statement `path` ran, with its work when run again alone."""
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(path)
+        assert response.status_code == 200
+    measure = _sqlite_work if connection.vendor == "sqlite" else _postgres_work
+    return [
+        (query["sql"], measure(query["sql"]))
+        for query in queries.captured_queries
+        if query["sql"].lstrip().upper().startswith(("SELECT", "WITH")) and "%s" not in query["sql"]
+    ]
+
+
+def assert_same_work(short: list[tuple[str, int]], long: list[tuple[str, int]], slack: int) -> None:
+    assert len(short) == len(long)
+    for (_, short_work), (long_sql, long_work) in zip(short, long, strict=True):
+        if any(marker in long_sql for marker in WHOLE_BRANCH_STATEMENTS):
+            continue
+        assert long_work <= 2 * short_work + slack, (long_sql[:300], short_work, long_work)
+
+
+# Enough for the window's own rows and the longer thread's (cosmetic) differences, far below 2,000
+# messages' worth: a walk of the whole branch costs tens of thousands of steps or thousands of tuples.
+SLACK = {"sqlite": 3_000, "postgresql": 150}
+
+
+@pytest.mark.parametrize("path", ["/c/{id}/", "/api/conversations/{id}/messages/?limit=50", "/c/{id}/window/"])
+def test_a_page_does_the_same_work_at_120_and_2000_messages(settings, path):
+    settings.OPENAI_API_KEY = "test-key"
+    client = Client()
+    short = thread(*pairs(120))
+    statistics_as_deployed()
+    client.get(path.format(id=short.id))  # the first request of a process also syncs the owner row
+    short_work = statement_work(client, path.format(id=short.id))
+    long = thread(*pairs(2_000))
+    statistics_as_deployed()
+    # The short thread's page is no dearer now that the table holds another 2,000 messages.
+    assert_same_work(short_work, statement_work(client, path.format(id=short.id)), SLACK[connection.vendor])
+    assert_same_work(short_work, statement_work(client, path.format(id=long.id)), SLACK[connection.vendor])
+
+
+def test_the_whole_branch_exception_is_the_header_estimate_alone(settings):
+    """The named exception is real (the test above would catch it) and is the only whole-branch read."""
+    settings.OPENAI_API_KEY = "test-key"
+    client = Client()
+    short, long = thread(*pairs(120)), thread(*pairs(2_000))
+    statistics_as_deployed()
+    client.get(f"/c/{short.id}/")
+    short_work = statement_work(client, f"/c/{short.id}/")
+    long_work = statement_work(client, f"/c/{long.id}/")
+    grown = [
+        long_sql for (_, short_cost), (long_sql, long_cost) in zip(short_work, long_work, strict=True)
+        if long_cost > 2 * short_cost + SLACK[connection.vendor]
+    ]
+    assert len(grown) == 1 and any(marker in grown[0] for marker in WHOLE_BRANCH_STATEMENTS)
