@@ -11,6 +11,8 @@ import math
 from django.db import migrations, models
 from django.db.models import Q
 
+from elion.base.db.vendor_sql import vendor_statements
+
 BATCH = 2_000
 MESSAGE = "conversations_message"
 
@@ -81,4 +83,7 @@ class Migration(migrations.Migration):
                 condition=~Q(role="system"), name="message_binding_ends",
             ),
         ),
+        # SQLite: a new index without statistics beside analyzed ones looks selective to the planner
+        # (migration 0024 says more); analyze it at once.
+        migrations.RunPython(vendor_statements({"sqlite": ["ANALYZE message_binding_ends"]}), migrations.RunPython.noop),
     ]

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0021_message_status_incomplete'),
+        ("conversations", "0025_schedule_search_index_catch_up"),
     ]
 
     operations = [

@@ -23,7 +23,7 @@ def remove_index_schedule(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("conversations", "0021_message_status_incomplete"),
+        ("conversations", "0024_message_page_indexes"),
         ("django_q", "0019_alter_task_options_alter_ormq_key_alter_ormq_lock_and_more"),
     ]
 

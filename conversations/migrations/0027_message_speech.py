@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0022_voice_settings_and_audio_attachments'),
+        ('conversations', "0026_voice_settings_and_audio_attachments"),
     ]
 
     operations = [

@@ -21,7 +21,7 @@ from elion.base.db.vendor_sql import vendor_statements
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("conversations", "0021_message_status_incomplete"),
+        ("conversations", "0023_conversation_prompt_stale_and_recent"),
     ]
 
     operations = [
