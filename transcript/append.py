@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from uuid import UUID, uuid4
 
 from django.db import connection
+from django.db.models import Expression, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
@@ -52,12 +54,19 @@ APPENDED_FIELDS = ("head", "last_seq", "updated_at")
 MEASURED_ROLES = (Role.USER, Role.ASSISTANT)
 
 
-def stored_turn_tokens(role: str, kind: str, content: str) -> int:
-    """A message's own share of `branch_tokens`: its text's estimate (four characters a token), for the
-    user and assistant speech a request can carry; 0 for anything else."""
-    if role not in MEASURED_ROLES or kind != MessageKind.ORDINARY or not content:
+def stored_turn_tokens(role: str, content: str) -> int:
+    """A message's own share of `branch_tokens`: its text's estimate (four characters a token) for a user or
+    assistant message, as the chat page's header estimate counts it; 0 for anything else."""
+    if role not in MEASURED_ROLES or not content:
         return 0
     return math.ceil(len(content) / 4)
+
+
+def reply_measure(content: str) -> Expression:
+    """A reply's `branch_tokens` once it holds `content`, as an expression over its row (its parent's measure
+    plus its own): written with every flush and the final text, before anything is appended under it."""
+    through_parent = Subquery(Message.objects.filter(pk=OuterRef("parent_id")).values("branch_tokens")[:1])
+    return Coalesce(through_parent, 0) + stored_turn_tokens(Role.ASSISTANT, content)
 
 
 def ends_birth_period(message: Message) -> bool:
@@ -71,9 +80,9 @@ def ends_birth_period(message: Message) -> bool:
     )
 
 
-def branch_columns_under(parent: Message | None, *, role: str, kind: str, content: str) -> dict[str, object]:
+def branch_columns_under(parent: Message | None, *, role: str, content: str) -> dict[str, object]:
     """The branch columns of a new message under `parent` (a root when None)."""
-    own = stored_turn_tokens(role, kind, content)
+    own = stored_turn_tokens(role, content)
     if parent is None:
         return {"branch_depth": 0, "branch_tokens": own, "branch_born": False}
     return {
@@ -104,9 +113,7 @@ class TranscriptAppend:
         last_seq = self.conversation.last_seq + len(self.messages)
         if parent is not None and (parent.conversation_id != self.conversation.pk or parent.seq > last_seq):
             raise ValueError("a parent must be an earlier message of the same conversation")
-        placed = branch_columns_under(
-            parent, role=role, kind=str(fields.get("kind", MessageKind.ORDINARY)), content=str(fields.get("content", ""))
-        )
+        placed = branch_columns_under(parent, role=role, content=str(fields.get("content", "")))
         message = Message(
             conversation=self.conversation, parent=parent, seq=last_seq + 1, role=role, **_stamped(binding),
             **placed, **fields,

@@ -17,8 +17,8 @@ BATCH = 2_000
 MESSAGE = "conversations_message"
 
 
-def _own_tokens(role, kind, content):
-    if role not in ("user", "assistant") or kind != "ordinary":
+def _own_tokens(role, content):
+    if role not in ("user", "assistant"):
         return 0
     return math.ceil(len(content) / 4) if content else 0
 
@@ -39,7 +39,7 @@ def backfill(apps, schema_editor):
         )
         for row in rows.iterator(chunk_size=BATCH):
             parent = placed.get(row.parent_id) if row.parent_id else None
-            own = _own_tokens(row.role, row.kind, row.content)
+            own = _own_tokens(row.role, row.content)
             if parent is None:
                 depth, tokens, born = 0, own, False
             else:

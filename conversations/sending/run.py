@@ -20,7 +20,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import OperationalError
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from conversations.models import Message, MessageStatus
@@ -30,7 +30,7 @@ from conversations.sending.persist import persist
 from conversations.sending.prepare import FreshReply
 from elion.base.database_errors import database_outage
 from operations.usage import USAGE_KEYS  # the provider-reported usage stored on each reply, summed over rounds
-from transcript.append import stored_turn_tokens
+from transcript.append import reply_measure
 from transcript.citations import citations_clean
 from transcript.leases import lease_deadline
 from transcript.provider import gateway as provider_gateway
@@ -64,9 +64,10 @@ def _still_wanted(message_id: UUID) -> QuerySet[Message]:
 
 
 def _flush_partial(message_id: UUID, content: str) -> bool:
-    """Store the partial text; False when the reply was asked to stop (or ended elsewhere)."""
+    """Store the partial text, and the branch's token measure through it (nothing is under it yet); False
+    when the reply was asked to stop (or ended elsewhere)."""
     return bool(_still_wanted(message_id).update(content=content, lease_expires_at=lease_deadline(),
-                                                 updated_at=timezone.now()))
+                                                 updated_at=timezone.now(), branch_tokens=reply_measure(content)))
 
 
 def _renew_lease(message_id: UUID) -> bool:
@@ -111,10 +112,9 @@ def _finalise(
 ) -> None:
     """The reply's final state: text, status, every stored part (reasoning included), and what the run
     learnt (`metadata`: usage, citations, thought seconds, a dropped reasoning) merged into its metadata."""
-    message = Message.objects.annotate(parent_tokens=F("parent__branch_tokens")).get(pk=message_id)
+    message = Message.objects.annotate(final_measure=reply_measure(content)).get(pk=message_id)
     message.content = content
-    # Its share of the branch's token measure, now that its text is known (nothing is appended under it yet).
-    message.branch_tokens = (message.parent_tokens or 0) + stored_turn_tokens(message.role, message.kind, content)
+    message.branch_tokens = message.final_measure  # its share, now that its text is known
     message.status = status
     message.error = error
     message.error_detail = detail

@@ -42,7 +42,6 @@ from transcript.attachments.generated import generated_image_records
 from transcript.attachments.manifests import manifests_for
 from transcript.branch_window import (
     BranchWindow,
-    branch_token_estimate,
     branch_window_around,
     branch_window_newest,
     branch_window_start,
@@ -315,8 +314,15 @@ def thread_token_estimate(messages: list[Message]) -> int:
 
 
 def branch_estimate(conversation: Conversation) -> int:
-    """`thread_token_estimate` of the whole live branch, summed inside the database (one statement)."""
-    return branch_token_estimate(conversation, VISIBLE_ROLES)
+    """`thread_token_estimate` of the whole live branch: the head's running measure (`Message.branch_tokens`,
+    the same four characters a token over its user and assistant messages, written with each append), one
+    row read by primary key however long the thread."""
+    if conversation.head_id is None:
+        return 0
+    found = Message.objects.filter(pk=conversation.head_id, conversation=conversation).values_list(
+        "branch_tokens", flat=True
+    )
+    return found.first() or 0
 
 
 def latest_diagnostics(messages: list[Message]) -> dict | None:

@@ -61,7 +61,7 @@ def columns_from_scratch(conversation) -> dict:
         above = branch[:-1]
         found[message.id] = (
             len(above),
-            sum(stored_turn_tokens(m.role, m.kind, m.content) for m in branch),
+            sum(stored_turn_tokens(m.role, m.content) for m in branch),
             any(ends_birth_period(m) for m in above),
         )
     return found
