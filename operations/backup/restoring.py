@@ -34,14 +34,13 @@ from django.db.models import Model
 
 from conversations.models import MessageAttachment, manifest_entries_conversation_settle
 from operations.backup import members
+from operations.backup.refusals import BackupRefused
 from transcript.attachments import store
+
+__all__ = ["BackupRefused", "RestoreCheck", "RestoreReport", "backup_restore", "backup_restore_check"]
 
 ROW_BATCH = 500
 READ_CHUNK = 1 << 16
-
-
-class BackupRefused(Exception):
-    """The backup cannot be restored here; the message says why, for the owner."""
 
 
 @dataclass
