@@ -24,6 +24,7 @@ from tests.support.backup_files import backup_file, members_of, rewritten
 from tests.support.factories import thread
 from transcript.attachments import store
 
+pytestmark = pytest.mark.timeout(600)
 PASSPHRASE = "lighthouse keeper at dawn"
 
 
