@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.db import migrations
 from django.utils import timezone
 
-TASK = "elion.tasks.scheduled_backup"
+TASK = "conversations.tasks.scheduled_backup"
 NAME = "elion scheduled backup"
 HOUR = 3
 

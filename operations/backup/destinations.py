@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -48,6 +49,8 @@ class Destination(Protocol):
     def remove(self, key: str) -> None: ...
 
     def stored_size(self, key: str) -> int | None: ...
+
+    def chunks(self, key: str) -> Iterator[bytes]: ...
 
 
 @dataclass
@@ -91,6 +94,15 @@ class FolderDestination:
     def stored_size(self, key: str) -> int | None:
         path = self._path(key)
         return path.stat().st_size if path.is_file() else None
+
+    def chunks(self, key: str) -> Iterator[bytes]:
+        try:
+            source = self._path(key).open("rb")
+        except OSError as exc:
+            raise DestinationProblem(f"Could not read {self._path(key)}: {exc}") from exc
+        with source:
+            while chunk := source.read(COPY_CHUNK):
+                yield chunk
 
 
 @dataclass
@@ -156,6 +168,14 @@ class BucketDestination:
             return None
         except self._errors() as exc:
             raise DestinationProblem(f"Could not reach {self.description}: {exc}") from exc
+
+    def chunks(self, key: str) -> Iterator[bytes]:
+        try:
+            body = self._client().get_object(Bucket=self.bucket, Key=self.prefix + key)["Body"]
+        except self._errors() as exc:
+            raise DestinationProblem(f"Could not download {self.description}{key}: {exc}") from exc
+        with body:
+            yield from body.iter_chunks(COPY_CHUNK)
 
     def abandoned_uploads_abort(self) -> int:
         """Abort the multipart uploads under the prefix that a dead process left open (their parts cost storage)."""

@@ -76,7 +76,10 @@ def backups_prune(policy: KeepPolicy | None = None) -> list[BackupRecord]:
         BackupRecord.objects.filter(status=BackupStatus.VERIFIED, stored=True, pruned_at__isnull=True)
     )
     keep = kept(((record.id, record.created_at) for record in verified), policy)
-    destination = destinations.configured_destination()
+    try:
+        destination = destinations.configured_destination()
+    except destinations.DestinationProblem:
+        return []  # misconfigured: nothing is pruned until it is fixed
     pruned = []
     for record in verified:
         if record.id in keep:

@@ -156,7 +156,10 @@ def backup_verify(record: BackupRecord, *, plaintext: Path | None = None) -> Bac
     sha256 and size alone, and says so in the counts.
     """
     keys = encryption.configured_keys()
-    destination = destinations.configured_destination()
+    try:
+        destination = destinations.configured_destination()
+    except destinations.DestinationProblem as exc:
+        return _failed(record, str(exc))
     if not record.stored:
         return _failed(record, "The backup never reached its destination: a partial upload does not count.")
     if destination is None or destination.description != record.destination:

@@ -1,7 +1,7 @@
 """Scheduled backups: one django-q2 Schedule, kept in step with Settings (`backup_schedule`, `backup_hour`).
 
 The Schedule (`SCHEDULE_NAME`, made by migration `elion.0003`) runs
-`elion.tasks.scheduled_backup` daily or weekly at the owner's hour in the
+`conversations.tasks.scheduled_backup` daily or weekly at the owner's hour in the
 server's time zone (`TIME_ZONE`); `off` sets its repeats to 0, which
 django-q2's scheduler skips. django-q2 passes each run the time it was due
 (`intended_date_kwarg="slot"`), and `runs.backup_start` records that slot
@@ -30,7 +30,7 @@ from transcript.assistant_settings import assistant_settings_get, assistant_sett
 logger = logging.getLogger(__name__)
 
 SCHEDULE_NAME = "elion scheduled backup"
-TASK = "elion.tasks.scheduled_backup"
+TASK = "conversations.tasks.scheduled_backup"
 NUMBER_RANGES = {
     "backup_hour": (0, 23),
     "backup_keep_daily": (0, 1000),

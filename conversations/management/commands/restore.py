@@ -1,11 +1,14 @@
-"""Restore a backup zip into an empty database and data dir."""
+"""Restore a backup (a zip, or an age-encrypted backup) into an empty database and data dir."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from operations.backup import encryption
 from operations.backup.restoring import BackupRefused, backup_restore
 
 
@@ -17,11 +20,29 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path", help="The backup zip.")
+        parser.add_argument("path", help="The backup: a zip, or an age-encrypted backup (.zip.age).")
+        parser.add_argument(
+            "--identity", help="An age identity file (age-keygen) for a backup encrypted to ELION_BACKUP_RECIPIENTS; "
+            "a passphrase-encrypted one is opened with ELION_BACKUP_PASSPHRASE.",
+        )
 
-    def handle(self, *args: object, path: str, **options: object) -> None:
+    def handle(self, *args: object, path: str, identity: str | None = None, **options: object) -> None:
+        source = Path(path)
         try:
-            report = backup_restore(Path(path))
+            if not source.is_file():
+                raise BackupRefused(f"{source} is no file.")
+            if encryption.file_kind(source) == "zip":
+                report = backup_restore(source)
+            else:
+                identities = encryption.identities_from_file(Path(identity)) if identity else []
+                staging = Path(settings.ELION_BACKUP_STAGING_DIR)
+                staging.mkdir(parents=True, exist_ok=True, mode=0o700)
+                with tempfile.TemporaryDirectory(dir=staging) as work:
+                    opened = Path(work) / "opened.zip"
+                    encryption.decrypt_file(
+                        source, opened, passphrase=encryption.configured_keys().passphrase, identities=identities
+                    )
+                    report = backup_restore(opened)
         except BackupRefused as exc:
             raise CommandError(f"Restore refused: {exc}") from exc
         rows = sum(report.rows.values())
