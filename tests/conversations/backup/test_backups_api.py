@@ -135,3 +135,32 @@ def test_back_up_now_then_list_download_and_verify_again(configured):
     assert client.post(f"/api/backups/{backup_id}/verify/").status_code == 202
     assert tasks.backup_verify_again(backup_id) == "verified"
     assert BackupRecord.objects.get(pk=backup_id).verified_at > record.verified_at
+
+
+@pytest.mark.django_db
+def test_continuity_cleanup_names_the_newest_verified_backup_beside_the_owners_box(settings):
+    from continuity.models import ThreadHandoff
+    from conversations.models import Conversation
+
+    settings.ELION_OWNER_PASSWORD = "correct horse"
+    settings.ELION_PROTECTED = True
+    client = Client()
+    assert client.post("/api/auth/login/", {"password": "correct horse"}, content_type="application/json").status_code == 200
+    ThreadHandoff.objects.create(
+        source=Conversation.objects.create(), destination=Conversation.objects.create(), summary="retired summary"
+    )
+    html = client.get("/admin/tools/continuity-cleanup/").content.decode()
+    assert "Elion has verified no backup yet" in html
+    BackupRecord.objects.create(status=BackupStatus.FAILED, key="failed.zip.age", destination="folder /b", stored=True)
+    old = BackupRecord.objects.create(
+        status=BackupStatus.VERIFIED, key="older.zip.age", destination="folder /b", stored=True,
+        verified_at=timezone.now(), counts={"rows": {}, "blobs": 0}, created_at=timezone.now() - timedelta(days=1),
+    )
+    newest = BackupRecord.objects.create(
+        status=BackupStatus.VERIFIED, key="newest.zip.age", destination="folder /b", stored=True,
+        verified_at=timezone.now(), counts={"rows": {}, "blobs": 0},
+    )
+    html = client.get("/admin/tools/continuity-cleanup/").content.decode()
+    assert newest.key in html and old.key not in html and "failed.zip.age" not in html
+    # The acknowledgement stays the owner's act: the box is never ticked for them.
+    assert '<input type="checkbox" id="backup_verified" name="backup_verified">' in html
