@@ -15,7 +15,7 @@ from operations.backup import encryption
 from tests.support.backup_files import backup_file, members_of, rewritten
 from tests.support.factories import thread
 
-pytestmark = [pytest.mark.django_db, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 PASSPHRASE = "a keeper's passphrase"
 
 

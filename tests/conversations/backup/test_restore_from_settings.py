@@ -37,6 +37,7 @@ def test_restore_from_settings_checks_counts_then_restores_into_an_empty_instanc
     assert refused.status_code == 409
     text = refused.content.decode()
     assert "This instance is in use: it holds 2 conversations, 4 messages" in text
+    assert "manage.py restore PATH --replace" in text  # the way to put a backup in place of what is here
     assert "it holds 2 conversations, 4 messages" in text and "Nothing was changed" in text
     assert "conversations.conversation" not in text and "data-restore-confirm" not in text
     assert Conversation.objects.count() == 2
