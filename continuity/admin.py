@@ -23,6 +23,7 @@ from continuity.rules.cleanup import (
 from continuity.rules.policies import policy_markers
 from continuity.rules.reconciliation import reconciliation_status
 from elion.base.errors import Conflict, Forbidden, InvalidInput
+from operations.backup.listing import newest_verified
 
 FAILURES_SHOWN = 200
 
@@ -63,7 +64,9 @@ def continuity_cleanup_view(request: HttpRequest) -> HttpResponse:
     return TemplateResponse(
         request,
         "admin/tools/continuity_cleanup.html",
-        {**context, "preview": continuity_cleanup_preview(), "phrase": CONFIRMATION_PHRASE},
+        {**context, "preview": continuity_cleanup_preview(), "phrase": CONFIRMATION_PHRASE,
+         # Named beside the acknowledgement (issue 42); ticking the box stays the owner's act (seed 000).
+         "verified_backup": newest_verified()},
     )
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from elion.models import BackupRecord
+from operations.backup import runs, scheduling
 from transcript.attachments.gc import attachment_garbage_collect
 from transcript.attachments.verification import blobs_rehash_all
 from transcript.deletion import deletions_finish, private_chats_expire
@@ -47,6 +49,26 @@ def expire_private_chats() -> int:
 
 
 def index_pending_messages() -> int:
-    """Scheduled every minute (migration 0022): messages whose search-index rows are still pending, such
+    """Scheduled every minute (migration 0025): messages whose search-index rows are still pending, such
     as those of a reply whose indexing after the reply timed out, are indexed (nothing pending: one query)."""
     return message_search_index_sync()
+
+
+# --- Backups that run themselves (issue 42): thin wrappers over `operations.backup` ------------------------
+
+
+def scheduled_backup(slot: str | None = None) -> dict:
+    """Scheduled daily or weekly (migration elion 0003, Settings → Backups): one backup per due slot."""
+    return scheduling.scheduled_backup(slot)
+
+
+def backup_now(record_id: str) -> str:
+    """`POST /api/backups/`, Settings → Back up now: the recorded backup written, stored and verified."""
+    record = BackupRecord.objects.filter(pk=record_id).first()
+    return runs.backup_run(record).status if record else "gone"
+
+
+def backup_verify_again(record_id: str) -> str:
+    """`POST /api/backups/{id}/verify/`, Settings → Verify again."""
+    record = BackupRecord.objects.filter(pk=record_id).first()
+    return runs.backup_verify(record).status if record else "gone"

@@ -1,8 +1,14 @@
-"""Rows the project package itself keeps: failed owner logins, for throttling."""
+"""Rows the project package itself keeps: failed owner logins (throttling) and the record of each backup.
+
+Neither is in a backup: both describe this installation, not the owner's life in it.
+"""
 
 from __future__ import annotations
 
+import uuid
+
 from django.db import models
+from django.utils import timezone
 
 
 class LoginFailure(models.Model):
@@ -15,3 +21,41 @@ class LoginFailure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.failures} failures"
+
+
+class BackupStatus(models.TextChoices):
+    RUNNING = "running"
+    VERIFIED = "verified"
+    FAILED = "failed"
+
+
+class BackupRecord(models.Model):
+    """One backup file at a destination, and what its verification found (docs/operations.md).
+
+    `slot` is the scheduled time a scheduled backup was due (null for one made by
+    hand): unique, so a slot is backed up once however many clusters or restarts
+    ask. `stored` turns true only once the whole file is at its destination
+    (a partial upload never counts). `counts` holds what the verifying restore
+    found: `{"rows": {model: n}, "blobs": n, "sample": …}`.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    slot = models.DateTimeField(null=True, blank=True, unique=True)
+    status = models.CharField(max_length=10, choices=BackupStatus.choices, default=BackupStatus.RUNNING)
+    destination = models.CharField(max_length=500, blank=True, default="")
+    key = models.CharField(max_length=500, blank=True, default="")
+    stored = models.BooleanField(default=False)
+    size = models.BigIntegerField(null=True, blank=True)
+    sha256 = models.CharField(max_length=64, blank=True, default="")
+    encrypted = models.BooleanField(default=False)
+    verified_at = models.DateTimeField(null=True, blank=True)
+    counts = models.JSONField(default=dict, blank=True)
+    failure = models.TextField(blank=True, default="")
+    pruned_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"backup {self.created_at:%Y-%m-%d %H:%M} ({self.status})"

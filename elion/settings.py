@@ -376,6 +376,19 @@ ELION_UPLOAD_PIECE_BYTES = env.integer("ELION_UPLOAD_PIECE_BYTES", 8 * 1024 * 10
 # Rounds in which the model may call tools before it must answer in text.
 ELION_MAX_TOOL_ROUNDS = env.integer("ELION_MAX_TOOL_ROUNDS", 4, minimum=1)
 
+# Backups that run themselves (docs/operations.md, "Scheduled backups"). Encryption: a passphrase (age's scrypt)
+# or age recipients (`age1…` or `ssh-ed25519 …`, separated by commas or new lines), so that the server need hold
+# no key that decrypts. Destinations: a folder outside the data dir, or an S3-compatible bucket (credentials from
+# the standard AWS environment variables). Without a key and a destination no scheduled backup runs.
+ELION_BACKUP_PASSPHRASE = env.secret_text("ELION_BACKUP_PASSPHRASE")
+ELION_BACKUP_RECIPIENTS = env.text("ELION_BACKUP_RECIPIENTS")
+ELION_BACKUP_DIR = env.text("ELION_BACKUP_DIR")
+ELION_BACKUP_S3_URL = env.text("ELION_BACKUP_S3_URL")
+ELION_BACKUP_S3_BUCKET = env.text("ELION_BACKUP_S3_BUCKET")
+ELION_BACKUP_S3_PREFIX = env.text("ELION_BACKUP_S3_PREFIX", "elion/")
+# Where a backup is staged (written, encrypted, fetched back and restored for verification), then removed.
+ELION_BACKUP_STAGING_DIR = Path(env.text("ELION_BACKUP_STAGING_DIR") or DATA_DIR / "backup-staging")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

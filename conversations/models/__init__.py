@@ -13,6 +13,7 @@ one of them, so `conversations.models.<Model>` and Django's registry see them al
 
 from conversations.models.assistant import (
     AssistantSettings,
+    BackupSchedule,
     Character,
     Persona,
     Personality,
@@ -43,6 +44,7 @@ from conversations.models.threads import (
 __all__ = [
     "ORIGIN_BADGES",
     "AssistantSettings",
+    "BackupSchedule",
     "Attachment",
     "AttachmentBlobIdentity",
     "AttachmentKind",

@@ -31,6 +31,12 @@ class Verbosity(models.TextChoices):
     HIGH = "high", "High"
 
 
+class BackupSchedule(models.TextChoices):
+    OFF = "off", "Off"
+    DAILY = "daily", "Daily"
+    WEEKLY = "weekly", "Weekly"
+
+
 class AssistantSettings(models.Model):
     """Singleton (pk=1) holding the owner's settings for the assistant."""
 
@@ -59,6 +65,13 @@ class AssistantSettings(models.Model):
     read_aloud_auto = models.BooleanField(default=False)
     keep_voice_recordings = models.BooleanField(default=False)
     voice_language = models.CharField(max_length=8, blank=True, default="")
+    # Backups that run themselves (issue 42, `operations.backup.scheduling`): how often, at which hour of the
+    # server's time zone, and how many of each period the retention policy keeps (only verified ones are pruned).
+    backup_schedule = models.CharField(max_length=10, choices=BackupSchedule.choices, default=BackupSchedule.DAILY)
+    backup_hour = models.PositiveSmallIntegerField(default=3)
+    backup_keep_daily = models.PositiveSmallIntegerField(default=7)
+    backup_keep_weekly = models.PositiveSmallIntegerField(default=4)
+    backup_keep_monthly = models.PositiveSmallIntegerField(default=12)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -121,6 +121,11 @@ class SettingsSerializer(serializers.Serializer):
     voice_language = serializers.CharField(allow_blank=True)
     read_aloud_auto = serializers.BooleanField()
     keep_voice_recordings = serializers.BooleanField()
+    backup_schedule = serializers.ChoiceField(choices=["off", "daily", "weekly"])
+    backup_hour = serializers.IntegerField(min_value=0, max_value=23)
+    backup_keep_daily = serializers.IntegerField(min_value=0)
+    backup_keep_weekly = serializers.IntegerField(min_value=0)
+    backup_keep_monthly = serializers.IntegerField(min_value=0)
 
 
 class FolderOutSerializer(serializers.Serializer):
@@ -137,9 +142,15 @@ class LoginSerializer(serializers.Serializer):
     password = serializers.CharField()
 
 
+class BackupHealthSerializer(serializers.Serializer):
+    last_verified_at = serializers.DateTimeField(allow_null=True)
+    stale = serializers.BooleanField()
+
+
 class HealthSerializer(serializers.Serializer):
     status = serializers.CharField()
     reconciliation = serializers.DictField()
+    backup = BackupHealthSerializer()
 
 
 _ERROR = {"$ref": "#/components/schemas/Error"}

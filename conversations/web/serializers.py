@@ -137,6 +137,12 @@ def settings_repr(row: AssistantSettings) -> dict:
         "voice_language": row.voice_language,
         "read_aloud_auto": row.read_aloud_auto,
         "keep_voice_recordings": row.keep_voice_recordings,
+        # Backups that run themselves (issue 42; `operations.backup.scheduling` checks and saves them).
+        "backup_schedule": row.backup_schedule,
+        "backup_hour": row.backup_hour,
+        "backup_keep_daily": row.backup_keep_daily,
+        "backup_keep_weekly": row.backup_keep_weekly,
+        "backup_keep_monthly": row.backup_keep_monthly,
     }
 
 
@@ -147,6 +153,16 @@ def folder_repr(folder: Folder) -> dict:
 @extend_schema_field(OpenApiTypes.BOOL)
 class StrictFlagField(serializers.JSONField):
     """A switch the service checks itself (`settings_service.STRICT_FLAGS`); documented as a boolean."""
+
+
+@extend_schema_field(OpenApiTypes.INT)
+class CheckedNumberField(serializers.JSONField):
+    """A whole number the service checks itself (range and type, 400 with the setting's code); documented so."""
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class CheckedTextField(serializers.JSONField):
+    """A choice the service checks itself (400 with the setting's code); documented as a string."""
 
 
 class SettingsPatchSerializer(serializers.Serializer):
@@ -170,6 +186,12 @@ class SettingsPatchSerializer(serializers.Serializer):
     voice_language = serializers.CharField(required=False, allow_blank=True, max_length=8)
     read_aloud_auto = StrictFlagField(required=False, allow_null=True)
     keep_voice_recordings = StrictFlagField(required=False, allow_null=True)
+    # Checked by `operations.backup.scheduling.backup_settings_update` (400 `invalid_backup_*`): passed on as sent.
+    backup_schedule = CheckedTextField(required=False, allow_null=True)
+    backup_hour = CheckedNumberField(required=False, allow_null=True)
+    backup_keep_daily = CheckedNumberField(required=False, allow_null=True)
+    backup_keep_weekly = CheckedNumberField(required=False, allow_null=True)
+    backup_keep_monthly = CheckedNumberField(required=False, allow_null=True)
 
 
 class FolderSerializer(serializers.Serializer):

@@ -171,3 +171,8 @@ def secret_key(directory: Path) -> str:
         handle.write(key)
     os.replace(tmp, key_file)
     return key_file.read_text().strip()
+
+
+def secret_text(name: str) -> str:
+    """A passphrase as given: leading and trailing spaces are part of it."""
+    return os.environ.get(name, "")

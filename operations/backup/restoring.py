@@ -34,14 +34,13 @@ from django.db.models import Model
 
 from conversations.models import MessageAttachment, manifest_entries_conversation_settle
 from operations.backup import members
+from operations.backup.refusals import BackupRefused
 from transcript.attachments import store
+
+__all__ = ["BackupRefused", "RestoreCheck", "RestoreReport", "backup_restore", "backup_restore_check"]
 
 ROW_BATCH = 500
 READ_CHUNK = 1 << 16
-
-
-class BackupRefused(Exception):
-    """The backup cannot be restored here; the message says why, for the owner."""
 
 
 @dataclass
@@ -53,15 +52,17 @@ class RestoreReport:
 
 @dataclass(frozen=True)
 class RestoreCheck:
-    """What a restore of a backup would put back (the dry run): rows per model, blobs."""
+    """What a restore of a backup would put back (the dry run): rows per model, blobs, when it was made."""
 
     rows: dict[str, int]
     blobs: int
+    created_at: str = ""
 
 
-def backup_restore_check(path: Path) -> RestoreCheck:
+def backup_restore_check(path: Path, *, require_empty: bool = True) -> RestoreCheck:
     """Every check `backup_restore` makes before it writes, and nothing more: BackupRefused when a restore here
-    would be refused (a damaged or foreign backup, a newer schema, a database or data dir that holds data)."""
+    would be refused (a damaged or foreign backup, a newer schema, and unless `require_empty` is false, a
+    database or data dir that holds data)."""
     try:
         archive = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as exc:
@@ -70,10 +71,11 @@ def backup_restore_check(path: Path) -> RestoreCheck:
         manifest = _verified_manifest(archive)
         _verify_members(archive, manifest)
         _refuse_unless_schema_fits(manifest)
-        _refuse_unless_empty()
+        if require_empty:
+            _refuse_unless_empty()
     rows = {entry["model"]: int(entry.get("count", 0)) for entry in manifest["models"]}
     blobs = sum(1 for name in manifest["members"] if name.startswith(members.BLOBS_PREFIX))
-    return RestoreCheck(rows=rows, blobs=blobs)
+    return RestoreCheck(rows=rows, blobs=blobs, created_at=str(manifest.get("created_at", "")))
 
 
 def backup_restore(path: Path) -> RestoreReport:

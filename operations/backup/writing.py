@@ -9,7 +9,7 @@ one small record per member (its manifest entry and the zip's central
 directory entry): never the rows or the blobs of the whole backup.
 
 Every read runs in one transaction (on PostgreSQL REPEATABLE READ, READ ONLY;
-on SQLite one read transaction under WAL), so the rows are one consistent
+on SQLite a deferred read transaction under WAL, `_snapshot`), so the rows are one consistent
 snapshot even while the app keeps writing. Blobs are read from the stores as
 they stand; each one's bytes are hashed as they are copied.
 """
@@ -34,6 +34,7 @@ from django.db.models import Model
 from django.utils import timezone
 
 from operations.backup import members
+from operations.backup.sampling import live_branch_sample
 
 ROW_BATCH = 500
 BLOB_CHUNK = 1 << 16  # 64 KiB
@@ -89,7 +90,25 @@ def _batches(rows: Iterator[Model], size: int) -> Iterator[list[Model]]:
 
 @contextmanager
 def _snapshot() -> Iterator[None]:
-    """One transaction for every read; on PostgreSQL a repeatable-read, read-only one."""
+    """One transaction for every read: on PostgreSQL a repeatable-read, read-only one; on SQLite a deferred one.
+
+    SQLite: Django opens every transaction here `BEGIN IMMEDIATE` (settings:
+    two writers queue instead of failing midway), which takes the write lock:
+    a backup inside one would hold every send for its whole length. So the
+    backup begins its own `BEGIN DEFERRED` transaction, which under WAL reads
+    one snapshot from its first SELECT to its end and takes no write lock:
+    sends go on writing beside it (`bench/backup_cost.py` measures them).
+    """
+    if connection.vendor == "sqlite" and not connection.in_atomic_block:
+        connection.ensure_connection()
+        with connection.cursor() as cursor:
+            cursor.execute("BEGIN DEFERRED")
+        try:
+            yield
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("ROLLBACK")  # it only read
+        return
     outermost = not connection.in_atomic_block
     with transaction.atomic():
         if outermost and connection.vendor == "postgresql":
@@ -135,6 +154,7 @@ def _zip_parts(row_batch: int) -> Iterator[bytes]:
     damaged: list[str] = []
     with _snapshot(), zipfile.ZipFile(drain, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
         created_at = timezone.now()
+        sample = live_branch_sample()  # read inside the snapshot, like every row
         for model in members.backed_up_models():
             name = members.model_member(model)
             count = 0
@@ -160,7 +180,7 @@ def _zip_parts(row_batch: int) -> Iterator[bytes]:
             entries[name] = member.entry()
             if entries[name]["sha256"] != sha256:
                 damaged.append(name)
-        manifest = _manifest_bytes(created_at, counts, entries, damaged)
+        manifest = _manifest_bytes(created_at, counts, entries, damaged, sample)
         archive.writestr(_info(members.MANIFEST, created_at, zipfile.ZIP_DEFLATED), manifest)
         archive.writestr(
             _info(members.MANIFEST_DIGEST, created_at, zipfile.ZIP_STORED),
@@ -177,7 +197,9 @@ def _info(name: str, when: dt.datetime, compress_type: int) -> zipfile.ZipInfo:
     return info
 
 
-def _manifest_bytes(created_at: dt.datetime, counts: list[dict], entries: dict[str, dict], damaged: list[str]) -> bytes:
+def _manifest_bytes(
+    created_at: dt.datetime, counts: list[dict], entries: dict[str, dict], damaged: list[str], sample: dict | None
+) -> bytes:
     manifest = {
         "format": members.FORMAT,
         "version": members.VERSION,
@@ -189,6 +211,8 @@ def _manifest_bytes(created_at: dt.datetime, counts: list[dict], entries: dict[s
         "blobs": sum(1 for name in entries if name.startswith(members.BLOBS_PREFIX)),
         # Blobs whose bytes already did not hash to their name when backed up: kept, never restored.
         "damaged_blobs": damaged,
+        # One conversation's live branch as a digest: a verifying restore reads it again (`sampling`).
+        "sample": sample,
         "members": entries,
     }
     return json.dumps(manifest, indent=1, sort_keys=False).encode()

@@ -1,4 +1,5 @@
-"""Write the full backup zip to a file (the same zip as `GET /api/backup/`)."""
+"""Write the full backup zip to a file (the same zip as `GET /api/backup/`); `--encrypt`: age-encrypted with the
+configured ELION_BACKUP_PASSPHRASE or ELION_BACKUP_RECIPIENTS (operations.backup.encryption)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from operations.backup import encryption
 from operations.backup.writing import backup_chunks
 
 
@@ -19,21 +21,33 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--output", required=True, help="Path of the zip to write (not overwritten if it exists).")
+        parser.add_argument(
+            "--encrypt", action="store_true",
+            help="Encrypt it with age to ELION_BACKUP_RECIPIENTS and/or ELION_BACKUP_PASSPHRASE (streamed).",
+        )
 
-    def handle(self, *args: object, output: str, **options: object) -> None:
+    def handle(self, *args: object, output: str, encrypt: bool = False, **options: object) -> None:
         target = Path(output)
+        keys = encryption.configured_keys()
+        if encrypt and not keys.configured:
+            raise CommandError("--encrypt needs ELION_BACKUP_PASSPHRASE or ELION_BACKUP_RECIPIENTS.")
         if target.exists():
             raise CommandError(f"{target} already exists; choose another --output.")
         partial = target.with_name(target.name + ".partial")
         size = 0
         try:
             with partial.open("xb") as out:
-                for chunk in backup_chunks():
-                    out.write(chunk)
-                    size += len(chunk)
+                if encrypt:
+                    encryption.encrypt_stream(backup_chunks(), out, keys)
+                else:
+                    for chunk in backup_chunks():
+                        out.write(chunk)
                 out.flush()
+                size = out.tell()
                 os.fsync(out.fileno())
             partial.rename(target)
+        except encryption.BackupKeyProblem as exc:
+            raise CommandError(str(exc)) from exc
         except FileExistsError as exc:
             raise CommandError(f"{partial} exists (another backup running?); remove it and retry.") from exc
         except OSError as exc:
@@ -42,4 +56,5 @@ class Command(BaseCommand):
         finally:
             if partial.exists() and not target.exists():
                 partial.unlink(missing_ok=True)
-        self.stdout.write(f"Backup written to {target} ({size} bytes)")
+        state = "encrypted" if encrypt else "unencrypted"
+        self.stdout.write(f"Backup written to {target} ({size} bytes, {state})")

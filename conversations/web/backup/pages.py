@@ -1,14 +1,17 @@
-"""Settings → Restore a backup: upload, a dry-run check with counts, then a confirmation (issue 34).
+"""Settings → Restore a backup: upload, a dry-run check described in words, then a confirmation (issues 34, 41).
 
 Thin: the rules are `operations.backup.restoring` — the same as `manage.py restore` (a whole-backup check,
-a fresh instance only, never a merge). The uploaded zip waits under the data dir, named by a random token,
-until the owner confirms or starts again.
+a fresh instance only, never a merge). The page says what the backup holds and what this instance holds, in
+words (`operations.backup.descriptions`), and why a lived-in instance cannot take it. An encrypted backup
+(age, the scheduled ones) is opened with the server's ELION_BACKUP_PASSPHRASE. The uploaded file waits under
+the data dir, named by a random token, until the owner confirms or starts again.
 """
 
 from __future__ import annotations
 
 import secrets
 import shutil
+from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
@@ -17,6 +20,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from conversations.models import BackupSchedule
+from elion.base.errors import ServiceError
+from operations.backup import descriptions, encryption, listing, requests, scheduling
 from operations.backup.restoring import BackupRefused, RestoreCheck, backup_restore, backup_restore_check
 
 TOKEN_BYTES = 16
@@ -36,11 +42,29 @@ def _pending_path(token: str) -> Path | None:
 def _page(
     request: HttpRequest, *, error: str = "", check: RestoreCheck | None = None, token: str = "", status: int = 200
 ) -> HttpResponse:
-    rows = sorted(check.rows.items()) if check else []
+    fresh = descriptions.instance_is_fresh()
     return render(request, "settings/restore.html", {
-        "error": error, "check": check, "token": token, "rows": rows,
-        "total_rows": sum(count for _, count in rows),
+        "error": error, "check": check, "token": token, "fresh": fresh,
+        "backup_holds": descriptions.described(check.rows, check.blobs) if check else [],
+        "instance_holds": [] if fresh else descriptions.current_described(),
+        "backup_made": _when(check.created_at) if check else None,
     }, status=status)
+
+
+def _when(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def _opened(path: Path) -> None:
+    """An encrypted upload decrypted in place with the server's passphrase; BackupRefused when it cannot be."""
+    if encryption.file_kind(path) not in ("age", "age+passphrase"):
+        return  # a zip, or something the restore check refuses by name
+    opened = path.with_suffix(".opened")
+    encryption.decrypt_file(path, opened, passphrase=encryption.configured_keys().passphrase)
+    opened.replace(path)
 
 
 def restore_page(request: HttpRequest) -> HttpResponse:
@@ -58,10 +82,14 @@ def restore_page(request: HttpRequest) -> HttpResponse:
         for chunk in upload.chunks():
             target.write(chunk)
     try:
-        check = backup_restore_check(path)
+        _opened(path)
+        check = backup_restore_check(path, require_empty=False)
     except BackupRefused as exc:
         path.unlink(missing_ok=True)
-        return _page(request, error=f"This backup cannot be restored here: {exc}", status=409)
+        return _page(request, error=f"This backup cannot be restored: {exc}", status=409)
+    if not descriptions.instance_is_fresh():
+        path.unlink(missing_ok=True)  # nothing to confirm: the page says what this instance holds and why
+        return _page(request, check=check, status=409)
     return _page(request, check=check, token=token)
 
 
@@ -79,3 +107,52 @@ def restore_confirm(request: HttpRequest, token: str) -> HttpResponse:
     shutil.rmtree(_pending_dir(), ignore_errors=True)
     messages.success(request, f"Restored {sum(report.rows.values())} rows and {report.blobs} files from the backup.")
     return redirect("home")
+
+
+# --- Settings → Backups ------------------------------------------------------------------
+
+
+def _number(value: str) -> object:
+    return int(value) if value.strip().lstrip("-").isdigit() else value
+
+
+def backups_page(request: HttpRequest) -> HttpResponse:
+    if request.method not in ("GET", "HEAD", "POST"):
+        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
+    error, status = "", 200
+    if request.method == "POST":
+        changes: dict[str, object] = {"backup_schedule": request.POST.get("backup_schedule", "")}
+        changes.update({name: _number(request.POST.get(name, "")) for name in scheduling.NUMBER_RANGES})
+        try:
+            scheduling.backup_settings_update(**changes)
+        except ServiceError as exc:
+            error, status = exc.detail, exc.status
+        else:
+            messages.success(request, "Backup settings saved.")
+            return redirect("settings-backups")
+    return render(request, "settings/backups.html", {
+        **listing.backups_listing(), "error": error,
+        "hours": range(24), "schedules": BackupSchedule.choices,
+    }, status=status)
+
+
+@require_POST
+def backups_now(request: HttpRequest) -> HttpResponse:
+    try:
+        requests.backup_now_request()
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+    else:
+        messages.success(request, "Backing up now: it is written, stored and verified in the background.")
+    return redirect("settings-backups")
+
+
+@require_POST
+def backup_verify_again(request: HttpRequest, backup_id: str) -> HttpResponse:
+    try:
+        requests.backup_verify_request(backup_id)
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+    else:
+        messages.success(request, "Verifying again: the backup is fetched, decrypted and restored into a scratch copy.")
+    return redirect("settings-backups")

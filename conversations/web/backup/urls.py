@@ -6,9 +6,15 @@ from conversations.web.backup import api, pages
 
 api_urlpatterns = [
     path("backup/", api.BackupView.as_view(), name="api-backup"),
+    path("backups/", api.BackupsView.as_view(), name="api-backups"),
+    path("backups/<uuid:backup_id>/verify/", api.BackupVerifyView.as_view(), name="api-backup-verify"),
+    path("backups/<uuid:backup_id>/download/", api.BackupDownloadView.as_view(), name="api-backup-download"),
 ]
 
 page_urlpatterns = [
+    path("settings/backups/", pages.backups_page, name="settings-backups"),
+    path("settings/backups/now/", pages.backups_now, name="settings-backups-now"),
+    path("settings/backups/<uuid:backup_id>/verify/", pages.backup_verify_again, name="settings-backup-verify"),
     path("settings/restore/", pages.restore_page, name="settings-restore"),
     path("settings/restore/<str:token>/", pages.restore_confirm, name="settings-restore-confirm"),
 ]

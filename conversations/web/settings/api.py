@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -10,6 +11,7 @@ from rest_framework.views import APIView
 from conversations.services.settings_service import assistant_settings_update
 from conversations.web import schema as docs
 from conversations.web import serializers as s
+from operations.backup.scheduling import BACKUP_SETTINGS, backup_settings_update
 from transcript.assistant_settings import assistant_settings_get
 
 
@@ -21,4 +23,9 @@ class SettingsView(APIView):
     @extend_schema(request=s.SettingsPatchSerializer, responses={200: docs.SettingsSerializer, 400: docs.ErrorSerializer})
     def patch(self, request: Request) -> Response:
         changes = s.validated(s.SettingsPatchSerializer, request.data)
-        return Response(s.settings_repr(assistant_settings_update(**changes)))
+        backup = {name: changes.pop(name) for name in BACKUP_SETTINGS if name in changes}
+        with transaction.atomic():  # one save: a refused setting leaves every other as it was
+            if backup:
+                backup_settings_update(**backup)  # no prompt reads them: nothing is rebuilt for these
+            row = assistant_settings_update(**changes) if changes or not backup else assistant_settings_get()
+        return Response(s.settings_repr(row))

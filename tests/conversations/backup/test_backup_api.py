@@ -49,7 +49,7 @@ def test_backup_needs_the_owner_like_every_owner_endpoint(protected):
     assert wrong.status_code == 401 and b"lighthouse" not in wrong.content
     owner = Client().get("/api/backup/", HTTP_AUTHORIZATION="Bearer script-token")
     assert owner.status_code == 200 and owner.streaming
-    assert owner["Content-Disposition"].startswith('attachment; filename="elion-backup-')
+    assert owner["Content-Disposition"].startswith('attachment; filename="elion-backup-') and owner["Content-Disposition"].endswith('-unencrypted.zip"')
     assert b"a secret about the lighthouse" in zip_members(b"".join(owner.streaming_content))[
         "models/conversations.message.jsonl"
     ]

@@ -19,7 +19,8 @@ def client():
 
 def test_health_reports_reconciliation_counts(client, make_conversation):
     body = client.get("/api/health/").json()
-    assert body == {"status": "ok", "reconciliation": {"completed": True, "pending": 0, "remaining_failures": 0}}
+    assert body == {"status": "ok", "reconciliation": {"completed": True, "pending": 0, "remaining_failures": 0},
+                    "backup": {"last_verified_at": None, "stale": False}}  # issue 42: no backup key in the tests
     conversation = make_conversation()
     Message.objects.create(
         conversation=conversation, seq=1, role=Role.SYSTEM, content="old", metadata={"policy_markers": {"prompt_policy": "v0"}}
@@ -49,6 +50,12 @@ def test_settings_defaults_and_patch(client):
         "voice_language": "",
         "read_aloud_auto": False,
         "keep_voice_recordings": False,
+        # Backups that run themselves (issue 42): daily at 03:00 once a key and a destination are set.
+        "backup_schedule": "daily",
+        "backup_hour": 3,
+        "backup_keep_daily": 7,
+        "backup_keep_weekly": 4,
+        "backup_keep_monthly": 12,
     }
     body = client.patch("/api/settings/", {"display_name": "Elion", "web_search": True}, content_type="application/json").json()
     assert body["display_name"] == "Elion" and body["web_search"] is True

@@ -1,0 +1,111 @@
+"""Scheduled backups: one django-q2 Schedule, kept in step with Settings (`backup_schedule`, `backup_hour`).
+
+The Schedule (`SCHEDULE_NAME`, made by migration `elion.0003`) runs
+`conversations.tasks.scheduled_backup` daily or weekly at the owner's hour in the
+server's time zone (`TIME_ZONE`); `off` sets its repeats to 0, which
+django-q2's scheduler skips. django-q2 passes each run the time it was due
+(`intended_date_kwarg="slot"`), and `runs.backup_start` records that slot
+under a unique key: a slot is backed up once, whichever cluster takes it.
+
+A backup missed while the server was down: the Schedule's `next_run` is in
+the past at the next start, so the scheduler runs it once and moves
+`next_run` past now (`catch_up` is off in Q_CLUSTER): one backup, never one
+per missed day, and never twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.utils import timezone
+from django_q.models import Schedule
+
+from conversations.models import AssistantSettings, BackupSchedule
+from elion.base.errors import InvalidInput
+from operations.backup import runs
+from transcript.assistant_settings import assistant_settings_get, assistant_settings_read
+
+logger = logging.getLogger(__name__)
+
+SCHEDULE_NAME = "elion scheduled backup"
+TASK = "conversations.tasks.scheduled_backup"
+NUMBER_RANGES = {
+    "backup_hour": (0, 23),
+    "backup_keep_daily": (0, 1000),
+    "backup_keep_weekly": (0, 1000),
+    "backup_keep_monthly": (0, 1000),
+}
+BACKUP_SETTINGS = ("backup_schedule", *NUMBER_RANGES)
+
+
+def next_due(now: datetime, hour: int) -> datetime:
+    """The first moment after `now` at `hour`:00 in the server's time zone."""
+    local = timezone.localtime(now)
+    due = local.replace(hour=hour, minute=0, second=0, microsecond=0)
+    if due <= local:
+        due = timezone.make_aware(due.replace(tzinfo=None) + timedelta(days=1))
+    return due
+
+
+def schedule_sync(row: AssistantSettings | None = None, *, now: datetime | None = None) -> Schedule:
+    """Make the Schedule say what Settings say: its type, its repeats and its next run at the owner's hour."""
+    row = row or assistant_settings_read()
+    schedule_type = Schedule.WEEKLY if row.backup_schedule == BackupSchedule.WEEKLY else Schedule.DAILY
+    schedule, _ = Schedule.objects.update_or_create(
+        name=SCHEDULE_NAME,
+        defaults={
+            "func": TASK,
+            "schedule_type": schedule_type,
+            "repeats": 0 if row.backup_schedule == BackupSchedule.OFF else -1,
+            "next_run": next_due(now or timezone.now(), row.backup_hour),
+            "intended_date_kwarg": "slot",
+        },
+    )
+    return schedule
+
+
+def backup_settings_update(**changes: object) -> AssistantSettings:
+    """Save the backup settings (checked: InvalidInput with a code) and move the Schedule to match.
+
+    No stored prompt reads them, so unlike the other settings their save
+    rebuilds nothing (`settings_service` sends `settings_saved` for those).
+    """
+    unknown = set(changes) - set(BACKUP_SETTINGS)
+    if unknown:
+        raise InvalidInput(f"Unknown backup settings: {', '.join(sorted(unknown))}.", code="unknown_setting")
+    if "backup_schedule" in changes and changes["backup_schedule"] not in BackupSchedule.values:
+        raise InvalidInput(
+            f"backup_schedule must be one of {', '.join(BackupSchedule.values)}.", code="invalid_backup_schedule"
+        )
+    for name, (low, high) in NUMBER_RANGES.items():
+        value = changes.get(name)
+        if name in changes and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
+            raise InvalidInput(f"{name} must be a whole number from {low} to {high}.", code=f"invalid_{name}")
+    with transaction.atomic():
+        row = assistant_settings_get()
+        row = AssistantSettings.objects.select_for_update().get(pk=row.pk)
+        for name, value in changes.items():
+            setattr(row, name, value)
+        row.save(update_fields=[*changes, "updated_at"])
+        if {"backup_schedule", "backup_hour"} & set(changes):
+            schedule_sync(row)
+    return row
+
+
+def scheduled_backup(slot: str | datetime | None = None) -> dict:
+    """The scheduled run for `slot` (the time it was due): one backup per slot, written, stored and verified."""
+    due = datetime.fromisoformat(slot) if isinstance(slot, str) else slot
+    if due is not None and timezone.is_naive(due):
+        due = timezone.make_aware(due)
+    try:
+        record = runs.backup_start(slot=due)
+    except runs.BackupNotConfigured as exc:
+        logger.warning("scheduled backup refused: %s", exc)
+        return {"status": "refused", "reason": str(exc)}
+    if record is None:
+        logger.info("scheduled backup for %s was taken already", due)
+        return {"status": "taken already", "slot": str(due)}
+    record = runs.backup_run(record)
+    return {"status": record.status, "id": str(record.id), "slot": str(due)}
