@@ -133,7 +133,7 @@ def spread_over_months(conversation) -> None:
 
     Built in seconds, every row would be stamped "now", as no long thread is;
     a process that keeps a conversation's rows and asks only for what changed
-    recently (transcript.tree_cache) would then read them all again.
+    recently (the tree cache before issue 40) would then read them all again.
     """
     import datetime
 

@@ -48,7 +48,7 @@ class HistoryTurn:
     @cached_property
     def messages(self) -> tuple[dict, ...]:
         """The turn's request messages: its tool rounds, then its text (`turn_content`). Built once: a kept
-        turn (`continuity.rules.kept_history`) goes into every later send's request, which reads them and never
+        turn goes into its request, which reads them and never
         changes them. A reply whose output messages were kept verbatim goes back as those items, in place
         (`replayed_turn_messages`)."""
         return replayed_turn_messages(self.tool_messages, self.role, turn_content(self))
@@ -201,7 +201,7 @@ def _on_trim_chain(near: list[int], index: int, cell: int, anchor: int) -> bool:
 
 
 class TrimmableHistory(Protocol):
-    """History turns that can be trimmed to a budget without listing every one (`continuity.rules.kept_history`)."""
+    """History turns that can be trimmed to a budget (`continuity.rules.history_window`)."""
 
     def trimmed(self, budget_tokens: int, step_tokens: int = 0) -> tuple[list[HistoryTurn], int, int]:
         """`trim_history` of every turn: the kept turns, how many were dropped, and the kept turns' tokens."""

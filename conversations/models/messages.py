@@ -80,7 +80,7 @@ class Message(models.Model):
         ]
         indexes = [
             models.Index(fields=["status", "lease_expires_at"], name="message_status_lease"),
-            # The tree cache's read of what changed (transcript.tree_cache).
+            # A conversation's rows by when they changed (migration 0013; the tree cache that read it is gone).
             models.Index(fields=["conversation", "updated_at"], name="message_conversation_changed"),
             models.Index(
                 fields=["conversation"], condition=Q(status="streaming"), name="message_conversation_streaming"

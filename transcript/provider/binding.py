@@ -120,7 +120,7 @@ def recorded_bindings_of_counts(
     combinations: Mapping[tuple[str, str, str, str, str, str], int],
 ) -> tuple[set[ProviderBinding], int]:
     """`recorded_bindings` of rows already counted by their `Message.binding_columns` (the tree cache keeps
-    those counts for a send: `transcript.tree_cache.TreeRead`)."""
+    those counts for the slow path of `provider_binding_gate_probed`)."""
     bindings: set[ProviderBinding] = set()
     unbound = 0
     for (role, kind, *binding), count in combinations.items():
