@@ -1,0 +1,109 @@
+"""What a send's window itself costs (issue 40): the physical floor under `bench/years.py`'s added time.
+
+A send reads the stretch of its branch its request can carry (`transcript.branch_rows`: ~2,400 rows of
+200–600 characters under the default 200,000-token budget) and serialises the request built from it.
+For each thread of a `bench/years.py` cache entry (its SQLite file, copied first, and `built.json`), this
+times in one process, side by side, medians of `--rounds`:
+
+  send   `send_prepare` (the whole composed send up to the provider call; its reply marked done and the
+         head rewound after each, so every round measures the same branch);
+  read   `branch_rows_up` of the same stretch alone (one statement, its rows as model instances);
+  JSON   `json.dumps` of the request's messages.
+
+and prints the share of the send the two take: what no design that reads and sends the in-view turns can
+avoid. The rest is projecting the turns, recall's overlap index of what the request carries, the stored
+prompt and the attachments.
+
+    .venv/bin/python -m bench.years --database sqlite --cache /tmp/years   # builds the threads once
+    .venv/bin/python -m bench.send_floor --entry /tmp/years/sqlite-<key>
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _median_ms(call, rounds: int) -> float:
+    samples = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--entry", type=Path, required=True, help="a bench/years.py cache entry (SQLite)")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args(argv)
+    built = json.loads((args.entry / "built.json").read_text())
+    scratch = Path(tempfile.mkdtemp(prefix="send-floor-"))
+    try:
+        shutil.copy(args.entry / "elion.sqlite3", scratch / "elion.sqlite3")
+        os.environ.update({"ELION_DATA_DIR": str(scratch), "DJANGO_SETTINGS_MODULE": "elion.settings",
+                           "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "bench"), "ELION_LOG_LEVEL": "WARNING"})
+        for name in ("DATABASE_URL", "ELION_TESTING"):
+            os.environ.pop(name, None)
+        import django
+
+        django.setup()
+        from django.conf import settings
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        from continuity.rules.request_store import STRETCH_MARGIN_TOKENS, trim_step_tokens
+        from conversations.models import Conversation, Message
+        from conversations.sending.commands import SendCommand
+        from conversations.sending.prepare import send_prepare
+        from transcript.branch_rows import branch_rows_up
+        from transcript.provider.binding import configured_provider
+
+        # The threads were bound to the bench server's route; this process's provider is bound instead.
+        binding = configured_provider().binding()
+        Message.objects.exclude(role="system").update(
+            provider_id=binding.provider_id, provider_type=binding.provider_type, model=binding.model,
+            route_fingerprint=binding.route_fingerprint,
+        )
+        print("| messages | send ms | stretch rows | read ms | JSON ms | read + JSON, share of the send |")
+        print("|---|---|---|---|---|---|")
+        for thread in built["threads"]:
+            conversation = Conversation.objects.get(pk=thread["conversation_id"])
+            head = conversation.head_id
+
+            def send(conversation=conversation, head=head):
+                prepared = send_prepare(SendCommand(
+                    conversation_id=conversation.id, content="What did we say about the pears in the orchard?"
+                ))
+                Message.objects.filter(conversation=conversation, status="streaming").update(
+                    status="complete", content="Done.", lease_expires_at=None)
+                Conversation.objects.filter(pk=conversation.pk).update(head_id=head)
+                return prepared
+
+            prepared = send()  # stores the prompt
+            span = settings.ELION_INPUT_BUDGET_TOKENS + 2 * trim_step_tokens() + STRETCH_MARGIN_TOKENS
+            floor = Message.objects.get(pk=head).branch_tokens - span
+            rows = len(branch_rows_up(conversation.id, head, token_floor=floor))
+            sent = _median_ms(send, args.rounds)
+            read = _median_ms(lambda c=conversation, h=head, f=floor: branch_rows_up(c.id, h, token_floor=f), args.rounds)
+            dumped = _median_ms(lambda p=prepared: json.dumps(p.request.messages), args.rounds)
+            print(f"| {thread['label']} | {sent:.0f} | {rows:,} | {read:.0f} | {dumped:.0f} | {(read + dumped) / sent:.0%} |")
+        print(f"\n{args.rounds} rounds, medians; load average {os.getloadavg()[0]:.1f}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
