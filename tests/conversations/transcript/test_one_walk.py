@@ -123,8 +123,20 @@ def test_a_broken_tree_is_a_409_explained_at_the_messages_route(make_broken_thre
 
 
 def test_a_broken_tree_is_a_409_explained_at_the_chat_page(make_broken_thread, client: Client):
-    broken = make_broken_thread("orphan_parent", length=60, at=2)
+    """The page walks the newest 50 messages (its window); a broken step among them is a 409 there. A break
+    further up is met, and explained, by the walk that reaches it (an earlier window, an export, a send whose
+    stretch reaches it): the page no longer walks the whole branch for its header estimate (issue 40)."""
+    broken = make_broken_thread("orphan_parent", length=60, at=40)
     response = client.get(f"/c/{broken.conversation.id}/")
+    assert response.status_code == 409
+    assert "broken" in response.content.decode()
+
+
+def test_a_broken_step_above_the_page_is_a_409_where_the_earlier_window_reaches_it(make_broken_thread, client: Client):
+    broken = make_broken_thread("orphan_parent", length=60, at=2)
+    assert client.get(f"/c/{broken.conversation.id}/").status_code == 200
+    oldest_shown = broken.messages[10]
+    response = client.get(f"/c/{broken.conversation.id}/window/", {"before": str(oldest_shown.id), "limit": 50})
     assert response.status_code == 409
     assert "broken" in response.content.decode()
 
