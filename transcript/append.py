@@ -33,7 +33,6 @@ random appends, edits, retries, rewinds, forks and version switches.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from uuid import UUID, uuid4
@@ -43,7 +42,8 @@ from django.db.models import Expression, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
+from conversations.models import Conversation, Message, Role
+from conversations.models.messages import branch_columns_under, stored_turn_tokens
 from transcript.provider.gateway import ProviderBinding
 
 # The conversation columns an append changes: `transcript_write` saves them itself; a `message_append`
@@ -51,45 +51,11 @@ from transcript.provider.gateway import ProviderBinding
 APPENDED_FIELDS = ("head", "last_seq", "updated_at")
 
 
-MEASURED_ROLES = (Role.USER, Role.ASSISTANT)
-
-
-def stored_turn_tokens(role: str, content: str) -> int:
-    """A message's own share of `branch_tokens`: its text's estimate (four characters a token) for a user or
-    assistant message, as the chat page's header estimate counts it; 0 for anything else."""
-    if role not in MEASURED_ROLES or not content:
-        return 0
-    return math.ceil(len(content) / 4)
-
-
 def reply_measure(content: str) -> Expression:
     """A reply's `branch_tokens` once it holds `content`, as an expression over its row (its parent's measure
     plus its own): written with every flush and the final text, before anything is appended under it."""
     through_parent = Subquery(Message.objects.filter(pk=OuterRef("parent_id")).values("branch_tokens")[:1])
     return Coalesce(through_parent, 0) + stored_turn_tokens(Role.ASSISTANT, content)
-
-
-def ends_birth_period(message: Message) -> bool:
-    """Is this the kind of message that ends a branch's birth period: a finished ordinary reply with words
-    (`continuity.rules.dynamic_context.in_birth_period`)?"""
-    return (
-        message.role == Role.ASSISTANT
-        and message.kind == MessageKind.ORDINARY
-        and message.status == MessageStatus.COMPLETE
-        and bool(message.content.strip())
-    )
-
-
-def branch_columns_under(parent: Message | None, *, role: str, content: str) -> dict[str, object]:
-    """The branch columns of a new message under `parent` (a root when None)."""
-    own = stored_turn_tokens(role, content)
-    if parent is None:
-        return {"branch_depth": 0, "branch_tokens": own, "branch_born": False}
-    return {
-        "branch_depth": parent.branch_depth + 1,
-        "branch_tokens": parent.branch_tokens + own,
-        "branch_born": parent.branch_born or ends_birth_period(parent),
-    }
 
 
 @dataclass

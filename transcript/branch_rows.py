@@ -64,6 +64,7 @@ def branch_rows_up(
     """
     table = connection.ops.quote_name(MESSAGE_TABLE)
     sql = _walk_sql(f"SELECT m.* FROM w JOIN {table} m ON m.id = w.id")
+    token_floor = max(token_floor, -1)  # a budget larger than any thread: walk to the root
     rows = list(
         Message.objects.raw(sql, [_prep(tip_id), _prep(conversation_id), token_floor, depth_floor, max_rows])
     )

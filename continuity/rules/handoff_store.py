@@ -129,7 +129,7 @@ def _final_sources(conversation: Conversation) -> list[SourceMessage]:
     while True:
         tail = branch_rows_up(conversation.id, conversation.head_id, token_floor=-1, max_rows=rows)
         sources = [source_message(message) for message in tail if message.role != Role.SYSTEM]
-        if tail[0].parent_id is None or sum(map(is_eligible, sources)) >= FINAL_MESSAGE_COUNT:
+        if len(tail) < rows or tail[0].parent_id is None or sum(map(is_eligible, sources)) >= FINAL_MESSAGE_COUNT:
             return sources
         rows *= 4
 

@@ -21,7 +21,7 @@ from uuid import UUID
 
 from continuity.rules.request_policy import HistoryTurn, trim_start
 from conversations.models import Message
-from transcript.append import stored_turn_tokens
+from conversations.models.messages import stored_turn_tokens
 from transcript.tool_pairing import project_tool_parts
 from transcript.tree import is_projectable
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 
 from django.db import models
@@ -107,6 +108,16 @@ class Message(models.Model):
     def __str__(self) -> str:
         return f"{self.role} #{self.seq} in {self.conversation_id}"
 
+    def save(self, *args: object, **kwargs: object) -> None:
+        """A row added one at a time gets its branch columns from its parent's (`branch_columns_under`):
+        `transcript.append` sets them itself (and inserts in bulk, which never calls this), so this covers
+        scripts and fixtures that add a row with `Message.objects.create`."""
+        if self._state.adding and not kwargs.get("update_fields"):
+            placed = branch_columns_under(self.parent if self.parent_id else None, role=self.role, content=self.content)
+            for name, value in placed.items():
+                setattr(self, name, value)
+        super().save(*args, **kwargs)
+
     @property
     def binding(self) -> tuple[str, str, str, str]:
         return (self.provider_id, self.provider_type, self.model, self.route_fingerprint)
@@ -144,3 +155,39 @@ class MessageSearchEntry(models.Model):
 
     def __str__(self) -> str:
         return f"search entry for {self.message_id}"
+
+
+# --- The branch columns (written by every append: `transcript.append`) ---------------------------------
+
+MEASURED_ROLES = (Role.USER, Role.ASSISTANT)
+
+
+def stored_turn_tokens(role: str, content: str) -> int:
+    """A message's own share of `branch_tokens`: its text's estimate (four characters a token) for a user or
+    assistant message, as the chat page's header estimate counts it; 0 for anything else."""
+    if role not in MEASURED_ROLES or not content:
+        return 0
+    return math.ceil(len(content) / 4)
+
+
+def ends_birth_period(message: Message) -> bool:
+    """Is this the kind of message that ends a branch's birth period: a finished ordinary reply with words
+    (`continuity.rules.dynamic_context.in_birth_period`)?"""
+    return (
+        message.role == Role.ASSISTANT
+        and message.kind == MessageKind.ORDINARY
+        and message.status == MessageStatus.COMPLETE
+        and bool(message.content.strip())
+    )
+
+
+def branch_columns_under(parent: Message | None, *, role: str, content: str) -> dict[str, object]:
+    """The branch columns of a new message under `parent` (a root when None)."""
+    own = stored_turn_tokens(role, content)
+    if parent is None:
+        return {"branch_depth": 0, "branch_tokens": own, "branch_born": False}
+    return {
+        "branch_depth": parent.branch_depth + 1,
+        "branch_tokens": parent.branch_tokens + own,
+        "branch_born": parent.branch_born or ends_birth_period(parent),
+    }

@@ -31,11 +31,12 @@ from continuity.rules.history_window import history_window
 from continuity.rules.request_policy import assemble_request, tool_definitions_text
 from continuity.rules.request_store import reply_request_build, send_context_load, trim_step_tokens
 from conversations.models import Message, MessageStatus, Role
+from conversations.models.messages import ends_birth_period, stored_turn_tokens
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from tests.support.factories import thread
 from tests.support.prompt_sections import prior_thread_section_in
-from transcript.append import APPENDED_FIELDS, ends_birth_period, message_append, stored_turn_tokens
+from transcript.append import APPENDED_FIELDS, message_append
 from transcript.assistant_settings import assistant_settings_get
 from transcript.attachments.manifests import attachments_commit, manifests_for
 from transcript.attachments.projection import attachment_parts_verified
