@@ -77,6 +77,9 @@ def test_after_an_outage_the_page_shows_the_stored_reply_interrupted_with_retry(
             wait_until(lambda: "its final state was not stored" in app.log_path.read_text(errors="replace"), 30)
 
             own_postgres.up()
+            # The server's circuit breaker (issue 41, item 16) serves again within a probe of the database's
+            # return; the page is reloaded once it does.
+            wait_until(lambda: client.get("/api/health/").status_code == 200, 15)
             page.reload()
             reply = page.locator(".message-assistant").last
             expect(reply.locator(".message-body")).to_have_text("one two")
