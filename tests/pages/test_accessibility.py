@@ -14,7 +14,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
@@ -32,13 +31,12 @@ from conversations.services.threads.services import conversation_create
 from memories.models import Memory
 from memories.services.memory_writes import memory_add
 from memories.services.proposals import memory_propose, proposal_dismiss
+from tests.support.axe import axe_violations, violation_lines
 from tests.support.factories import turns_append
 from tests.support.scripted_provider import ScriptedImageCall, ScriptedReply
 
 pytestmark = pytest.mark.browser
 
-AXE = Path(__file__).resolve().parents[2] / "tests" / "support" / "vendor" / "axe-core" / "axe.min.js"
-REPORTED_IMPACTS = ("serious", "critical")
 VIEWPORTS = {"desktop": {"width": 1366, "height": 900}, "phone": {"width": 390, "height": 844}}
 # (viewport, colour scheme) runs: contrast differs between the light and the dark palette.
 RUNS = [("desktop", "light"), ("phone", "light"), ("desktop", "dark")]
@@ -173,23 +171,6 @@ OPENED: list[tuple[str, Callable[[Seeded], str], Callable[[Page], None]]] = [
 OPENED_ON_PHONE: list[tuple[str, Callable[[Seeded], str], Callable[[Page], None]]] = [
     ("sidebar drawer open", lambda s: f"/c/{s.chat.id}/", lambda page: page.locator("[data-sidebar-open]").click()),
 ]
-
-
-def axe_violations(page: Page) -> list[dict]:
-    """Serious and critical violations axe-core finds on the loaded page (its WCAG A/AA and best-practice rules)."""
-    if not page.evaluate("() => typeof window.axe === 'object'"):
-        page.evaluate(AXE.read_text(encoding="utf-8") + "\n;undefined")
-    results = page.evaluate("() => axe.run(document, { resultTypes: ['violations'] })")
-    return [v for v in results["violations"] if v["impact"] in REPORTED_IMPACTS]
-
-
-def violation_lines(where: str, violations: list[dict]) -> list[str]:
-    lines = []
-    for violation in violations:
-        targets = ", ".join(" ".join(map(str, node["target"])) for node in violation["nodes"][:8])
-        more = f" (+{len(violation['nodes']) - 8} more)" if len(violation["nodes"]) > 8 else ""
-        lines.append(f"{where}: {violation['id']} [{violation['impact']}] at {targets}{more} — {violation['help']}")
-    return lines
 
 
 @pytest.mark.parametrize(("size", "scheme"), RUNS, ids=[f"{size}-{scheme}" for size, scheme in RUNS])

@@ -167,7 +167,7 @@ SCHEMES = [(DESKTOP, "light"), (PHONE, "light"), (DESKTOP, "dark")]
 def test_the_waiting_count_follows_each_answer_and_dismissed_cards_pass_axe(live_app, page: Page, viewport, scheme):
     """Issue 41, item 7: "Waiting for you (N)" changes with each Approve and Dismiss, without a reload; a
     dismissed card (in the list it was answered in, and under "Dismissed") keeps its text at AA contrast."""
-    from tests.pages.test_accessibility import axe_violations, violation_lines
+    from tests.support.axe import axe_violations, violation_lines
 
     page.set_viewport_size(viewport)
     page.emulate_media(color_scheme=scheme)

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.pages.conftest import OWNER_PASSWORD
-from tests.pages.test_accessibility import axe_violations, violation_lines
+from tests.support.axe import axe_violations, violation_lines
 
 pytestmark = pytest.mark.browser
 
