@@ -28,7 +28,8 @@ from continuity.rules.recall_store import (
     title_terms,
 )
 from continuity.rules.thread_handoff_store import thread_handoff_source_ids
-from conversations.models import AssistantSettings, Character, Conversation, Message, MessageKind, MessageStatus, Role
+from conversations.models import AssistantSettings, Character, Conversation, Message, Role
+from conversations.models.messages import ends_birth_period
 
 PINNED_HEADING = "=== PINNED CHARACTER ==="
 PINNED_CHARACTER_KEY = "pinned_character_id"
@@ -50,13 +51,7 @@ def in_birth_period(branch: Iterable[Message]) -> bool:
     `handoff_artifact`); neither is a failed, still-streaming or interrupted
     reply: the thread is born with its first complete ordinary reply.
     """
-    return not any(
-        m.role == Role.ASSISTANT
-        and m.kind == MessageKind.ORDINARY
-        and m.status == MessageStatus.COMPLETE
-        and m.content.strip()
-        for m in branch
-    )
+    return not any(ends_birth_period(m) for m in branch)
 
 
 def recall_may_run(messages: Iterable[Message], text: str) -> bool:
