@@ -67,7 +67,7 @@ def _inside_transaction() -> bool:
 def notify_owner(*, title: str, url: str, tag: str, text: str | None = None) -> PushReport | None:
     """Send one notification to every subscribed browser; never raises for a delivery failure.
 
-    `url` is a same-site path (`/c/<conversation id>/#message-<message id>`); `tag` groups notifications (a newer
+    `url` is a same-site path (`/c/<conversation id>/?around=<message id>#message-<message id>`); `tag` groups notifications (a newer
     one with the same tag replaces the older on the device). Returns what happened, or None when it was
     deferred to after the caller's transaction commits (see the module's precondition)."""
     if _inside_transaction():

@@ -2,8 +2,9 @@
 
 The check-in runner calls `notify_reply` once the reply is stored and committed (`notify_owner`'s precondition).
 The title names the assistant as the owner set it ("Elion Voicefire wrote"); a failed reply says so instead,
-and never carries text. The URL opens the conversation at the reply: the chat page's anchor for a message is
-`#message-<id>` (`templates/chat/_message.html`).
+and never carries text. The URL opens the conversation at the reply, in the form docs/api.md gives links to a message
+(`/c/<id>/?around=<id>#message-<id>`): the page shows the window around it, however old, and scrolls to its
+anchor (`templates/chat/_message.html`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from transcript.assistant_settings import assistant_settings_read
 
 
 def reply_url(*, conversation_id: object, message_id: object) -> str:
-    return f"/c/{conversation_id}/#message-{message_id}"
+    return f"/c/{conversation_id}/?around={message_id}#message-{message_id}"
 
 
 def reply_title(*, assistant_name: str, failed: bool) -> str:

@@ -159,7 +159,7 @@ def test_a_push_shows_a_notification_and_clicking_it_opens_the_reply(push_page, 
     deliver_push(push_page, push_app.url, push.plaintext)
 
     [shown] = shown_notifications(push_page, 1)
-    target = f"{push_app.url}/c/{chat.id}/#message-{reply.id}"
+    target = f"{push_app.url}/c/{chat.id}/?around={reply.id}#message-{reply.id}"
     assert shown == {"title": "Elion Voicefire wrote", "body": REPLY if shows_text else "",
                      "tag": f"conversation-{chat.id}", "url": target}
 

@@ -44,7 +44,7 @@ def test_a_reply_notification_reaches_the_browser_signed_and_encrypted_without_i
     # Decrypted with the browser's private key and auth secret: the title and the reply's address, no text.
     assert push.payload == {
         "title": "Elion Voicefire wrote",
-        "url": f"/c/{chat.id}/#message-{reply.id}",
+        "url": f"/c/{chat.id}/?around={reply.id}#message-{reply.id}",
         "tag": f"conversation-{chat.id}",
     }
     assert REPLY not in push.plaintext.decode()
