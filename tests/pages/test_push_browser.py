@@ -126,6 +126,10 @@ def test_the_service_worker_registers_and_turn_on_notifications_subscribes_this_
     push_page.goto(f"{push_app.url}/settings/")
     registered = worker_ready(push_page)
     assert registered == {"script": f"{push_app.url}/sw.js", "scope": f"{push_app.url}/"}
+    # Installable: chromium's own check of the manifest, icons and worker finds nothing missing (a Playwright
+    # context is an incognito profile, where chromium never offers to install: that one is expected).
+    installability = push_page.context.new_cdp_session(push_page).send("Page.getInstallabilityErrors")
+    assert [error["errorId"] for error in installability["installabilityErrors"]] == ["in-incognito"]
 
     push_page.get_by_role("button", name="Turn on notifications").click()
     expect(push_page.locator("[data-push-status]")).to_have_text("Notifications are on in this browser.")
