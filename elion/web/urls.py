@@ -6,7 +6,6 @@ from drf_spectacular.views import SpectacularAPIView
 
 from conversations.web import urls as conversations_urls
 from elion.web.access import urls as access_urls
-from elion.web.push import urls as push_urls
 
 
 class FaviconRedirect(RedirectView):
@@ -31,7 +30,6 @@ urlpatterns = [
     path("api/", include("memories.web.urls_api")),
     path("api/", include("continuity.web.urls_api")),
     path("api/", include(access_urls.api_urlpatterns)),
-    path("api/", include(push_urls.api_urlpatterns)),
     path("api/", include(conversations_urls.api_urlpatterns)),
     path("api/", include("archive.web.urls_api")),
     path("api/", include("artifacts.web.urls_api")),
@@ -40,6 +38,5 @@ urlpatterns = [
     path("", include("archive.web.urls_pages")),
     path("", include("continuity.web.urls_pages")),
     path("", include(access_urls.page_urlpatterns)),
-    path("", include(push_urls.page_urlpatterns)),
     path("", include(conversations_urls.page_urlpatterns)),
 ]

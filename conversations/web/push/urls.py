@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from elion.web.push import api, pages
+from conversations.web.push import api, pages
 
 api_urlpatterns = [
     path("push/key/", api.PushKeyView.as_view(), name="api-push-key"),
