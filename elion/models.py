@@ -1,6 +1,7 @@
-"""Rows the project package itself keeps: failed owner logins (throttling) and the record of each backup.
+"""Rows the project package itself keeps: failed owner logins (throttling), the record of each backup and the
+browsers subscribed to Web Push.
 
-Neither is in a backup: both describe this installation, not the owner's life in it.
+None is in a backup: each describes this installation, not the owner's life in it.
 """
 
 from __future__ import annotations
@@ -59,3 +60,29 @@ class BackupRecord(models.Model):
 
     def __str__(self) -> str:
         return f"backup {self.created_at:%Y-%m-%d %H:%M} ({self.status})"
+
+
+class PushSubscription(models.Model):
+    """One browser's Web Push subscription (docs/push.md): where to send and the keys to encrypt for it.
+
+    Not in a backup, like the rows above: a subscription is bound to this installation's VAPID key
+    (kept in the data dir), so it means nothing to another one. `recent_failures` keeps the last few
+    delivery failures, newest first (`[{"at", "status", "message"}]`, `status` null when no answer came);
+    a subscription the push service answers 404 or 410 is deleted, not marked.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    endpoint = models.URLField(max_length=2000, unique=True)
+    p256dh = models.CharField(max_length=100)
+    auth = models.CharField(max_length=50)
+    user_agent = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_failure_at = models.DateTimeField(null=True, blank=True)
+    recent_failures = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"push subscription {self.user_agent or self.id}"

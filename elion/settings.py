@@ -389,6 +389,15 @@ ELION_BACKUP_S3_PREFIX = env.text("ELION_BACKUP_S3_PREFIX", "elion/")
 # Where a backup is staged (written, encrypted, fetched back and restored for verification), then removed.
 ELION_BACKUP_STAGING_DIR = Path(env.text("ELION_BACKUP_STAGING_DIR") or DATA_DIR / "backup-staging")
 
+# Web Push (issue 44, docs/push.md). The VAPID key pair is generated on first use and kept in the data dir
+# (`vapid_private_key.pem`, mode 0600). The contact is the VAPID `sub` claim push services may write to:
+# a `mailto:` or `https:` URL of the operator. Every push request is bounded by the timeout (connect and read).
+ELION_PUSH_CONTACT = env.text("ELION_PUSH_CONTACT", "mailto:owner@example.com")
+ELION_PUSH_TIMEOUT_SECONDS = env.integer("ELION_PUSH_TIMEOUT_SECONDS", 10, minimum=1)
+# Endpoints must be https; plain http to a loopback address is accepted only with this on (the tests' push
+# service on 127.0.0.1). Never needed in production: every browser's push service is https.
+ELION_PUSH_HTTP_LOOPBACK = env.boolean("ELION_PUSH_HTTP_LOOPBACK", False)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

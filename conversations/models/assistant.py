@@ -72,6 +72,9 @@ class AssistantSettings(models.Model):
     backup_keep_daily = models.PositiveSmallIntegerField(default=7)
     backup_keep_weekly = models.PositiveSmallIntegerField(default=4)
     backup_keep_monthly = models.PositiveSmallIntegerField(default=12)
+    # Web Push (issue 44, docs/push.md): off, a notification says only that Elion wrote (lock-screen privacy);
+    # on, it also carries the start of the reply's text.
+    push_shows_text = models.BooleanField(default=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -26,10 +26,11 @@ EDITABLE_FIELDS = (
     "reasoning_summary_shown",
     "image_generation",
     "memory_suggestions",
+    "push_shows_text",
     *VOICE_FIELDS,
 )
 # Switches that take only true or false (not "yes", 1 or "on": those are a form's business).
-STRICT_FLAGS = ("image_generation", "memory_suggestions", *VOICE_FLAGS)
+STRICT_FLAGS = ("image_generation", "memory_suggestions", "push_shows_text", *VOICE_FLAGS)
 # Settings with a fixed set of values, each checked against its choices.
 CHOICES = {"personality": Personality, "reasoning_effort": ReasoningEffort, "verbosity": Verbosity}
 

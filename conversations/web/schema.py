@@ -121,6 +121,7 @@ class SettingsSerializer(serializers.Serializer):
     voice_language = serializers.CharField(allow_blank=True)
     read_aloud_auto = serializers.BooleanField()
     keep_voice_recordings = serializers.BooleanField()
+    push_shows_text = serializers.BooleanField()
     backup_schedule = serializers.ChoiceField(choices=["off", "daily", "weekly"])
     backup_hour = serializers.IntegerField(min_value=0, max_value=23)
     backup_keep_daily = serializers.IntegerField(min_value=0)

@@ -137,6 +137,7 @@ def settings_repr(row: AssistantSettings) -> dict:
         "voice_language": row.voice_language,
         "read_aloud_auto": row.read_aloud_auto,
         "keep_voice_recordings": row.keep_voice_recordings,
+        "push_shows_text": row.push_shows_text,
         # Backups that run themselves (issue 42; `operations.backup.scheduling` checks and saves them).
         "backup_schedule": row.backup_schedule,
         "backup_hour": row.backup_hour,
@@ -186,6 +187,8 @@ class SettingsPatchSerializer(serializers.Serializer):
     voice_language = serializers.CharField(required=False, allow_blank=True, max_length=8)
     read_aloud_auto = StrictFlagField(required=False, allow_null=True)
     keep_voice_recordings = StrictFlagField(required=False, allow_null=True)
+    # Web Push (issue 44): whether a notification carries the reply's text (400 `invalid_push_shows_text`).
+    push_shows_text = StrictFlagField(required=False, allow_null=True)
     # Checked by `operations.backup.scheduling.backup_settings_update` (400 `invalid_backup_*`): passed on as sent.
     backup_schedule = CheckedTextField(required=False, allow_null=True)
     backup_hour = CheckedNumberField(required=False, allow_null=True)

@@ -9,6 +9,7 @@ from conversations.web.backup import urls as backup
 from conversations.web.characters import urls as characters
 from conversations.web.folders import urls as folders
 from conversations.web.messages import urls as messages
+from conversations.web.push import urls as push
 from conversations.web.settings import urls as settings
 from conversations.web.threads import urls as threads
 from conversations.web.usage import urls as usage
@@ -19,6 +20,7 @@ api_urlpatterns = [
     *settings.api_urlpatterns,
     *usage.api_urlpatterns,
     *backup.api_urlpatterns,
+    *push.api_urlpatterns,
     *folders.api_urlpatterns,
     *characters.api_urlpatterns,
     *threads.api_urlpatterns,
@@ -34,6 +36,7 @@ page_urlpatterns = [
     *usage.page_urlpatterns,
     *settings.page_urlpatterns,
     *backup.page_urlpatterns,
+    *push.page_urlpatterns,
     *characters.page_urlpatterns,
     *folders.page_urlpatterns,
     *visibility.page_urlpatterns,

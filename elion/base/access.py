@@ -29,7 +29,7 @@ from django.utils.functional import SimpleLazyObject
 from rest_framework import authentication, permissions
 
 OWNER_USERNAME = "owner"
-PUBLIC_PATHS = ("/api/health/", "/login/", "/api/auth/login/", "/static/")
+PUBLIC_PATHS = ("/api/health/", "/login/", "/api/auth/login/", "/static/", "/sw.js")
 
 
 def owner_password_marker() -> str:

@@ -3,6 +3,7 @@ import "./memory_proposals.js";
 import "./banners.js";
 import "./sidebar_filter.js";
 import "./flash.js";
+import "./service_worker_registration.js";
 
 // Every page: the sidebar drawer on narrow screens.
 const sidebar = document.getElementById("sidebar");

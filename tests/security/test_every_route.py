@@ -18,7 +18,8 @@ from tests.support.routes import ROUTES
 pytestmark = pytest.mark.django_db
 
 # Route patterns (as the resolver spells them) that answer without the owner.
-PUBLIC_ROUTES = {"api/health/", "api/auth/login/", "login/"}
+# The service worker (issue 44) too: a browser checks it for updates whether or not a session is open.
+PUBLIC_ROUTES = {"api/health/", "api/auth/login/", "login/", "sw.js"}
 # The one public route that takes a write without a CSRF token: the password itself is the secret,
 # and a session-less JSON login is how scripts authenticate.
 CSRF_EXEMPT_ROUTES = {"api/auth/login/"}

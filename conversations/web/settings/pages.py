@@ -13,6 +13,7 @@ from conversations.models import (
 )
 from conversations.services.settings_service import assistant_settings_update
 from elion.base.errors import ServiceError
+from operations.push.subscriptions import push_subscriptions_listing
 from transcript.assistant_settings import assistant_settings_get
 
 SETTINGS_TEXT_FIELDS = ("owner_name", "display_name", "personality", "custom_instructions")
@@ -24,7 +25,7 @@ SETTINGS_CHOICE_FIELDS = ("reasoning_effort", "verbosity")
 
 SETTINGS_FLAGS = (
     "archive_access", "web_search", "provider_store_responses", "reasoning_summary_shown", "image_generation",
-    "memory_suggestions",
+    "memory_suggestions", "push_shows_text",
 )
 
 
@@ -55,6 +56,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
             "reasoning_efforts": ReasoningEffort.choices,
             "verbosities": Verbosity.choices,
             "error": error,
+            "push_subscriptions": push_subscriptions_listing(),
         },
         status=status,
     )

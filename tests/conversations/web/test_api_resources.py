@@ -50,6 +50,8 @@ def test_settings_defaults_and_patch(client):
         "voice_language": "",
         "read_aloud_auto": False,
         "keep_voice_recordings": False,
+        # Web Push (issue 44): a notification says only that Elion wrote (lock-screen privacy).
+        "push_shows_text": False,
         # Backups that run themselves (issue 42): daily at 03:00 once a key and a destination are set.
         "backup_schedule": "daily",
         "backup_hour": 3,
