@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+from django.contrib.messages.constants import DEFAULT_LEVELS
 from django.test import Client
 from django.utils import timezone
 from playwright.sync_api import Page, expect
@@ -223,6 +224,19 @@ def test_a_streaming_reply_is_announced_politely_and_passes_axe(live_app, page: 
         more.set()
     expect(page.locator(".message-assistant.status-streaming")).to_have_count(0)
     assert not page.js_errors
+
+
+def test_flash_messages_of_every_level_pass_axe(live_app, page: Page):
+    """Every level Django's messages framework has, rendered by the one flash template, on an owner page."""
+    from django.contrib.messages.storage.base import Message as FlashMessage
+    from django.template.loader import render_to_string
+
+    flashes = [FlashMessage(level, f"A {tag} message.") for tag, level in DEFAULT_LEVELS.items()]
+    html = render_to_string("_flash_messages.html", {"messages": flashes})
+    page.goto(f"{live_app.url}/settings/")
+    page.evaluate("html => document.querySelector('main').insertAdjacentHTML('afterbegin', html)", html)
+    assert page.locator("[data-flash]").count() == len(DEFAULT_LEVELS)
+    assert violation_lines("settings with a flash of every level", axe_violations(page)) == []
 
 
 def test_the_axe_check_can_fail(live_app, page: Page):
