@@ -33,8 +33,10 @@ before use, and the reconciliation tick refreshes what is left
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from typing import ParamSpec, TypeVar
 from uuid import UUID
 
@@ -48,6 +50,9 @@ from memories.models import MemorySetLock
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+# Set inside `refreshed_after_commit`: a service that marks prompts leaves their rebuild to the block's end.
+_REFRESH_DEFERRED: ContextVar[bool] = ContextVar("prompt_refresh_deferred", default=False)
 
 
 def prompt_generation() -> int:
@@ -134,13 +139,31 @@ def _batch_refresh(ids: list[UUID]) -> int | None:
 def refreshes_stale_prompts(service: Callable[P, R]) -> Callable[P, R]:
     """A service whose change marks prompts stale: its body runs atomically (as `@transaction.atomic`), then
     the marked prompts are rebuilt in batches (`stale_prompts_refresh`) before it returns, outside its
-    transaction, so no lock of it is held across the batches."""
+    transaction, so no lock of it is held across the batches. Called inside `refreshed_after_commit`, the
+    rebuild is left to that block's end."""
     atomic_service = transaction.atomic(service)
 
     @functools.wraps(service)
     def refreshed(*args: P.args, **kwargs: P.kwargs) -> R:
         result = atomic_service(*args, **kwargs)
-        stale_prompts_refresh()
+        if not _REFRESH_DEFERRED.get():
+            stale_prompts_refresh()
         return result
 
     return refreshed
+
+
+@contextlib.contextmanager
+def refreshed_after_commit() -> Iterator[None]:
+    """A block of writes that commit together (as `transaction.atomic()`) and may call services that mark
+    prompts stale (`refreshes_stale_prompts`): their prompts are rebuilt once, after the block commits and
+    before it is left. Inside a plain `transaction.atomic()` the batches would run inside the caller's
+    transaction and hold its locks (on SQLite the database's write lock) across every prompt, so every
+    send would wait for the whole refresh. A block that raises rolls its marks back and rebuilds nothing."""
+    token = _REFRESH_DEFERRED.set(True)
+    try:
+        with transaction.atomic():
+            yield
+    finally:
+        _REFRESH_DEFERRED.reset(token)
+    stale_prompts_refresh()
