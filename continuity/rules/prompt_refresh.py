@@ -139,14 +139,15 @@ def _batch_refresh(ids: list[UUID]) -> int | None:
 def refreshes_stale_prompts(service: Callable[P, R]) -> Callable[P, R]:
     """A service whose change marks prompts stale: its body runs atomically (as `@transaction.atomic`), then
     the marked prompts are rebuilt in batches (`stale_prompts_refresh`) before it returns, outside its
-    transaction, so no lock of it is held across the batches. Called inside `refreshed_after_commit`, the
-    rebuild is left to that block's end."""
+    transaction, so no lock of it is held across the batches. Called from another such service, or inside
+    `refreshed_after_commit`, the rebuild is left to the outermost one, after its transaction commits."""
     atomic_service = transaction.atomic(service)
 
     @functools.wraps(service)
     def refreshed(*args: P.args, **kwargs: P.kwargs) -> R:
-        result = atomic_service(*args, **kwargs)
-        if not _REFRESH_DEFERRED.get():
+        with _refresh_deferred() as outermost:
+            result = atomic_service(*args, **kwargs)
+        if outermost:
             stale_prompts_refresh()
         return result
 
@@ -160,10 +161,21 @@ def refreshed_after_commit() -> Iterator[None]:
     before it is left. Inside a plain `transaction.atomic()` the batches would run inside the caller's
     transaction and hold its locks (on SQLite the database's write lock) across every prompt, so every
     send would wait for the whole refresh. A block that raises rolls its marks back and rebuilds nothing."""
+    with _refresh_deferred() as outermost, transaction.atomic():
+        yield
+    if outermost:
+        stale_prompts_refresh()
+
+
+@contextlib.contextmanager
+def _refresh_deferred() -> Iterator[bool]:
+    """While inside: services that mark prompts leave their rebuild to the outermost block. Yields whether this
+    block is the outermost (the one that rebuilds)."""
+    if _REFRESH_DEFERRED.get():
+        yield False
+        return
     token = _REFRESH_DEFERRED.set(True)
     try:
-        with transaction.atomic():
-            yield
+        yield True
     finally:
         _REFRESH_DEFERRED.reset(token)
-    stale_prompts_refresh()
