@@ -21,7 +21,9 @@ grow with the owner's conversations, so they are refreshed in two steps:
    (on SQLite: no write transaction), then writes in one short transaction that
    locks only the batch's rows: the new texts of those still marked, and their
    marks cleared. A batch whose sources may have changed since it read them (the
-   generation moved: another marking operation committed) is read again.
+   generation moved: another marking operation committed) is read again. The
+   batches run after the outermost transaction commits (`refreshes_stale_prompts`
+   nested, `refreshed_after_commit` around a view's block), never inside it.
 
 So the operation reports success only when every prompt it made stale has been
 rewritten (the deleted memory's text, the hidden conversation's exchange are
