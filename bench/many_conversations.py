@@ -1,21 +1,24 @@
 """What the owner's number of conversations costs: 100 / 1,000 / 10,000 conversations, 50 memories.
 
 For each size one state is built once (in a child process, with the app's own prompt builders,
-snapshot rows, handoff rows, search index triggers: `build`) and copied per run; a Daphne server
+snapshot rows, handoff rows, search index triggers: `bench/many_conversations_build.py`) and copied per run; a Daphne server
 serves the copy with the scripted provider on loopback. Then, in rounds (medians of `--rounds`),
 over HTTP as a client sees it:
 
 - the operations the seed ties to the conversations they affect: Settings save (every stored
   prompt), memory edit and delete (a memory held by 90% of the snapshots), folder hide (a folder
   holding 10% of the chats, whose handoffs reach the next chat of each); printed with the time per
-  affected conversation and the longest first event of sends made meanwhile (`wait`) against an
-  idle send's (`own`): target wait ≤ 1.5 × own;
+  affected conversation and the first events of sends made meanwhile (`wait`: median, p90, longest)
+  against idle sends made the same way (`own`): target wait ≤ 1.5 × own. The sends go one after
+  another into six chats, the next as soon as the previous one's first event arrived (a reply whose
+  last write waits for the operation must not hide the next send's wait);
 - everything else (target ≤ 2× from 100 to 10,000): memory add, New Chat, the sidebar page (`/`),
   the conversation list API, Past Conversation Search, `/api/health/`, a new chat's first send and
   its second (recall runs), to the first delta.
 
     .venv/bin/python -m bench.many_conversations                         # this tree
     .venv/bin/python -m bench.many_conversations --baseline /tmp/main    # another tree's server and builder
+    .venv/bin/python -m bench.many_conversations --before /tmp/main --only-refreshes   # side by side
 
 SQLite only (the issue's measurements are SQLite's). A benchmark, not a test: it asserts nothing
 about timing; it fails when a request answers an error.
