@@ -1,21 +1,24 @@
 """What the owner's number of conversations costs: 100 / 1,000 / 10,000 conversations, 50 memories.
 
 For each size one state is built once (in a child process, with the app's own prompt builders,
-snapshot rows, handoff rows, search index triggers: `build`) and copied per run; a Daphne server
+snapshot rows, handoff rows, search index triggers: `bench/many_conversations_build.py`) and copied per run; a Daphne server
 serves the copy with the scripted provider on loopback. Then, in rounds (medians of `--rounds`),
 over HTTP as a client sees it:
 
 - the operations the seed ties to the conversations they affect: Settings save (every stored
   prompt), memory edit and delete (a memory held by 90% of the snapshots), folder hide (a folder
   holding 10% of the chats, whose handoffs reach the next chat of each); printed with the time per
-  affected conversation and the longest first event of sends made meanwhile (`wait`) against an
-  idle send's (`own`): target wait ≤ 1.5 × own;
+  affected conversation and the first events of sends made meanwhile (`wait`: median, p90, longest)
+  against idle sends made the same way (`own`): target wait ≤ 1.5 × own. The sends go one after
+  another into six chats, the next as soon as the previous one's first event arrived (a reply whose
+  last write waits for the operation must not hide the next send's wait);
 - everything else (target ≤ 2× from 100 to 10,000): memory add, New Chat, the sidebar page (`/`),
   the conversation list API, Past Conversation Search, `/api/health/`, a new chat's first send and
   its second (recall runs), to the first delta.
 
     .venv/bin/python -m bench.many_conversations                         # this tree
     .venv/bin/python -m bench.many_conversations --baseline /tmp/main    # another tree's server and builder
+    .venv/bin/python -m bench.many_conversations --before /tmp/main --only-refreshes   # side by side
 
 SQLite only (the issue's measurements are SQLite's). A benchmark, not a test: it asserts nothing
 about timing; it fails when a request answers an error.
@@ -38,120 +41,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-MEMORIES = 50
-MESSAGES = 6  # per conversation: three user/assistant pairs
-HELD_BY_ALL = 0.9  # the share of snapshots holding every memory (the others hold 40 of them)
 # Sends made during an operation that answered an error (e.g. 503 `database_busy`), printed with the table.
 FAILED_SENDS: list[str] = []
-
-
-def build(size: int, data_dir: Path, seed: int) -> None:
-    """The state for `size` conversations, in `data_dir` (run in the tree under test: `--build`)."""
-    from bench.common import setup_django, synthetic_vocabulary, zipf_weights
-
-    setup_django(data_dir, None)
-    from django.db import connection, transaction
-
-    from continuity.models import ThreadHandoff
-    from continuity.rules.prompt_store import prompt_inputs_many, prompt_metadata, static_prompt_built
-    from conversations.models import Conversation, Folder, Message, MessageKind, Role
-    from memories.models import ConversationMemorySnapshot, SnapshotMembership
-    from memories.services.memory_writes import memory_add
-    from transcript.assistant_settings import assistant_settings_get
-    from transcript.search_index import message_search_index_sync
-
-    rng = random.Random(seed)
-    words = synthetic_vocabulary(rng, 3_000)
-    weights = zipf_weights(len(words))
-
-    def text(count: int) -> str:
-        return " ".join(rng.choices(words, weights, k=count))
-
-    memories = [memory_add(text=f"Memory {i}: " + text(rng.randint(20, 40))).pk for i in range(MEMORIES)]
-    folder = Folder.objects.create(name="Old chats")
-    with transaction.atomic():
-        conversations = Conversation.objects.bulk_create(
-            [
-                Conversation(title=text(3).title(), last_seq=MESSAGES + 1, folder=folder if i % 10 == 5 else None)
-                for i in range(size)
-            ],
-            batch_size=2_000,
-        )
-        messages, heads = [], {}
-        for conversation in conversations:
-            parent = None
-            for seq in range(2, MESSAGES + 2):
-                parent = Message(
-                    conversation=conversation, seq=seq, parent=parent, role=Role.USER if seq % 2 == 0 else Role.ASSISTANT,
-                    content=text(rng.randint(15, 60)),
-                )
-                messages.append(parent)
-            heads[conversation.pk] = parent
-        Message.objects.bulk_create(messages, batch_size=2_000)
-        for conversation in conversations:
-            conversation.head = heads[conversation.pk]
-        Conversation.objects.bulk_update(conversations, ["head"], batch_size=2_000)
-        ConversationMemorySnapshot.objects.bulk_create(
-            [ConversationMemorySnapshot(conversation=c, provenance="captured") for c in conversations], batch_size=2_000
-        )
-        SnapshotMembership.objects.bulk_create(
-            [
-                SnapshotMembership(conversation=c, memory_id=m)
-                for c in conversations
-                for m in (memories if rng.random() < HELD_BY_ALL else rng.sample(memories, 40))
-            ],
-            batch_size=5_000,
-        )
-        # Every chat after the first began as a New Chat from the one before it.
-        by_conversation: dict = {}
-        for message in messages:
-            by_conversation.setdefault(message.conversation_id, []).append(str(message.pk))
-        ThreadHandoff.objects.bulk_create(
-            [
-                ThreadHandoff(destination=c, source=prior, source_message_ids=by_conversation[prior.pk],
-                              handoff="AUMA said:\n" + text(20))
-                for prior, c in zip(conversations, conversations[1:], strict=False)
-            ],
-            batch_size=2_000,
-        )
-    settings_row = assistant_settings_get()
-    for start in range(0, size, 1_000):
-        part = conversations[start : start + 1_000]
-        with transaction.atomic():
-            inputs = prompt_inputs_many(part, settings_row=settings_row)
-            prompts = []
-            for conversation in part:
-                built = static_prompt_built(inputs[conversation.pk])
-                prompts.append(Message(
-                    conversation=conversation, seq=1, role=Role.SYSTEM, kind=MessageKind.STATIC_PROMPT,
-                    content=built.text, metadata=prompt_metadata(built),
-                ))
-            Message.objects.bulk_create(prompts, batch_size=1_000)
-    while message_search_index_sync():
-        pass
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
-    connection.close()
-
-
-def state_dir(cache: Path, root: Path, size: int, seed: int) -> Path:
-    """The built state for `size` under the tree `root` (built once, by a child process in that tree)."""
-    target = cache / f"{root.name}-{size}"
-    if (target / "elion.sqlite3").exists():
-        return target
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
-    started = time.perf_counter()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ELION_SQLITE_PATH", "ELION_TESTING")}
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--build", str(size), "--data-dir", str(target),
-         "--root", str(root), "--seed", str(seed)],
-        cwd=root, env=env, capture_output=True, text=True,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"building {size} conversations failed:\n{done.stderr[-4000:]}")
-    print(f"  built {size:,} conversations in {time.perf_counter() - started:.0f} s", flush=True)
-    return target
+SEND_CHATS = 6  # chats the sends during an operation (and the idle sends) go to, each once its reply ended
+IDLE_SENDS = 12  # idle sends per round, made one after another as the sends during an operation are
 
 
 # --- measuring -----------------------------------------------------------------------------------
@@ -171,14 +64,16 @@ async def timed(client, method: str, url: str, **kwargs) -> tuple[float, object]
     return elapsed, response
 
 
-async def send_first_event(client, conversation_id: str, content: str, *, failures: list | None = None) -> float:
+async def send_first_event(client, conversation_id: str, content: str, *, failures: list | None = None,
+                           first: asyncio.Future | None = None) -> float:
     """Seconds from POSTing a send to its first delta (the stream read to its end). With `failures`, a send
     that answers an error instead (e.g. 503 `database_busy`) is listed there and its time to the error
-    returned; without, it ends the bench."""
+    returned; without, it ends the bench. `first`: a future given those seconds as soon as the first event
+    arrives (the stream is still read to its end)."""
     from bench.servers import BenchError
 
     started = time.perf_counter()
-    first = None
+    arrived = None
     event = None
     error = None
     async with client.stream("POST", f"/api/conversations/{conversation_id}/messages/",
@@ -188,55 +83,88 @@ async def send_first_event(client, conversation_id: str, content: str, *, failur
         async for line in response.aiter_lines():
             if line.startswith("event: "):
                 event = line[7:]
-            elif line.startswith("data: ") and event == "delta" and first is None:
-                first = time.perf_counter()
-            elif line.startswith("data: ") and event == "error" and first is None:
+            elif line.startswith("data: ") and event == "delta" and arrived is None:
+                arrived = time.perf_counter()
+                if first is not None:
+                    first.set_result(arrived - started)
+            elif line.startswith("data: ") and event == "error" and arrived is None:
                 error = f"send streamed an error: {line[6:300]}"
-                first = time.perf_counter()
-    if error is None and first is None:
+                arrived = time.perf_counter()
+                if first is not None:
+                    first.set_result(arrived - started)
+    if error is None and arrived is None:
         error = "send streamed no delta"
+    if first is not None and not first.done():
+        first.set_result(time.perf_counter() - started)
     if error is not None:
         if failures is None:
             raise BenchError(error)
         failures.append(error)
-        return (first or time.perf_counter()) - started
-    return first - started
+        return (arrived or time.perf_counter()) - started
+    return arrived - started
 
 
-async def with_concurrent_sends(client, operation, send_into: list[str]) -> tuple[float, float]:
-    """Run `operation` (a coroutine factory returning its seconds) while sends are made one after another
-    into `send_into`; returns (the operation's seconds, the longest first event of those sends)."""
-    done = asyncio.Event()
+async def sends_one_after_another(client, chats: list[str], *, until: asyncio.Event | None = None,
+                                   count: int = 0) -> list[float]:
+    """Sends made one after another (`count` of them, or until `until` is set), each into a chat whose previous
+    reply has ended: the next starts as soon as the previous one's first event arrived, so a reply that cannot
+    finish (its last write waiting) never hides how long the next send waits. Returns each send's seconds to its
+    first event."""
+    free: asyncio.Queue[str] = asyncio.Queue()
+    for chat in chats:
+        free.put_nowait(chat)
     waits: list[float] = []
+    streams: list[asyncio.Task] = []
 
-    async def sender() -> None:
-        index = 0
-        while not done.is_set():
-            waits.append(await send_first_event(client, send_into[index % len(send_into)], f"meanwhile {index}",
-                                                failures=FAILED_SENDS))
-            index += 1
+    async def one(chat: str, index: int, first: asyncio.Future) -> None:
+        try:
+            await send_first_event(client, chat, f"meanwhile {index}", failures=FAILED_SENDS, first=first)
+        finally:
+            free.put_nowait(chat)
 
-    task = asyncio.create_task(sender())
-    await asyncio.sleep(0.005)
-    try:
-        elapsed = await operation()
-    finally:
-        done.set()
-        await task
-    return elapsed, max(waits)
+    index = 0
+    while (until is None and index < count) or (until is not None and not until.is_set()):
+        chat = await free.get()
+        first = asyncio.get_running_loop().create_future()
+        streams.append(asyncio.create_task(one(chat, index, first)))
+        waits.append(await first)
+        index += 1
+    await asyncio.gather(*streams)
+    return waits
 
 
-async def measure(base_url: str, rounds: int, seed: int) -> dict[str, dict]:
+async def with_concurrent_sends(client, operation, chats: list[str]) -> tuple[float, list[float]]:
+    """Run `operation` (a coroutine factory returning its seconds) while sends are made one after another
+    (`sends_one_after_another`); returns (the operation's seconds, each send's seconds to its first event)."""
+    done = asyncio.Event()
+    seconds: list[float] = []
+
+    async def run() -> None:
+        try:
+            seconds.append(await operation())
+        finally:
+            done.set()
+
+    task = asyncio.create_task(run())
+    waits = await sends_one_after_another(client, chats, until=done)
+    await task
+    return seconds[0], waits
+
+
+async def measure(base_url: str, rounds: int, seed: int, *, only_refreshes: bool = False) -> dict[str, dict]:
     import httpx
 
     rng = random.Random(seed)
     results: dict[str, dict] = {}
 
-    def record(name: str, seconds: float, **extra: float) -> None:
+    def record(name: str, seconds: float, **extra: float | list[float]) -> None:
         entry = results.setdefault(name, {"times": []})
         entry["times"].append(seconds)
         for key, value in extra.items():
-            entry.setdefault(key, []).append(value)
+            if isinstance(value, list):
+                entry.setdefault(key, []).extend(value)
+            else:
+                entry.setdefault(key, []).append(value)
 
     timeout = httpx.Timeout(1800.0)
     async with httpx.AsyncClient(base_url=base_url, timeout=timeout) as client, \
@@ -246,14 +174,15 @@ async def measure(base_url: str, rounds: int, seed: int) -> dict[str, dict]:
         widely_held = sorted((m for m in memories), key=lambda m: -m["chats"])
         folder_id = (await checked(await client.get("/api/folders/"), "folders")).json()
         folder_id = (folder_id["results"] if isinstance(folder_id, dict) else folder_id)[0]["id"]
-        # The idle send, in fresh chats (their first send is measured separately).
+        # The idle send, in fresh chats (their first send is measured separately): IDLE_SENDS made one after
+        # another as the sends during an operation are.
         idle_chats = [(await checked(await client.post("/api/conversations/", json={}), "new chat")).json()["id"]
-                      for _ in range(3)]
+                      for _ in range(SEND_CHATS)]
         for chat in idle_chats:
             await send_first_event(sends, chat, "hello there, first words")
         for round_number in range(rounds):
-            own = await send_first_event(sends, idle_chats[round_number % 3], f"idle send {round_number}")
-            record("send (idle, stored prompt)", own)
+            own = await sends_one_after_another(sends, idle_chats, count=IDLE_SENDS)
+            record("send (idle, stored prompt)", statistics.median(own), own=own)
 
             async def settings_save(n: int = round_number) -> float:
                 return (await timed(client, "PATCH", "/api/settings/",
@@ -285,6 +214,8 @@ async def measure(base_url: str, rounds: int, seed: int) -> dict[str, dict]:
             elapsed, wait = await with_concurrent_sends(client, folder_hide, idle_chats)
             record("folder hide (10% of chats)", elapsed, wait=wait, own=own)
             await timed(client, "PATCH", f"/api/folders/{folder_id}/", json={"hidden": False})
+            if only_refreshes:
+                continue
 
             record("memory add", (await timed(client, "POST", "/api/memories/",
                                               json={"text": f"A new fact, round {round_number}."}))[0])
@@ -302,7 +233,8 @@ async def measure(base_url: str, rounds: int, seed: int) -> dict[str, dict]:
     return results
 
 
-def run_size(root: Path, state: Path, work: Path, rounds: int, seed: int) -> dict[str, dict]:
+def run_size(root: Path, state: Path, work: Path, rounds: int, seed: int, *, only_refreshes: bool = False
+             ) -> dict[str, dict]:
     from bench.servers import app_env, collect_static, start_daphne, start_provider, stop_process
 
     run_dir = work / f"run-{state.name}"
@@ -319,34 +251,48 @@ def run_size(root: Path, state: Path, work: Path, rounds: int, seed: int) -> dic
                        capture_output=True)
         collect_static(root, env)
         daphne, base_url = start_daphne(work, env, False, log_name=f"daphne-{state.name}.log", root=root)
-        return asyncio.run(measure(base_url, rounds, seed))
+        return asyncio.run(measure(base_url, rounds, seed, only_refreshes=only_refreshes))
     finally:
         stop_process(daphne)
         stop_process(provider)
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.0f}"
+
+
+def _p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(int(len(ordered) * 0.9), len(ordered) - 1)]
+
+
 def report(sizes: list[int], by_size: dict[int, dict[str, dict]]) -> list[str]:
     first, last = sizes[0], sizes[-1]
     names = [name for name in by_size[first] if name != "failed sends"]
-    head = "| operation | " + " | ".join(f"{s:,}" for s in sizes) + f" | {last:,} ÷ {first:,} | per affected chat at {last:,} | send meanwhile: wait / own |"
-    lines = [head, "|" + "---|" * (len(sizes) + 4)]
+    head = ("| operation | " + " | ".join(f"{s:,}" for s in sizes) + f" | {last:,} ÷ {first:,} | per affected chat at "
+            f"{last:,} | sends meanwhile at {last:,}: median / p90 / longest (n) | idle sends: median / p90 / longest "
+            "(n) | longest ÷ idle median | p90 ÷ idle p90 |")
+    lines = [head, "|" + "---|" * (len(sizes) + 7)]
     for name in names:
         medians = [statistics.median(by_size[s][name]["times"]) for s in sizes]
-        cells = [f"{m * 1000:,.0f} ms" for m in medians]
+        cells = [f"{_ms(m)} ms" for m in medians]
         big = by_size[last][name]
-        per = wait = ""
+        per = during = idle = longest = p90 = ""
         if "wait" in big:
             affected = statistics.median(big["affected"]) if "affected" in big else None
             if name == "Settings save":
-                affected = last + 3 + 2 * 5  # every chat with a stored prompt (about)
+                affected = last + 3 + 2 * SEND_CHATS  # every chat with a stored prompt (about)
             elif name.startswith("folder hide"):
                 affected = last // 10  # the next chat of each hidden one holds its handoff
             per = f"{statistics.median(big['times']) / affected * 1000:.2f} ms" if affected else ""
-            worst = max(big["wait"])
-            own = statistics.median(big["own"])
-            wait = f"{worst * 1000:,.0f} / {own * 1000:,.0f} ms (×{worst / own:.1f})"
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | ×{medians[-1] / medians[0]:.1f} | {per} | {wait} |")
+            waits, own = big["wait"], big["own"]
+            during = f"{_ms(statistics.median(waits))} / {_ms(_p90(waits))} / {_ms(max(waits))} ms ({len(waits)})"
+            idle = f"{_ms(statistics.median(own))} / {_ms(_p90(own))} / {_ms(max(own))} ms ({len(own)})"
+            longest = f"×{max(waits) / statistics.median(own):.1f}"
+            p90 = f"×{_p90(waits) / _p90(own):.1f}"
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | ×{medians[-1] / medians[0]:.1f} | {per} | {during} | "
+                     f"{idle} | {longest} | {p90} |")
     return lines
 
 
@@ -358,46 +304,56 @@ def main() -> None:
                         help="rounds at the largest size (default --rounds): each takes minutes before issue 40")
     parser.add_argument("--seed", type=int, default=20261203)
     parser.add_argument("--baseline", type=Path, default=None, help="serve (and build with) this source tree")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="another tree (e.g. main's, `git archive`d) measured first at each size on the same state "
+                             "(built by it), then this tree: before and after side by side in one run")
+    parser.add_argument("--only-refreshes", action="store_true",
+                        help="only the idle send and the operations that refresh prompts, with sends meanwhile")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "elion-many-conversations",
                         help="where built states are kept between runs")
-    parser.add_argument("--build", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--data-dir", type=Path, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--root", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.build is not None:
-        sys.path.insert(0, str(args.root))
-        build(args.build, args.data_dir, args.seed)
-        return
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
+    from bench.many_conversations_build import state_dir
     root = (args.baseline or ROOT).resolve()
+    trees = {"before": args.before.resolve(), "after": root} if args.before else {"": root}
+    builder = next(iter(trees.values()))  # with --before, its tree builds the state both serve (each migrates it)
     sizes = [int(s) for s in args.sizes.split(",")]
     args.cache.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="elion-many-"))
+    loads: list[float] = []
     try:
-        by_size = {}
+        results: dict[str, dict[int, dict[str, dict]]] = {label: {} for label in trees}
         for size in sizes:
-            print(f"{size:,} conversations ({root}) …", flush=True)
-            state = state_dir(args.cache, root, size, args.seed)
-            FAILED_SENDS.clear()
+            state = state_dir(args.cache, builder, size, args.seed)
             rounds = args.rounds_largest if size == max(sizes) and args.rounds_largest else args.rounds
-            by_size[size] = run_size(root, state, work, rounds, args.seed)
-            for line in report([size], by_size):
-                print("  " + line)
-            if FAILED_SENDS:
-                print(f"  sends made meanwhile that failed: {len(FAILED_SENDS)}, e.g. {FAILED_SENDS[0]}")
-                by_size[size]["failed sends"] = {"times": [float(len(FAILED_SENDS))]}
-            print("  " + json.dumps({k: v["times"] for k, v in by_size[size].items()}), flush=True)
+            for label, tree in trees.items():
+                print(f"{size:,} conversations, {label or 'tree'} ({tree}) …", flush=True)
+                loads.append(os.getloadavg()[0])
+                FAILED_SENDS.clear()
+                by_size = results[label]
+                by_size[size] = run_size(tree, state, work, rounds, args.seed, only_refreshes=args.only_refreshes)
+                loads.append(os.getloadavg()[0])
+                for line in report([size], by_size):
+                    print("  " + line)
+                if FAILED_SENDS:
+                    print(f"  sends made meanwhile that failed: {len(FAILED_SENDS)}, e.g. {FAILED_SENDS[0]}")
+                    by_size[size]["failed sends"] = {"times": [float(len(FAILED_SENDS))]}
+                print("  " + json.dumps({k: [round(t, 3) for t in v["times"]] for k, v in by_size[size].items()}),
+                      flush=True)
         print()
-        print(f"many_conversations {time.strftime('%Y-%m-%d %H:%M')} — tree {root}, SQLite, "
-              f"medians of {args.rounds} ({args.rounds_largest or args.rounds} at {max(sizes):,}), "
-              f"load {os.getloadavg()[0]:.1f}")
-        for line in report(sizes, by_size):
-            print(line)
-        for size in sizes:
-            if "failed sends" in by_size[size]:
-                print(f"sends made during an operation that failed at {size:,}: "
-                      f"{by_size[size]['failed sends']['times'][0]:.0f}")
+        print(f"many_conversations {time.strftime('%Y-%m-%d %H:%M')}, SQLite, medians of {args.rounds} "
+              f"({args.rounds_largest or args.rounds} at {max(sizes):,}), 1-minute load average between "
+              f"{min(loads):.1f} and {max(loads):.1f} on {os.cpu_count()} CPUs")
+        for label, tree in trees.items():
+            print()
+            print(f"{label or 'tree'}: {tree}")
+            for line in report(sizes, results[label]):
+                print(line)
+            for size in sizes:
+                if "failed sends" in results[label][size]:
+                    print(f"sends made during an operation that failed at {size:,}: "
+                          f"{results[label][size]['failed sends']['times'][0]:.0f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -21,7 +21,9 @@ grow with the owner's conversations, so they are refreshed in two steps:
    (on SQLite: no write transaction), then writes in one short transaction that
    locks only the batch's rows: the new texts of those still marked, and their
    marks cleared. A batch whose sources may have changed since it read them (the
-   generation moved: another marking operation committed) is read again.
+   generation moved: another marking operation committed) is read again. The
+   batches run after the outermost transaction commits (`refreshes_stale_prompts`
+   nested, `refreshed_after_commit` around a view's block), never inside it.
 
 So the operation reports success only when every prompt it made stale has been
 rewritten (the deleted memory's text, the hidden conversation's exchange are
@@ -33,8 +35,10 @@ before use, and the reconciliation tick refreshes what is left
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from typing import ParamSpec, TypeVar
 from uuid import UUID
 
@@ -48,6 +52,9 @@ from memories.models import MemorySetLock
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+# Set inside `refreshed_after_commit`: a service that marks prompts leaves their rebuild to the block's end.
+_REFRESH_DEFERRED: ContextVar[bool] = ContextVar("prompt_refresh_deferred", default=False)
 
 
 def prompt_generation() -> int:
@@ -134,13 +141,43 @@ def _batch_refresh(ids: list[UUID]) -> int | None:
 def refreshes_stale_prompts(service: Callable[P, R]) -> Callable[P, R]:
     """A service whose change marks prompts stale: its body runs atomically (as `@transaction.atomic`), then
     the marked prompts are rebuilt in batches (`stale_prompts_refresh`) before it returns, outside its
-    transaction, so no lock of it is held across the batches."""
+    transaction, so no lock of it is held across the batches. Called from another such service, or inside
+    `refreshed_after_commit`, the rebuild is left to the outermost one, after its transaction commits."""
     atomic_service = transaction.atomic(service)
 
     @functools.wraps(service)
     def refreshed(*args: P.args, **kwargs: P.kwargs) -> R:
-        result = atomic_service(*args, **kwargs)
-        stale_prompts_refresh()
+        with _refresh_deferred() as outermost:
+            result = atomic_service(*args, **kwargs)
+        if outermost:
+            stale_prompts_refresh()
         return result
 
     return refreshed
+
+
+@contextlib.contextmanager
+def refreshed_after_commit() -> Iterator[None]:
+    """A block of writes that commit together (as `transaction.atomic()`) and may call services that mark
+    prompts stale (`refreshes_stale_prompts`): their prompts are rebuilt once, after the block commits and
+    before it is left. Inside a plain `transaction.atomic()` the batches would run inside the caller's
+    transaction and hold its locks (on SQLite the database's write lock) across every prompt, so every
+    send would wait for the whole refresh. A block that raises rolls its marks back and rebuilds nothing."""
+    with _refresh_deferred() as outermost, transaction.atomic():
+        yield
+    if outermost:
+        stale_prompts_refresh()
+
+
+@contextlib.contextmanager
+def _refresh_deferred() -> Iterator[bool]:
+    """While inside: services that mark prompts leave their rebuild to the outermost block. Yields whether this
+    block is the outermost (the one that rebuilds)."""
+    if _REFRESH_DEFERRED.get():
+        yield False
+        return
+    token = _REFRESH_DEFERRED.set(True)
+    try:
+        yield True
+    finally:
+        _REFRESH_DEFERRED.reset(token)

@@ -147,7 +147,7 @@ def folder_create(*, name: str, hidden: bool = False) -> Folder:
     return Folder.objects.create(name=name[:200], hidden=bool(hidden))
 
 
-@transaction.atomic
+@refreshes_stale_prompts  # hiding refreshes prompts: after this transaction commits, not inside it
 def folder_update(*, folder_id: int, changes: dict) -> Folder:
     """Rename and/or hide/unhide. Hiding is a visibility transition (`conversations.services.visibility.transitions`)."""
     if "hidden" in changes:
@@ -166,7 +166,7 @@ def folder_update(*, folder_id: int, changes: dict) -> Folder:
     return folder
 
 
-@transaction.atomic
+@refreshes_stale_prompts  # as folder_update
 def folder_delete(*, folder_id: int) -> int:
     """Delete a folder; its conversations move to no folder (nothing is lost, and
     those leaving a hidden folder are shielded: see `conversations.services.visibility.transitions`).

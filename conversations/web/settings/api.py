@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from continuity.rules.prompt_refresh import refreshed_after_commit
 from conversations.services.settings_service import assistant_settings_update
 from conversations.web import schema as docs
 from conversations.web import serializers as s
@@ -24,7 +24,9 @@ class SettingsView(APIView):
     def patch(self, request: Request) -> Response:
         changes = s.validated(s.SettingsPatchSerializer, request.data)
         backup = {name: changes.pop(name) for name in BACKUP_SETTINGS if name in changes}
-        with transaction.atomic():  # one save: a refused setting leaves every other as it was
+        # One save: a refused setting leaves every other as it was. The prompts it makes stale are rebuilt
+        # after it commits, never inside its transaction (which would hold every write back meanwhile).
+        with refreshed_after_commit():
             if backup:
                 backup_settings_update(**backup)  # no prompt reads them: nothing is rebuilt for these
             row = assistant_settings_update(**changes) if changes or not backup else assistant_settings_get()

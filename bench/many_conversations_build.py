@@ -1,0 +1,144 @@
+"""The states `bench/many_conversations.py` measures: 100 / 1,000 / 10,000 conversations, 50 memories.
+
+Built once per size, in a child process running this file in the tree under test (`--build`, with that
+tree first on the path), and kept in a cache directory between runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+MEMORIES = 50
+MESSAGES = 6  # per conversation: three user/assistant pairs
+HELD_BY_ALL = 0.9  # the share of snapshots holding every memory (the others hold 40 of them)
+
+
+def build(size: int, data_dir: Path, seed: int) -> None:
+    """The state for `size` conversations, in `data_dir` (run in the tree under test: `--build`)."""
+    from bench.common import setup_django, synthetic_vocabulary, zipf_weights
+
+    setup_django(data_dir, None)
+    from django.db import connection, transaction
+
+    from continuity.models import ThreadHandoff
+    from continuity.rules.prompt_store import prompt_inputs_many, prompt_metadata, static_prompt_built
+    from conversations.models import Conversation, Folder, Message, MessageKind, Role
+    from memories.models import ConversationMemorySnapshot, SnapshotMembership
+    from memories.services.memory_writes import memory_add
+    from transcript.assistant_settings import assistant_settings_get
+    from transcript.search_index import message_search_index_sync
+
+    rng = random.Random(seed)
+    words = synthetic_vocabulary(rng, 3_000)
+    weights = zipf_weights(len(words))
+
+    def text(count: int) -> str:
+        return " ".join(rng.choices(words, weights, k=count))
+
+    memories = [memory_add(text=f"Memory {i}: " + text(rng.randint(20, 40))).pk for i in range(MEMORIES)]
+    folder = Folder.objects.create(name="Old chats")
+    with transaction.atomic():
+        conversations = Conversation.objects.bulk_create(
+            [
+                Conversation(title=text(3).title(), last_seq=MESSAGES + 1, folder=folder if i % 10 == 5 else None)
+                for i in range(size)
+            ],
+            batch_size=2_000,
+        )
+        messages, heads = [], {}
+        for conversation in conversations:
+            parent = None
+            for seq in range(2, MESSAGES + 2):
+                parent = Message(
+                    conversation=conversation, seq=seq, parent=parent, role=Role.USER if seq % 2 == 0 else Role.ASSISTANT,
+                    content=text(rng.randint(15, 60)),
+                )
+                messages.append(parent)
+            heads[conversation.pk] = parent
+        Message.objects.bulk_create(messages, batch_size=2_000)
+        for conversation in conversations:
+            conversation.head = heads[conversation.pk]
+        Conversation.objects.bulk_update(conversations, ["head"], batch_size=2_000)
+        ConversationMemorySnapshot.objects.bulk_create(
+            [ConversationMemorySnapshot(conversation=c, provenance="captured") for c in conversations], batch_size=2_000
+        )
+        SnapshotMembership.objects.bulk_create(
+            [
+                SnapshotMembership(conversation=c, memory_id=m)
+                for c in conversations
+                for m in (memories if rng.random() < HELD_BY_ALL else rng.sample(memories, 40))
+            ],
+            batch_size=5_000,
+        )
+        # Every chat after the first began as a New Chat from the one before it.
+        by_conversation: dict = {}
+        for message in messages:
+            by_conversation.setdefault(message.conversation_id, []).append(str(message.pk))
+        ThreadHandoff.objects.bulk_create(
+            [
+                ThreadHandoff(destination=c, source=prior, source_message_ids=by_conversation[prior.pk],
+                              handoff="AUMA said:\n" + text(20))
+                for prior, c in zip(conversations, conversations[1:], strict=False)
+            ],
+            batch_size=2_000,
+        )
+    settings_row = assistant_settings_get()
+    for start in range(0, size, 1_000):
+        part = conversations[start : start + 1_000]
+        with transaction.atomic():
+            inputs = prompt_inputs_many(part, settings_row=settings_row)
+            prompts = []
+            for conversation in part:
+                built = static_prompt_built(inputs[conversation.pk])
+                prompts.append(Message(
+                    conversation=conversation, seq=1, role=Role.SYSTEM, kind=MessageKind.STATIC_PROMPT,
+                    content=built.text, metadata=prompt_metadata(built),
+                ))
+            Message.objects.bulk_create(prompts, batch_size=1_000)
+    while message_search_index_sync():
+        pass
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    connection.close()
+
+
+def state_dir(cache: Path, root: Path, size: int, seed: int) -> Path:
+    """The built state for `size` under the tree `root` (built once, by a child process in that tree)."""
+    target = cache / f"{root.name}-{size}"
+    if (target / "elion.sqlite3").exists():
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    started = time.perf_counter()
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ELION_SQLITE_PATH", "ELION_TESTING")}
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--build", str(size), "--data-dir", str(target),
+         "--root", str(root), "--seed", str(seed)],
+        cwd=root, env=env, capture_output=True, text=True,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"building {size} conversations failed:\n{done.stderr[-4000:]}")
+    print(f"  built {size:,} conversations in {time.perf_counter() - started:.0f} s", flush=True)
+    return target
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--build", type=int, required=True)
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--root", type=Path, required=True)
+    parser.add_argument("--seed", type=int, required=True)
+    args = parser.parse_args()
+    sys.path.insert(0, str(args.root))
+    build(args.build, args.data_dir, args.seed)
+
+
+if __name__ == "__main__":
+    main()
