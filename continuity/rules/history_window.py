@@ -95,7 +95,7 @@ def history_window(
         turns.append(history_turn_of(message, parts))
     totals = list(accumulate((turn.tokens for turn in turns), initial=0))
     opens = [turn.role != "assistant" for turn in turns]
-    chain = [m.branch_tokens - stored_turn_tokens(m.role, m.content) for m in messages]
+    chain = [m.branch_tokens - stored_turn_tokens(m.role, m.content, m.kind) for m in messages]
     first_opening = next((p for p, opening in enumerate(opens) if opening), None)
     conclusive = reaches_start or (
         first_opening is not None and totals[-1] - totals[first_opening] > budget_tokens

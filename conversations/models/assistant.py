@@ -72,6 +72,10 @@ class AssistantSettings(models.Model):
     backup_keep_daily = models.PositiveSmallIntegerField(default=7)
     backup_keep_weekly = models.PositiveSmallIntegerField(default=4)
     backup_keep_monthly = models.PositiveSmallIntegerField(default=12)
+    # Check-ins (issue 44, docs/check_ins.md): the owner's IANA time zone, a new check-in's default zone; and
+    # "Elion may propose check-ins" (the `propose_check_in` tool is offered, as `memory_suggestions` does).
+    time_zone = models.CharField(max_length=64, default="UTC")
+    check_in_proposals = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
