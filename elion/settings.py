@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "continuity",
     "archive",
     "artifacts",
+    "check_ins",
     # The project package: the login throttle's rows (`elion.models`).
     "elion",
 ]
@@ -305,6 +306,11 @@ ELION_FLUSH_CHARACTERS = 2_000
 # A private chat is deleted forever (the permanent-deletion steps, with a
 # receipt) after this many days without activity (django-q2, hourly).
 ELION_PRIVATE_CHAT_DAYS = env.integer("ELION_PRIVATE_CHAT_DAYS", 30, minimum=1)
+# Check-ins (issue 44, docs/check_ins.md): a due time missed while the server was down runs once at the
+# next start if it is younger than this (seconds; default 6 hours), else it is recorded as skipped.
+ELION_CHECK_IN_MAX_LATE = env.integer("ELION_CHECK_IN_MAX_LATE", 6 * 3600, minimum=0)
+# A worker running a check-in holds its run this long; a run whose worker died is taken again after it.
+ELION_CHECK_IN_LEASE_SECONDS = env.integer("ELION_CHECK_IN_LEASE_SECONDS", 600, minimum=1)
 # Memory proposals (issue 35): at most this many wait for the owner per conversation.
 ELION_MEMORY_PROPOSALS_PENDING_MAX = env.integer("ELION_MEMORY_PROPOSALS_PENDING_MAX", 3, minimum=1)
 

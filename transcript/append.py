@@ -42,7 +42,7 @@ from django.db.models import Expression, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from conversations.models import Conversation, Message, Role
+from conversations.models import Conversation, Message, MessageKind, Role
 from conversations.models.messages import branch_columns_under, stored_turn_tokens
 from transcript.provider.gateway import ProviderBinding
 
@@ -79,7 +79,9 @@ class TranscriptAppend:
         last_seq = self.conversation.last_seq + len(self.messages)
         if parent is not None and (parent.conversation_id != self.conversation.pk or parent.seq > last_seq):
             raise ValueError("a parent must be an earlier message of the same conversation")
-        placed = branch_columns_under(parent, role=role, content=str(fields.get("content", "")))
+        placed = branch_columns_under(
+            parent, role=role, content=str(fields.get("content", "")), kind=str(fields.get("kind", MessageKind.ORDINARY))
+        )
         message = Message(
             conversation=self.conversation, parent=parent, seq=last_seq + 1, role=role, **_stamped(binding),
             **placed, **fields,

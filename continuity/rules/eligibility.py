@@ -40,6 +40,10 @@ the `normal` state may be offered `propose_memory` (`may_suggest_memories`),
 and the proposal service asks again when the call runs. A private, shielded or
 quarantined conversation cannot shape memory silently, nor suggest.
 
+Check-ins (issue 44) ask here too: a check-in writes first only into a
+conversation in the `normal` state (`may_write_first`); in any other state it
+does not run and is paused, saying why.
+
 Deliberate access is not decided here: opening a conversation, reading it,
 and an explicit Branch / Fresh Chat work whatever this module says.
 
@@ -147,6 +151,25 @@ def may_suggest_memories(conversation: Conversation) -> bool:
     """May Elion propose a memory from this conversation? Only in the `normal` state
     (never private, shielded, trashed or in a hidden folder). The setting is the caller's."""
     return visibility_state(conversation) == VisibilityState.NORMAL
+
+
+# Why a check-in may not write into a conversation in each state but `normal` (the owner reads it).
+WRITE_FIRST_REFUSALS = {
+    VisibilityState.TRASHED: "the conversation is in the trash",
+    VisibilityState.HIDDEN: "the conversation is in a hidden folder",
+    VisibilityState.PRIVATE: "the conversation is a private chat",
+    VisibilityState.SHIELDED: "the conversation is continuity-shielded",
+}
+
+
+def may_write_first(conversation: Conversation | None) -> str | None:
+    """May a check-in (issue 44) write first into this conversation? None when it may (the `normal` state
+    only, as for memory suggestions: quarantine governs the present), else why not, in words. A
+    conversation gone (deleted forever) may not. Reads the folder row as loaded or fresh."""
+    if conversation is None:
+        return "the conversation was deleted"
+    state = visibility_state(conversation)
+    return WRITE_FIRST_REFUSALS.get(state)
 
 
 # --- Deliberate search ------------------------------------------------------------

@@ -19,16 +19,18 @@ from dataclasses import dataclass
 from itertools import accumulate
 from uuid import UUID
 
+from continuity.rules.app_events import request_text_of
 from continuity.rules.request_policy import HistoryTurn, trim_start
 from conversations.models import Message
-from conversations.models.messages import stored_turn_tokens
+from conversations.models.messages import APP_EVENT_KINDS, stored_turn_tokens
 from transcript.tool_pairing import project_tool_parts
 from transcript.tree import is_projectable
 
 
 def history_turn_of(message: Message, attachments: tuple[dict, ...] = ()) -> HistoryTurn:
-    """The message as a history turn, with its attachment parts."""
-    return HistoryTurn(message.role, message.content, tuple(project_tool_parts(message.parts)), attachments)
+    """The message as a history turn, with its attachment parts (an app event framed for what it is)."""
+    text = request_text_of(message) if message.kind in APP_EVENT_KINDS else message.content
+    return HistoryTurn(message.role, text, tuple(project_tool_parts(message.parts)), attachments)
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def history_window(
         turns.append(history_turn_of(message, parts))
     totals = list(accumulate((turn.tokens for turn in turns), initial=0))
     opens = [turn.role != "assistant" for turn in turns]
-    chain = [m.branch_tokens - stored_turn_tokens(m.role, m.content) for m in messages]
+    chain = [m.branch_tokens - stored_turn_tokens(m.role, m.content, m.kind) for m in messages]
     first_opening = next((p for p, opening in enumerate(opens) if opening), None)
     conclusive = reaches_start or (
         first_opening is not None and totals[-1] - totals[first_opening] > budget_tokens

@@ -75,6 +75,10 @@ class AssistantSettings(models.Model):
     # Web Push (issue 44, docs/push.md): off, a notification says only that Elion wrote (lock-screen privacy);
     # on, it also carries the start of the reply's text.
     push_shows_text = models.BooleanField(default=False)
+    # Check-ins (issue 44, docs/check_ins.md): the owner's IANA time zone, a new check-in's default zone; and
+    # "Elion may propose check-ins" (the `propose_check_in` tool is offered, as `memory_suggestions` does).
+    time_zone = models.CharField(max_length=64, default="UTC")
+    check_in_proposals = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -24,6 +24,16 @@ class MessageKind(models.TextChoices):
     HANDOFF_ARTIFACT = "handoff_artifact", "Branch / Fresh Chat handoff"
     TOOL_CALL = "tool_call", "Tool call"
     TOOL_RESULT = "tool_result", "Tool result"
+    # A check-in's trigger (issue 44): an app event on the user side of the tree that records the check-in,
+    # its due time and the brief (`metadata.check_in`), the brief in `content`. Not the owner's speech.
+    CHECK_IN_TRIGGER = "check_in_trigger", "Check-in trigger"
+
+
+# App events: rows the app writes into the tree that are nobody's speech. Every consumer of speech leaves
+# them out by kind: handoffs and recall take `ordinary` only, the search index's triggers index `ordinary`
+# only, the token estimate (`stored_turn_tokens`) counts none of them, exports of speech skip them; the
+# request carries each framed for what it is (`continuity.rules.app_events`).
+APP_EVENT_KINDS = frozenset({MessageKind.CHECK_IN_TRIGGER})
 
 
 class MessageStatus(models.TextChoices):
@@ -113,7 +123,9 @@ class Message(models.Model):
         `transcript.append` sets them itself (and inserts in bulk, which never calls this), so this covers
         scripts and fixtures that add a row with `Message.objects.create`."""
         if self._state.adding and not kwargs.get("update_fields"):
-            placed = branch_columns_under(self.parent if self.parent_id else None, role=self.role, content=self.content)
+            placed = branch_columns_under(
+                self.parent if self.parent_id else None, role=self.role, content=self.content, kind=self.kind
+            )
             for name, value in placed.items():
                 setattr(self, name, value)
         super().save(*args, **kwargs)
@@ -162,10 +174,11 @@ class MessageSearchEntry(models.Model):
 MEASURED_ROLES = (Role.USER, Role.ASSISTANT)
 
 
-def stored_turn_tokens(role: str, content: str) -> int:
+def stored_turn_tokens(role: str, content: str, kind: str = MessageKind.ORDINARY) -> int:
     """A message's own share of `branch_tokens`: its text's estimate (four characters a token) for a user or
-    assistant message, as the chat page's header estimate counts it; 0 for anything else."""
-    if role not in MEASURED_ROLES or not content:
+    assistant message, as the chat page's header estimate counts it; 0 for anything else, and for an app
+    event (`APP_EVENT_KINDS`: not speech)."""
+    if role not in MEASURED_ROLES or not content or kind in APP_EVENT_KINDS:
         return 0
     return math.ceil(len(content) / 4)
 
@@ -181,9 +194,11 @@ def ends_birth_period(message: Message) -> bool:
     )
 
 
-def branch_columns_under(parent: Message | None, *, role: str, content: str) -> dict[str, object]:
+def branch_columns_under(
+    parent: Message | None, *, role: str, content: str, kind: str = MessageKind.ORDINARY
+) -> dict[str, object]:
     """The branch columns of a new message under `parent` (a root when None)."""
-    own = stored_turn_tokens(role, content)
+    own = stored_turn_tokens(role, content, kind)
     if parent is None:
         return {"branch_depth": 0, "branch_tokens": own, "branch_born": False}
     return {

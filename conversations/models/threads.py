@@ -81,6 +81,10 @@ class Conversation(models.Model):
     # cleared when the prompt is rebuilt; a send never uses a prompt of a conversation marked so
     # (`continuity.rules.prompt_refresh`, docs/continuity.md "Prompt refreshes").
     prompt_stale = models.BooleanField(default=False)
+    # Elion wrote here by itself (a check-in's reply, issue 44) and the owner has not opened it since:
+    # set by `check_ins.services.runs.announce_check_in_reply`, cleared when the owner opens the
+    # conversation's page or marks it read (`conversation_mark_read`).
+    unread = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -11,6 +11,7 @@ from conversations.models import AssistantSettings, Personality, ReasoningEffort
 from conversations.services.voice.settings import VOICE_FIELDS, VOICE_FLAGS, voice_settings_check
 from elion.base.domain_events import settings_saved
 from elion.base.errors import InvalidInput
+from elion.base.time_zones import time_zone_clean
 from transcript.write_lock import global_write_lock
 
 EDITABLE_FIELDS = (
@@ -27,10 +28,12 @@ EDITABLE_FIELDS = (
     "image_generation",
     "memory_suggestions",
     "push_shows_text",
+    "time_zone",
+    "check_in_proposals",
     *VOICE_FIELDS,
 )
 # Switches that take only true or false (not "yes", 1 or "on": those are a form's business).
-STRICT_FLAGS = ("image_generation", "memory_suggestions", "push_shows_text", *VOICE_FLAGS)
+STRICT_FLAGS = ("image_generation", "memory_suggestions", "push_shows_text", "check_in_proposals", *VOICE_FLAGS)
 # Settings with a fixed set of values, each checked against its choices.
 CHOICES = {"personality": Personality, "reasoning_effort": ReasoningEffort, "verbosity": Verbosity}
 
@@ -54,6 +57,8 @@ def assistant_settings_update(**changes: object) -> AssistantSettings:
         if name in changes and not str(changes[name]).strip():
             raise InvalidInput(f"{name} cannot be empty.", code="invalid_name")
     voice_settings_check(changes)
+    if "time_zone" in changes:
+        time_zone_clean(changes["time_zone"])
     # Lock order step 1 (see memories.services.snapshots): a conversation created
     # meanwhile waits, so it cannot store a prompt built from the old settings.
     global_write_lock()

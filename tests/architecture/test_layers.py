@@ -16,8 +16,10 @@ from pathlib import Path
 import grimp
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("elion", "operations", "conversations", "continuity", "memories", "archive", "artifacts", "transcript")
-APPS = ("elion", "conversations", "continuity", "memories", "archive", "artifacts")
+PACKAGES = (
+    "elion", "operations", "conversations", "continuity", "memories", "archive", "artifacts", "transcript", "check_ins"
+)
+APPS = ("elion", "conversations", "continuity", "memories", "archive", "artifacts", "check_ins")
 # Django's entry points in each app sit above every layer (the `entry-points` contract keeps the layers
 # from importing them): admin registrations, management commands, django-q tasks, template tags, the app
 # config, plus the settings and the ASGI application.

@@ -12,7 +12,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 450
-PACKAGES = ("elion", "operations", "conversations", "continuity", "memories", "archive", "artifacts", "transcript")
+PACKAGES = (
+    "elion", "operations", "conversations", "continuity", "memories", "archive", "artifacts", "transcript", "check_ins"
+)
 CHECKED = (*PACKAGES, "bench", "scripts")
 
 

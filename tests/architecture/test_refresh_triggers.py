@@ -19,7 +19,9 @@ from continuity.rules.refresh_triggers import REFRESH_TRIGGERS
 from elion.base.domain_events import DOMAIN_EVENTS
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("elion", "operations", "conversations", "continuity", "memories", "archive", "artifacts", "transcript")
+PACKAGES = (
+    "elion", "operations", "conversations", "continuity", "memories", "archive", "artifacts", "transcript", "check_ins"
+)
 
 # The seed's prompt-refresh triggers (seeds/000, quoted), each with the domain event that carries it.
 # "Existing stored prompts can still be refreshed when their source state changes, including:"
