@@ -37,6 +37,7 @@ urlpatterns = [
     path("memories/", include("memories.web.urls_pages")),
     path("artifacts/", include("artifacts.web.urls_pages")),
     path("", include("archive.web.urls_pages")),
+    path("", include("check_ins.web.page_urls")),
     path("", include("continuity.web.urls_pages")),
     path("", include(access_urls.page_urlpatterns)),
     path("", include(conversations_urls.page_urlpatterns)),
