@@ -11,7 +11,7 @@
 2. A worker takes a claimed run with `run_take`: a conditional UPDATE of its
    lease (`claim`, `claimed_until`), checked by row count, so two workers given
    the same run never both run it. A worker killed mid-run leaves the lease to
-   run out; `expired_runs` finds it and a worker takes it again. Taking it again
+   run out; `free_runs` finds it and a worker takes it again. Taking it again
    never writes a second turn or reply: the trigger's id is the run's
    (`trigger_id_for`), and the send path answers a repeated turn with the reply
    already stored (`conversations.sending.prepare`).
@@ -28,6 +28,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from check_ins.models import FINISHED_STATUSES, CheckIn, CheckInRun, RunStatus
@@ -61,6 +62,7 @@ def _run_insert(check_in: CheckIn, due_at: datetime, *, status: str, now: dateti
     run_id = uuid.uuid4()
     run = CheckInRun(
         id=run_id, check_in=check_in, due_at=due_at, status=status, trigger_message_id=trigger_id_for(run_id),
+        # Dispatched with a lease: the minute's task hands it on again only if nobody took it by then.
         claimed_until=_lease(now) if status == RunStatus.RUNNING else None,
         finished_at=None if status == RunStatus.RUNNING else now, **fields,
     )
@@ -139,6 +141,7 @@ def run_take(run_id: UUID, *, now: datetime | None = None) -> CheckInRun | None:
     """Take the lease of a claimed run (step 2 above): the run, or None when it is finished, gone, or held by
     a live worker. A run taken `MAX_ATTEMPTS` times already is given up (recorded failed) instead."""
     now = now or timezone.now()
+    # Never taken (attempts 0: the first taker wins, the UPDATE sets attempts), or its taker's lease ran out.
     free = Q(pk=run_id, status=RunStatus.RUNNING) & (Q(attempts=0) | Q(claimed_until__lte=now))
     taken = CheckInRun.objects.filter(free, attempts__lt=MAX_ATTEMPTS).update(
         claimed_until=_lease(now), attempts=F("attempts") + 1
@@ -151,17 +154,23 @@ def run_take(run_id: UUID, *, now: datetime | None = None) -> CheckInRun | None:
     return CheckInRun.objects.select_related("check_in").filter(pk=run_id).first()
 
 
-def run_release(run: CheckInRun, *, until: datetime) -> None:
-    """Give the run's lease back until `until` (its reply still streams in another process): a later pass
-    looks again."""
-    CheckInRun.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(claimed_until=until)
+def run_release(run: CheckInRun, *, until: datetime, attempt_spent: bool = True) -> None:
+    """Give the run's lease back until `until`, when a later pass takes it again: its reply still streams in
+    another process, or the conversation is busy with the owner's own reply (`attempt_spent=False`: waiting
+    for the owner is no failed attempt)."""
+    changes: dict[str, object] = {"claimed_until": until}
+    if not attempt_spent:
+        # Never below 1: a run at 0 could be taken by anyone at once, lease or not.
+        changes["attempts"] = Greatest(F("attempts") - 1, 1)
+    CheckInRun.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(**changes)
 
 
-def expired_runs(*, now: datetime | None = None) -> list[UUID]:
-    """Runs whose worker died: still running, lease run out (step 2 above)."""
+def free_runs(*, now: datetime | None = None) -> list[UUID]:
+    """Runs nobody holds whose lease ran out: dispatched and never taken (their task was lost), their worker
+    died, or released until now (step 2 above). Handing one to two workers is harmless: one takes it."""
     now = now or timezone.now()
     return list(
-        CheckInRun.objects.filter(status=RunStatus.RUNNING, claimed_until__lte=now, attempts__gt=0)
+        CheckInRun.objects.filter(status=RunStatus.RUNNING, claimed_until__lte=now)
         .values_list("pk", flat=True)[:CLAIMS_PER_PASS]
     )
 
@@ -188,14 +197,8 @@ def run_finish(run: CheckInRun, *, status: str, reason: str = "", reply_message_
 
 def announce_check_in_reply(run: CheckInRun) -> None:
     """A check-in's reply is stored (done or failed): tell the owner. The one place that does: the
-    conversation gets its unread mark (`Conversation.unread`, shown in the sidebar and the list API) —
-    and Web Push is sent from here (wired at merge)."""
+    conversation gets its unread mark (`Conversation.unread`, shown in the sidebar and the list API;
+    cleared by `conversations.services.threads.services.conversation_mark_read`) — and Web Push is sent
+    from here (wired at merge)."""
     if run.conversation_id is not None:
         Conversation.objects.filter(pk=run.conversation_id).update(unread=True)
-
-
-def conversation_mark_read(conversation: Conversation) -> None:
-    """The owner opened the conversation (its page) or said so (the API): its unread mark goes."""
-    if conversation.unread:
-        Conversation.objects.filter(pk=conversation.pk).update(unread=False)
-        conversation.unread = False

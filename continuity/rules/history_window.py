@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from uuid import UUID
 
+from continuity.rules.app_events import request_text_of
 from continuity.rules.request_policy import HistoryTurn, trim_start
 from conversations.models import Message
 from conversations.models.messages import stored_turn_tokens
@@ -27,8 +28,8 @@ from transcript.tree import is_projectable
 
 
 def history_turn_of(message: Message, attachments: tuple[dict, ...] = ()) -> HistoryTurn:
-    """The message as a history turn, with its attachment parts."""
-    return HistoryTurn(message.role, message.content, tuple(project_tool_parts(message.parts)), attachments)
+    """The message as a history turn, with its attachment parts (an app event framed for what it is)."""
+    return HistoryTurn(message.role, request_text_of(message), tuple(project_tool_parts(message.parts)), attachments)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,10 @@ class SendCommand:
     attachment_ids: tuple[UUID, ...] = ()
     # Spoken (Talk or dictation, issue 43): stored as the turn's `metadata.voice`; nothing else differs.
     voice: bool = False
+    # A check-in's run (issue 44), never a client: the turn is its trigger, an app event (kind
+    # `check_in_trigger`, `content` the brief) recording this in `metadata.check_in` ({"id", "title",
+    # "due_at", "due_local"}), and the reply to it is an ordinary reply.
+    check_in: dict | None = None
 
 
 def validate_content(content: object, *, has_attachments: bool = False) -> str:

@@ -31,7 +31,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from continuity.rules.dynamic_context import PINNED_CHARACTER_KEY
-from continuity.rules.eligibility import may_suggest_memories
+from continuity.rules.eligibility import may_suggest_memories, may_write_first
 from continuity.rules.prompt_store import static_prompt_compose, static_prompt_rewrite
 from continuity.rules.request_policy import AssembledRequest, RecallInBirthPeriod
 from continuity.rules.request_store import (
@@ -138,6 +138,8 @@ def _send_commit(command: SendCommand, *, pinned: dict, preverified: Preverified
             raise Conflict("client_message_id is already used by another message.", code="client_message_id_conflict")
 
     transcript_write_guard(conversation, action="send", loaded=context.streaming)
+    if command.check_in is not None:
+        _check_in_target_guard(conversation)
     parent = _resolve_parent(context, command.parent_id)
     send_inputs_read(context, text=command.content)
     # Compose: the stored prompt (a first send stores it before the turn it answers), the user turn, its title.
@@ -168,8 +170,8 @@ def _user_turn_composed(
         binding=composed.binding,
         make_head=False,
         **client_id,
+        **_turn_kind(command, pinned),
         content=command.content,
-        metadata={**pinned, "voice": True} if command.voice else pinned,
     )
     context.composed[user_message.id] = user_message
     if command.attachment_ids:
@@ -180,6 +182,25 @@ def _user_turn_composed(
     composed.attachment_ids = command.attachment_ids
     composed.imported = preverified.imported
     return user_message
+
+
+CHECK_IN_TARGET_REFUSED = "check_in_target_refused"
+
+
+def _check_in_target_guard(conversation: Conversation) -> None:
+    """A check-in writes first only where the eligibility rule lets it (`may_write_first`), asked under the
+    send's row lock so no visibility transition slips between the check and the write: 409
+    `check_in_target_refused`, whose detail says why (the run pauses its check-in with it)."""
+    refusal = may_write_first(conversation)
+    if refusal is not None:
+        raise Conflict(refusal, code=CHECK_IN_TARGET_REFUSED)
+
+
+def _turn_kind(command: SendCommand, pinned: dict) -> dict:
+    """The new turn's kind and metadata: the owner's speech, or a check-in's trigger (an app event)."""
+    if command.check_in is not None:
+        return {"kind": MessageKind.CHECK_IN_TRIGGER, "metadata": {"check_in": command.check_in}}
+    return {"metadata": {**pinned, "voice": True} if command.voice else pinned}
 
 
 @dataclass
@@ -208,7 +229,10 @@ def _write_once(composed: _SendWrite, *, also: tuple[str, ...]) -> None:
 
 
 def _first_title(command: SendCommand) -> str:
-    """A new conversation's title from its first turn: its words, or (with none) its uploads' names."""
+    """A new conversation's title from its first turn: its words, or (with none) its uploads' names; a
+    check-in's title when its trigger opens the conversation."""
+    if command.check_in is not None:
+        return title_from_first_message(str(command.check_in.get("title") or command.content))
     title = title_from_first_message(command.content)
     if title or not command.attachment_ids:
         return title

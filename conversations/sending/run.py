@@ -153,13 +153,16 @@ class ReplyRun:
         if self._round is not None and not self._round.done():
             self._round.cancel()
 
-    def start(self) -> None:
+    def start(self) -> asyncio.Task:
+        """Start the reply in its own task and return it: a caller with no listener (a check-in's run)
+        awaits it to the end, indexing included."""
         # A fresh context: the request's context ties thread-sensitive
         # sync_to_async calls to the request's executor, which quits when the
         # response ends, while this reply must outlive the request.
         task = asyncio.get_running_loop().create_task(self._run(), context=contextvars.Context())
         _RUNNING_TASKS.add(task)
         task.add_done_callback(_RUNNING_TASKS.discard)
+        return task
 
     def _learnt(self, usage: dict | None = None) -> dict:
         """What this run adds to the reply's metadata when it ends."""

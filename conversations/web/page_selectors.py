@@ -35,6 +35,7 @@ from conversations.models import (
     MessageStatus,
     Role,
 )
+from conversations.models.messages import stored_turn_tokens
 from conversations.web.rendering import render_markdown
 from elion.base.errors import InvalidInput
 from operations.usage import latest_reported_usage
@@ -235,7 +236,7 @@ def _bubble(
     return Bubble(
         message=message,
         author=assistant if is_assistant else owner,
-        tokens=estimate_tokens(message.content),
+        tokens=stored_turn_tokens(message.role, message.content, message.kind),  # an app event counts none
         html=_bubble_html(message) if is_assistant and settled else "",
         editable=editable,
         retryable=is_assistant and settled and message.kind == MessageKind.ORDINARY and message.parent_id is not None,
@@ -309,8 +310,9 @@ def newest_messages(conversation: Conversation, window: BranchWindow) -> list[Me
 
 def thread_token_estimate(messages: list[Message]) -> int:
     """Visible token estimate: ceil(len/4) summed over visible user/assistant
-    messages. The stored static prompt is never part of it."""
-    return sum(estimate_tokens(m.content) for m in messages if m.role in VISIBLE_ROLES)
+    messages (`stored_turn_tokens`, as `branch_tokens` counts them). The stored static prompt and app
+    events (a check-in's trigger) are never part of it."""
+    return sum(stored_turn_tokens(m.role, m.content, m.kind) for m in messages)
 
 
 def branch_estimate(conversation: Conversation) -> int:

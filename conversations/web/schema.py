@@ -66,6 +66,7 @@ class ConversationSerializer(serializers.Serializer):
     handoff = HandoffSerializer(allow_null=True)
     memory_snapshot = SnapshotTimingSerializer(allow_null=True)
     provider = ProviderSerializer(allow_null=True)
+    unread = serializers.BooleanField(help_text="Elion wrote here by itself (a check-in) since the owner last opened it.")
 
 
 class ConversationListSerializer(serializers.Serializer):
@@ -116,6 +117,8 @@ class SettingsSerializer(serializers.Serializer):
     reasoning_summary_shown = serializers.BooleanField()
     image_generation = serializers.BooleanField()
     memory_suggestions = serializers.BooleanField()
+    time_zone = serializers.CharField(help_text="IANA time zone name; a new check-in's zone")
+    check_in_proposals = serializers.BooleanField()
     voice = serializers.CharField()
     voice_instructions = serializers.CharField(allow_blank=True)
     voice_language = serializers.CharField(allow_blank=True)

@@ -81,6 +81,8 @@ def conversation_repr(
         "memory_snapshot": conversation_memory_snapshot(conversation) if memory_snapshot is _READ else memory_snapshot,
         "provider": conversation_provider(conversation) if provider is _READ else provider,
         "in_view": conversation_in_view(conversation),
+        # Elion wrote here by itself (a check-in) since the owner last opened it (issue 44).
+        "unread": conversation.unread,
     }
 
 
@@ -132,6 +134,9 @@ def settings_repr(row: AssistantSettings) -> dict:
         "reasoning_summary_shown": row.reasoning_summary_shown,
         "image_generation": row.image_generation,
         "memory_suggestions": row.memory_suggestions,
+        # Check-ins (issue 44): the owner's IANA time zone, and "Elion may propose check-ins".
+        "time_zone": row.time_zone,
+        "check_in_proposals": row.check_in_proposals,
         "voice": row.voice,
         "voice_instructions": row.voice_instructions,
         "voice_language": row.voice_language,
@@ -180,6 +185,9 @@ class SettingsPatchSerializer(serializers.Serializer):
     image_generation = StrictFlagField(required=False, allow_null=True)
     # "Elion may suggest memories": checked like image_generation (400 `invalid_memory_suggestions`).
     memory_suggestions = StrictFlagField(required=False, allow_null=True)
+    # Check-ins (issue 44): checked by the service (400 `invalid_time_zone`, `invalid_check_in_proposals`).
+    time_zone = CheckedTextField(required=False, allow_null=True)
+    check_in_proposals = StrictFlagField(required=False, allow_null=True)
     # Voice (issue 43): checked by the service (`conversations.services.voice.settings`).
     voice = serializers.CharField(required=False)
     voice_instructions = serializers.CharField(required=False, allow_blank=True, max_length=4_000)
@@ -211,6 +219,8 @@ class ConversationCreateSerializer(serializers.Serializer):
 class ConversationPatchSerializer(serializers.Serializer):
     title = serializers.CharField(required=False, allow_blank=True, max_length=300)
     folder_id = serializers.IntegerField(required=False, allow_null=True)
+    # Only false: the owner has read what Elion wrote by itself (issue 44; 400 `invalid_unread` otherwise).
+    unread = StrictFlagField(required=False, allow_null=True)
 
 
 class RewindSerializer(serializers.Serializer):

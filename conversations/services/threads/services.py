@@ -73,6 +73,14 @@ def conversation_create(
     return conversation
 
 
+def conversation_mark_read(conversation: Conversation) -> None:
+    """The owner opened the conversation's page: the unread mark a check-in's reply set goes (issue 44; the
+    API does the same with `PATCH {"unread": false}`). One conditional UPDATE, nothing when already read."""
+    if conversation.unread:
+        Conversation.objects.filter(pk=conversation.pk).update(unread=False)
+        conversation.unread = False
+
+
 def copy_title_for(source_title: str) -> str:
     """A copy's title (Branch / Fresh Chat, Fork, an archive document continued): its source's words, numbered
     after the titles its family already holds ("Harbour plans (3)"). Callers hold `global_write_lock()`, so two
@@ -92,6 +100,10 @@ def conversation_update(*, conversation_id: UUID, changes: dict) -> Conversation
     if "title" in changes:
         conversation.title = _clean_title(changes["title"])
         conversation.title_auto = False  # typed by the owner: never rewritten
+    if "unread" in changes:
+        if changes["unread"] is not False:
+            raise InvalidInput("unread can only be set to false (read).", code="invalid_unread")
+        conversation.unread = False
     if moving:
         conversation_move_locked(conversation, changes["folder_id"])
     conversation.save()

@@ -61,7 +61,7 @@ class ConversationDetailView(APIView):
 
     @extend_schema(request=s.ConversationPatchSerializer, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
     def patch(self, request: Request, conversation_id: str) -> Response:
-        changes = s.validated(s.ConversationPatchSerializer, s.patch_fields(request, ("title", "folder_id")))
+        changes = s.validated(s.ConversationPatchSerializer, s.patch_fields(request, ("title", "folder_id", "unread")))
         return Response(s.conversation_repr(conversation_update(conversation_id=conversation_id, changes=changes)))
 
     @extend_schema(responses={200: dict, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer})

@@ -20,6 +20,7 @@ from rest_framework.renderers import JSONRenderer
 from artifacts.services import artifacts_export
 from continuity.rules.labels import speaker_label
 from conversations.models import Attachment, Conversation, Message, MessageStatus, Role
+from conversations.models.messages import APP_EVENT_KINDS
 from conversations.web.serializers import conversation_repr, message_repr
 from transcript.assistant_settings import assistant_settings_get
 from transcript.attachments.manifests import manifests_for
@@ -96,7 +97,10 @@ def _markdown_chunks(conversation: Conversation, batches: Iterator[list[Message]
         yield f"# {conversation.display_title}\n"
         for batch in batches:
             manifests = manifests_for(batch)
-            yield "".join(markdown_message(m, labels[m.role], manifests.get(m.id, [])) for m in batch)
+            # An app event (a check-in's trigger) is nobody's speech: the Markdown export leaves it out.
+            yield "".join(
+                markdown_message(m, labels[m.role], manifests.get(m.id, [])) for m in batch if m.kind not in APP_EVENT_KINDS
+            )
 
     yield from _rstripped(pieces())
     yield "\n"

@@ -13,7 +13,7 @@ from continuity.rules.eligibility import outside_quarantine
 from continuity.services.new_chat_handoff import new_chat_handoff_drop, new_chat_handoff_notice
 from conversations.models import AssistantSettings, Conversation, MessageStatus, Persona
 from conversations.services.characters import characters_list
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.services import conversation_create, conversation_mark_read
 from conversations.services.visibility.past_search import quoted_excerpt
 from conversations.services.visibility.selectors import chat_visibility
 from conversations.web import message_paging, page_selectors
@@ -87,6 +87,8 @@ def _window_context(conversation: Conversation, window: BranchWindow, settings_r
 
 def chat_page(request: HttpRequest, conversation_id: str) -> HttpResponse:
     conversation = access_conversation(conversation_id)
+    # The owner opened it: what a check-in wrote here is read (the owner's act, not a repair).
+    conversation_mark_read(conversation)
     settings_row = assistant_settings_get()
     window = page_selectors.chat_window(conversation, request.GET)
     context = _window_context(conversation, window, settings_row)
