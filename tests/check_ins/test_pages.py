@@ -216,3 +216,23 @@ def test_settings_saves_the_time_zone_and_the_proposals_switch():
     assert (row.time_zone, row.check_in_proposals) == ("America/New_York", False)
     refused = client.post("/settings/", {**fields, "time_zone": "Nowhere/Land", "check_in_proposals": "on"})
     assert refused.status_code == 400 and "IANA" in refused.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_check_in_reply_carries_a_mark_naming_its_check_in_and_the_trigger_is_no_owner_bubble(scripted_provider):
+    from tests.check_ins.support import check_in_due, run_due
+    from tests.support.scripted_provider import ScriptedReply
+
+    chat = conversation_create(title="Lighthouse")
+    turns_append(chat, (Role.USER, "The interview is tomorrow."), (Role.ASSISTANT, "You will do well."))
+    check_in_due(title="Interview check", target={"kind": "conversation", "conversation_id": str(chat.pk)})
+    scripted_provider.script(ScriptedReply(text="How did the lighthouse interview go?"))
+    (outcome,) = run_due()
+    page = Client().get(f"/c/{chat.pk}/").content.decode()
+    reply = re.search(rf'<article[^>]*id="message-{outcome.message_id}".*?</article>', page, re.DOTALL).group(0)
+    assert re.search(r'data-check-in-mark[^>]*>Check-in: Interview check<', reply)
+    trigger = re.search(r'<article[^>]*data-check-in-trigger.*?</article>', page, re.DOTALL).group(0)
+    assert "ask how the lighthouse interview went" in trigger and ">Check-in<" in trigger
+    assert "AUMA" not in trigger and 'data-action="edit"' not in trigger
+    # Only the one reply is marked: the owner's earlier exchange carries no mark.
+    assert page.count("Check-in: Interview check") == 1
