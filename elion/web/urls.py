@@ -33,6 +33,7 @@ urlpatterns = [
     path("api/", include(conversations_urls.api_urlpatterns)),
     path("api/", include("archive.web.urls_api")),
     path("api/", include("artifacts.web.urls_api")),
+    path("api/", include("check_ins.web.urls_api")),
     path("api/", include("check_ins.web.proposal_urls")),
     path("memories/", include("memories.web.urls_pages")),
     path("artifacts/", include("artifacts.web.urls_pages")),

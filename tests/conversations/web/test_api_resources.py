@@ -44,6 +44,9 @@ def test_settings_defaults_and_patch(client):
         "reasoning_summary_shown": True,
         "image_generation": False,  # off by default (README changelog)
         "memory_suggestions": True,  # on by default (issue 35): Elion may suggest, only the owner approves
+        # Check-ins (issue 44): the owner's time zone (UTC until set) and Elion may propose check-ins.
+        "time_zone": "UTC",
+        "check_in_proposals": True,
         # Voice (issue 43): the default voice, nothing read aloud by itself, no recording kept.
         "voice": "marin",
         "voice_instructions": "",
@@ -88,7 +91,7 @@ def test_conversation_representation_has_the_contract_fields(client):
     body = client.post("/api/conversations/", {"persona": "clipboard", "title": "Notes"}, content_type="application/json").json()
     assert set(body) == {
         "id", "title", "persona", "folder_id", "trashed", "shielded", "private", "origin", "created_at", "updated_at",
-        "handoff", "memory_snapshot", "provider", "in_view",
+        "handoff", "memory_snapshot", "provider", "in_view", "unread",
     }
     assert body["persona"] == "clipboard" and body["title"] == "Notes" and body["origin"] == "new_chat"
     patched = client.patch(f"/api/conversations/{body['id']}/", {"title": "Renamed"}, content_type="application/json")
