@@ -2,8 +2,9 @@
 Delete, and the create / edit form (also opened from a chat's "Check in" action, this chat as the target).
 Thin: every write goes through `check_ins.services`.
 
-Run now is `POST /api/check-ins/{id}/run/` from `static/js/check_ins.js`, with the Idempotency-Key the page
-rendered into the button's form: a double click, or a retry after a lost answer, runs it once.
+Run now is `POST /api/check-ins/{id}/run/` from `static/js/check_ins.js` (without JavaScript, the form posts to
+`check_in_run_page`: the same `check_in_run_now`), with the Idempotency-Key the page rendered into the button's
+form: a double click, or a retry after a lost answer, runs it once.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import uuid
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from check_ins.models import CheckIn
+from check_ins.sending.run_now import check_in_run_now
 from check_ins.services.check_ins import access_check_in, check_in_create, check_in_delete, check_in_update
 from check_ins.services.listing import check_ins_listing
 from check_ins.web import forms
@@ -141,6 +144,11 @@ def check_in_delete_page(request: HttpRequest, check_in_id: str) -> HttpResponse
 
 @require_POST
 def check_in_run_page(request: HttpRequest, check_in_id: str) -> HttpResponse:
-    """Run now without JavaScript: TEMPORARY until the core's run service lands."""
-    messages.error(request, "Run now needs JavaScript for now.")
-    return redirect("settings-check-ins")
+    """Run now without JavaScript: the same run as the API's, named by the key the page rendered."""
+    try:
+        result = check_in_run_now(check_in_id=check_in_id, idempotency_key=request.POST.get("idempotency_key"))
+    except ServiceError as exc:
+        messages.error(request, exc.detail)
+        return redirect("settings-check-ins")
+    messages.success(request, "Elion wrote the check-in's reply.")
+    return redirect(f"{reverse('chat', args=[result.conversation_id])}?around={result.message_id}")

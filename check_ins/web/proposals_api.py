@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from check_ins.models import CheckInProposal, ProposalStatus
 from check_ins.services import proposals
-from check_ins.web.api_shapes import (
+from check_ins.web.serializers import (
     CheckInSerializer,
     QuietHoursSerializer,
     ScheduleSerializer,

@@ -25,7 +25,7 @@ document.addEventListener("submit", async (event) => {
   const keyInput = form.querySelector("[data-check-in-run-key]");
   const line = statusLine(form);
   button.disabled = true;
-  if (line) line.textContent = "Running…";
+  if (line) line.textContent = "Running… (the reply is being written)";
   try {
     const response = await fetch(`/api/check-ins/${form.dataset.checkInId}/run/`, {
       method: "POST",
@@ -36,7 +36,7 @@ document.addEventListener("submit", async (event) => {
     if (!response.ok) throw new Error(body.detail || "The check-in could not run.");
     keyInput.value = freshKey();
     if (line) {
-      line.textContent = "Elion is writing: ";
+      line.textContent = "Elion wrote: ";
       const link = document.createElement("a");
       link.href = `/c/${body.conversation_id}/?around=${body.message_id}#message-${body.message_id}`;
       link.textContent = "open the reply";
