@@ -172,8 +172,10 @@ def check_in_propose(
 
 
 def access_check_in_proposal(proposal_id: object, *, lock: bool = False) -> CheckInProposal:
+    # Locked: its own row only (PostgreSQL refuses FOR UPDATE on the nullable side of the joins).
+    rows = CheckInProposal.objects.all() if lock else CheckInProposal.objects.select_related("conversation", "check_in")
     return access_row(
-        CheckInProposal.objects.select_related("conversation", "check_in"), proposal_id, kind="int",
+        rows, proposal_id, kind="int",
         missing="No check-in proposal has that id.", code="check_in_proposal_not_found", lock=lock,
     )
 

@@ -19,6 +19,7 @@ from conversations.models import Conversation, Role
 from conversations.services.settings_service import assistant_settings_update
 from conversations.services.threads.services import conversation_create
 from tests.support.factories import turns_append
+from tests.support.scripted_provider import ScriptedReply
 
 pytestmark = pytest.mark.django_db
 
@@ -221,7 +222,6 @@ def test_settings_saves_the_time_zone_and_the_proposals_switch():
 @pytest.mark.django_db(transaction=True)
 def test_a_check_in_reply_carries_a_mark_naming_its_check_in_and_the_trigger_is_no_owner_bubble(scripted_provider):
     from tests.check_ins.support import check_in_due, run_due
-    from tests.support.scripted_provider import ScriptedReply
 
     chat = conversation_create(title="Lighthouse")
     turns_append(chat, (Role.USER, "The interview is tomorrow."), (Role.ASSISTANT, "You will do well."))
@@ -236,3 +236,23 @@ def test_a_check_in_reply_carries_a_mark_naming_its_check_in_and_the_trigger_is_
     assert "AUMA" not in trigger and 'data-action="edit"' not in trigger
     # Only the one reply is marked: the owner's earlier exchange carries no mark.
     assert page.count("Check-in: Interview check") == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_now_without_javascript_runs_once_per_rendered_key_and_opens_the_reply(scripted_provider):
+    chat = conversation_create(title="Garden")
+    turns_append(chat, (Role.USER, "Tomatoes planted."), (Role.ASSISTANT, "Lovely."))
+    check_in = check_in_create(title="Water", brief="Ask whether I watered them.",
+                               schedule={"kind": "daily", "at": "08:00"},
+                               target={"kind": "conversation", "conversation_id": str(chat.pk)})
+    scripted_provider.script(ScriptedReply(text="Watered yet?"))
+    client = Client()
+    key = re.search(r'name="idempotency_key" value="([^"]+)"', client.get("/settings/check-ins/").content.decode()).group(1)
+    first = client.post(f"/settings/check-ins/{check_in.pk}/run/", {"idempotency_key": key})
+    run = CheckInRun.objects.get()
+    assert first.status_code == 302 and first["Location"] == f"/c/{chat.pk}/?around={run.reply_message_id}"
+    again = client.post(f"/settings/check-ins/{check_in.pk}/run/", {"idempotency_key": key})  # a double submit
+    assert again["Location"] == first["Location"] and CheckInRun.objects.count() == 1
+    assert len(scripted_provider.requests) == 1
+    refused = client.post(f"/settings/check-ins/{check_in.pk}/run/", {}, follow=True)
+    assert "Idempotency-Key" in refused.content.decode() and CheckInRun.objects.count() == 1
