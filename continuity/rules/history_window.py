@@ -22,14 +22,15 @@ from uuid import UUID
 from continuity.rules.app_events import request_text_of
 from continuity.rules.request_policy import HistoryTurn, trim_start
 from conversations.models import Message
-from conversations.models.messages import stored_turn_tokens
+from conversations.models.messages import APP_EVENT_KINDS, stored_turn_tokens
 from transcript.tool_pairing import project_tool_parts
 from transcript.tree import is_projectable
 
 
 def history_turn_of(message: Message, attachments: tuple[dict, ...] = ()) -> HistoryTurn:
     """The message as a history turn, with its attachment parts (an app event framed for what it is)."""
-    return HistoryTurn(message.role, request_text_of(message), tuple(project_tool_parts(message.parts)), attachments)
+    text = request_text_of(message) if message.kind in APP_EVENT_KINDS else message.content
+    return HistoryTurn(message.role, text, tuple(project_tool_parts(message.parts)), attachments)
 
 
 @dataclass(frozen=True)

@@ -154,8 +154,7 @@ class ReplyRun:
             self._round.cancel()
 
     def start(self) -> asyncio.Task:
-        """Start the reply in its own task and return it: a caller with no listener (a check-in's run)
-        awaits it to the end, indexing included."""
+        """Start the reply in its own task (a caller with no listener awaits it: a check-in's run)."""
         # A fresh context: the request's context ties thread-sensitive
         # sync_to_async calls to the request's executor, which quits when the
         # response ends, while this reply must outlive the request.
