@@ -129,3 +129,50 @@ class CheckInRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.check_in_id} at {self.due_at:%Y-%m-%d %H:%M} ({self.status})"
+
+
+# --- Proposals (issue 44, item 3: Elion may propose; `check_ins.services.proposals`) ------------------------
+
+
+class ProposalStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    APPROVED = "approved", "Approved"
+    DISMISSED = "dismissed", "Dismissed"
+
+
+class CheckInProposal(models.Model):
+    """A check-in Elion suggested with `propose_check_in`; only the owner turns it into one (approve, with
+    edits, or dismiss), as with memory proposals.
+
+    `schedule` is the check-ins API's schedule object as checked when proposed (wall times in the owner's
+    zone); `target_kind` is where it would write: the proposing `conversation`, or a new chat each time.
+    `reply_message_id` and `source_message_id` name the reply whose tool call proposed it and the owner's
+    turn that reply answered (plain ids: a conversation deleted forever takes its messages in one raw
+    statement, and the proposal then keeps no source). `key` is title and brief as duplicates are compared.
+    """
+
+    title = models.CharField(max_length=200)
+    brief = models.TextField()
+    key = models.TextField(db_index=True)
+    schedule = models.JSONField()
+    target_kind = models.CharField(max_length=20, choices=TargetKind.choices, default=TargetKind.CONVERSATION)
+    reason = models.CharField(max_length=500, blank=True, default="")
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="check_in_proposals",
+        db_constraint=False,
+    )
+    reply_message_id = models.UUIDField(null=True, blank=True, db_index=True)
+    source_message_id = models.UUIDField(null=True, blank=True)
+    tool_call_id = models.CharField(max_length=200, blank=True, default="")
+    status = models.CharField(max_length=20, choices=ProposalStatus.choices, default=ProposalStatus.PENDING)
+    # Once approved: the check-in it became (kept NULL after the owner deletes that check-in).
+    check_in = models.ForeignKey(CheckIn, null=True, blank=True, on_delete=models.SET_NULL, related_name="proposals")
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["conversation", "status"], name="check_in_proposal_conv_status")]
+
+    def __str__(self) -> str:
+        return f"{self.status}: {self.title}"

@@ -259,7 +259,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # Two choice sets share the field name `kind`: the Library's file kinds get a name of their own.
-    "ENUM_NAME_OVERRIDES": {"LibraryFileKindEnum": "archive.models.LibraryFileKind"},
+    # A memory's and a check-in's proposal share one status enum (pending, approved, dismissed; issue 44).
+    "ENUM_NAME_OVERRIDES": {"LibraryFileKindEnum": "archive.models.LibraryFileKind",
+                            "ProposalStatusEnum": ["pending", "approved", "dismissed"]},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "conversations.web.schema.add_streaming_endpoints",

@@ -350,12 +350,15 @@ def _start_reply(context: SendContext, composed: _SendWrite, user_message: Messa
     and where the model's view begins, in either outcome.
     """
     conversation = context.conversation
+    # Elion may suggest (a memory, issue 35; a check-in, issue 44) only in a `normal` chat, each with its switch.
+    may_suggest = may_suggest_memories(conversation)
     tools = available_tools(
         archive_access=context.settings_row.archive_access,
         web_search=context.settings_row.web_search,
         api_selector=config.api_selector,
         image_generation=context.settings_row.image_generation,
-        memory_suggestions=_may_suggest_memories(context),
+        memory_suggestions=context.settings_row.memory_suggestions and may_suggest,
+        check_in_proposals=context.settings_row.check_in_proposals and may_suggest,
     )
     try:
         request = reply_request_for(context, user_message, tools=tools)
@@ -385,11 +388,6 @@ def _start_reply(context: SendContext, composed: _SendWrite, user_message: Messa
         ),
         options=request_options(context.settings_row, conversation),
     )
-
-
-def _may_suggest_memories(context: SendContext) -> bool:
-    """Settings → "Elion may suggest memories", and never in a private, shielded or quarantined chat."""
-    return context.settings_row.memory_suggestions and may_suggest_memories(context.conversation)
 
 
 def request_options(settings_row: AssistantSettings, conversation: Conversation) -> RequestOptions:

@@ -18,6 +18,9 @@ holds their neutral definitions as `provider_gateway.stream_reply` takes them):
 * `propose_memory`: only while "Elion may suggest memories" is on and the
   conversation may suggest (`conversations.sending.memory_tool`); it records
   a proposal for the owner, never a memory.
+* `propose_check_in`: under the same rules, with Settings → "Elion may propose
+  check-ins" (`conversations.sending.check_in_tool`); it records a proposal,
+  never a schedule.
 * Web search: the Responses API's built-in tool, only when enabled in
   Settings and the selector is `responses`.
 * Image generation, only when enabled in Settings: the Responses API's
@@ -55,7 +58,7 @@ from archive.services.search import archive_search
 from artifacts import services as artifacts
 from continuity.rules.eligibility import model_search_sources
 from conversations.models import Message
-from conversations.sending import memory_tool
+from conversations.sending import check_in_tool, memory_tool
 from conversations.services.visibility.past_search import past_conversation_search as owner_search
 from elion.base.errors import ServiceError
 from transcript.provider.gateway import ProviderConfig, ToolCallRequested
@@ -267,6 +270,15 @@ def _propose_memory(args: dict, context: ToolContext) -> str:
         raise ToolInputError(exc.detail) from exc
 
 
+def _propose_check_in(args: dict, context: ToolContext) -> str:
+    try:
+        return check_in_tool.propose_check_in(
+            args, conversation_id=context.conversation_id, reply_id=context.message_id, call_id=context.call_id
+        )
+    except ServiceError as exc:
+        raise ToolInputError(exc.detail) from exc
+
+
 TOOL_FUNCTIONS: dict[str, Callable[[dict, ToolContext], str]] = {
     "search_past_conversations": _search_past_conversations,
     "search_archive": _search_archive,
@@ -276,6 +288,7 @@ TOOL_FUNCTIONS: dict[str, Callable[[dict, ToolContext], str]] = {
     "update_artifact": _update_artifact,
     "read_artifact": _read_artifact,
     "propose_memory": _propose_memory,
+    "propose_check_in": _propose_check_in,
 }
 
 

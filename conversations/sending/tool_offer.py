@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from artifacts.models import ArtifactKind
-from conversations.sending import memory_tool
+from conversations.sending import check_in_tool, memory_tool
 from conversations.sending.tool_loop import ARCHIVE_SEARCH_LIMIT, PAST_SEARCH_LIMIT
 
 WEB_SEARCH_TOOL = {"type": "web_search"}
@@ -134,13 +134,15 @@ def image_generation_tool() -> dict:
 
 def available_tools(
     *, archive_access: bool, web_search: bool, api_selector: str, image_generation: bool = False,
-    memory_suggestions: bool = False,
+    memory_suggestions: bool = False, check_in_proposals: bool = False,
 ) -> list[dict]:
-    """The tools offered for one reply, decided from the settings (and, for `memory_suggestions`,
-    the conversation's eligibility) at send time."""
+    """The tools offered for one reply, decided from the settings (and, for `memory_suggestions` and
+    `check_in_proposals`, the conversation's eligibility) at send time."""
     tools = [SEARCH_PAST_CONVERSATIONS, LIST_LIBRARY, READ_LIBRARY_FILE, *ARTIFACT_TOOLS]
     if memory_suggestions:
         tools.append(memory_tool.PROPOSE_MEMORY)
+    if check_in_proposals:
+        tools.append(check_in_tool.PROPOSE_CHECK_IN)
     if archive_access:
         tools.insert(1, SEARCH_ARCHIVE)
     if web_search and api_selector == "responses":

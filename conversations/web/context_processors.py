@@ -25,8 +25,15 @@ def _is_owner(request: HttpRequest) -> bool:
     return bool(getattr(request, "elion_bearer", False) or access.owner_session_active(request))
 
 
+def unread_in(sidebar: list) -> int:
+    """The conversations of the sidebar Elion wrote in by itself since the owner last opened them (issue 44):
+    the title bar's "(N)". Counted from the sidebar's rows, so it costs no statement of its own."""
+    return sum(1 for group in sidebar for conversation in group.conversations if conversation.unread)
+
+
 def elion(request: HttpRequest) -> dict:
     is_owner = _is_owner(request)
+    sidebar = SimpleLazyObject(sidebar_groups) if is_owner else []
     return {
         "offline_demo": not settings.OPENAI_API_KEY,
         "elion_protected": settings.ELION_PROTECTED,
@@ -39,6 +46,7 @@ def elion(request: HttpRequest) -> dict:
         "speech_voices": sdk_voices(),
         "speech_model": settings.ELION_SPEECH_MODEL,
         "transcribe_model": settings.ELION_TRANSCRIBE_MODEL,
-        "sidebar": SimpleLazyObject(sidebar_groups) if is_owner else [],
+        "sidebar": sidebar,
+        "unread_count": SimpleLazyObject(lambda: unread_in(sidebar)) if is_owner else 0,
         "sidebar_counts": SimpleLazyObject(sidebar_counts) if is_owner else {},
     }

@@ -139,6 +139,9 @@ class Bubble:
     # The head after a rewind: turns below it stay reachable ("Later turns", a switch to it).
     later_turns: bool = False
     continuable: bool = False
+    # A check-in's trigger, or the reply to one: what the trigger recorded (`metadata.check_in`: its title,
+    # due time), for the mark naming the check-in (issue 44).
+    check_in: dict | None = None
 
     @property
     def versions_shown(self) -> bool:
@@ -230,12 +233,15 @@ def _bubble(
     # accepts only when it is a finished assistant reply (or no parent at all).
     # A turn with attachments is not editable: its uploads belong to it, and an
     # edited copy would silently leave them behind.
-    editable = message.role == Role.USER and not attachments and (
+    editable = message.role == Role.USER and message.kind == MessageKind.ORDINARY and not attachments and (
         parent is None or (parent.role == Role.ASSISTANT and parent.status != MessageStatus.STREAMING)
     )
+    trigger = message if message.kind == MessageKind.CHECK_IN_TRIGGER else parent
+    check_in = (trigger.metadata or {}).get("check_in") if trigger and trigger.kind == MessageKind.CHECK_IN_TRIGGER else None
     return Bubble(
         message=message,
         author=assistant if is_assistant else owner,
+        check_in=check_in if isinstance(check_in, dict) else None,
         tokens=stored_turn_tokens(message.role, message.content, message.kind),  # an app event counts none
         html=_bubble_html(message) if is_assistant and settled else "",
         editable=editable,
@@ -257,7 +263,9 @@ def bubbles_for(conversation: Conversation, messages: list[Message], settings_ro
     # a window's first turn has its parent outside it, and the page's statement count
     # stays the same for a short thread and a long one.
     parent_ids = {m.parent_id for m in messages if m.parent_id}
-    by_id = {m.id: m for m in Message.objects.filter(pk__in=parent_ids).only("id", "role", "status")} if parent_ids else {}
+    by_id = {
+        m.id: m for m in Message.objects.filter(pk__in=parent_ids).only("id", "role", "status", "kind", "metadata")
+    } if parent_ids else {}
     manifests = manifests_for(messages)
     # The versions of every bubble, and whether the head has turns below it (a rewind), in one statement.
     head_shown = any(m.id == conversation.head_id for m in messages)

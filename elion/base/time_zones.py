@@ -21,3 +21,8 @@ def time_zone_clean(value: object) -> str:
         raise InvalidInput("time_zone must be an IANA time zone name, such as Europe/Berlin or UTC.",
                            code="invalid_time_zone")
     return value
+
+
+def time_zone_names() -> list[str]:
+    """Every zone name `time_zone_clean` accepts, sorted: the pages' suggestions (a datalist)."""
+    return sorted(_zone_names())

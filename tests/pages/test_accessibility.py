@@ -25,6 +25,8 @@ from playwright.sync_api import Page, expect
 from archive.services.documents import archive_document_add_text
 from archive.services.library import library_file_add_text
 from artifacts import services as artifact_services
+from check_ins.services.check_ins import check_in_create
+from check_ins.services.proposals import check_in_propose
 from conversations.models import Conversation, Folder, Message
 from conversations.services.characters import character_create
 from conversations.services.settings_service import assistant_settings_update
@@ -62,6 +64,7 @@ class Seeded:
     image_chat: str
     branch_chat: str
     new_chat: Conversation
+    check_in_id: int
 
 
 def image_reply_chat(scripted_server, base_url: str) -> str:
@@ -110,11 +113,27 @@ def seed(scripted_server, base_url: str) -> Seeded:
     for number, text in enumerate(("AUMA keeps bees.", "AUMA's cat is Juniper.")):  # one waiting, one dismissed
         suggested = memory_propose(conversation_id=chat.id, reply_id=reply.id, tool_call_id=f"c{number}", text=text)
     proposal_dismiss(proposal_id=suggested.proposal.pk)
+    check_in_id = seed_check_ins(chat, reply)
     image_chat = image_reply_chat(scripted_server, base_url)
     branch_chat = Client().post(f"/api/conversations/{chat.id}/branch/", headers={"Idempotency-Key": "axe"}).json()["id"]
     new_chat = conversation_create(persona="elion")  # carries the latest chat's handoff: its notice shows
     return Seeded(chat, empty_chat, memory, document.pk, library_file.pk, str(artifact.pk), trashed, quarantined,
-                  shielded, character.pk, image_chat, branch_chat, new_chat)
+                  shielded, character.pk, image_chat, branch_chat, new_chat, check_in_id)
+
+
+def seed_check_ins(chat: Conversation, reply: Message) -> int:
+    """A check-in writing in `chat`, one Elion proposed under `reply` (its card), an unread chat (issue 44)."""
+    check_in = check_in_create(title="Harbour walk", brief="Ask whether I walked to the harbour.",
+                               schedule={"kind": "weekdays", "at": "07:30", "days": ["sat", "sun"]},
+                               target={"kind": "conversation", "conversation_id": str(chat.pk)},
+                               quiet_hours={"start": "22:00", "end": "07:00"})
+    reply.parts = [*(reply.parts or []), {"type": "tool_call", "call_id": "k1", "name": "propose_check_in",
+                                          "arguments": "{}", "round": 1}]
+    reply.save(update_fields=["parts"])
+    check_in_propose(conversation_id=chat.pk, reply_id=reply.pk, tool_call_id="k1", title="Heron count",
+                     brief="Ask how many herons I saw.", schedule={"kind": "daily", "at": "19:00"})
+    Conversation.objects.filter(title="A filed letter").update(unread=True)  # never opened here: its dot shows
+    return check_in.pk
 
 
 # Every page of the app, by name. Add a line here for a new page.
@@ -129,6 +148,10 @@ PAGES: list[tuple[str, Callable[[Seeded], str]]] = [
     ("chat in a hidden folder", lambda s: f"/c/{s.quarantined.id}/"),
     ("shielded chat", lambda s: f"/c/{s.shielded.id}/"),
     ("settings", lambda s: "/settings/"),
+    ("check-ins, one suggested", lambda s: "/settings/check-ins/"),
+    ("check-in new, from a chat", lambda s: f"/settings/check-ins/new/?conversation={s.chat.id}"),
+    ("check-in new, from a shielded chat", lambda s: f"/settings/check-ins/new/?conversation={s.shielded.id}"),
+    ("check-in edit", lambda s: f"/settings/check-ins/{s.check_in_id}/"),
     ("usage", lambda s: "/settings/usage/"),
     ("search with results", lambda s: f"/search/?q=heron&from={s.chat.id}"),
     ("memories", lambda s: "/memories/"),

@@ -20,6 +20,8 @@ from playwright.sync_api import Page, expect
 
 from archive.services.documents import archive_document_add_text
 from artifacts import services as artifact_services
+from check_ins.services.check_ins import check_in_create
+from check_ins.services.proposals import check_in_propose
 from continuity.models import ThreadHandoff
 from continuity.services.branching import conversation_branch
 from conversations.models import Conversation, Folder, Message
@@ -66,6 +68,12 @@ def seed() -> list[str]:
     for number, text in enumerate(("AUMA keeps bees.", "AUMA's cat is Juniper.")):
         proposal = memory_propose(conversation_id=chat.id, reply_id=reply.id, tool_call_id=f"c{number}", text=text)
     proposal_dismiss(proposal_id=proposal.proposal.pk)
+    check_in_create(title="Heron watch", brief="Ask about the heron.", schedule={"kind": "daily", "at": "07:00"},
+                    target={"kind": "conversation", "conversation_id": str(chat.id)})
+    reply.parts = [{"type": "tool_call", "call_id": "k1", "name": "propose_check_in", "arguments": "{}", "round": 1}]
+    reply.save(update_fields=["parts"])
+    check_in_propose(conversation_id=chat.id, reply_id=reply.id, tool_call_id="k1", title="Tide check",
+                     brief="Ask about the tide.", schedule={"kind": "daily", "at": "18:00"})
     character_create(name="Captain Wren", description="A weathered harbour pilot.")
     document = archive_document_add_text(
         text="AUMA said:\nDo you remember the heron?\n\nVoicefire 5.1 said:\nBy the reeds, at dawn.",
@@ -104,7 +112,8 @@ def test_every_page_and_every_file_it_needs_answers_as_collectstatic_serves_them
     for expected in (r"/js/archive/import_job\.[0-9a-f]{12}\.js", r"/js/archive_claude\.[0-9a-f]{12}\.js",
                      r"/js/branch_button\.[0-9a-f]{12}\.js", r"/vendor/highlight\.js/highlight\.min\.[0-9a-f]{12}\.js",
                      r"/js/memory_proposals\.[0-9a-f]{12}\.js", r"/admin/css/base\.[0-9a-f]{12}\.css",
-                     r"/js/chat/thread\.[0-9a-f]{12}\.js"):
+                     r"/js/chat/thread\.[0-9a-f]{12}\.js", r"/js/check_ins\.[0-9a-f]{12}\.js",
+                     r"/css/check_ins\.[0-9a-f]{12}\.css"):
         assert re.search(expected, names), f"the crawl fetched nothing like {expected}"
     assert "/admin/tools/continuity-cleanup/" in crawled.pages and len(crawled.pages) > 40, sorted(crawled.pages)
     assert "Traceback" not in collected_site.log()

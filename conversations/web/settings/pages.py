@@ -13,6 +13,7 @@ from conversations.models import (
 )
 from conversations.services.settings_service import assistant_settings_update
 from elion.base.errors import ServiceError
+from elion.base.time_zones import time_zone_names
 from operations.push.subscriptions import push_subscriptions_listing
 from transcript.assistant_settings import assistant_settings_get
 
@@ -20,12 +21,12 @@ SETTINGS_TEXT_FIELDS = ("owner_name", "display_name", "personality", "custom_ins
 
 
 # Choices an older form (or a script) may leave out: left as they are when absent.
-SETTINGS_CHOICE_FIELDS = ("reasoning_effort", "verbosity")
+SETTINGS_CHOICE_FIELDS = ("reasoning_effort", "verbosity", "time_zone")
 
 
 SETTINGS_FLAGS = (
     "archive_access", "web_search", "provider_store_responses", "reasoning_summary_shown", "image_generation",
-    "memory_suggestions", "push_shows_text",
+    "memory_suggestions", "push_shows_text", "check_in_proposals",
 )
 
 
@@ -55,6 +56,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
             "personalities": Personality.choices,
             "reasoning_efforts": ReasoningEffort.choices,
             "verbosities": Verbosity.choices,
+            "time_zones": time_zone_names(),
             "error": error,
             "push_subscriptions": push_subscriptions_listing(),
         },

@@ -172,7 +172,7 @@ async def test_search_archive_is_offered_only_with_archive_access(scripted_provi
     first, second = scripted_provider.requests
     assert tool_names(first) == [
         "search_past_conversations", "list_library", "read_library_file",
-        "create_artifact", "update_artifact", "read_artifact", "propose_memory",
+        "create_artifact", "update_artifact", "read_artifact", "propose_memory", "propose_check_in",
     ]
     _, result = round_trip_of(second)
     assert result["content"].startswith("Tool error: there is no tool named 'search_archive'")
@@ -321,7 +321,8 @@ async def test_tool_definitions_are_counted_in_the_diagnostics(scripted_provider
     events = await send(client, conversation_id, "hello")
     diagnostics = dict(events)["diagnostics"]
     tools = tool_offer.available_tools(
-        archive_access=True, web_search=False, api_selector="responses", memory_suggestions=True
+        archive_access=True, web_search=False, api_selector="responses", memory_suggestions=True,
+        check_in_proposals=True,
     )
     expected = -(-len(tool_definitions_text(tools)) // 4)
     assert diagnostics["tool_definition_tokens"] == expected > 0
