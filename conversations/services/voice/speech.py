@@ -23,6 +23,7 @@ from conversations.models import MessageSpeech, MessageStatus, Role
 from conversations.services.voice.binding import voice_provider, voice_provider_configured
 from conversations.services.voice.settings import voice_settings_check
 from conversations.services.voice.speech_text import speech_segments, speech_text
+from conversations.services.voice.usage import speech_usage_record
 from elion.base.errors import Conflict, NotFound, ServiceError
 from transcript.access import access_conversation, message_in_conversation
 from transcript.assistant_settings import assistant_settings_read
@@ -113,6 +114,7 @@ def _record(plan: SpeechPlan, index: int, audio: bytes, mime: str, demo: bool) -
         defaults={"conversation_id": plan.conversation_id, "sha256": sha, "size": len(audio), "mime": mime,
                   "voice": plan.voice, "model": plan.model, "demo": demo},
     )
+    speech_usage_record(model=plan.model, text=plan.segments[index], audio=audio, demo=demo)
     return SpokenSegment(audio, mime, sha, demo)
 
 
@@ -195,4 +197,5 @@ async def voice_preview(voice: str) -> SpokenSegment:
         raise ServiceError(f"The voice could not be previewed. {exc.detail}", code="provider_error", status=502) from exc
     if not speech.demo:
         await sync_to_async(store.write_bytes)(previews, speech.audio, key)
+        await sync_to_async(speech_usage_record)(model=model, text=PREVIEW_SENTENCE, audio=speech.audio, demo=False)
     return SpokenSegment(speech.audio, speech.mime, key, speech.demo)
