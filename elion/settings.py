@@ -262,6 +262,8 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "conversations.web.schema.add_streaming_endpoints",
+        # The voice routes that call the provider (async views, as the send): `conversations.web.voice.schema`.
+        "conversations.web.voice.schema.add_voice_endpoints",
         # After the hand-written operations: each declares the owner's credentials (`elion.web.api_schema`).
         "elion.web.api_schema.owner_security_on_every_operation",
     ],

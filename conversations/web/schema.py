@@ -188,6 +188,8 @@ def add_streaming_endpoints(result: dict, generator: object, request: HttpReques
             "parent_id": {"type": "string", "format": "uuid", "nullable": True},
             "pinned_character_id": {"type": "integer", "nullable": True},
             "attachment_ids": {"type": "array", "items": {"type": "string"}},
+            "voice": {"type": "boolean", "default": False,
+                      "description": "Spoken (Talk or dictation): stored as the user turn's metadata.voice"},
         },
         "required": ["content"],
     }
