@@ -96,6 +96,8 @@ class MessageSerializer(serializers.Serializer):
     citations = CitationSerializer(many=True)
     metadata = serializers.DictField()
     created_at = serializers.DateTimeField()
+    read_aloud_at = serializers.DateTimeField(
+        allow_null=True, help_text="A reply's first speech made (Talk, automatic or the speaker): its voice mark.")
     siblings = SiblingsSerializer()
 
 
@@ -207,6 +209,9 @@ def add_streaming_endpoints(result: dict, generator: object, request: HttpReques
             "attachments": {"type": "array", "items": {"type": "object"}},
             "metadata": {"type": "object"},
             "created_at": {"type": "string", "format": "date-time"},
+            "read_aloud_at": {"type": "string", "format": "date-time", "nullable": True,
+                              "description": "A reply's first speech made (Talk, automatic or the speaker "
+                              "button): its voice mark; null when never read aloud"},
             "siblings": {
                 "type": "object",
                 "description": "The message's place among its parent's children (the roots, for a first turn), "
@@ -220,7 +225,7 @@ def add_streaming_endpoints(result: dict, generator: object, request: HttpReques
             },
         },
         "required": ["id", "parent_id", "role", "kind", "content", "status", "attachments", "metadata", "created_at",
-                     "siblings"],
+                     "read_aloud_at", "siblings"],
     })
     components.setdefault("MessagePage", {
         "type": "object",

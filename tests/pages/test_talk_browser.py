@@ -1,7 +1,7 @@
 """Talk, hands-free, in chromium with a fake microphone playing real recorded speech (issue 43).
 
 - a spoken sentence followed by a pause becomes an ordinary user turn marked voice, and the reply is
-  read aloud; speaking again during playback stops it at once (barge-in) and becomes the next turn;
+  read aloud and marked so; speaking again during playback stops it at once (barge-in) and becomes the next turn;
 - Elion's own voice leaking back at playback level never becomes a turn (the same quiet voice does
   once nothing is playing, which shows the microphone was live all along);
 - a failing transcription or speech provider ends the state with a sentence on the page, and Talk
@@ -79,6 +79,8 @@ def test_talk_sends_a_spoken_turn_reads_the_reply_and_barge_in_stops_it(live_app
         expect(page.locator(".message-user [data-voice-mark]")).to_have_count(1, timeout=30_000)
         expect(chat).to_have_attribute("data-talk-state", "speaking", timeout=30_000)
         page.wait_for_function("() => window.__played.length === 1")
+        # The reply being read carries its voice mark (the earlier reply, never read, does not).
+        expect(page.locator(".message-assistant [data-read-aloud-mark]")).to_have_count(1)
         # The second sentence arrives while the 20 s reply is playing: playback stops at once.
         expect(page.locator(".message-user [data-voice-mark]")).to_have_count(2, timeout=30_000)
         first = page.evaluate("window.__plays[0]")

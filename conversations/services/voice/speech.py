@@ -18,8 +18,9 @@ from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.utils import timezone
 
-from conversations.models import MessageSpeech, MessageStatus, Role
+from conversations.models import Message, MessageSpeech, MessageStatus, Role
 from conversations.services.voice.binding import voice_provider, voice_provider_configured
 from conversations.services.voice.settings import voice_settings_check
 from conversations.services.voice.speech_text import speech_segments, speech_text
@@ -115,6 +116,8 @@ def _record(plan: SpeechPlan, index: int, audio: bytes, mime: str, demo: bool) -
                   "voice": plan.voice, "model": plan.model, "demo": demo},
     )
     speech_usage_record(model=plan.model, text=plan.segments[index], audio=audio, demo=demo)
+    # The reply's voice mark: its first speech made (one column, so no write of the run's can undo it).
+    Message.objects.filter(pk=plan.message_id, read_aloud_at__isnull=True).update(read_aloud_at=timezone.now())
     return SpokenSegment(audio, mime, sha, demo)
 
 

@@ -14,6 +14,18 @@ function speakerFor(messageId) {
   return document.querySelector(`#message-${CSS.escape(messageId)} [data-read-aloud]`);
 }
 
+// The reply's voice mark, as the page renders it once the reply has been read aloud (`read_aloud_at`).
+function markReadAloud(messageId) {
+  const header = document.querySelector(`#message-${CSS.escape(messageId)} .message-meta`);
+  if (!header || header.querySelector("[data-read-aloud-mark]")) return;
+  const mark = document.createElement("span");
+  mark.className = "badge voice-mark";
+  mark.dataset.readAloudMark = "";
+  mark.title = "Read aloud (Talk, automatically or from the speaker button)";
+  mark.textContent = "Read aloud";
+  header.querySelector(".author")?.after(mark);
+}
+
 function showState(button, speaking) {
   if (!button) return;
   button.dataset.state = speaking ? "speaking" : "idle";
@@ -84,7 +96,10 @@ export async function readAloud(messageId, { onError, onStart } = {}) {
       const next = listing.segments[index + 1];
       ready = next ? fetchReady(next.url) : Promise.resolve();
       ready.catch(() => {}); // reported when it is awaited
-      if (index === 0) onStart?.();
+      if (index === 0) {
+        markReadAloud(messageId);
+        onStart?.();
+      }
       await playOne(playing, listing.segments[index].url);
       if (playing.stopped) return;
     }
