@@ -44,6 +44,7 @@ class SpeechPlan:
     voice: str
     model: str
     instructions: str
+    complete: bool = True  # False: the reply is still streaming, more segments may follow
 
 
 @dataclass(frozen=True)
@@ -62,16 +63,24 @@ def speech_key(*, text: str, voice: str, model: str, instructions: str, audio_fo
     return hashlib.sha256(json.dumps([text, voice, model, instructions, audio_format]).encode()).hexdigest()
 
 
-def speech_plan(*, conversation_id: object, message_id: object, voice: str | None = None) -> SpeechPlan:
-    """A settled reply's spoken segments and their keys; 404 for an unknown id, 409 when there is nothing to say."""
+def speech_plan(
+    *, conversation_id: object, message_id: object, voice: str | None = None, while_streaming: bool = False,
+) -> SpeechPlan:
+    """A reply's spoken segments and their keys; 404 for an unknown id, 409 when there is nothing to say.
+
+    `while_streaming`: a reply still being written gives the segments its stored text has finished so far
+    (`speech_segments(finished=False)`, possibly none yet; `complete` is False): the same segments, with
+    the same keys, as the settled reply's first ones. Otherwise a streaming reply is a 409.
+    """
     conversation = access_conversation(conversation_id)
     message = message_in_conversation(conversation, message_id)
     if message.role != Role.ASSISTANT:
         raise _unavailable("Only Elion's replies are read aloud.")
-    if message.status == MessageStatus.STREAMING:
+    streaming = message.status == MessageStatus.STREAMING
+    if streaming and not while_streaming:
         raise _unavailable("This reply is still being written; it can be read aloud once it is done.")
-    segments = tuple(speech_segments(speech_text(message.content or "")))
-    if not segments:
+    segments = tuple(speech_segments(speech_text(message.content or ""), finished=not streaming))
+    if not segments and not streaming:
         raise _unavailable("This reply has no text to read aloud.")
     if voice:
         voice_settings_check({"voice": voice})  # 400 `invalid_voice` before anything is made
@@ -81,7 +90,8 @@ def speech_plan(*, conversation_id: object, message_id: object, voice: str | Non
     keys = tuple(
         speech_key(text=segment, voice=chosen, model=model, instructions=row.voice_instructions) for segment in segments
     )
-    return SpeechPlan(conversation.id, message.id, segments, keys, chosen, model, row.voice_instructions)
+    return SpeechPlan(conversation.id, message.id, segments, keys, chosen, model, row.voice_instructions,
+                      complete=not streaming)
 
 
 def _segment_index(plan: SpeechPlan, raw: object) -> int:

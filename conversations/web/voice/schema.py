@@ -33,6 +33,7 @@ class SpeechSegmentSerializer(serializers.Serializer):
 class SpeechSegmentsSerializer(serializers.Serializer):
     voice = serializers.CharField()
     model = serializers.CharField()
+    complete = serializers.BooleanField(help_text="False while the reply streams: more segments may follow.")
     segments = SpeechSegmentSerializer(many=True)
 
 
@@ -137,8 +138,8 @@ def _message_speech() -> dict:
                 **_audio_answer("The reply's audio (or one segment of it)"),
                 "400": _error("invalid_voice"),
                 "404": _error("Unknown conversation or message, or speech_segment_not_found"),
-                "409": _error("speech_unavailable (not a reply, still streaming, or no text), or the "
-                              "provider binding does not match"),
+                "409": _error("speech_unavailable (not a reply, no text, or the whole reply asked for while it "
+                              "streams), or the provider binding does not match"),
                 "502": _error("provider_error"),
             },
         }

@@ -53,9 +53,10 @@ def _audio_response(request: HttpRequest, spoken: SpokenSegment) -> HttpResponse
     return response
 
 
-async def _plan(conversation_id: str, message_id: str, request: HttpRequest) -> SpeechPlan:
+async def _plan(conversation_id: str, message_id: str, request: HttpRequest, *, while_streaming: bool) -> SpeechPlan:
     return await sync_to_async(speech_plan)(
-        conversation_id=conversation_id, message_id=message_id, voice=request.GET.get("voice") or None
+        conversation_id=conversation_id, message_id=message_id, voice=request.GET.get("voice") or None,
+        while_streaming=while_streaming,
     )
 
 
@@ -63,8 +64,9 @@ async def _plan(conversation_id: str, message_id: str, request: HttpRequest) -> 
 class MessageSpeechView(View):
     async def get(self, request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
         try:
-            plan = await _plan(conversation_id, message_id, request)
             segment = request.GET.get("segment")
+            # One segment may be asked for while the reply streams (Talk); the whole reply once it settled.
+            plan = await _plan(conversation_id, message_id, request, while_streaming=segment is not None)
             spoken = await (speech_whole(plan) if segment is None else speech_segment(plan, segment))
         except ServiceError as exc:
             return error_response(exc)
@@ -74,19 +76,22 @@ class MessageSpeechView(View):
 class MessageSpeechSegmentsView(APIView):
     @extend_schema(
         operation_id="conversations_messages_speech_segments",
-        description="The reply's text prepared for speech, cut into segments (no provider request).",
+        description="The reply's text prepared for speech, cut into segments (no provider request). While the "
+        "reply streams: the segments its text has finished so far (`complete` false), the settled reply's first ones.",
         parameters=[voice_docs.SpeechQuerySerializer],
         responses={200: voice_docs.SpeechSegmentsSerializer, 400: docs.ErrorSerializer, 404: docs.ErrorSerializer,
                    409: docs.ErrorSerializer},
     )
     def get(self, request: Request, conversation_id: str, message_id: str) -> Response:
         plan = speech_plan(
-            conversation_id=conversation_id, message_id=message_id, voice=request.query_params.get("voice") or None
+            conversation_id=conversation_id, message_id=message_id, voice=request.query_params.get("voice") or None,
+            while_streaming=True,
         )
         base = f"/api/conversations/{plan.conversation_id}/messages/{plan.message_id}/speech/"
         return Response({
             "voice": plan.voice,
             "model": plan.model,
+            "complete": plan.complete,
             "segments": [
                 {"index": i, "characters": len(text), "url": f"{base}?segment={i}"}
                 for i, text in enumerate(plan.segments)

@@ -73,7 +73,7 @@ def test_the_json_voice_routes_are_described_by_their_serializers(schema):
     assert set(resolved(schema, voices)["properties"]) == {"voices", "voice", "model"}
     segments = schema["paths"][SPEECH + "segments/"]["get"]
     body = resolved(schema, segments["responses"]["200"]["content"]["application/json"]["schema"])
-    assert set(body["properties"]) == {"voice", "model", "segments"}
+    assert set(body["properties"]) == {"voice", "model", "complete", "segments"}
     assert set(segments["responses"]) == {"200", "400", "404", "409"}
 
 
