@@ -8,8 +8,10 @@ does it:
           segment of speech is fetched (`…/speech/segments/`, `…/speech/?segment=0`): what Read aloud
           automatically does after the owner presses Enter;
   talk    the recording is transcribed (`POST /api/transcriptions/`), the words are sent with
-          `"voice": true`, then the same first segment: what Talk does once its detector has heard
-          the pause (the pause itself, the owner's setting, is before this clock starts).
+          `"voice": true`, and while the reply streams its finished segments are listed (after a
+          delta, at most every 0.3 s) until the first is there, which is fetched: what Talk does once
+          its detector has heard the pause (the pause itself, the owner's setting, is before this
+          clock starts); Talk reads a reply as it streams, Read aloud once it has settled.
 
 Each side alternates round by round; the figure is the median. "Talk / (typed + transcription)"
 is the issue's target ratio (within 1.5×): Talk's time over the typed path plus the
@@ -70,6 +72,44 @@ def sse_until_done(client, url: str, body: dict) -> dict:
     raise BenchError("the reply stream ended without done")
 
 
+def first_audio_while_streaming(client, app: str, conversation_id: str, body: dict) -> float:
+    """Talk: send, and as the reply streams list its finished segments (as the page does after a delta,
+    at most every 0.3 s) until one is there and fetch it; returns when that first audio arrived
+    (`perf_counter`), after reading the stream on to `done`."""
+    url = f"{app}/api/conversations/{conversation_id}/messages/"
+    listed_at, heard_at, message_id, name = 0.0, None, None, None
+    with client.stream("POST", url, json=body, headers={"Accept": "text/event-stream"}) as response:
+        if response.status_code != 200:
+            raise BenchError(f"send answered {response.status_code}: {response.read()[:300]!r}")
+        for line in response.iter_lines():
+            if line.startswith("event:"):
+                name = line[6:].strip()
+                continue
+            if not line.startswith("data:"):
+                continue
+            data = json.loads(line[5:])
+            if name == "assistant_message":
+                message_id = data["id"]
+            elif name == "error":
+                raise BenchError(f"the reply failed: {line}")
+            if heard_at is None and message_id and name in ("delta", "done") and (
+                name == "done" or time.perf_counter() - listed_at >= 0.3
+            ):
+                listed_at = time.perf_counter()
+                base = f"{app}/api/conversations/{conversation_id}/messages/{message_id}/speech/"
+                segments = client.get(base + "segments/").json()["segments"]
+                if segments:
+                    audio = client.get(app + segments[0]["url"])
+                    if audio.status_code != 200 or not audio.content.startswith(b"RIFF"):
+                        raise BenchError(f"speech answered {audio.status_code}")
+                    heard_at = time.perf_counter()
+            if name == "done":
+                break
+    if heard_at is None:
+        raise BenchError("no segment of the reply was ever listed")
+    return heard_at
+
+
 def first_audio(client, app: str, conversation_id: str, message_id: str) -> None:
     base = f"{app}/api/conversations/{conversation_id}/messages/{message_id}/speech/"
     segments = client.get(base + "segments/").json()["segments"]
@@ -96,9 +136,8 @@ def one_round(client, app: str, provider_url: str, conversation_id: str, recordi
     transcribed = time.perf_counter() - started
     if answer.status_code != 200:
         raise BenchError(f"transcription answered {answer.status_code}: {answer.text[:300]}")
-    done = sse_until_done(client, url, {"content": answer.json()["text"], "voice": True})
-    first_audio(client, app, conversation_id, done["message_id"])
-    talk = time.perf_counter() - started
+    heard_at = first_audio_while_streaming(client, app, conversation_id, {"content": answer.json()["text"], "voice": True})
+    talk = heard_at - started
     return typed, talk, transcribed
 
 

@@ -265,6 +265,8 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "conversations.web.schema.add_streaming_endpoints",
+        # The voice routes that call the provider (async views, as the send): `conversations.web.voice.schema`.
+        "conversations.web.voice.schema.add_voice_endpoints",
         # After the hand-written operations: each declares the owner's credentials (`elion.web.api_schema`).
         "elion.web.api_schema.owner_security_on_every_operation",
     ],
@@ -297,6 +299,16 @@ ELION_TRIM_STEP = env.share("ELION_TRIM_STEP", Decimal("0.15"), maximum=Decimal(
 ELION_PRICE_INPUT_PER_MTOK = env.optional_decimal("ELION_PRICE_INPUT_PER_MTOK")
 ELION_PRICE_CACHED_INPUT_PER_MTOK = env.optional_decimal("ELION_PRICE_CACHED_INPUT_PER_MTOK")
 ELION_PRICE_OUTPUT_PER_MTOK = env.optional_decimal("ELION_PRICE_OUTPUT_PER_MTOK")
+# Audio (issue 43), USD; unset: that call is not estimated. See operations/audio_usage.py.
+# Transcription billed in tokens (gpt-4o-transcribe): audio input, text input (unset: the audio price), output.
+ELION_PRICE_TRANSCRIBE_AUDIO_INPUT_PER_MTOK = env.optional_decimal("ELION_PRICE_TRANSCRIBE_AUDIO_INPUT_PER_MTOK")
+ELION_PRICE_TRANSCRIBE_TEXT_INPUT_PER_MTOK = env.optional_decimal("ELION_PRICE_TRANSCRIBE_TEXT_INPUT_PER_MTOK")
+ELION_PRICE_TRANSCRIBE_OUTPUT_PER_MTOK = env.optional_decimal("ELION_PRICE_TRANSCRIBE_OUTPUT_PER_MTOK")
+# Transcription billed by the minute (whisper-1), or reported in no tokens.
+ELION_PRICE_TRANSCRIBE_PER_MINUTE = env.optional_decimal("ELION_PRICE_TRANSCRIBE_PER_MINUTE")
+# Speech reports no usage: priced per minute of audio made, else per million characters sent.
+ELION_PRICE_SPEECH_PER_MINUTE = env.optional_decimal("ELION_PRICE_SPEECH_PER_MINUTE")
+ELION_PRICE_SPEECH_PER_MCHAR = env.optional_decimal("ELION_PRICE_SPEECH_PER_MCHAR")
 
 # --- Transcript -------------------------------------------------------------
 ELION_MAX_MESSAGE_CHARACTERS = env.integer("ELION_MAX_MESSAGE_CHARACTERS", 100_000, minimum=1)

@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from conversations.models import Message, Role
 from elion.base.errors import InvalidInput
+from operations.audio_usage import AudioReport, audio_usage_report
 
 # The figures of `metadata.usage`, as `conversations.sending.run` stores them.
 USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
@@ -151,6 +152,7 @@ class UsageReport:
     months: list[UsageTotals]
     prices: Prices | None
     time_zone: str
+    audio: AudioReport | None = None  # transcription and speech (`operations.audio_usage`)
 
     def cost(self, totals: UsageTotals) -> Decimal | None:
         return estimated_cost(totals, self.prices)
@@ -162,6 +164,7 @@ class UsageReport:
             "prices": self.prices.as_dict() if self.prices else None,
             "currency": "USD",
             "time_zone": self.time_zone,
+            "audio": self.audio.as_dict() if self.audio else None,
         }
 
     def _row(self, name: str, totals: UsageTotals) -> dict:
@@ -206,7 +209,8 @@ def usage_report(
 ) -> UsageReport:
     """Totals for the last `days` calendar days and the last `months` calendar months before `now`
     (default: now; today and this month included), newest first; periods without a reply with
-    usage are left out. One query, read in chunks, however many replies there are."""
+    usage are left out. One query, read in chunks, however many replies there are; and one for the
+    audio calls (`operations.audio_usage`)."""
     zone = timezone.get_default_timezone()
     today = (now or timezone.now()).astimezone(zone).date()
     first_day = today - dt.timedelta(days=days - 1)
@@ -230,6 +234,8 @@ def usage_report(
         months=_newest_first(by_month),
         prices=configured_prices(),
         time_zone=str(zone),
+        audio=audio_usage_report(since=since, until=until, first_day=first_day, first_month=first_month, zone=zone,
+                                 newest_first=_newest_first),
     )
 
 

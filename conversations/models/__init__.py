@@ -29,7 +29,7 @@ from conversations.models.attachments import (
     manifest_entries_conversation_settle,
 )
 from conversations.models.messages import Message, MessageKind, MessageSearchEntry, MessageStatus, Role
-from conversations.models.speech import MessageSpeech
+from conversations.models.speech import AudioCall, AudioUsage, MessageSpeech
 from conversations.models.threads import (
     ORIGIN_BADGES,
     Conversation,
@@ -43,6 +43,8 @@ from conversations.models.threads import (
 
 __all__ = [
     "ORIGIN_BADGES",
+    "AudioCall",
+    "AudioUsage",
     "AssistantSettings",
     "BackupSchedule",
     "Attachment",

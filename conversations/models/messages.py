@@ -71,6 +71,9 @@ class Message(models.Model):
     # process holds it, sees it at its next flush or lease renewal (and sooner
     # through the channel layer) and keeps the partial text as `interrupted`.
     stop_requested_at = models.DateTimeField(null=True, blank=True)
+    # A reply's first speech made (issue 43: Talk, "Read replies aloud automatically" or the speaker
+    # button): the reply's voice mark. Set once by a single-column update, never by the run.
+    read_aloud_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # The message's place on its branch, written by the append that adds it (`transcript.append`), so

@@ -97,6 +97,8 @@ class MessageSerializer(serializers.Serializer):
     citations = CitationSerializer(many=True)
     metadata = serializers.DictField()
     created_at = serializers.DateTimeField()
+    read_aloud_at = serializers.DateTimeField(
+        allow_null=True, help_text="A reply's first speech made (Talk, automatic or the speaker): its voice mark.")
     siblings = SiblingsSerializer()
 
 
@@ -192,6 +194,8 @@ def add_streaming_endpoints(result: dict, generator: object, request: HttpReques
             "parent_id": {"type": "string", "format": "uuid", "nullable": True},
             "pinned_character_id": {"type": "integer", "nullable": True},
             "attachment_ids": {"type": "array", "items": {"type": "string"}},
+            "voice": {"type": "boolean", "default": False,
+                      "description": "Spoken (Talk or dictation): stored as the user turn's metadata.voice"},
         },
         "required": ["content"],
     }
@@ -209,6 +213,9 @@ def add_streaming_endpoints(result: dict, generator: object, request: HttpReques
             "attachments": {"type": "array", "items": {"type": "object"}},
             "metadata": {"type": "object"},
             "created_at": {"type": "string", "format": "date-time"},
+            "read_aloud_at": {"type": "string", "format": "date-time", "nullable": True,
+                              "description": "A reply's first speech made (Talk, automatic or the speaker "
+                              "button): its voice mark; null when never read aloud"},
             "siblings": {
                 "type": "object",
                 "description": "The message's place among its parent's children (the roots, for a first turn), "
@@ -222,7 +229,7 @@ def add_streaming_endpoints(result: dict, generator: object, request: HttpReques
             },
         },
         "required": ["id", "parent_id", "role", "kind", "content", "status", "attachments", "metadata", "created_at",
-                     "siblings"],
+                     "read_aloud_at", "siblings"],
     })
     components.setdefault("MessagePage", {
         "type": "object",

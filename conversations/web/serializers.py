@@ -116,6 +116,7 @@ def message_repr(message: Message, attachments: list | None = None, siblings: Si
         "citations": message_citations(message.metadata),
         "metadata": metadata,
         "created_at": message.created_at.isoformat(),
+        "read_aloud_at": message.read_aloud_at.isoformat() if message.read_aloud_at else None,
         "siblings": siblings.as_dict(),
     }
 

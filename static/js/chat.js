@@ -171,6 +171,10 @@ class Turn {
         // A refusal streams as text too; the settled bubble (at `done`) shows it as a refusal.
         if (data.refusal) findBubble(this.assistantId)?.classList.add("is-refusal");
         this.appendText(data.text || "");
+        // Talk reads a reply as it streams (chat/talk.js): it follows the reply's growing text.
+        document.dispatchEvent(
+          new CustomEvent("elion:reply-delta", { detail: { messageId: this.assistantId, kind: this.kind, seq: this.seq } }),
+        );
         break;
       case "tool":
         this.showTool(data);

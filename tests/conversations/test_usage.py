@@ -13,7 +13,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import Folder, Message, Role
+from conversations.models import AudioCall, AudioUsage, Folder, Message, Role
 from conversations.services.visibility.transitions import (
     conversation_move_locked,
     conversation_trash,
@@ -188,9 +188,10 @@ def test_a_period_with_no_input_or_output_count_has_no_cost(settings):
     assert today["reasoning_tokens"] == 7 and today["estimated_cost_usd"] is None
 
 
-def test_the_report_reads_all_replies_in_one_query_however_many():
+def test_the_report_reads_all_replies_and_audio_calls_in_one_query_each_however_many():
     chat = thread()
     reply_with_usage(chat, NOW, usage(1, 0, 1, 0))
+    AudioUsage.objects.create(kind=AudioCall.SPEECH, model="gpt-4o-mini-tts", characters=10, seconds=1.0)
 
     def queries() -> int:
         with CaptureQueriesContext(connection) as captured:
@@ -200,8 +201,10 @@ def test_the_report_reads_all_replies_in_one_query_however_many():
     few = queries()
     for _ in range(30):
         reply_with_usage(chat, NOW, usage(1, 0, 1, 0))
-    assert queries() == few == 1
+        AudioUsage.objects.create(kind=AudioCall.SPEECH, model="gpt-4o-mini-tts", characters=10, seconds=1.0)
+    assert queries() == few == 2
     assert usage_report(now=NOW).days[0].replies == 31
+    assert usage_report().audio.days[0].speech_requests == 31
 
 
 # --- GET /api/usage/ ------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Talk, hands-free, in chromium with a fake microphone playing real recorded speech (issue 43).
 
 - a spoken sentence followed by a pause becomes an ordinary user turn marked voice, and the reply is
-  read aloud; speaking again during playback stops it at once (barge-in) and becomes the next turn;
+  read aloud sentence by sentence while it still streams, and marked so; speaking again during playback stops it at once (barge-in) and becomes the next turn;
 - Elion's own voice leaking back at playback level never becomes a turn (the same quiet voice does
   once nothing is playing, which shows the microphone was live all along);
 - a failing transcription or speech provider ends the state with a sentence on the page, and Talk
@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from playwright.sync_api import expect
 
@@ -17,6 +19,7 @@ from conversations.models import Message, Role
 from tests.pages.voice_browser import chromium_with_microphone
 from tests.support.chat_page import SIZES, seed_conversation
 from tests.support.scripted_audio import ScriptedSpeech, ScriptedTranscription, tone_wav
+from tests.support.scripted_provider import ScriptedReply
 from tests.support.voice_files import joined, scaled, silence, spoken_wav
 
 pytestmark = pytest.mark.browser
@@ -30,7 +33,9 @@ const play = proto.play;
 const pause = proto.pause;
 proto.play = function () {
   window.__played.push(this.src);
-  const record = { ended: false, stopped: false };
+  // whileStreaming: a reply on the page was still being written when this playback began.
+  const record = { ended: false, stopped: false,
+                   whileStreaming: Boolean(document.querySelector(".message-assistant.status-streaming")) };
   window.__plays.push(record);
   this.__record = record;
   this.addEventListener("ended", () => { record.ended = true; window.__ended += 1; }, { once: true });
@@ -69,7 +74,12 @@ def test_talk_sends_a_spoken_turn_reads_the_reply_and_barge_in_stops_it(live_app
     scripted_server.script_transcriptions(ScriptedTranscription(text="What should I plant this spring?"),
                                           ScriptedTranscription(text="Wait, tell me about tomatoes."))
     scripted_server.script_speech(ScriptedSpeech(audio=tone_wav(30.0)))
+    # The reply streams two sentences, then holds: its first sentence is read while it is still streaming.
+    held = threading.Event()
+    scripted_server.script(ScriptedReply(chunks=["Plant peas in March. ", "Tomatoes wait for May. ", "Water both."],
+                                         hold=held, hold_after_chunks=2))
     conversation, _ = seed_conversation(("user", "hi"), ("assistant", "Hello."))
+    greeting = Message.objects.get(conversation=conversation, content="Hello.")
     with chromium_with_microphone(browser, tmp_path, recording=microphone, loop=False) as chromium:
         page = talk_page(chromium, size)
         page.goto(f"{live_app.url}/c/{conversation.id}/")
@@ -78,14 +88,25 @@ def test_talk_sends_a_spoken_turn_reads_the_reply_and_barge_in_stops_it(live_app
 
         expect(page.locator(".message-user [data-voice-mark]")).to_have_count(1, timeout=30_000)
         expect(chat).to_have_attribute("data-talk-state", "speaking", timeout=30_000)
-        page.wait_for_function("() => window.__played.length === 1")
+        page.wait_for_function("() => window.__played.length >= 1")
+        # Playback began while the reply was still being written (the provider holds its third sentence).
+        assert page.evaluate("window.__plays[0].whileStreaming") is True
+        spoken = [r.body["input"] for r in scripted_server.requests_to("/v1/audio/speech")]
+        assert spoken[0] == "Plant peas in March."  # the finished sentence, not the one still open
+        # The reply being read carries its voice mark (the earlier reply, never read, does not).
+        first_reply = Message.objects.get(conversation=conversation, content__startswith="Plant peas in March.")
+        expect(page.locator(f"#message-{first_reply.id} [data-read-aloud-mark]")).to_have_count(1)
+        expect(page.locator(f"#message-{greeting.id} [data-read-aloud-mark]")).to_have_count(0)
         # The second sentence arrives while the 20 s reply is playing: playback stops at once.
         expect(page.locator(".message-user [data-voice-mark]")).to_have_count(2, timeout=30_000)
         first = page.evaluate("window.__plays[0]")
-        assert first == {"ended": False, "stopped": True}  # the 30 s reply was cut off, not played out
+        assert first == {"ended": False, "stopped": True, "whileStreaming": True}  # cut off, not played out
         assert voice_turns(conversation)[:2] == ["What should I plant this spring?", "Wait, tell me about tomatoes."]
         assert len(transcriptions(scripted_server)) >= 2
 
+        # Barge-in stopped the streaming reply through Stop: its partial text is kept.
+        assert Message.objects.filter(conversation=conversation, status="interrupted",
+                                      content__startswith="Plant peas in March.").exists()
         page.locator("[data-talk-end]").click()
         expect(chat).to_have_attribute("data-talk", "off", timeout=30_000)
         expect(page.locator("[data-talk-bar]")).to_be_hidden()

@@ -40,6 +40,9 @@ class ScriptedTranscription:
     delay_before_first: float = 0.0
     delay_between_chunks: float = 0.0
     drop_after_chunks: int | None = None  # stream N deltas, then cut the connection
+    # The JSON answer's `usage`: None → tokens, as the gpt-4o transcribe models report it; whisper-1
+    # reports `{"type": "duration", "seconds": …}`.
+    usage: dict[str, Any] | None = None
 
     def pieces(self) -> list[str]:
         if self.chunks is not None:
@@ -117,9 +120,10 @@ def recorded_form(fields: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def transcription_json(text: str) -> dict[str, Any]:
-    """A non-streamed `Transcription` (json), with token usage as the gpt-4o transcribe models report it."""
-    return {"text": text, "usage": _token_usage(text)}
+def transcription_json(text: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A non-streamed `Transcription` (json), with token usage as the gpt-4o transcribe models report it
+    (or the scripted usage)."""
+    return {"text": text, "usage": usage or _token_usage(text)}
 
 
 def _token_usage(text: str) -> dict[str, Any]:

@@ -589,7 +589,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(answer.status, answer.error_message or f"Scripted transcription error {answer.status}")
             return
         if not params.get("stream"):
-            self._send_json(200, scripted_audio.transcription_json(answer.text))
+            self._send_json(200, scripted_audio.transcription_json(answer.text, answer.usage))
             return
         self._start_stream()
         for number, piece in enumerate(answer.pieces()):

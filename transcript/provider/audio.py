@@ -44,6 +44,8 @@ class TranscriptDone:
     # What the provider reported: seconds of audio (whisper-1) or tokens (gpt-4o-*), when it did.
     seconds: float | None = None
     input_tokens: int | None = None
+    input_audio_tokens: int | None = None
+    input_text_tokens: int | None = None
     output_tokens: int | None = None
     demo: bool = False
 
@@ -110,7 +112,12 @@ def _done(text: str, usage: object) -> TranscriptDone:
     if kind == "duration":
         return TranscriptDone(text, seconds=float(usage.seconds))  # type: ignore[union-attr]
     if kind == "tokens":
-        return TranscriptDone(text, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)  # type: ignore[union-attr]
+        details = getattr(usage, "input_token_details", None)
+        return TranscriptDone(
+            text, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,  # type: ignore[union-attr]
+            input_audio_tokens=getattr(details, "audio_tokens", None),
+            input_text_tokens=getattr(details, "text_tokens", None),
+        )
     return TranscriptDone(text)
 
 

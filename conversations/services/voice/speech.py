@@ -18,11 +18,13 @@ from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.utils import timezone
 
-from conversations.models import MessageSpeech, MessageStatus, Role
+from conversations.models import Message, MessageSpeech, MessageStatus, Role
 from conversations.services.voice.binding import voice_provider, voice_provider_configured
 from conversations.services.voice.settings import voice_settings_check
 from conversations.services.voice.speech_text import speech_segments, speech_text
+from conversations.services.voice.usage import speech_usage_record
 from elion.base.errors import Conflict, NotFound, ServiceError
 from transcript.access import access_conversation, message_in_conversation
 from transcript.assistant_settings import assistant_settings_read
@@ -42,6 +44,7 @@ class SpeechPlan:
     voice: str
     model: str
     instructions: str
+    complete: bool = True  # False: the reply is still streaming, more segments may follow
 
 
 @dataclass(frozen=True)
@@ -60,16 +63,24 @@ def speech_key(*, text: str, voice: str, model: str, instructions: str, audio_fo
     return hashlib.sha256(json.dumps([text, voice, model, instructions, audio_format]).encode()).hexdigest()
 
 
-def speech_plan(*, conversation_id: object, message_id: object, voice: str | None = None) -> SpeechPlan:
-    """A settled reply's spoken segments and their keys; 404 for an unknown id, 409 when there is nothing to say."""
+def speech_plan(
+    *, conversation_id: object, message_id: object, voice: str | None = None, while_streaming: bool = False,
+) -> SpeechPlan:
+    """A reply's spoken segments and their keys; 404 for an unknown id, 409 when there is nothing to say.
+
+    `while_streaming`: a reply still being written gives the segments its stored text has finished so far
+    (`speech_segments(finished=False)`, possibly none yet; `complete` is False): the same segments, with
+    the same keys, as the settled reply's first ones. Otherwise a streaming reply is a 409.
+    """
     conversation = access_conversation(conversation_id)
     message = message_in_conversation(conversation, message_id)
     if message.role != Role.ASSISTANT:
         raise _unavailable("Only Elion's replies are read aloud.")
-    if message.status == MessageStatus.STREAMING:
+    streaming = message.status == MessageStatus.STREAMING
+    if streaming and not while_streaming:
         raise _unavailable("This reply is still being written; it can be read aloud once it is done.")
-    segments = tuple(speech_segments(speech_text(message.content or "")))
-    if not segments:
+    segments = tuple(speech_segments(speech_text(message.content or ""), finished=not streaming))
+    if not segments and not streaming:
         raise _unavailable("This reply has no text to read aloud.")
     if voice:
         voice_settings_check({"voice": voice})  # 400 `invalid_voice` before anything is made
@@ -79,7 +90,8 @@ def speech_plan(*, conversation_id: object, message_id: object, voice: str | Non
     keys = tuple(
         speech_key(text=segment, voice=chosen, model=model, instructions=row.voice_instructions) for segment in segments
     )
-    return SpeechPlan(conversation.id, message.id, segments, keys, chosen, model, row.voice_instructions)
+    return SpeechPlan(conversation.id, message.id, segments, keys, chosen, model, row.voice_instructions,
+                      complete=not streaming)
 
 
 def _segment_index(plan: SpeechPlan, raw: object) -> int:
@@ -113,6 +125,9 @@ def _record(plan: SpeechPlan, index: int, audio: bytes, mime: str, demo: bool) -
         defaults={"conversation_id": plan.conversation_id, "sha256": sha, "size": len(audio), "mime": mime,
                   "voice": plan.voice, "model": plan.model, "demo": demo},
     )
+    speech_usage_record(model=plan.model, text=plan.segments[index], audio=audio, demo=demo)
+    # The reply's voice mark: its first speech made (one column, so no write of the run's can undo it).
+    Message.objects.filter(pk=plan.message_id, read_aloud_at__isnull=True).update(read_aloud_at=timezone.now())
     return SpokenSegment(audio, mime, sha, demo)
 
 
@@ -195,4 +210,5 @@ async def voice_preview(voice: str) -> SpokenSegment:
         raise ServiceError(f"The voice could not be previewed. {exc.detail}", code="provider_error", status=502) from exc
     if not speech.demo:
         await sync_to_async(store.write_bytes)(previews, speech.audio, key)
+        await sync_to_async(speech_usage_record)(model=model, text=PREVIEW_SENTENCE, audio=speech.audio, demo=False)
     return SpokenSegment(speech.audio, speech.mime, key, speech.demo)

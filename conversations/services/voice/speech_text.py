@@ -7,9 +7,11 @@ What is said (docs/voice.md "How a reply is read"):
 - a link says its text; a bare URL says "a link to <host>"; an image says its alt text, if any;
 - Markdown markup (headings, emphasis, lists, block quotes, table pipes, HTML tags, footnote marks)
   is dropped, keeping the words;
-- the text is cut on sentence boundaries into segments: a short first one so playback starts soon,
-  then up to `SEGMENT_CHARACTERS`, each within the API's input limit; a sentence longer than that is
-  cut between words.
+- the text is cut on sentence boundaries into segments: the first sentence alone so playback starts
+  soon, then segments of about `SEGMENT_CHARACTERS`, each within the API's input limit; a sentence
+  longer than `PIECE_LIMIT` is cut between words. The cut is the same on a reply still streaming as on
+  the settled reply (`speech_segments(finished=False)`), so Talk reads a reply as it streams and a
+  replay reuses that speech.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ import re
 from urllib.parse import urlsplit
 
 CODE_BLOCK_SAID = "(There is a code block here.)"
-FIRST_SEGMENT_CHARACTERS = 240
-SEGMENT_CHARACTERS = 1_200
-INPUT_LIMIT = 4_096
+SEGMENT_CHARACTERS = 240  # a later segment closes at the first sentence end at or past this length
+PIECE_LIMIT = 1_200  # a longer sentence is cut between words
+INPUT_LIMIT = 4_096  # the speech API's; a segment is at most SEGMENT_CHARACTERS + PIECE_LIMIT long
 
 _FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.M | re.S)
 _INDENTED = re.compile(r"(?:(?<=\n\n)|\A)(?:(?: {4}|\t)[^\n]*(?:\n|\Z))+")
@@ -100,19 +102,26 @@ def _cut_long(sentence: str, limit: int) -> list[str]:
     return parts
 
 
-def speech_segments(text: str, *, first: int = FIRST_SEGMENT_CHARACTERS, rest: int = SEGMENT_CHARACTERS) -> list[str]:
-    """`text` (already `speech_text`) as segments on sentence boundaries, each at most INPUT_LIMIT long."""
+def speech_segments(text: str, *, finished: bool = True) -> list[str]:
+    """`text` (already `speech_text`) as segments of whole sentences, each within INPUT_LIMIT.
+
+    The first segment is the first sentence alone (playback starts soon); each later one closes at the
+    end of the first sentence that brings it to SEGMENT_CHARACTERS. A segment's end depends only on the
+    text before it, so a reply still being written (`finished=False`: its last sentence counts only once
+    text follows it, and a segment not yet closed is left out) gives the first segments of the settled
+    reply, word for word, and their speech is the speech a replay finds.
+    """
+    sentences = _sentences(text)
+    if not finished:
+        sentences = sentences[:-1]
     segments: list[str] = []
     current = ""
-    for sentence in _sentences(text):
-        for piece in _cut_long(sentence, min(rest, INPUT_LIMIT)):
-            budget = first if not segments else rest
-            candidate = f"{current} {piece}" if current else piece
-            if current and len(candidate) > budget:
+    for sentence in sentences:
+        for piece in _cut_long(sentence, PIECE_LIMIT):
+            current = f"{current} {piece}" if current else piece
+            if not segments or len(current) >= SEGMENT_CHARACTERS:
                 segments.append(current)
-                current = piece
-            else:
-                current = candidate
-    if current:
+                current = ""
+    if current and finished:
         segments.append(current)
     return segments

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from conversations.services.voice.binding import voice_provider
+from conversations.services.voice.usage import transcription_usage_record
 from elion.base.errors import InvalidInput, ServiceError
 from transcript.access import access_conversation
 from transcript.assistant_settings import assistant_settings_read
@@ -160,6 +161,7 @@ async def transcription_events(prepared: PreparedTranscription) -> AsyncIterator
 
 
 async def _done(prepared: PreparedTranscription, event: TranscriptDone) -> dict:
+    await sync_to_async(transcription_usage_record)(model=prepared.model, done=event, recording_seconds=prepared.seconds)
     attachment = None
     if prepared.keep and event.text.strip():
         stored = await sync_to_async(voice_recording_store)(

@@ -46,12 +46,58 @@ class UsagePricesSerializer(serializers.Serializer):
     output_per_mtok = serializers.RegexField(PRICE)
 
 
+class AudioUsageFiguresSerializer(serializers.Serializer):
+    """Transcriptions and speech the provider made in the period (`operations.audio_usage`); a replay from a
+    stored blob and the offline demo are not counted."""
+
+    transcriptions = serializers.IntegerField()
+    speech_requests = serializers.IntegerField()
+    transcription_seconds = serializers.FloatField(allow_null=True, help_text="Audio transcribed.")
+    transcription_input_tokens = serializers.IntegerField(
+        allow_null=True, help_text="As the provider reported them (the gpt-4o transcribe models).")
+    transcription_output_tokens = serializers.IntegerField(allow_null=True)
+    speech_characters = serializers.IntegerField(
+        allow_null=True, help_text="Characters sent: audio.speech.create reports no usage.")
+    speech_seconds = serializers.FloatField(allow_null=True, help_text="Audio made.")
+    unpriced_calls = serializers.IntegerField(help_text="Calls the prices set cannot estimate.")
+    estimated_cost_usd = serializers.DecimalField(
+        max_digits=20, decimal_places=6, allow_null=True,
+        help_text="The sum of the calls' estimates; null when any call in the period has no price.",
+    )
+
+
+class AudioUsageDaySerializer(AudioUsageFiguresSerializer):
+    date = serializers.DateField()
+
+
+class AudioUsageMonthSerializer(AudioUsageFiguresSerializer):
+    month = serializers.RegexField(r"^\d{4}-\d{2}$")
+
+
+class AudioPricesSerializer(serializers.Serializer):
+    """USD as decimal strings, null where unset (`ELION_PRICE_TRANSCRIBE_*`, `ELION_PRICE_SPEECH_*`)."""
+
+    transcribe_audio_input_per_mtok = serializers.RegexField(PRICE, allow_null=True)
+    transcribe_text_input_per_mtok = serializers.RegexField(PRICE, allow_null=True)
+    transcribe_output_per_mtok = serializers.RegexField(PRICE, allow_null=True)
+    transcribe_per_minute = serializers.RegexField(PRICE, allow_null=True)
+    speech_per_minute = serializers.RegexField(PRICE, allow_null=True)
+    speech_per_mchar = serializers.RegexField(PRICE, allow_null=True)
+
+
+class AudioUsageSerializer(serializers.Serializer):
+    days = AudioUsageDaySerializer(many=True)
+    months = AudioUsageMonthSerializer(many=True)
+    prices = AudioPricesSerializer()
+
+
 class UsageReportSerializer(serializers.Serializer):
     days = UsageDaySerializer(many=True)
     months = UsageMonthSerializer(many=True)
     prices = UsagePricesSerializer(allow_null=True)
     currency = serializers.ChoiceField(choices=["USD"])
     time_zone = serializers.CharField()
+    audio = AudioUsageSerializer(help_text="Transcription and speech, per day and per month (issue 43).")
 
 
 class UsageQuerySerializer(serializers.Serializer):

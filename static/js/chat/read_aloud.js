@@ -1,6 +1,6 @@
 // Elion chat: Read aloud (issue 43). The speaker button on a reply plays its speech one segment after
 // another (GET …/speech/segments/, then each …/speech/?segment=N), so playback starts once the first
-// sentences are made; the next segment is fetched while one plays. Pressing it again, or another
+// sentence is made; the next segment is fetched while one plays. Talk reads a reply while it streams. Pressing it again, or another
 // reply's button, stops at once. Every failure ends the "speaking" state and says why on the page.
 // With "Read replies aloud automatically" on, a reply this page asked for is read when it settles.
 
@@ -12,6 +12,18 @@ let current = null; // { messageId, button, audio, stopped }
 
 function speakerFor(messageId) {
   return document.querySelector(`#message-${CSS.escape(messageId)} [data-read-aloud]`);
+}
+
+// The reply's voice mark, as the page renders it once the reply has been read aloud (`read_aloud_at`).
+function markReadAloud(messageId) {
+  const header = document.querySelector(`#message-${CSS.escape(messageId)} .message-meta`);
+  if (!header || header.querySelector("[data-read-aloud-mark]")) return;
+  const mark = document.createElement("span");
+  mark.className = "badge voice-mark";
+  mark.dataset.readAloudMark = "";
+  mark.title = "Read aloud (Talk, automatically or from the speaker button)";
+  mark.textContent = "Read aloud";
+  header.querySelector(".author")?.after(mark);
 }
 
 function showState(button, speaking) {
@@ -64,7 +76,36 @@ function playOne(playing, url) {
   });
 }
 
-// Play a reply; resolves when it has been read, stopped, or failed (`onError` told why).
+const LIST_PAUSE_MS = 300; // a streaming reply's stored text is flushed every 0.25 s
+
+async function listSegments(base) {
+  const response = await fetch(`${base}segments/`, { credentials: "same-origin", headers: { Accept: "application/json" } });
+  const listing = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(listing.detail || `Reading aloud failed (HTTP ${response.status}).`);
+  return listing;
+}
+
+// Resolves when the reply's text grows or it settles (chat.js's events), or after `ms` at the latest.
+function replyGrew(messageId, ms) {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      document.removeEventListener("elion:reply-delta", onEvent);
+      document.removeEventListener("elion:reply-settled", onEvent);
+      resolve();
+    };
+    const onEvent = (event) => {
+      if (event.detail?.messageId === messageId) done();
+    };
+    const timer = setTimeout(done, ms);
+    document.addEventListener("elion:reply-delta", onEvent);
+    document.addEventListener("elion:reply-settled", onEvent);
+  });
+}
+
+// Play a reply; resolves when it has been read, stopped, or failed (`onError` told why). A reply still
+// streaming (Talk) is read segment by segment as its text finishes them: the server lists the finished
+// segments (`complete` false until it settles), each is made while the rest streams, played in order.
 export async function readAloud(messageId, { onError, onStart } = {}) {
   stopReadAloud();
   const button = speakerFor(messageId);
@@ -74,19 +115,30 @@ export async function readAloud(messageId, { onError, onStart } = {}) {
   root.dataset.speaking = "true";
   try {
     const base = `/api/conversations/${conversationId}/messages/${messageId}/speech/`;
-    const response = await fetch(`${base}segments/`, { credentials: "same-origin", headers: { Accept: "application/json" } });
-    const listing = await response.json().catch(() => ({}));
-    if (!response.ok) throw new Error(listing.detail || `Reading aloud failed (HTTP ${response.status}).`);
-    let ready = fetchReady(listing.segments[0].url);
-    for (let index = 0; index < listing.segments.length; index += 1) {
+    let listing = await listSegments(base);
+    let ready = null; // segment `index` being made (or found), asked for ahead of its turn
+    for (let index = 0; ; index += 1) {
+      while (index >= listing.segments.length && !listing.complete) {
+        await replyGrew(messageId, 1000);
+        if (playing.stopped) return;
+        await new Promise((resolve) => setTimeout(resolve, LIST_PAUSE_MS));
+        if (playing.stopped) return;
+        listing = await listSegments(base);
+      }
+      if (index >= listing.segments.length) break;
+      ready = ready || fetchReady(listing.segments[index].url);
       await ready;
       if (playing.stopped) return;
       const next = listing.segments[index + 1];
-      ready = next ? fetchReady(next.url) : Promise.resolve();
-      ready.catch(() => {}); // reported when it is awaited
-      if (index === 0) onStart?.();
+      ready = next ? fetchReady(next.url) : null;
+      ready?.catch(() => {}); // reported when it is awaited
+      if (index === 0) {
+        markReadAloud(messageId);
+        onStart?.();
+      }
       await playOne(playing, listing.segments[index].url);
       if (playing.stopped) return;
+      if (!listing.complete) listing = await listSegments(base); // what was finished meanwhile
     }
   } catch (error) {
     if (!playing.stopped) onError?.(error.message === "Failed to fetch" ? "Could not reach Elion to read the reply aloud." : error.message);

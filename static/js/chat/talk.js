@@ -2,8 +2,8 @@
 // automatic gain, so Elion's own voice leaking back stays as quiet as it arrives). A level detector
 // in the browser finds the start and end of speech; when the owner stops speaking for the chosen
 // pause, the recording is transcribed and sent through the ordinary send with "voice": true, and
-// the settled reply is read aloud. While Elion speaks, only speech clearly louder than the
-// listening threshold (ECHO_FACTOR times it) counts, so playback alone never becomes a turn; speech
+// the reply is read aloud sentence by sentence as it streams. While Elion speaks, only speech
+// clearly louder than the listening threshold (ECHO_FACTOR times it) counts, so playback alone never becomes a turn; speech
 // that loud stops playback at once (barge-in) and a reply still streaming is stopped through Stop.
 // Every failure is shown and ends "speaking"; Talk can be left at any moment.
 
@@ -172,17 +172,35 @@ async function turn(blob, seconds) {
     if (options.isBusy()) throw new Error("A reply is still being written; Talk waits for it to finish.");
     show("thinking", "Sending…");
     settled = null;
-    await options.send(text);
+    // The reply is read sentence by sentence as it streams: reading starts with its first text.
+    let reading = null;
+    const speak = (messageId) => {
+      show("speaking", "Speaking… talk to interrupt.");
+      newRecorder(); // barge-in is heard from the first word
+      reading = readAloud(messageId, { onError: (message) => options.onError(message) });
+    };
+    const onDelta = (event) => {
+      const { messageId, kind } = event.detail || {};
+      if (!reading && state === "thinking" && messageId && kind === "send") speak(messageId);
+    };
+    document.addEventListener("elion:reply-delta", onDelta);
+    try {
+      await options.send(text);
+    } finally {
+      document.removeEventListener("elion:reply-delta", onDelta);
+    }
     if (state === "off") return;
     const reply = settled;
     settled = null;
-    if (!reply?.messageId) {
-      listen(); // the send failed: its notice says why, and the words are back in the composer
-      return;
+    if (!reading) {
+      if (!reply?.messageId) {
+        listen(); // the send failed: its notice says why, and the words are back in the composer
+        return;
+      }
+      if (state !== "thinking") return; // the owner spoke meanwhile
+      speak(reply.messageId); // a reply that came whole
     }
-    show("speaking", "Speaking… talk to interrupt.");
-    newRecorder(); // barge-in is heard from the first word
-    await readAloud(reply.messageId, { onError: (message) => options.onError(message) });
+    await reading;
     if (state === "speaking") {
       await stopRecorder();
       listen();

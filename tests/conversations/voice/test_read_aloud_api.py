@@ -205,3 +205,26 @@ async def test_a_stopped_reply_keeps_its_words_readable(scripted_provider, make_
     _, _, reply = await seeded(make_conversation, make_turns, "Half a thought.", MessageStatus.INTERRUPTED)
     conversation = await sync_to_async(lambda: reply.conversation)()
     assert (await AsyncClient().get(speech_url(conversation, reply))).status_code == 200
+
+
+async def test_a_reply_read_aloud_carries_its_voice_mark_in_the_api_and_on_the_page(
+    scripted_provider, make_conversation, make_turns,
+):
+    conversation, user, reply = await seeded(make_conversation, make_turns, "The tomatoes need water today.")
+    client = AsyncClient()
+    messages = f"/api/conversations/{conversation.id}/messages/"
+
+    def marks(body: dict) -> dict:
+        return {m["id"]: m["read_aloud_at"] for m in body["results"]}
+
+    assert marks((await client.get(messages)).json()) == {str(user.id): None, str(reply.id): None}
+    assert "data-read-aloud-mark" not in (await client.get(f"/c/{conversation.id}/")).content.decode()
+
+    assert (await client.get(speech_url(conversation, reply))).status_code == 200
+
+    first = marks((await client.get(messages)).json())
+    assert first[str(user.id)] is None and first[str(reply.id)] is not None
+    await client.get(speech_url(conversation, reply))  # a replay: the mark keeps its first time
+    assert marks((await client.get(messages)).json()) == first
+    page = (await client.get(f"/c/{conversation.id}/")).content.decode()
+    assert page.count("data-read-aloud-mark") == 1

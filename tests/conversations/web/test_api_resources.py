@@ -108,7 +108,7 @@ def test_messages_listing_is_the_live_branch_without_system_message(client, make
     make_turns(conversation, ("user", "q"), ("assistant", "a"))
     results = client.get(f"/api/conversations/{conversation.id}/messages/").json()["results"]
     assert [(m["role"], m["content"]) for m in results] == [("user", "q"), ("assistant", "a")]
-    assert set(results[0]) == {"id", "parent_id", "role", "kind", "content", "status", "attachments", "citations", "metadata", "created_at", "siblings"}
+    assert set(results[0]) == {"id", "parent_id", "role", "kind", "content", "status", "attachments", "citations", "metadata", "created_at", "read_aloud_at", "siblings"}
 
 
 def test_markdown_export_uses_the_speaker_labels(client, make_conversation, make_turns):
