@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('check_ins', '0002_schedule_check_ins'),
-        ('conversations', '0029_check_in_settings_and_unread'),
+        ('conversations', '0030_check_in_settings_and_unread'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0028_backup_settings'),
+        ('conversations', '0030_check_in_settings_and_unread'),
     ]
 
     operations = [

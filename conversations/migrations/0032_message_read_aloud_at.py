@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0029_audio_usage'),
+        ('conversations', '0031_audio_usage'),
     ]
 
     operations = [
