@@ -14,10 +14,11 @@ from tests.support.shards import database_name, recorded_seconds, recorder_regis
 # Fixtures kept in tests/support/: `redis_server` (a real redis-server on loopback), `run_queued`
 # (a queued import job run in this process), `pieces_dir` (where uploads in pieces wait); `table_reset`
 # (a committing test ends with every table emptied by DELETE, not by a flush: docs/testing.md);
-# `broken_connection` (a connection a timed-out test left mid-statement is dropped before the next test).
+# `broken_connection` (a connection a timed-out test left mid-statement is dropped before the next test);
+# `push_service` (a Web Push service on loopback that decrypts what it receives).
 pytest_plugins = [
     "tests.support.redis_server", "tests.support.import_jobs", "tests.support.upload_pieces", "tests.support.table_reset",
-    "tests.support.broken_connection",
+    "tests.support.broken_connection", "tests.support.push_fixture",
 ]
 
 CHROMIUM_ARGS = [

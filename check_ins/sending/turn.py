@@ -48,6 +48,7 @@ from conversations.sending.prepare import (
 from conversations.sending.run import ReplyRun
 from conversations.services.threads.services import conversation_create
 from elion.base.errors import ServiceError
+from operations.push.replies import notify_reply
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +147,17 @@ def _finished(run: CheckInRun, prepared: PreparedReply, status: str) -> RunOutco
     run_finish(run, status=done, reply_message_id=prepared.assistant_message_id,
                reason="" if done == RunStatus.DONE else "the reply failed; Retry is under it")
     announce_check_in_reply(run)
+    _notify_owner(run, failed=done == RunStatus.FAILED)
     return RunOutcome(done, prepared.conversation_id, prepared.assistant_message_id)
+
+
+def _notify_owner(run: CheckInRun, *, failed: bool) -> None:
+    """Web Push to the owner's browsers once the reply is stored (docs/push.md): the reply's text goes only to
+    `notify_reply`, which leaves it out unless the owner turned `push_shows_text` on; a failed reply says so."""
+    text = None
+    if not failed:
+        text = Message.objects.filter(pk=run.reply_message_id).values_list("content", flat=True).first()
+    notify_reply(conversation_id=run.conversation_id, message_id=run.reply_message_id, text=text, failed=failed)
 
 
 def _paused(run: CheckInRun, check_in: CheckIn, refusal: str) -> RunOutcome:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.test import Client
 
 from check_ins.models import CheckIn, CheckInRun, RunStatus
 from check_ins.sending.turn import check_in_run_execute, reply_to_end
@@ -147,3 +148,41 @@ def test_a_deleted_check_in_runs_nothing(scripted_provider):
     CheckIn.objects.filter(pk=check_in.pk).delete()
     assert check_in_run_execute(run_id).status == "taken"
     assert not scripted_provider.requests
+
+
+def test_a_check_in_reply_reaches_the_owners_browsers_as_a_push_without_its_text(scripted_provider, push_service):
+    """Item 4: the runner's reply is announced by Web Push (a real push service on loopback decrypts it)."""
+    from tests.support.factories import api_call
+
+    browser = push_service.subscribe()
+    api_call(Client(), "post", "/api/push/subscriptions/", browser.subscription_json(), status=201)
+    conversation = thread(("user", "The interview is on Friday."), ("assistant", "Good luck with it."))
+    check_in_due(target={"kind": "conversation", "conversation_id": str(conversation.pk)})
+    scripted_provider.script(ScriptedReply(text="How did the interview go?"))
+
+    run_due()
+
+    reply = Message.objects.filter(conversation=conversation).order_by("-seq").first()
+    [push] = push_service.received
+    assert push.status == 201 and push.problem == ""
+    assert push.payload == {
+        "title": "Elion Voicefire wrote",
+        "url": f"/c/{conversation.id}/?around={reply.id}#message-{reply.id}",
+        "tag": f"conversation-{conversation.id}",
+    }
+    assert "interview" not in push.plaintext.decode()
+
+
+def test_a_failed_check_in_reply_is_pushed_as_failed(scripted_provider, push_service):
+    from tests.support.factories import api_call
+
+    browser = push_service.subscribe()
+    api_call(Client(), "post", "/api/push/subscriptions/", browser.subscription_json(), status=201)
+    conversation = thread(("user", "Hello."), ("assistant", "Hi."))
+    check_in_due(target={"kind": "conversation", "conversation_id": str(conversation.pk)})
+    scripted_provider.script(ScriptedReply(status=500, error_message="upstream broke"))
+
+    run_due()
+
+    [push] = push_service.received
+    assert push.payload["title"] == "Elion Voicefire could not reply" and "text" not in push.payload

@@ -1,3 +1,6 @@
+"""`push_service`: the tests' push service on loopback (tests/support/push_service.py) as a fixture; a plugin of
+tests/conftest.py, for the push tests and the check-in runs that notify."""
+
 from __future__ import annotations
 
 import pytest
