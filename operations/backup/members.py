@@ -27,7 +27,13 @@ from transcript.attachments import store
 
 FORMAT = "elion-backup"
 VERSION = 1
-APPS = ("conversations", "continuity", "memories", "archive", "artifacts")
+APPS = ("conversations", "continuity", "memories", "archive", "artifacts", "check_ins")
+# The project's apps a backup leaves out, each with its reason (tests/conversations/backup/test_members.py:
+# every app of the project is in one list or the other).
+INSTANCE_APPS = {
+    "elion": "its rows describe this instance, not the owner's life: login failures, the backups' own records, "
+    "restore runs, and the push subscriptions of this server's browsers (each holds keys for this VAPID key)",
+}
 # label -> why the database or the app rebuilds it instead.
 NOT_BACKED_UP = {
     "conversations.attachmentblobidentity": "the inode and timestamps of a blob on this disk: meaningless on "
