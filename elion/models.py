@@ -1,6 +1,7 @@
-"""Rows the project package itself keeps: failed owner logins (throttling) and the record of each backup.
+"""Rows the project package itself keeps: failed owner logins (throttling), the record of each backup, and of
+each restore started from Settings.
 
-Neither is in a backup: both describe this installation, not the owner's life in it.
+None is in a backup: they describe this installation, not the owner's life in it.
 """
 
 from __future__ import annotations
@@ -59,3 +60,38 @@ class BackupRecord(models.Model):
 
     def __str__(self) -> str:
         return f"backup {self.created_at:%Y-%m-%d %H:%M} ({self.status})"
+
+
+class RestoreStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class RestoreRun(models.Model):
+    """One restore over this instance started from Settings or `POST /api/backups/{id}/restore/`, and how far it got.
+
+    Kept here, outside the backed-up apps, so a restore never replaces its own
+    record. `step` is the step of `operations.backup.replacing` now running;
+    `source` says in words what is being restored; `restored` holds what the
+    restore put back (`{"rows": {model: n}, "blobs": n}`); `safety_backup` names the
+    verified backup of the state before it.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    backup = models.ForeignKey(BackupRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="restores")
+    source = models.CharField(max_length=500, blank=True, default="")
+    status = models.CharField(max_length=10, choices=RestoreStatus.choices, default=RestoreStatus.QUEUED)
+    step = models.CharField(max_length=40, blank=True, default="")
+    detail = models.TextField(blank=True, default="")
+    restored = models.JSONField(default=dict, blank=True)
+    safety_backup = models.CharField(max_length=1000, blank=True, default="")
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"restore {self.created_at:%Y-%m-%d %H:%M} ({self.status})"
