@@ -164,15 +164,16 @@ def restore_from_backup_request(backup_id: object, confirm: object, identity: ob
         shutil.rmtree(work, ignore_errors=True)
 
 
-def restore_from_upload_request(opened_zip: Path, confirm: object, name: str) -> RestoreRun:
-    """Queue the replacement by an uploaded backup the restore page already opened (decrypted) at `opened_zip`."""
+def restore_from_upload_request(opened_zip: Path, confirm: object, source: str) -> RestoreRun:
+    """Queue the replacement by an uploaded backup the restore page already opened (decrypted) at `opened_zip`;
+    `source` says in words what it is ("the uploaded backup made …")."""
     restore_confirmation_check(confirm)
     _refuse_while_a_restore_runs()
     try:
         check = backup_restore_check(opened_zip, require_empty=False)
     except BackupRefused as exc:
         raise Conflict(f"This backup cannot be restored, nothing was changed: {exc}", code="backup_refused") from exc
-    return _recorded(check, source=f"the uploaded backup {name}", backup=None, staged=opened_zip)
+    return _recorded(check, source=source, backup=None, staged=opened_zip)
 
 
 # --- The job (django-q2) ---------------------------------------------------------------------------

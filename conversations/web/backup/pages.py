@@ -119,7 +119,7 @@ def _replace_confirm(request: HttpRequest, path: Path, token: str) -> HttpRespon
     try:
         check = backup_restore_check(path, require_empty=False)
         made = _when(check.created_at)
-        source = f"the uploaded backup made {made:%d %B %Y at %H:%M}" if made else "the uploaded backup"
+        source = f"the uploaded backup made {made.day} {made:%B %Y at %H:%M}" if made else "the uploaded backup"
         run = restore_requests.restore_from_upload_request(path, request.POST.get("confirm", ""), source)
     except BackupRefused as exc:
         path.unlink(missing_ok=True)
