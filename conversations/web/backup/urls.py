@@ -10,7 +10,7 @@ api_urlpatterns = [
     path("backups/<uuid:backup_id>/verify/", api.BackupVerifyView.as_view(), name="api-backup-verify"),
     path("backups/<uuid:backup_id>/download/", api.BackupDownloadView.as_view(), name="api-backup-download"),
     path("backups/<uuid:backup_id>/restore/", restore_api.BackupRestoreView.as_view(), name="api-backup-restore"),
-    path("restores/<uuid:run_id>/", restore_api.RestoreRunView.as_view(), name="api-restore"),
+    path("restores/<uuid:run_id>/", restore_api.RestoreRunView.as_view(), name="api-restore-run"),
 ]
 
 page_urlpatterns = [

@@ -58,6 +58,7 @@ def test_restore_from_settings_checks_counts_then_restores_into_an_empty_instanc
     assert OrmQ.objects.count() == queued + 1, "the replacement is a job"
     progress = client.get(started["Location"]).content.decode()
     assert "which holds 2 conversations, 4 messages" in progress and "Waiting for the background queue" in progress
+    assert f'data-restore-url="/api/restores/{run.id}/"' in progress, "the page follows the run's own status"
     assert Conversation.objects.count() == 2, "nothing changes until the job runs"
 
     call_command("flush", interactive=False, verbosity=0)
