@@ -1,4 +1,4 @@
-"""What Settings → Backups and `GET /api/backups/` say about backups (`/api/health/`: `operations.backup.health`)."""
+"""What Settings → Backups and `GET /api/backups/` say about backups (`/api/health/`: `elion.web.access.backup_health`)."""
 
 from __future__ import annotations
 

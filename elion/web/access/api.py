@@ -13,7 +13,7 @@ from continuity.rules.health import reconciliation_status
 from conversations.web import schema as docs
 from elion.base import access
 from elion.base.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded
-from operations.backup.health import backup_health
+from elion.web.access.backup_health import backup_health
 
 
 class HealthView(APIView):

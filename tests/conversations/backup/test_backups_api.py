@@ -11,7 +11,7 @@ from django_q.models import Schedule
 
 from conversations import tasks
 from elion.models import BackupRecord, BackupStatus
-from operations.backup.health import backup_health
+from elion.web.access.backup_health import backup_health
 from operations.backup.scheduling import SCHEDULE_NAME
 from tests.support.factories import api_call, thread
 
