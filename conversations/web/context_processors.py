@@ -1,4 +1,4 @@
-"""Values every page needs: the demo-provider and stale-backup banners, names, the sidebar.
+"""Values every page needs: the demo-provider banner, names, the sidebar.
 
 The settings row and the sidebar are lazy, so a page that never shows them
 (the login page, a JSON error) costs no query. The sidebar is only offered to
@@ -15,7 +15,6 @@ from conversations.models import Persona
 from conversations.services.visibility.selectors import sidebar_counts
 from conversations.web.page_selectors import sidebar_groups
 from elion.base import access
-from operations.backup.health import backup_stale
 from transcript.assistant_settings import assistant_settings_get
 from transcript.provider.audio import sdk_voices
 
@@ -30,8 +29,6 @@ def elion(request: HttpRequest) -> dict:
     is_owner = _is_owner(request)
     return {
         "offline_demo": not settings.OPENAI_API_KEY,
-        # Called by the template only when it is shown (the owner's pages): `/api/health/`'s `backup.stale` rule.
-        "backup_stale": backup_stale if is_owner else False,
         "elion_protected": settings.ELION_PROTECTED,
         "elion_model": settings.ELION_MODEL,
         "elion_is_owner": is_owner,

@@ -3,7 +3,8 @@
 Stale while scheduled backups are on (Settings say daily or weekly, and a key
 and a destination are set) and no backup was verified in the last 48 hours.
 Read here from the rows alone (`elion.models.BackupRecord`, the settings row),
-so the health check imports nothing of the backup machinery.
+so the health check imports nothing of the backup machinery. `backup_banner`
+(a template context processor) hands the same rule to the pages.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Max
+from django.http import HttpRequest
 from django.utils import timezone
 
 from conversations.models import AssistantSettings, BackupSchedule
@@ -45,3 +47,9 @@ def backup_stale(now: datetime | None = None) -> bool:
 def backup_health(now: datetime | None = None) -> dict:
     last = _last_verified_at()
     return {"last_verified_at": last.isoformat() if last else None, "stale": backup_stale(now)}
+
+
+def backup_banner(request: HttpRequest) -> dict:
+    """`backup_stale` for `templates/base.html`: a callable, so the template asks it only on the owner's pages
+    (`elion_is_owner and backup_stale`), and without a key or a destination it answers without a query."""
+    return {"backup_stale": backup_stale}

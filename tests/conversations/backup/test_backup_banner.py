@@ -1,5 +1,5 @@
 """The pages' banner when no backup was verified in 48 hours while scheduled backups are on (issue 42): the same rule
-as `/api/health/`'s `backup.stale` (`operations.backup.health.backup_stale`), shown on the owner's pages with a link
+as `/api/health/`'s `backup.stale` (`elion.web.access.backup_health.backup_stale`), shown on the owner's pages with a link
 to Settings → Backups, never when schedules are off or no key and destination are set, and never to a visitor."""
 
 from __future__ import annotations
