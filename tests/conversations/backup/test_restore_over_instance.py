@@ -196,3 +196,20 @@ def test_the_right_word_restores_over_a_lived_in_instance_in_a_job_and_the_sessi
     from operations.backup.restore_requests import restore_run_perform
 
     assert restore_run_perform(run_id) == "done"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_hostile_confirm_and_identity_values_get_a_4xx_in_the_error_shape(backup_env, tmp_path):
+    thread(("user", "the ferry at dawn"), ("assistant", "the keeper waves"), title="Harbour")
+    record = stored(backup_file(tmp_path))
+    client = Client(raise_request_exception=False)
+    values = ["a\x00b", "a\ud800b", ["replace"], {"nested": "replace"}, None, True, 10**40, -(2**63), 1e308, "x" * 100_000]
+    for value in values:
+        bodies = [{"confirm": value}] + ([{"confirm": "replace", "identity": value}] if value is not None else [])
+        for body in bodies:  # (a null identity is no identity: the passphrase opens this backup)
+            response = client.post(f"/api/backups/{record.id}/restore/", json.dumps(body), content_type="application/json")
+            assert 400 <= response.status_code < 500, (body, response.status_code)
+            assert set(response.json()) == {"error", "detail"}, response.json()
+    for path in ("/api/backups/not-a-uuid/restore/", "/api/restores/not-a-uuid/"):
+        assert client.post(path, "{}", content_type="application/json").status_code == 404
+    assert RestoreRun.objects.count() == 0 and list(Conversation.objects.values_list("title", flat=True)) == ["Harbour"]
