@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from elion.models import BackupRecord
-from operations.backup import runs, scheduling
+from operations.backup import restore_requests, runs, scheduling
 from transcript.attachments.gc import attachment_garbage_collect
 from transcript.attachments.verification import blobs_rehash_all
 from transcript.deletion import deletions_finish, private_chats_expire
@@ -72,3 +72,8 @@ def backup_verify_again(record_id: str) -> str:
     """`POST /api/backups/{id}/verify/`, Settings → Verify again."""
     record = BackupRecord.objects.filter(pk=record_id).first()
     return runs.backup_verify(record).status if record else "gone"
+
+
+def restore_replace(run_id: str) -> str:
+    """`POST /api/backups/{id}/restore/`, Settings → Restore: this instance replaced by the run's backup."""
+    return restore_requests.restore_run_perform(run_id)

@@ -1,7 +1,7 @@
-"""Rows the project package itself keeps: failed owner logins (throttling), the record of each backup and the
-browsers subscribed to Web Push.
+"""Rows the project package itself keeps: failed owner logins (throttling), the record of each backup and of
+each restore started from Settings, and the browsers subscribed to Web Push.
 
-None is in a backup: each describes this installation, not the owner's life in it.
+None is in a backup: each describes this installation, not the owner's life in it (operations.backup.members.INSTANCE_APPS).
 """
 
 from __future__ import annotations
@@ -86,3 +86,38 @@ class PushSubscription(models.Model):
 
     def __str__(self) -> str:
         return f"push subscription {self.user_agent or self.id}"
+
+
+class RestoreStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class RestoreRun(models.Model):
+    """One restore over this instance started from Settings or `POST /api/backups/{id}/restore/`, and how far it got.
+
+    Kept here, outside the backed-up apps, so a restore never replaces its own
+    record. `step` is the step of `operations.backup.replacing` now running;
+    `source` says in words what is being restored; `restored` holds what the
+    restore put back (`{"rows": {model: n}, "blobs": n}`); `safety_backup` names the
+    verified backup of the state before it.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    backup = models.ForeignKey(BackupRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="restores")
+    source = models.CharField(max_length=500, blank=True, default="")
+    status = models.CharField(max_length=10, choices=RestoreStatus.choices, default=RestoreStatus.QUEUED)
+    step = models.CharField(max_length=40, blank=True, default="")
+    detail = models.TextField(blank=True, default="")
+    restored = models.JSONField(default=dict, blank=True)
+    safety_backup = models.CharField(max_length=1000, blank=True, default="")
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"restore {self.created_at:%Y-%m-%d %H:%M} ({self.status})"

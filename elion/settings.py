@@ -97,6 +97,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "conversations.web.context_processors.elion",
+                "elion.web.access.backup_health.backup_banner",
             ],
         },
     },

@@ -141,22 +141,27 @@ def file_kind(path: Path) -> str:
     return "unknown"
 
 
+def identities_from_text(text: str, where: str = "The pasted identity") -> list:
+    """The age identities (`AGE-SECRET-KEY-1…` lines) of an identity file's text, as `age-keygen` writes it."""
+    found = []
+    for line in text.splitlines():
+        if line.strip().upper().startswith("AGE-SECRET-KEY-"):
+            try:
+                found.append(pyrage.x25519.Identity.from_str(line.strip().upper()))
+            except (ValueError, pyrage.IdentityError) as exc:
+                raise BackupRefused(f"{where} holds a key that cannot be read ({exc}).") from exc
+    if not found:
+        raise BackupRefused(f"{where} holds no age identity (a line AGE-SECRET-KEY-1…).")
+    return found
+
+
 def identities_from_file(path: Path) -> list:
-    """The age identities (`AGE-SECRET-KEY-1…` lines) of an identity file, as `age-keygen` writes it."""
+    """The age identities of an identity file (`identities_from_text`)."""
     try:
-        lines = path.read_text().splitlines()
+        text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise BackupRefused(f"The identity file {path} cannot be read ({exc}).") from exc
-    found = []
-    for line in lines:
-        if line.strip().startswith("AGE-SECRET-KEY-"):
-            try:
-                found.append(pyrage.x25519.Identity.from_str(line.strip()))
-            except (ValueError, pyrage.IdentityError) as exc:
-                raise BackupRefused(f"The identity file {path} holds a key that cannot be read ({exc}).") from exc
-    if not found:
-        raise BackupRefused(f"The identity file {path} holds no age identity (AGE-SECRET-KEY-1…).")
-    return found
+    return identities_from_text(text, f"The identity file {path}")
 
 
 def _key_dir() -> Path:

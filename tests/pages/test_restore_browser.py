@@ -1,7 +1,8 @@
 """Restore a backup from Settings in the browser (issues 34 and 41), desktop and phone: an instance that holds data
-says what it holds and what the backup holds, in words, and why it cannot take it; in a fresh instance (empty
+says what it holds and what the backup holds, in words, and asks for the typed word replace; in a fresh instance (empty
 database, empty attachment store) the owner uploads the zip, reads what it holds, confirms, and finds the restored
-conversation in the sidebar. No table name is shown."""
+conversation in the sidebar. No table name is shown. (Over an instance in use the typed word replace starts a
+background job: tests/pages/test_backups_browser.py.)"""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def test_restore_from_settings_into_a_fresh_instance(live_app, page: Page, size,
     upload_backup(page, live_app.url, backup)
     expect(page.locator("[data-restore-state]")).to_contain_text("This instance is in use: it holds 1 conversation, 2 messages")
     expect(page.locator("[data-restore-holds]")).to_contain_text("it holds 1 conversation, 2 messages")
-    expect(page.locator("[data-restore-refused]")).to_contain_text("Nothing was changed")
+    expect(page.locator("[data-restore-state]")).to_contain_text("replaces all of it")
+    expect(page.get_by_label("To confirm, type the word replace")).to_be_visible()  # typed, not a click (issue 42)
     expect(page.locator("[data-restore-confirm]")).to_have_count(0)
     assert "conversations." not in page.locator("main").inner_text(), "no table names"
     assert Conversation.objects.count() == 1, "a refused restore changes nothing"

@@ -1,10 +1,12 @@
-"""Settings → Restore a backup: upload, a dry-run check described in words, then a confirmation (issues 34, 41).
+"""Settings → Restore a backup: upload, a dry-run check described in words, then a confirmation (issues 34, 41, 42).
 
-Thin: the rules are `operations.backup.restoring` — the same as `manage.py restore` (a whole-backup check,
-a fresh instance only, never a merge). The page says what the backup holds and what this instance holds, in
-words (`operations.backup.descriptions`), and why a lived-in instance cannot take it. An encrypted backup
-(age, the scheduled ones) is opened with the server's ELION_BACKUP_PASSPHRASE. The uploaded file waits under
-the data dir, named by a random token, until the owner confirms or starts again.
+Thin: the rules are `operations.backup` — the same as `manage.py restore`. The page says what the backup holds
+and what this instance holds, in words (`operations.backup.descriptions`). Into a fresh instance the backup goes
+back at once (`restoring.backup_restore`); over an instance in use, after the owner types the confirmation word,
+as a background job (`restore_requests`, the service of `restore --replace`) that `restore_pages` follows. An
+encrypted backup (age) is opened with the server's ELION_BACKUP_PASSPHRASE or an age identity the owner pastes
+or uploads (read for that request, never stored). The uploaded file waits under the data dir, named by a random
+token, until the owner confirms or starts again.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from conversations.models import BackupSchedule
+from conversations.web.backup.restore_pages import identity_text
 from elion.base.errors import ServiceError
-from operations.backup import descriptions, encryption, listing, requests, scheduling
+from operations.backup import descriptions, encryption, listing, requests, restore_requests, scheduling
 from operations.backup.restoring import BackupRefused, RestoreCheck, backup_restore, backup_restore_check
 
 TOKEN_BYTES = 16
@@ -45,6 +48,7 @@ def _page(
     fresh = descriptions.instance_is_fresh()
     return render(request, "settings/restore.html", {
         "error": error, "check": check, "token": token, "fresh": fresh,
+        "confirm_word": restore_requests.CONFIRM_WORD,
         "backup_holds": descriptions.described(check.rows, check.blobs) if check else [],
         "instance_holds": [] if fresh else descriptions.current_described(),
         "backup_made": _when(check.created_at) if check else None,
@@ -58,12 +62,14 @@ def _when(text: str) -> datetime | None:
         return None
 
 
-def _opened(path: Path) -> None:
-    """An encrypted upload decrypted in place with the server's passphrase; BackupRefused when it cannot be."""
+def _opened(path: Path, identity: str) -> None:
+    """An encrypted upload decrypted in place with the server's passphrase or the owner's age identity;
+    BackupRefused when it cannot be."""
     if encryption.file_kind(path) not in ("age", "age+passphrase"):
         return  # a zip, or something the restore check refuses by name
+    identities = encryption.identities_from_text(identity) if identity.strip() else []
     opened = path.with_suffix(".opened")
-    encryption.decrypt_file(path, opened, passphrase=encryption.configured_keys().passphrase)
+    encryption.decrypt_file(path, opened, passphrase=encryption.configured_keys().passphrase, identities=identities)
     opened.replace(path)
 
 
@@ -82,14 +88,11 @@ def restore_page(request: HttpRequest) -> HttpResponse:
         for chunk in upload.chunks():
             target.write(chunk)
     try:
-        _opened(path)
+        _opened(path, identity_text(request))
         check = backup_restore_check(path, require_empty=False)
-    except BackupRefused as exc:
+    except (BackupRefused, ServiceError) as exc:
         path.unlink(missing_ok=True)
-        return _page(request, error=f"This backup cannot be restored: {exc}", status=409)
-    if not descriptions.instance_is_fresh():
-        path.unlink(missing_ok=True)  # nothing to confirm: the page says what this instance holds and why
-        return _page(request, check=check, status=409)
+        return _page(request, error=f"This backup cannot be restored, nothing was changed: {exc}", status=409)
     return _page(request, check=check, token=token)
 
 
@@ -98,6 +101,8 @@ def restore_confirm(request: HttpRequest, token: str) -> HttpResponse:
     path = _pending_path(token)
     if path is None:
         return _page(request, error="That upload is gone: choose the backup again.", status=404)
+    if not descriptions.instance_is_fresh():
+        return _replace_confirm(request, path, token)
     try:
         report = backup_restore(path)
     except BackupRefused as exc:
@@ -107,6 +112,24 @@ def restore_confirm(request: HttpRequest, token: str) -> HttpResponse:
     shutil.rmtree(_pending_dir(), ignore_errors=True)
     messages.success(request, f"Restored {sum(report.rows.values())} rows and {report.blobs} files from the backup.")
     return redirect("home")
+
+
+def _replace_confirm(request: HttpRequest, path: Path, token: str) -> HttpResponse:
+    """An instance in use: the typed confirmation, then the replacement as a background job (`restore_pages`)."""
+    try:
+        check = backup_restore_check(path, require_empty=False)
+        made = _when(check.created_at)
+        source = f"the uploaded backup made {made.day} {made:%B %Y at %H:%M}" if made else "the uploaded backup"
+        run = restore_requests.restore_from_upload_request(path, request.POST.get("confirm", ""), source)
+    except BackupRefused as exc:
+        path.unlink(missing_ok=True)
+        return _page(request, error=f"Restore refused, nothing was changed: {exc}", status=409)
+    except ServiceError as exc:
+        if exc.status == 400:  # a missing or wrong confirmation: the upload waits for another try
+            return _page(request, error=exc.detail, check=check, token=token, status=400)
+        path.unlink(missing_ok=True)
+        return _page(request, error=exc.detail, status=exc.status)
+    return redirect("settings-restore-run", run_id=run.id)
 
 
 # --- Settings → Backups ------------------------------------------------------------------
