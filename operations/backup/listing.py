@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
-from django.conf import settings
 from django.db.models import Max
 from django_q.models import Schedule
 
@@ -53,11 +53,13 @@ def schedule_state() -> dict:
     return {
         "backup_schedule": row.backup_schedule,
         "backup_hour": row.backup_hour,
-        "time_zone": settings.TIME_ZONE,
+        "time_zone": row.time_zone,
         "backup_keep_daily": row.backup_keep_daily,
         "backup_keep_weekly": row.backup_keep_weekly,
         "backup_keep_monthly": row.backup_keep_monthly,
-        "next_run": schedule.next_run.isoformat() if on and schedule and schedule.next_run else None,
+        "next_run": (
+            schedule.next_run.astimezone(ZoneInfo(row.time_zone)).isoformat() if on and schedule and schedule.next_run else None
+        ),
         "running": on,
         "refused": problem or None,
     }

@@ -2,8 +2,12 @@
 
 The Schedule (`SCHEDULE_NAME`, made by migration `elion.0003`) runs
 `conversations.tasks.scheduled_backup` daily or weekly at the owner's hour in the
-server's time zone (`TIME_ZONE`); `off` sets its repeats to 0, which
-django-q2's scheduler skips. django-q2 passes each run the time it was due
+owner's time zone (Settings `time_zone`); `off` sets its repeats to 0, which
+django-q2's scheduler skips. django-q2 steps a daily Schedule by 24 hours, so
+each scheduled run sets the next one again at the owner's hour: a change to or
+from summer time moves the backup by no hour, and an hour that does not exist
+that night (spring forward) is the first instant after it. Saving the time zone
+in Settings moves the Schedule too. django-q2 passes each run the time it was due
 (`intended_date_kwarg="slot"`), and `runs.backup_start` records that slot
 under a unique key: a slot is backed up once, whichever cluster takes it.
 
@@ -16,7 +20,9 @@ per missed day, and never twice.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import UTC as dt_utc
+from datetime import datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 from django.db import transaction
 from django.utils import timezone
@@ -40,13 +46,17 @@ NUMBER_RANGES = {
 BACKUP_SETTINGS = ("backup_schedule", *NUMBER_RANGES)
 
 
-def next_due(now: datetime, hour: int) -> datetime:
-    """The first moment after `now` at `hour`:00 in the server's time zone."""
-    local = timezone.localtime(now)
-    due = local.replace(hour=hour, minute=0, second=0, microsecond=0)
-    if due <= local:
-        due = timezone.make_aware(due.replace(tzinfo=None) + timedelta(days=1))
-    return due
+def next_due(now: datetime, hour: int, time_zone: str = "UTC") -> datetime:
+    """The first moment after `now` at `hour`:00 on the wall clock of `time_zone` (an hour skipped by a spring
+    forward is the first instant after it; an hour passed twice in autumn, its first pass)."""
+    zone = ZoneInfo(time_zone)
+    local = now.astimezone(zone)
+    for days in (0, 1, 2):
+        wall = datetime.combine(local.date() + timedelta(days=days), time(hour), tzinfo=zone)
+        due = wall.astimezone(dt_utc).astimezone(zone)  # a wall time that does not exist moves past the gap
+        if due > local:
+            return due.astimezone(dt_utc)
+    raise AssertionError("a day has every hour once or its next hour")
 
 
 def schedule_sync(row: AssistantSettings | None = None, *, now: datetime | None = None) -> Schedule:
@@ -59,11 +69,29 @@ def schedule_sync(row: AssistantSettings | None = None, *, now: datetime | None 
             "func": TASK,
             "schedule_type": schedule_type,
             "repeats": 0 if row.backup_schedule == BackupSchedule.OFF else -1,
-            "next_run": next_due(now or timezone.now(), row.backup_hour),
+            "next_run": next_due(now or timezone.now(), row.backup_hour, row.time_zone),
             "intended_date_kwarg": "slot",
         },
     )
     return schedule
+
+
+def schedule_realign() -> None:
+    """The Schedule's next run (django-q2 stepped it by 24 hours or 7 days) put back on the owner's hour on the
+    same local day: across a change to or from summer time the step lands an hour off."""
+    row = assistant_settings_read()
+    schedule = Schedule.objects.filter(name=SCHEDULE_NAME).first()
+    if schedule is None or schedule.next_run is None:
+        return
+    zone = ZoneInfo(row.time_zone)
+    stepped = schedule.next_run.astimezone(zone)
+    candidates = [
+        datetime.combine(stepped.date() + timedelta(days=days), time(row.backup_hour), tzinfo=zone)
+        .astimezone(dt_utc) for days in (-1, 0, 1)
+    ]
+    closest = min(candidates, key=lambda due: abs(due - schedule.next_run))
+    if closest != schedule.next_run:
+        Schedule.objects.filter(pk=schedule.pk).update(next_run=closest)
 
 
 def backup_settings_update(**changes: object) -> AssistantSettings:
@@ -108,4 +136,5 @@ def scheduled_backup(slot: str | datetime | None = None) -> dict:
         logger.info("scheduled backup for %s was taken already", due)
         return {"status": "taken already", "slot": str(due)}
     record = runs.backup_run(record)
+    schedule_realign()
     return {"status": record.status, "id": str(record.id), "slot": str(due)}

@@ -11,7 +11,7 @@ from continuity.rules.prompt_refresh import refreshed_after_commit
 from conversations.services.settings_service import assistant_settings_update
 from conversations.web import schema as docs
 from conversations.web import serializers as s
-from operations.backup.scheduling import BACKUP_SETTINGS, backup_settings_update
+from operations.backup.scheduling import BACKUP_SETTINGS, backup_settings_update, schedule_sync
 from transcript.assistant_settings import assistant_settings_get
 
 
@@ -30,4 +30,6 @@ class SettingsView(APIView):
             if backup:
                 backup_settings_update(**backup)  # no prompt reads them: nothing is rebuilt for these
             row = assistant_settings_update(**changes) if changes or not backup else assistant_settings_get()
+            if "time_zone" in changes:
+                schedule_sync(row)  # the backup hour is on the owner's clock
         return Response(s.settings_repr(row))

@@ -14,6 +14,7 @@ from conversations.models import (
 from conversations.services.settings_service import assistant_settings_update
 from elion.base.errors import ServiceError
 from elion.base.time_zones import time_zone_names
+from operations.backup.scheduling import schedule_sync
 from operations.push.subscriptions import push_subscriptions_listing
 from transcript.assistant_settings import assistant_settings_get
 
@@ -38,14 +39,17 @@ def settings_page(request: HttpRequest) -> HttpResponse:
         changes: dict[str, object] = {name: request.POST.get(name, "") for name in SETTINGS_TEXT_FIELDS}
         changes.update({name: request.POST[name] for name in SETTINGS_CHOICE_FIELDS if name in request.POST})
         changes.update({name: request.POST.get(name) == "on" for name in SETTINGS_FLAGS})
+        zone_changed = changes.get("time_zone", settings_row.time_zone) != settings_row.time_zone
         try:
-            assistant_settings_update(**changes)
+            row = assistant_settings_update(**changes)
         except ServiceError as exc:
             error, status = exc.detail, exc.status
             # Show what the owner typed, not the stored values, so nothing is lost.
             for name, value in changes.items():
                 setattr(settings_row, name, value)
         else:
+            if zone_changed:
+                schedule_sync(row)  # the backup hour is on the owner's clock
             messages.success(request, "Settings saved. Existing conversations use them from the next reply.")
             return redirect("settings")
     return render(
