@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.servers import app_env, start_daphne, start_provider, stop_process  # noqa: E402
+from bench.servers import CLEARED_ENV, app_env, start_daphne, start_provider, stop_process  # noqa: E402
 
 
 def _first_delta_seconds(client, conversation: str) -> float:
@@ -96,6 +96,10 @@ def main() -> None:
         env["ELION_QUEUE_WORKERS"] = str(args.workers)
         (tmp / "data").mkdir()
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
+        # This process reads the bench's database too: the shell's DATABASE_URL (and the rest of what the app's
+        # environment clears) must not outlive `env`, or the seed goes where the servers are not.
+        for name in CLEARED_ENV:
+            os.environ.pop(name, None)
         os.environ.update(env)
         import django
 
