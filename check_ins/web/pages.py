@@ -28,6 +28,7 @@ from conversations.models import Conversation
 from elion.base.errors import NotFound, ServiceError
 from elion.base.rows import parse_id
 from elion.base.time_zones import time_zone_names
+from operations.push.subscriptions import push_subscriptions_listing
 from transcript.assistant_settings import assistant_settings_read
 
 FORM_FIELDS = ("title", "brief", "schedule", "target", "time_zone", "quiet_hours")
@@ -53,6 +54,8 @@ def check_ins_page(request: HttpRequest) -> HttpResponse:
         "rows": [_row(c, listing.last_runs.get(c.pk)) for c in listing.check_ins],
         "proposals": [proposal_card_context(p, place="list", zone_name=zone_name) for p in listing.pending_proposals],
         "time_zone": zone_name,
+        # Where a check-in's reply is announced, and the deliveries that failed (issue 44 item 4).
+        "push_subscriptions": push_subscriptions_listing(),
     })
 
 

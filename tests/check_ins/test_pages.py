@@ -256,3 +256,20 @@ def test_run_now_without_javascript_runs_once_per_rendered_key_and_opens_the_rep
     assert len(scripted_provider.requests) == 1
     refused = client.post(f"/settings/check-ins/{check_in.pk}/run/", {}, follow=True)
     assert "Idempotency-Key" in refused.content.decode() and CheckInRun.objects.count() == 1
+
+
+def test_the_list_says_where_replies_are_announced_and_shows_every_failed_delivery():
+    from elion.models import PushSubscription
+
+    page = Client().get("/settings/check-ins/").content.decode()
+    assert "data-push-none" in page and "data-push-failure" not in page
+    PushSubscription.objects.create(
+        endpoint="https://push.example.net/one", p256dh="k", auth="a", user_agent="Phone",
+        recent_failures=[{"at": "2026-12-03T09:00:00+00:00", "status": 500, "message": "the push service answered 500"},
+                         {"at": "2026-12-02T09:00:00+00:00", "status": None, "message": "no answer in 10 s"}],
+    )
+    PushSubscription.objects.create(endpoint="https://push.example.net/two", p256dh="k", auth="a", user_agent="Laptop")
+    page = Client().get("/settings/check-ins/").content.decode()
+    assert "data-push-none" not in page and "on 2 browsers" in page
+    assert page.count("data-push-failure>") == 2 and "the push service answered 500" in page
+    assert "no answer in 10 s" in page and "Delivery to Phone failed" in page and "Delivery to Laptop" not in page
