@@ -22,6 +22,10 @@ def connection_is_broken(raw) -> bool:
         return True
     info = getattr(raw, "info", None)  # psycopg 3; sqlite3 has none
     if info is None:
+        try:
+            raw.total_changes  # noqa: B018 - sqlite3 answers this from memory, and raises once closed
+        except Exception:  # noqa: BLE001 - sqlite3.ProgrammingError: closed
+            return True
         return False
     from psycopg.pq import TransactionStatus
 
