@@ -120,6 +120,7 @@ def test_success_messages_leave_by_themselves_and_errors_stay_until_closed(live_
     expect(error.locator(".flash-text")).to_have_attribute("role", "alert")
     page.clock.run_for(9_000)  # longer than a success message stays
     expect(error).to_be_visible()
+    expect(error).to_have_attribute("data-flash-ready", "true")
     error.get_by_role("button", name="Dismiss this message").click()
     expect(error).to_have_count(0)
     expect(page.locator("[data-flash-list]")).to_have_count(0)
@@ -135,6 +136,8 @@ def test_a_closed_message_fades_only_when_motion_is_welcome(live_app, page: Page
     new_folder.get_by_label("Folder name").fill("Letters")
     new_folder.get_by_role("button", name="Create").click()
     expect(page.locator(".flash-success")).to_be_visible()
+    # The message is in the server's HTML before flash.js (a module, run after parsing) binds its button.
+    expect(page.locator("[data-flash][data-flash-ready]")).to_have_count(1)
     left_at_once = page.evaluate(
         "() => { document.querySelector('[data-flash-close]').click();"
         " return document.querySelectorAll('[data-flash]').length === 0; }"
