@@ -23,8 +23,13 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.conftest import CHROMIUM_ARGS
+
+# An `expect` waits up to 15 s for its condition: CI runs four test processes on two cores, where a page's
+# background job or a module script has taken longer than the 5 s default. A condition met sooner returns at once.
+expect.set_options(timeout=15_000)
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
