@@ -28,10 +28,11 @@ from django.utils import timezone
 
 from continuity import tasks
 from continuity.models import PromptReconciliationFailure, PromptReconciliationRun, ThreadHandoff
-from continuity.rules import reconciliation, refresh_triggers
+from continuity.rules import refresh_triggers
 from continuity.rules.policies import policy_markers
 from continuity.rules.prompt_store import markers_are_current, static_prompt_ensure
-from continuity.rules.reconciliation import (
+from continuity.services import reconciliation
+from continuity.services.reconciliation import (
     policy_version,
     prompts_reconcile,
     prompts_reconcile_batch,
