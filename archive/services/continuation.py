@@ -37,7 +37,7 @@ from conversations.models import (
     IdempotentAction,
     Persona,
 )
-from conversations.services.threads.services import copy_title_for
+from conversations.services.threads.thread_writes import copy_title_for
 from elion.base.errors import Conflict, InvalidInput
 from elion.base.idempotency import idempotency_key_clean
 from transcript.assistant_settings import assistant_settings_read

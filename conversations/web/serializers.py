@@ -159,7 +159,7 @@ def folder_repr(folder: Folder) -> dict:
 
 @extend_schema_field(OpenApiTypes.BOOL)
 class StrictFlagField(serializers.JSONField):
-    """A switch the service checks itself (`settings_service.STRICT_FLAGS`); documented as a boolean."""
+    """A switch the service checks itself (`settings_writes.STRICT_FLAGS`); documented as a boolean."""
 
 
 @extend_schema_field(OpenApiTypes.INT)

@@ -17,7 +17,7 @@ from django.test import Client
 
 from check_ins.models import CheckIn, CheckInProposal, ProposalStatus
 from conversations.models import Conversation, Message, Role
-from conversations.services.threads.services import folder_create
+from conversations.services.threads.thread_writes import folder_create
 from conversations.services.visibility.transitions import conversation_restore, conversation_trash
 from tests.support.factories import api_call
 from tests.support.scripted_provider import ScriptedReply
@@ -55,7 +55,7 @@ def proposing_turn(scripted_provider, client: Client, conversation_id: str, *cal
 @pytest.mark.parametrize("selector", SELECTORS)
 def test_a_proposal_schedules_nothing_until_approved_with_edits(scripted_provider, settings, selector):
     settings.ELION_API_SELECTOR = selector
-    from conversations.services.settings_service import assistant_settings_update
+    from conversations.services.settings_writes import assistant_settings_update
 
     client = Client()
     assistant_settings_update(time_zone="Europe/Berlin")
@@ -131,7 +131,7 @@ def test_never_offered_in_private_shielded_or_quarantined_chats(scripted_provide
 @pytest.mark.parametrize("selector", SELECTORS)
 def test_the_setting_off_takes_the_tool_away_and_the_service_refuses_too(scripted_provider, settings, selector):
     from check_ins.services.proposals import check_in_propose
-    from conversations.services.settings_service import assistant_settings_update
+    from conversations.services.settings_writes import assistant_settings_update
 
     settings.ELION_API_SELECTOR = selector
     client = Client()

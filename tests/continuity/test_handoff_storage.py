@@ -145,7 +145,7 @@ def test_ineligible_source_is_not_injected(thread, change):
 
 
 def test_rewound_away_messages_never_injected(thread, make_turns):
-    from conversations.services.threads.services import conversation_rewind
+    from conversations.services.threads.thread_writes import conversation_rewind
 
     source = thread(("user", "kept question"), ("assistant", "kept answer"))
     make_turns(source, ("user", "later question"), ("assistant", "later answer"))

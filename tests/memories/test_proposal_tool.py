@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 
 from conversations.models import Conversation, Message, Role
-from conversations.services.threads.services import folder_create
+from conversations.services.threads.thread_writes import folder_create
 from conversations.services.visibility.transitions import conversation_restore, conversation_trash
 from memories.models import Memory, MemoryProposal, MemorySource, ProposalStatus, SnapshotMembership
 from memories.services.memory_writes import memory_add

@@ -13,7 +13,7 @@ from continuity.rules.eligibility import outside_quarantine
 from continuity.services.new_chat_handoff import new_chat_handoff_drop, new_chat_handoff_notice
 from conversations.models import AssistantSettings, Conversation, MessageStatus, Persona
 from conversations.services.characters import characters_list
-from conversations.services.threads.services import conversation_create, conversation_mark_read
+from conversations.services.threads.thread_writes import conversation_create, conversation_mark_read
 from conversations.services.visibility.past_search import quoted_excerpt
 from conversations.services.visibility.selectors import chat_visibility
 from conversations.web import message_paging, page_selectors
