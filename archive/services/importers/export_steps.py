@@ -29,7 +29,8 @@ def custom_instructions_suggestion(instructions: str) -> str | None:
     return suggestion
 
 
-def _export_limits() -> ExportLimits:
+def export_limits() -> ExportLimits:
+    """The bounds an export is read within (JSON size, member count, image size), from settings."""
     return ExportLimits(
         max_json_bytes=settings.ELION_ARCHIVE_IMPORT_MAX_JSON_BYTES,
         max_members=settings.ELION_ARCHIVE_IMPORT_MAX_MEMBERS,
@@ -56,7 +57,7 @@ class ParsedItem(Protocol):
     def updated_at(self) -> datetime | None: ...
 
 
-def _items_read(
+def export_items_read(
     items: Iterable[ParsedItem | ConversationProblem],
     next_index: int,
     *,

@@ -12,13 +12,13 @@ from django.core.files.uploadedfile import UploadedFile
 
 from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch, DocumentSource
 from archive.services.blobs import archive_blob_write
-from archive.services.documents import AttachmentDraft, _store, clean_collection
+from archive.services.documents import AttachmentDraft, clean_collection, document_store
 from archive.services.import_runs import ImportFile, ImportReader, ImportSummary, ReadConversation
 from archive.services.importers import export_reader
 from archive.services.importers.chatgpt import parse as chatgpt
 from archive.services.importers.export_steps import (
-    _export_limits,
-    _items_read,
+    export_items_read,
+    export_limits,
     imported_assistant_name,
     uploads_import,
 )
@@ -117,7 +117,7 @@ def chatgpt_conversation_import(
         "created_at": conversation.created_at.isoformat() if conversation.created_at else None,
         "updated_at": conversation.updated_at.isoformat() if conversation.updated_at else None,
     }
-    result = _store(
+    result = document_store(
         digest=digest, title=title, collection=collection, source=DocumentSource.CHATGPT,
         source_name=export.name, text=render_turns(title, turns, header_lines=[header]), drafts=drafts,
         metadata=metadata, attachments=_chatgpt_images(conversation, export, summary),
@@ -143,10 +143,10 @@ def chatgpt_reader(*, collection: object, assistant_name: str = "") -> ImportRea
     ]:
         next_index = 0
         for file in files:
-            export = stack.enter_context(export_reader.export_files(file.stream, _export_limits(), file.name))
+            export = stack.enter_context(export_reader.export_files(file.stream, export_limits(), file.name))
             for name in export.json_names:
                 with export.open_json(name) as stream:
-                    next_index = yield from _items_read(
+                    next_index = yield from export_items_read(
                         chatgpt.parse_conversations(stream, file=name, first_index=next_index),
                         next_index,
                         store=lambda item, export=export: functools.partial(
