@@ -81,7 +81,7 @@ def archive_document_continue(
     if persona not in Persona.values:
         raise InvalidInput(f"persona must be one of {', '.join(Persona.values)}.", code="unknown_persona")
     with transaction.atomic():
-        # Lock order (memories.services.snapshots): the memory set first; it also queues
+        # Lock order (`write_lock.global_write_lock`): the memory set first; it also queues
         # concurrent continuations, so a duplicate finds the first's result.
         global_write_lock()
         document = access_document(document_id)

@@ -333,7 +333,7 @@ def static_prompts_rebuild(conversations: QuerySet[Conversation] | Iterable[Conv
     stale instead and refreshed in batches (`continuity.rules.prompt_refresh`).
 
     Precondition: inside a transaction. Callers that change memories or
-    snapshots hold `memories.services.snapshots.global_write_lock()` first.
+    snapshots hold `write_lock.global_write_lock()` first.
 
     Every conversation row in scope is locked, in id order (two rebuilds never
     deadlock), before any prompt source is read, including conversations with

@@ -98,7 +98,7 @@ def conversation_branch(*, conversation_id: UUID | str, idempotency_key: object)
     """
     key = idempotency_key_clean(idempotency_key)
     with transaction.atomic():
-        # Lock order (memories.services.snapshots): the memory set first, since the
+        # Lock order (`write_lock.global_write_lock`): the memory set first, since the
         # destination captures a snapshot; then the source's row, which queues
         # concurrent branches of one source, so a duplicate waits for the
         # first to commit and then finds its result.

@@ -16,7 +16,7 @@
   refused); `proposals_clear_dismissed` deletes the dismissed ones.
 
 Every write takes `global_write_lock()` first and the proposal's row second
-(the lock order of `memories.services.snapshots`), so an approve racing a delete of
+(the lock order of `write_lock.global_write_lock`), so an approve racing a delete of
 the same memory, a dismiss or a conversation's deletion leaves either the
 memory with its approved proposal, or neither.
 """
