@@ -56,7 +56,6 @@ __all__ = [
     "static_prompt_rewrite",
     "static_prompt_store",
     "static_prompts_rebuild",
-    "static_prompts_rebuild_all",
     "prompt_rows_read",
     "prompt_rows_rebuilt",
     "prompt_rows_write",
@@ -397,11 +396,6 @@ def prompt_rows_rebuilt(prompts: list[PromptRow]) -> list[tuple[UUID, str, dict]
         ):
             rows.append((pk, prompt.text, {**(metadata or {}), "policy_markers": markers, HANDOFF_SPAN_KEY: span}))
     return rows
-
-
-def static_prompts_rebuild_all() -> int:
-    """Every stored prompt (settings saves). Locks every conversation, see above."""
-    return static_prompts_rebuild(Conversation.objects.all())
 
 
 def _max_rows_per_statement(params_per_row: int) -> int:
