@@ -9,7 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 
-from continuity.rules.selectors import (
+from continuity.services.selectors import (
     conversation_handoff_provenance,
     conversation_snapshot_timing,
     handoff_provenances,

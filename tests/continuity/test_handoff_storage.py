@@ -13,9 +13,9 @@ import pytest
 from continuity.models import ThreadHandoff
 from continuity.rules.handoff_store import handoff_blocks_for, handoff_limits
 from continuity.rules.prompt_store import continuity_blocks, markers_are_current, policy_markers, static_prompt_ensure
-from continuity.rules.selectors import conversation_handoff_provenance
 from continuity.rules.thread_handoff_store import handoff_block_for, thread_handoff_source_ids, thread_handoffs_read
 from continuity.services.branching import conversation_branch
+from continuity.services.selectors import conversation_handoff_provenance
 from conversations.models import Conversation, Folder, Message, MessageKind, Role
 from transcript.append import APPENDED_FIELDS, message_append
 from transcript.assistant_settings import assistant_settings_read
