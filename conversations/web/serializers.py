@@ -16,6 +16,7 @@ from continuity.services.selectors import (
     snapshot_timings,
 )
 from conversations.models import AssistantSettings, Conversation, Folder, Message
+from conversations.services.message_selectors import MessagePage, MessageShown
 from elion.base.errors import InvalidInput
 from transcript.attachments.manifests import attachment_repr, manifests_for
 from transcript.citations import message_citations
@@ -118,6 +119,20 @@ def message_repr(message: Message, attachments: list | None = None, siblings: Si
         "created_at": message.created_at.isoformat(),
         "read_aloud_at": message.read_aloud_at.isoformat() if message.read_aloud_at else None,
         "siblings": siblings.as_dict(),
+    }
+
+
+def messages_repr(shown: Iterable[MessageShown]) -> list[dict]:
+    """Messages read with their manifests and versions (`message_selectors.messages_shown`)."""
+    return [message_repr(item.message, item.attachments, item.siblings) for item in shown]
+
+
+def message_page_repr(page: MessagePage) -> dict:
+    """A page of the messages API: `{"results", "has_more_before", "has_more_after"}`."""
+    return {
+        "results": messages_repr(page.messages),
+        "has_more_before": page.has_more_before,
+        "has_more_after": page.has_more_after,
     }
 
 
