@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from archive.models import IMPORTED_ASSISTANT_NAMES
+from archive.services.documents import DocumentResult
 from archive.services.import_runs import ImportFile, ImportReader, ImportSummary, ReadConversation, import_run
 from archive.services.importers.export_reader import ExportLimits
 from archive.services.parsing import ConversationProblem
@@ -55,6 +56,28 @@ class ParsedItem(Protocol):
 
     @property
     def updated_at(self) -> datetime | None: ...
+
+
+class ParsedConversation(Protocol):
+    """A conversation an export's reader parsed: its current branch's turns and its other branches' turns."""
+
+    @property
+    def turns(self) -> Sequence[object]: ...
+
+    @property
+    def alternate_turns(self) -> Sequence[object]: ...
+
+
+def stored_conversation_counted(summary: ImportSummary, result: DocumentResult, conversation: ParsedConversation) -> bool:
+    """Count what storing one parsed conversation did: a duplicate (a concurrent import stored it first), or
+    one more conversation with its turns. False for a duplicate."""
+    if result.duplicate:
+        summary.duplicates += 1
+        return False
+    summary.conversations += 1
+    summary.messages += len(conversation.turns)
+    summary.alternate_messages += len(conversation.alternate_turns)
+    return True
 
 
 def export_items_read(

@@ -20,6 +20,7 @@ from archive.services.importers.export_steps import (
     export_items_read,
     export_limits,
     imported_assistant_name,
+    stored_conversation_counted,
     uploads_import,
 )
 from archive.services.parsing import ChunkDraft, ConversationProblem, Turn, chunks_from_turns, render_turns, split_long
@@ -122,13 +123,7 @@ def chatgpt_conversation_import(
         source_name=export.name, text=render_turns(title, turns, header_lines=[header]), drafts=drafts,
         metadata=metadata, attachments=_chatgpt_images(conversation, export, summary),
     )
-    if result.duplicate:  # a concurrent import stored it first
-        summary.duplicates += 1
-        return None
-    summary.conversations += 1
-    summary.messages += len(conversation.turns)
-    summary.alternate_messages += len(conversation.alternate_turns)
-    return result.document.pk
+    return result.document.pk if stored_conversation_counted(summary, result, conversation) else None
 
 
 def chatgpt_reader(*, collection: object, assistant_name: str = "") -> ImportReader:

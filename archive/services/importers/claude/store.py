@@ -29,6 +29,7 @@ from archive.services.importers.export_steps import (
     export_items_read,
     export_limits,
     imported_assistant_name,
+    stored_conversation_counted,
     uploads_import,
 )
 from archive.services.parsing import ChunkDraft, ConversationProblem, Turn, render_turns, split_long
@@ -164,12 +165,8 @@ def claude_conversation_import(
             "updated_at": conversation.updated_at.isoformat() if conversation.updated_at else None,
         },
     )
-    if result.duplicate:  # a concurrent import stored it first
-        summary.duplicates += 1
+    if not stored_conversation_counted(summary, result, conversation):
         return None
-    summary.conversations += 1
-    summary.messages += len(conversation.turns)
-    summary.alternate_messages += len(conversation.alternate_turns)
     for note in conversation.notes:  # imported whole, read with a fallback: named, not skipped
         summary.problem(ConversationProblem(conversation.index, conversation.file, conversation.title, note),
                         skipped=False)
