@@ -61,7 +61,7 @@ def build_thread(images: int, size: int, per_turn: int, seed: int) -> UUID:
     from conversations.models import Message, MessageStatus
     from conversations.sending.commands import SendCommand
     from conversations.sending.prepare import send_prepare
-    from conversations.services.threads.services import conversation_create
+    from conversations.services.threads.thread_writes import conversation_create
     from transcript.attachments.upload import attachment_upload
 
     rng = random.Random(seed)

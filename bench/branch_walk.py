@@ -49,7 +49,7 @@ LIMIT = 50
 
 def build(count: int):
     from conversations.models import Conversation, Message
-    from conversations.services.threads.services import conversation_create
+    from conversations.services.threads.thread_writes import conversation_create
 
     conversation = conversation_create(persona="elion", title="long branch")
     rows, parent = [], None

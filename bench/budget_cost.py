@@ -123,7 +123,7 @@ async def measure(args) -> tuple[list[Thread], int]:
     from asgiref.sync import sync_to_async
     from django.conf import settings
 
-    from conversations.services.threads.services import conversation_create
+    from conversations.services.threads.thread_writes import conversation_create
     from tests.support.scripted_provider import ScriptedProvider, ScriptedReply
 
     threads = [Thread(Decimal(step)) for step in args.steps]

@@ -68,7 +68,7 @@ def build(messages: int) -> str:
     from django.db import transaction
 
     call_command("migrate", verbosity=0)
-    from conversations.services.threads.services import conversation_create
+    from conversations.services.threads.thread_writes import conversation_create
     from transcript.append import APPENDED_FIELDS, message_append
     from transcript.provider.binding import configured_provider
     from transcript.search_index import message_search_index_sync

@@ -103,6 +103,7 @@ from bench.servers import (  # noqa: E402 - after the path fix above
     collect_static,
     pg_create_database,
     pg_drop_database,
+    postgres_server,
     start_daphne,
     start_provider,
     stop_process,
@@ -302,25 +303,17 @@ async def measure(
     return {"trees": trees, "labels": labels, "figures": figures}
 
 
-def pg_server_start() -> tuple[str, str]:
-    """A throwaway PostgreSQL server (scripts/pg_tmp.sh): (DATABASE_URL, its dir, for the stop)."""
-    out = subprocess.run(["bash", "scripts/pg_tmp.sh", "start"], cwd=ROOT, check=True, capture_output=True, text=True)
-    exports = dict(
-        line.removeprefix("export ").split("=", 1) for line in out.stdout.splitlines() if line.startswith("export ")
-    )
-    return exports["DATABASE_URL"].strip("'\""), exports["PG_TMP_DIR"].strip("'\"")
-
-
 def run_database(database: str, trees: dict[str, Path], provider_url: str, tmp: Path, args) -> dict:
     """Build each tree's database, start its Daphne, measure, stop; the figures."""
-    server_url, pg_dir, created = None, None, []
+    with postgres_server(database) as server_url:
+        return _run_trees(database, server_url, trees, provider_url, tmp, args)
+
+
+def _run_trees(database: str, server_url: str | None, trees: dict[str, Path], provider_url: str, tmp: Path,
+               args) -> dict:
+    created: list[str] = []
     daphnes: list[subprocess.Popen] = []
     try:
-        if database == "postgres":
-            server_url = os.environ.get("DATABASE_URL") or None
-            if not server_url:
-                server_url, pg_dir = pg_server_start()
-                print(f"started a throwaway PostgreSQL server ({pg_dir})", flush=True)
         spec = {
             "seed": args.seed,
             "cases": thread_cases(args.lengths, args.images, args.image_length, args.image_bytes),
@@ -358,8 +351,6 @@ def run_database(database: str, trees: dict[str, Path], provider_url: str, tmp: 
             stop_process(process)
         for name in created:
             pg_drop_database(server_url, name)
-        if pg_dir:
-            subprocess.run(["bash", "scripts/pg_tmp.sh", "stop", pg_dir], cwd=ROOT, check=False)
 
 
 def int_list(text: str) -> list[int]:

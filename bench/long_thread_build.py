@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.core.management import call_command
     from django.db import connection
 
-    from conversations.services.threads.services import conversation_create
+    from conversations.services.threads.thread_writes import conversation_create
     from transcript.provider.binding import configured_provider
     from transcript.search_index import message_search_index_sync
 

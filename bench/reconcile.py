@@ -117,7 +117,7 @@ def run(batch_size: int, count: int) -> dict:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from continuity.rules.reconciliation import prompts_reconcile_batch, reconciliation_status
+    from continuity.services.reconciliation import prompts_reconcile_batch, reconciliation_status
 
     times, statements = [], []
     started = time.perf_counter()
@@ -160,7 +160,7 @@ def main() -> None:
         setup_django(data_dir, database_url)
         from django.db import connection
 
-        from continuity.rules.reconciliation import reconciliation_status
+        from continuity.services.reconciliation import reconciliation_status
 
         print(f"database: {connection.vendor}")
         load(args.conversations, args.seed)

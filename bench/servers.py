@@ -4,6 +4,7 @@ environment, a fresh PostgreSQL database, and the statistics they print.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import secrets
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -85,8 +87,9 @@ def stop_process(process: subprocess.Popen | None) -> None:
         process.wait(timeout=10)
 
 
-def start_provider(tmp: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
+def start_provider(tmp: Path, port: int | None = None) -> tuple[subprocess.Popen, str]:
+    """The scripted provider (tests/support/scripted_provider.py) on `port`, or on a free one: (process, base URL)."""
+    port = port or free_port()
     log = tmp / "provider.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.support.scripted_provider", "--port", str(port)],
@@ -122,6 +125,33 @@ def collect_static(root: Path, env: dict[str, str]) -> None:
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise BenchError(f"collectstatic failed in {root}:\n{done.stderr[-3000:]}")
+
+
+def pg_server_start() -> tuple[str, str]:
+    """A throwaway PostgreSQL server (scripts/pg_tmp.sh): (DATABASE_URL, its dir, for the stop)."""
+    out = subprocess.run(["bash", "scripts/pg_tmp.sh", "start"], cwd=ROOT, check=True, capture_output=True, text=True)
+    exports = dict(
+        line.removeprefix("export ").split("=", 1) for line in out.stdout.splitlines() if line.startswith("export ")
+    )
+    return exports["DATABASE_URL"].strip("'\""), exports["PG_TMP_DIR"].strip("'\"")
+
+
+@contextlib.contextmanager
+def postgres_server(database: str) -> Iterator[str | None]:
+    """The PostgreSQL server a bench makes its fresh databases on, when `database` is "postgres":
+    DATABASE_URL's server, else a throwaway one (scripts/pg_tmp.sh) stopped on the way out. None for SQLite."""
+    if database != "postgres":
+        yield None
+        return
+    server_url, pg_dir = os.environ.get("DATABASE_URL") or None, None
+    if not server_url:
+        server_url, pg_dir = pg_server_start()
+        print(f"started a throwaway PostgreSQL server ({pg_dir})", flush=True)
+    try:
+        yield server_url
+    finally:
+        if pg_dir:
+            subprocess.run(["bash", "scripts/pg_tmp.sh", "stop", pg_dir], cwd=ROOT, check=False)
 
 
 def pg_create_database(url: str) -> tuple[str, str | None]:

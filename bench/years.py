@@ -80,7 +80,6 @@ from bench.long_thread import (  # noqa: E402 - after the path fix above
     database_list,
     int_list,
     one_round,
-    pg_server_start,
     time_get,
 )
 from bench.long_thread_report import Samples  # noqa: E402
@@ -91,9 +90,10 @@ from bench.servers import (  # noqa: E402
     collect_static,
     pg_create_database,
     pg_drop_database,
+    postgres_server,
     start_daphne,
+    start_provider,
     stop_process,
-    wait_for_port,
 )
 
 BUILDER = ROOT / "bench" / "long_thread_build.py"
@@ -171,18 +171,10 @@ def provider_start(tmp: Path, key: str) -> tuple[subprocess.Popen, str]:
     (its address included, `transcript.provider.config.route_fingerprint`), so a cached database is
     served by a provider at the address it was built with."""
     port = 20_000 + int(key[:8], 16) % 30_000
-    log = tmp / "provider.log"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.scripted_provider", "--port", str(port)],
-        cwd=ROOT,
-        stdout=open(log, "wb"),  # noqa: SIM115 - lives as long as the process
-        stderr=subprocess.STDOUT,
-    )
     try:
-        wait_for_port(port, process, log)
+        return start_provider(tmp, port)
     except BenchError as exc:
         raise BenchError(f"the scripted provider could not listen on {port} (the cache key's port): {exc}") from exc
-    return process, f"http://127.0.0.1:{port}/v1"
 
 
 # --- the server's memory -------------------------------------------------------------
@@ -268,14 +260,15 @@ async def whole_list(client, pid: int, thread: dict) -> dict:
 
 
 def run_database(database: str, provider_url: str, tmp: Path, args) -> dict:
-    server_url, pg_dir, created, daphne = None, None, None, None
+    with postgres_server(database) as server_url:
+        return _run_on(database, server_url, provider_url, tmp, args)
+
+
+def _run_on(database: str, server_url: str | None, provider_url: str, tmp: Path, args) -> dict:
+    created, daphne = None, None
     try:
         database_url = None
-        if database == "postgres":
-            server_url = os.environ.get("DATABASE_URL") or None
-            if not server_url:
-                server_url, pg_dir = pg_server_start()
-                print(f"started a throwaway PostgreSQL server ({pg_dir})", flush=True)
+        if server_url:
             database_url, created = pg_create_database(server_url)
             if created is None:
                 raise BenchError("the bench needs a fresh database; DATABASE_URL's server refused to create one")
@@ -294,8 +287,6 @@ def run_database(database: str, provider_url: str, tmp: Path, args) -> dict:
         stop_process(daphne)
         if created:
             pg_drop_database(server_url, created)
-        if pg_dir:
-            subprocess.run(["bash", "scripts/pg_tmp.sh", "stop", pg_dir], cwd=ROOT, check=False)
 
 
 # --- the report ------------------------------------------------------------------------

@@ -14,14 +14,14 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_http_methods
 
 from continuity.models import PromptReconciliationFailure
-from continuity.rules.cleanup import (
+from continuity.rules.policies import policy_markers
+from continuity.services.cleanup import (
     CONFIRMATION_PHRASE,
     cleanup_available,
     continuity_cleanup_delete,
     continuity_cleanup_preview,
 )
-from continuity.rules.policies import policy_markers
-from continuity.rules.reconciliation import reconciliation_status
+from continuity.services.reconciliation import reconciliation_status
 from elion.base.errors import Conflict, Forbidden, InvalidInput
 from operations.backup.listing import newest_verified
 

@@ -16,8 +16,9 @@ from django.db import transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from continuity.rules import prompt_refresh, reconciliation
+from continuity.rules import prompt_refresh
 from continuity.rules.policies import policy_markers
+from continuity.services import reconciliation
 
 TICK_TASK = "continuity.tasks.prompts_reconcile_tick"
 BATCH_TASK = "continuity.tasks.reconcile_prompt_batch"

@@ -8,8 +8,8 @@ from django.http import HttpRequest
 from conversations.models import AssistantSettings, Attachment, Character, Conversation, Folder, Message
 from conversations.services import characters
 from conversations.services.characters import clean_character_fields
-from conversations.services.settings_service import assistant_settings_update
-from conversations.services.threads.services import (
+from conversations.services.settings_writes import assistant_settings_update
+from conversations.services.threads.thread_writes import (
     conversation_create,
     conversation_update,
     folder_create,

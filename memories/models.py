@@ -15,7 +15,7 @@ every stored snapshot and prompt."
 - `ConversationMemorySnapshot`: timing metadata (captured/refreshed time and
   provenance), never ids or text. A conversation with no record is legacy.
 - `MemorySetLock`: a singleton row every memory-set write locks first; see
-  `memories.services.snapshots.global_write_lock`.
+  `write_lock.global_write_lock` (its docstring gives the lock order).
 - Provenance (issue 35): every memory says where it came from (`source`:
   typed by the owner, imported from a file, approved from Elion's proposal,
   or `unrecorded` for rows saved before sources were kept: never inferred).

@@ -108,7 +108,7 @@ def chat_seed(pairs: tuple[tuple[str, str], ...], *, title: str, age: timedelta,
     from django.utils import timezone
 
     from conversations.models import Conversation
-    from conversations.services.threads.services import conversation_create
+    from conversations.services.threads.thread_writes import conversation_create
     from transcript.append import APPENDED_FIELDS, message_append
     from transcript.provider.binding import configured_provider
 
@@ -130,7 +130,7 @@ def demo_seed() -> Demo:
     """The demo instance's content, written through the app's services."""
     from archive.services.documents import archive_document_add_text
     from conversations.services.characters import character_create
-    from conversations.services.threads.services import folder_create
+    from conversations.services.threads.thread_writes import folder_create
     from memories.services.memory_writes import memory_add
     from transcript.provider.gateway import ProviderBinding
 

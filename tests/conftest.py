@@ -134,7 +134,7 @@ async def read_streaming(response) -> bytes:
 
 @pytest.fixture
 def make_conversation(db):
-    from conversations.services.threads.services import conversation_create
+    from conversations.services.threads.thread_writes import conversation_create
 
     def make(**kwargs):
         return conversation_create(**kwargs)

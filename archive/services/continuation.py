@@ -37,7 +37,7 @@ from conversations.models import (
     IdempotentAction,
     Persona,
 )
-from conversations.services.threads.services import copy_title_for
+from conversations.services.threads.thread_writes import copy_title_for
 from elion.base.errors import Conflict, InvalidInput
 from elion.base.idempotency import idempotency_key_clean
 from transcript.assistant_settings import assistant_settings_read
@@ -81,7 +81,7 @@ def archive_document_continue(
     if persona not in Persona.values:
         raise InvalidInput(f"persona must be one of {', '.join(Persona.values)}.", code="unknown_persona")
     with transaction.atomic():
-        # Lock order (memories.services.snapshots): the memory set first; it also queues
+        # Lock order (`write_lock.global_write_lock`): the memory set first; it also queues
         # concurrent continuations, so a duplicate finds the first's result.
         global_write_lock()
         document = access_document(document_id)

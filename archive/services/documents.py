@@ -1,5 +1,5 @@
 """Writes on the archive: documents from uploads, pasted text, our exports (the ChatGPT and
-Claude.ai importers in `archive.services.importers` store through `_store`).
+Claude.ai importers in `archive.services.importers` store through `document_store`).
 
 Every interface (page, API, admin) calls these. A document and its chunks are
 stored in one transaction; the same content again (by content hash) returns
@@ -106,7 +106,7 @@ def access_document(document_id: int | str) -> ArchiveDocument:
     )
 
 
-def _store(
+def document_store(
     *, digest: str, title: str, collection: str, source: str, source_name: str, text: str,
     drafts: list[ChunkDraft], metadata: dict | None = None, attachments: Sequence[AttachmentDraft] = (),
 ) -> DocumentResult:
@@ -153,7 +153,7 @@ def archive_document_add_text(*, text: object, collection: object, title: str = 
     collection = clean_collection(collection)
     text = clean_pasted_text(text, settings.ELION_ARCHIVE_MAX_FILE_BYTES)
     parsed, drafts = chunk_text(text, _names())
-    return _store(
+    return document_store(
         digest=content_digest(text), title=_title(title, parsed.title, text.strip().split("\n", 1)[0]),
         collection=collection, source=DocumentSource.TEXT, source_name="", text=text, drafts=drafts,
     )
@@ -199,14 +199,14 @@ def archive_document_upload(*, upload: UploadedFile, collection: object, title: 
     if payload is not None:
         export_title, turns = _export_turns(payload, names)
         rendered = render_turns(export_title, turns)
-        return _store(
+        return document_store(
             digest=content_digest(rendered), title=_title(title, export_title, stem), collection=collection,
             source=DocumentSource.CONVERSATION_EXPORT, source_name=name, text=rendered,
             drafts=chunks_from_turns(turns),
         )
     source = DocumentSource.MARKDOWN if PurePath(name).suffix.lower() in MARKDOWN_SUFFIXES else DocumentSource.TEXT
     parsed, drafts = chunk_text(text, names)
-    return _store(
+    return document_store(
         digest=content_digest(text), title=_title(title, parsed.title, stem), collection=collection,
         source=source, source_name=name, text=text, drafts=drafts,
     )

@@ -46,7 +46,7 @@ from conversations.sending.prepare import (
     send_prepare,
 )
 from conversations.sending.run import ReplyRun
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 from elion.base.errors import ServiceError
 from operations.push.replies import notify_reply
 

@@ -28,7 +28,6 @@ leaves exactly one of them done and the other a 409.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 from zoneinfo import ZoneInfo
@@ -42,7 +41,16 @@ from check_ins.services import inputs
 from check_ins.services.check_ins import check_in_create, check_in_next_due
 from continuity.rules.eligibility import may_suggest_memories
 from conversations.models import Conversation, Message
-from elion.base.errors import Conflict, InvalidInput
+from elion.base.errors import InvalidInput
+from elion.base.proposals import (
+    ProposalOutcome,
+    proposal_changes_checked,
+    proposal_dismissed,
+    proposal_pending_check,
+    proposal_reason_clean,
+    proposal_refused,
+    proposals_of_status,
+)
 from elion.base.rows import access_row
 from transcript.assistant_settings import assistant_settings_read
 
@@ -55,34 +63,9 @@ TOOL_TARGETS = {"this_conversation": TargetKind.CONVERSATION, "new_chat": Target
 APPROVE_FIELDS = ("title", "brief", "schedule", "target", "time_zone", "quiet_hours")
 
 
-@dataclass(frozen=True)
-class ProposalOutcome:
-    """What `check_in_propose` did: `proposed` with the row, or `refused` with a code and a sentence."""
-
-    status: str
-    code: str
-    detail: str
-    proposal: CheckInProposal | None = None
-
-
-def _refused(code: str, detail: str) -> ProposalOutcome:
-    return ProposalOutcome("refused", code, detail)
-
-
 def suggestion_key(title: str, brief: str) -> str:
     """A suggestion as duplicates are compared: title and brief, spacing collapsed, case folded."""
     return " ".join(f"{title}\n{brief}".split()).casefold()
-
-
-def _reason(value: object) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise InvalidInput("reason must be a sentence (a string).", code="invalid_reason")
-    reason = " ".join(value.split())
-    if len(reason) > REASON_MAX:
-        raise InvalidInput(f"reason can be at most {REASON_MAX} characters.", code="invalid_reason")
-    return reason
 
 
 def _target_kind(value: object) -> str:
@@ -122,13 +105,13 @@ def check_in_propose(
     """Record Elion's suggestion for the owner's review, or say why not. Bad arguments raise InvalidInput."""
     clean_title, clean_brief = inputs.title_clean(title), inputs.brief_clean(brief)
     clean_schedule = schedule_as_given(inputs.schedule_clean(schedule))
-    target_kind, reason_text = _target_kind(target), _reason(reason)
+    target_kind, reason_text = _target_kind(target), proposal_reason_clean(reason, limit=REASON_MAX)
     settings_row = assistant_settings_read()
     if not settings_row.check_in_proposals:
-        return _refused("proposals_off", "The owner has turned check-in proposals off; nothing was proposed.")
+        return proposal_refused("proposals_off", "The owner has turned check-in proposals off; nothing was proposed.")
     conversation = Conversation.objects.select_related("folder").filter(pk=conversation_id).first()
     if conversation is None or not may_suggest_memories(conversation):
-        return _refused(
+        return proposal_refused(
             "not_allowed_here",
             "Check-ins cannot be proposed from this conversation (private, shielded or hidden); nothing was proposed.",
         )
@@ -136,7 +119,7 @@ def check_in_propose(
     first = _first_run(clean_schedule, settings_row.time_zone, now)
     if first is None:
         local_now = now.astimezone(ZoneInfo(settings_row.time_zone))
-        return _refused(
+        return proposal_refused(
             "in_the_past",
             f"That time has passed: it is now {local_now:%Y-%m-%dT%H:%M} in the owner's time zone "
             f"({settings_row.time_zone}); nothing was proposed.",
@@ -147,11 +130,11 @@ def check_in_propose(
         .values_list("status", flat=True).first()
     )
     if earlier == ProposalStatus.PENDING:
-        return _refused("duplicate_pending", "This check-in is already waiting for the owner's review; nothing was proposed.")
+        return proposal_refused("duplicate_pending", "This check-in is already waiting for the owner's review; nothing was proposed.")
     if earlier == ProposalStatus.DISMISSED:
-        return _refused("duplicate_dismissed", "The owner dismissed this check-in before; do not propose it again.")
+        return proposal_refused("duplicate_dismissed", "The owner dismissed this check-in before; do not propose it again.")
     if _pending_count(conversation.pk) >= PENDING_MAX:
-        return _refused(
+        return proposal_refused(
             "pending_limit",
             f"The owner already has {PENDING_MAX} check-in suggestions from this conversation to review; "
             "that is enough for now, so nothing was proposed.",
@@ -180,13 +163,6 @@ def access_check_in_proposal(proposal_id: object, *, lock: bool = False) -> Chec
     )
 
 
-def _pending(proposal: CheckInProposal, action: str) -> None:
-    if proposal.status != ProposalStatus.PENDING:
-        raise Conflict(
-            f"This proposal is already {proposal.status}; it cannot be {action}.", code="check_in_proposal_not_pending"
-        )
-
-
 def proposal_target(proposal: CheckInProposal) -> dict:
     """The API's target object of a proposal as Elion made it."""
     if proposal.target_kind == TargetKind.CONVERSATION:
@@ -199,15 +175,11 @@ def proposal_target(proposal: CheckInProposal) -> dict:
 def check_in_proposal_approve(*, proposal_id: object, changes: dict | None = None) -> CheckIn:
     """Turn a pending proposal into an ordinary check-in, with the owner's optional edits (any of
     `APPROVE_FIELDS`, in the check-ins API's shapes). Checked exactly as a check-in made by hand."""
-    changes = changes if changes is not None else {}
-    if not isinstance(changes, dict):
-        raise InvalidInput("The edits must be a JSON object.", code="malformed_request")
-    unknown = set(changes) - set(APPROVE_FIELDS)
-    if unknown:
-        raise InvalidInput(f"Unknown check-in fields: {', '.join(sorted(map(str, unknown)))}.",
-                           code="unknown_check_in_field")
+    changes = proposal_changes_checked(
+        changes if changes is not None else {}, APPROVE_FIELDS, noun="check-in", code="unknown_check_in_field"
+    )
     proposal = access_check_in_proposal(proposal_id, lock=True)
-    _pending(proposal, "approved")
+    proposal_pending_check(proposal, "approved", code="check_in_proposal_not_pending")
     fields = {"title": proposal.title, "brief": proposal.brief, "schedule": proposal.schedule,
               "target": proposal_target(proposal), **changes}
     if fields["target"] == {"kind": TargetKind.CONVERSATION, "conversation_id": None}:
@@ -222,23 +194,12 @@ def check_in_proposal_approve(*, proposal_id: object, changes: dict | None = Non
 @transaction.atomic
 def check_in_proposal_dismiss(*, proposal_id: object) -> CheckInProposal:
     """Keep a pending proposal as dismissed: the same suggestion is refused from now on. Twice is a no-op."""
-    proposal = access_check_in_proposal(proposal_id, lock=True)
-    if proposal.status == ProposalStatus.DISMISSED:
-        return proposal
-    _pending(proposal, "dismissed")
-    proposal.status, proposal.decided_at = ProposalStatus.DISMISSED, timezone.now()
-    proposal.save(update_fields=["status", "decided_at"])
-    return proposal
+    return proposal_dismissed(access_check_in_proposal(proposal_id, lock=True), code="check_in_proposal_not_pending")
 
 
 def check_in_proposals_list(status: object = None) -> QuerySet[CheckInProposal]:
     """Pending and dismissed proposals (approved ones live on as check-ins), newest first; or one status."""
-    rows = CheckInProposal.objects.select_related("conversation", "check_in")
-    if status in (None, ""):
-        return rows.exclude(status=ProposalStatus.APPROVED)
-    if status not in ProposalStatus.values:
-        raise InvalidInput(f"status must be one of {', '.join(ProposalStatus.values)}.", code="invalid_status")
-    return rows.filter(status=status)
+    return proposals_of_status(CheckInProposal.objects.select_related("conversation", "check_in"), status)
 
 
 def reply_check_in_proposals(reply_id: UUID) -> list[CheckInProposal]:

@@ -198,7 +198,7 @@ def run_finish(run: CheckInRun, *, status: str, reason: str = "", reply_message_
 def announce_check_in_reply(run: CheckInRun) -> None:
     """A check-in's reply is stored (done or failed): tell the owner. The one place that does: the
     conversation gets its unread mark (`Conversation.unread`, shown in the sidebar and the list API;
-    cleared by `conversations.services.threads.services.conversation_mark_read`) — and Web Push is sent
+    cleared by `conversations.services.threads.thread_writes.conversation_mark_read`) — and Web Push is sent
     from here (wired at merge)."""
     if run.conversation_id is not None:
         Conversation.objects.filter(pk=run.conversation_id).update(unread=True)

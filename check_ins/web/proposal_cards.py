@@ -8,30 +8,18 @@ JavaScript the action redirects back; with it (`static/js/memory_proposals.js`, 
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from check_ins.models import CheckInProposal, ScheduleKind, TargetKind
 from check_ins.services import proposals
 from check_ins.web import forms
-from elion.base.errors import ServiceError
-from elion.base.local_redirect import redirect_local
+from elion.web.proposal_cards import PLACES, message_link, proposal_card_action
 from transcript.assistant_settings import assistant_settings_read
 
-FRAGMENT_HEADER = "HTTP_X_ELION_FRAGMENT"
-PLACES = ("chat", "list")
 # What the card's Edit may change (the zone and quiet hours are Settings → Check-ins' to edit afterwards).
 CARD_FIELDS = ("title", "brief", "schedule", "target")
-
-
-def message_link(conversation_id: object, message_id: object) -> str:
-    if conversation_id is None:
-        return ""
-    base = reverse("chat", args=[conversation_id])
-    return f"{base}?around={message_id}#message-{message_id}" if message_id else base
 
 
 def proposal_link(proposal: CheckInProposal) -> str:
@@ -64,6 +52,7 @@ def proposal_card_context(proposal: CheckInProposal, *, place: str, zone_name: s
         "next_run": forms.local_words(check_in.next_run_at, check_in.time_zone) if check_in else "",
         "source_link": proposal_link(proposal),
         "place": place if place in PLACES else "list",
+        "action_route": "check-in-proposal-action",  # the card's forms (proposals/_card.html)
         # Where a no-JS action lands: back in the chat at the reply, or on Settings → Check-ins.
         "next": proposal_link(proposal) if place == "chat" else reverse("settings-check-ins"),
         **form_choices(),
@@ -87,20 +76,8 @@ ACTIONS = {"approve": _approve, "dismiss": _dismiss}
 
 @require_POST
 def proposal_action(request: HttpRequest, proposal_id: int, action: str) -> HttpResponse:
-    fragment = request.META.get(FRAGMENT_HEADER) == "card"
-    function = ACTIONS.get(action)
-    try:
-        if function is None:
-            raise ServiceError("No such action on a suggestion.", code="unknown_action", status=404)
-        note = function(request, proposal_id)
-    except ServiceError as exc:
-        if fragment:
-            return HttpResponse(exc.detail, status=exc.status, content_type="text/plain; charset=utf-8")
-        messages.error(request, exc.detail)
-        return redirect_local(request.POST.get("next"), reverse("settings-check-ins"))
-    if fragment:
-        proposal = proposals.access_check_in_proposal(proposal_id)
-        card = proposal_card_context(proposal, place=request.POST.get("place", ""))
-        return render(request, "check_ins/_proposal_card.html", {**card, "note": note})
-    messages.success(request, note)
-    return redirect_local(request.POST.get("next"), reverse("settings-check-ins"))
+    return proposal_card_action(
+        request, proposal_id, action, actions=ACTIONS, template="check_ins/_proposal_card.html",
+        card=lambda pk, place: proposal_card_context(proposals.access_check_in_proposal(pk), place=place),
+        back=reverse("settings-check-ins"),
+    )

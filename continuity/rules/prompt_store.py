@@ -56,7 +56,6 @@ __all__ = [
     "static_prompt_rewrite",
     "static_prompt_store",
     "static_prompts_rebuild",
-    "static_prompts_rebuild_all",
     "prompt_rows_read",
     "prompt_rows_rebuilt",
     "prompt_rows_write",
@@ -333,7 +332,7 @@ def static_prompts_rebuild(conversations: QuerySet[Conversation] | Iterable[Conv
     stale instead and refreshed in batches (`continuity.rules.prompt_refresh`).
 
     Precondition: inside a transaction. Callers that change memories or
-    snapshots hold `memories.services.snapshots.global_write_lock()` first.
+    snapshots hold `write_lock.global_write_lock()` first.
 
     Every conversation row in scope is locked, in id order (two rebuilds never
     deadlock), before any prompt source is read, including conversations with
@@ -397,11 +396,6 @@ def prompt_rows_rebuilt(prompts: list[PromptRow]) -> list[tuple[UUID, str, dict]
         ):
             rows.append((pk, prompt.text, {**(metadata or {}), "policy_markers": markers, HANDOFF_SPAN_KEY: span}))
     return rows
-
-
-def static_prompts_rebuild_all() -> int:
-    """Every stored prompt (settings saves). Locks every conversation, see above."""
-    return static_prompts_rebuild(Conversation.objects.all())
 
 
 def _max_rows_per_statement(params_per_row: int) -> int:

@@ -42,7 +42,6 @@ from continuity.rules.prompt_store import static_prompts_rebuild
 from conversations.models import Conversation
 from elion.base.domain_events import (
     character_changed,
-    legacy_prompts_found,
     legacy_snapshots_backfilled,
     memories_reordered,
     memory_deleted,
@@ -145,14 +144,6 @@ def shield_released_refresh(sender: object, *, conversation_id: UUID, **_: objec
     _handoff_destinations_mark([conversation_id])
 
 
-def legacy_prompts_found_refresh(sender: object, *, conversation_ids: list[UUID], **_: object) -> None:
-    """Seed: "Older stored system prompts may predate this change. The app reconciles those dormant prompts
-    in bounded background batches" / "Each candidate is rebuilt from the allowed static-prompt components
-    while preserving its existing memory-snapshot membership and verbatim handoff."
-    """
-    static_prompts_rebuild(conversation_ids)
-
-
 # The seed's refresh triggers: the domain event, and what it refreshes.
 REFRESH_TRIGGERS: tuple[tuple[Signal, Callable[..., None]], ...] = (
     (settings_saved, settings_saved_refresh),
@@ -164,7 +155,6 @@ REFRESH_TRIGGERS: tuple[tuple[Signal, Callable[..., None]], ...] = (
     (legacy_snapshots_backfilled, legacy_snapshots_backfilled_refresh),
     (visibility_changed, visibility_changed_refresh),
     (shield_released, shield_released_refresh),
-    (legacy_prompts_found, legacy_prompts_found_refresh),
 )
 
 

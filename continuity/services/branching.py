@@ -26,7 +26,7 @@ from conversations.models import (
     MessageStatus,
     Role,
 )
-from conversations.services.threads.services import conversation_create, copy_title_for
+from conversations.services.threads.thread_writes import conversation_create, copy_title_for
 from elion.base.errors import Conflict
 from elion.base.idempotency import idempotency_key_clean
 from transcript.access import access_conversation
@@ -67,7 +67,7 @@ def handoff_destination_create(
     """A Branch / Fresh Chat–style conversation whose one message is the visible handoff bubble `bubble`.
 
     `title` is its title from the start (a branch carries its source's title, numbered,
-    `conversations.services.threads.services.copy_title_for`); empty, the first send titles it.
+    `conversations.services.threads.thread_writes.copy_title_for`); empty, the first send titles it.
     `origin` is `branch`, or `imported` for an archive document's continuation.
 
     The destination continues under the current provider (seed 004: every durable
@@ -98,7 +98,7 @@ def conversation_branch(*, conversation_id: UUID | str, idempotency_key: object)
     """
     key = idempotency_key_clean(idempotency_key)
     with transaction.atomic():
-        # Lock order (memories.services.snapshots): the memory set first, since the
+        # Lock order (`write_lock.global_write_lock`): the memory set first, since the
         # destination captures a snapshot; then the source's row, which queues
         # concurrent branches of one source, so a duplicate waits for the
         # first to commit and then finds its result.

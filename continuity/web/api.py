@@ -2,7 +2,7 @@
 
 Thin: the branch view reads the `Idempotency-Key` header, calls the service
 and answers the conversation (201 when created, 200 for a repeated key); the
-cleanup view passes the body to `continuity.rules.cleanup` and answers its counts.
+cleanup view passes the body to `continuity.services.cleanup` and answers its counts.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from continuity.rules.cleanup import cleanup_available, continuity_cleanup_delete, continuity_cleanup_preview
 from continuity.services.branching import conversation_branch
+from continuity.services.cleanup import cleanup_available, continuity_cleanup_delete, continuity_cleanup_preview
 from conversations.web import schema as docs
 from conversations.web.serializers import conversation_repr
 from elion.base.errors import InvalidInput

@@ -61,7 +61,7 @@ def clean_character_fields(changes: dict, *, creating: bool) -> dict[str, str]:
 
 
 def _lock() -> None:
-    """Lock order step 1 (see memories.services.snapshots), taken before the write: a
+    """Lock order step 1 (see `write_lock.global_write_lock`), taken before the write: a
     conversation created meanwhile waits, so it cannot store a prompt built
     from the old character list."""
     global_write_lock()

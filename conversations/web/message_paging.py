@@ -1,8 +1,9 @@
 """The paged messages API: `GET …/messages/?limit=N` with `before=<id>` or `around=<id>` (docs/api.md).
 
-Reading the query string is here; which messages a window holds is
-`transcript.branch_window`. Without `limit` (and without a
-cursor) the list is the whole live branch, as before paging existed.
+Reading the query string is here; the window it names is read by
+`conversations.services.message_selectors` (which messages a window holds is
+`transcript.branch_window`). Without `limit` (and without a cursor) the list is
+the whole live branch, as before paging existed.
 """
 
 from __future__ import annotations
@@ -12,14 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from uuid import UUID
 
-from conversations.models import Conversation
 from elion.base.errors import InvalidInput
-from transcript.branch_window import (
-    BranchWindow,
-    branch_window_around,
-    branch_window_before,
-    branch_window_newest,
-)
 
 PAGE_LIMIT_MAX = 200
 _DIGITS = re.compile(r"[0-9]{1,6}")
@@ -64,11 +58,3 @@ def page_request(params: Mapping[str, str]) -> PageRequest | None:
     around_id = _cursor(around, "around") if around is not None else None
     return PageRequest(limit=_limit(limit), before=before_id, around=around_id)
 
-
-def message_window(conversation: Conversation, page: PageRequest) -> BranchWindow:
-    """The window `page` names (404 `message_not_found` for a cursor not on the live branch)."""
-    if page.before is not None:
-        return branch_window_before(conversation, cursor_id=page.before, limit=page.limit)
-    if page.around is not None:
-        return branch_window_around(conversation, cursor_id=page.around, limit=page.limit)
-    return branch_window_newest(conversation, limit=page.limit)

@@ -9,13 +9,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 
-from continuity.rules.selectors import (
+from continuity.services.selectors import (
     conversation_handoff_provenance,
     conversation_snapshot_timing,
     handoff_provenances,
     snapshot_timings,
 )
 from conversations.models import AssistantSettings, Conversation, Folder, Message
+from conversations.services.message_selectors import MessagePage, MessageShown
 from elion.base.errors import InvalidInput
 from transcript.attachments.manifests import attachment_repr, manifests_for
 from transcript.citations import message_citations
@@ -121,6 +122,20 @@ def message_repr(message: Message, attachments: list | None = None, siblings: Si
     }
 
 
+def messages_repr(shown: Iterable[MessageShown]) -> list[dict]:
+    """Messages read with their manifests and versions (`message_selectors.messages_shown`)."""
+    return [message_repr(item.message, item.attachments, item.siblings) for item in shown]
+
+
+def message_page_repr(page: MessagePage) -> dict:
+    """A page of the messages API: `{"results", "has_more_before", "has_more_after"}`."""
+    return {
+        "results": messages_repr(page.messages),
+        "has_more_before": page.has_more_before,
+        "has_more_after": page.has_more_after,
+    }
+
+
 def settings_repr(row: AssistantSettings) -> dict:
     return {
         "custom_instructions": row.custom_instructions,
@@ -159,7 +174,7 @@ def folder_repr(folder: Folder) -> dict:
 
 @extend_schema_field(OpenApiTypes.BOOL)
 class StrictFlagField(serializers.JSONField):
-    """A switch the service checks itself (`settings_service.STRICT_FLAGS`); documented as a boolean."""
+    """A switch the service checks itself (`settings_writes.STRICT_FLAGS`); documented as a boolean."""
 
 
 @extend_schema_field(OpenApiTypes.INT)

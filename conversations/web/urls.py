@@ -1,7 +1,7 @@
 """The routes of conversations' web: each resource's API routes (served under /api/) and page routes
 (served under /), gathered for `elion.web.urls`. Every resource keeps its own in `<resource>/urls.py`.
 
-Continuity's views (Branch, compaction, Cleanup) route themselves: `continuity.web.urls_api`, `urls_pages`.
+Continuity's views (Branch, compaction, Cleanup) route themselves: `continuity.web.urls`.
 """
 
 from conversations.web.attachments import urls as attachments

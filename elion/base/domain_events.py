@@ -51,9 +51,6 @@ visibility_changed = Signal()
 # The owner's explicit release of a Continuity Shield (`conversation_id`).
 shield_released = Signal()
 
-# Reconciliation: `conversation_ids` (list[UUID]) whose stored prompt was built under older
-# policy markers, claimed by a reconciliation batch.
-legacy_prompts_found = Signal()
 
 DOMAIN_EVENTS: dict[str, Signal] = {
     "settings_saved": settings_saved,
@@ -65,5 +62,4 @@ DOMAIN_EVENTS: dict[str, Signal] = {
     "legacy_snapshots_backfilled": legacy_snapshots_backfilled,
     "visibility_changed": visibility_changed,
     "shield_released": shield_released,
-    "legacy_prompts_found": legacy_prompts_found,
 }

@@ -96,21 +96,28 @@ def unauthenticated(path: str) -> Refusal:
     return Refusal(303, "See Other", ((b"location", location),), b"")
 
 
-def credentials_present(headers: Iterable[tuple[bytes, bytes]]) -> bool:
-    """The API token (verified) or a session cookie (present, verified later by Django)."""
+def _credentials(headers: Iterable[tuple[bytes, bytes]]) -> tuple[bool, str | None]:
+    """Whether the request carries the API token (verified here), and its session cookie's value (present,
+    verified later by Django; the last one sent) or None."""
     cookie_name = settings.SESSION_COOKIE_NAME.encode()
     token = settings.ELION_API_TOKEN
+    token_valid, session = False, None
     for name, value in headers:
         name = name.lower()
         if name == b"authorization" and token and value.startswith(b"Bearer "):
-            if hmac.compare_digest(value[len(b"Bearer "):].strip(), token.encode()):
-                return True
+            token_valid = token_valid or hmac.compare_digest(value[len(b"Bearer "):].strip(), token.encode())
         elif name == b"cookie":
             for pair in value.split(b";"):
                 key, _, cookie_value = pair.strip().partition(b"=")
                 if key == cookie_name and cookie_value:
-                    return True
-    return False
+                    session = cookie_value.decode("latin-1")
+    return token_valid, session
+
+
+def credentials_present(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """The API token (verified) or a session cookie (present, verified later by Django)."""
+    token_valid, session = _credentials(headers)
+    return token_valid or session is not None
 
 
 # A body larger than this, sent with a session cookie and no API token, is read only once the session is
@@ -122,20 +129,8 @@ SESSION_CHECK_BYTES = 1024 * 1024
 
 def session_cookie_only(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
     """The session cookie's value when it is the request's only credential (no API token), else None."""
-    cookie_name = settings.SESSION_COOKIE_NAME.encode()
-    token = settings.ELION_API_TOKEN
-    session = None
-    for name, value in headers:
-        name = name.lower()
-        if name == b"authorization" and token and value.startswith(b"Bearer "):
-            if hmac.compare_digest(value[len(b"Bearer "):].strip(), token.encode()):
-                return None
-        elif name == b"cookie":
-            for pair in value.split(b";"):
-                key, _, cookie_value = pair.strip().partition(b"=")
-                if key == cookie_name and cookie_value:
-                    session = cookie_value.decode("latin-1")
-    return session
+    token_valid, session = _credentials(headers)
+    return None if token_valid else session
 
 
 def session_to_check(path: str, headers: Iterable[tuple[bytes, bytes]], content_length: int | None,

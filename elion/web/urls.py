@@ -1,10 +1,10 @@
 from django.contrib import admin
 from django.templatetags.static import static
 from django.urls import include, path
+from django.utils.module_loading import import_string
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
-from conversations.web import urls as conversations_urls
 from elion.web.access import urls as access_urls
 
 
@@ -21,25 +21,27 @@ class FaviconRedirect(RedirectView):
 handler404 = "elion.base.api_errors.page_not_found"
 handler500 = "elion.base.api_errors.server_error"
 
+# Every app's web package routes in `urls.py`: `api_urlpatterns` under /api/, `page_urlpatterns` under its
+# prefix. The apps' route lists are named by dotted path, as Django's `include("app.urls")` names a module: the
+# URL root (ROOT_URLCONF) is Django's entry point above the apps, not a module the apps' code leans on.
 urlpatterns = [
     path("admin/", admin.site.urls),
     # Browsers ask for /favicon.ico whatever the page links; the app icon answers.
     path("favicon.ico", FaviconRedirect.as_view()),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Before conversations: `conversations/<id>/refresh-memory/` lives in memories.
-    path("api/", include("memories.web.urls_api")),
-    path("api/", include("continuity.web.urls_api")),
+    path("api/", include(import_string("memories.web.urls.api_urlpatterns"))),
+    path("api/", include(import_string("continuity.web.urls.api_urlpatterns"))),
     path("api/", include(access_urls.api_urlpatterns)),
-    path("api/", include(conversations_urls.api_urlpatterns)),
-    path("api/", include("archive.web.urls_api")),
-    path("api/", include("artifacts.web.urls_api")),
-    path("api/", include("check_ins.web.urls_api")),
-    path("api/", include("check_ins.web.proposal_urls")),
-    path("memories/", include("memories.web.urls_pages")),
-    path("artifacts/", include("artifacts.web.urls_pages")),
-    path("", include("archive.web.urls_pages")),
-    path("", include("check_ins.web.page_urls")),
-    path("", include("continuity.web.urls_pages")),
+    path("api/", include(import_string("conversations.web.urls.api_urlpatterns"))),
+    path("api/", include(import_string("archive.web.urls.api_urlpatterns"))),
+    path("api/", include(import_string("artifacts.web.urls.api_urlpatterns"))),
+    path("api/", include(import_string("check_ins.web.urls.api_urlpatterns"))),
+    path("memories/", include(import_string("memories.web.urls.page_urlpatterns"))),
+    path("artifacts/", include(import_string("artifacts.web.urls.page_urlpatterns"))),
+    path("", include(import_string("archive.web.urls.page_urlpatterns"))),
+    path("", include(import_string("check_ins.web.urls.page_urlpatterns"))),
+    path("", include(import_string("continuity.web.urls.page_urlpatterns"))),
     path("", include(access_urls.page_urlpatterns)),
-    path("", include(conversations_urls.page_urlpatterns)),
+    path("", include(import_string("conversations.web.urls.page_urlpatterns"))),
 ]

@@ -16,14 +16,13 @@
   refused); `proposals_clear_dismissed` deletes the dismissed ones.
 
 Every write takes `global_write_lock()` first and the proposal's row second
-(the lock order of `memories.services.snapshots`), so an approve racing a delete of
+(the lock order of `write_lock.global_write_lock`), so an approve racing a delete of
 the same memory, a dismiss or a conversation's deletion leaves either the
 memory with its approved proposal, or neither.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from uuid import UUID
 
 from django.conf import settings
@@ -33,7 +32,15 @@ from django.utils import timezone
 
 from continuity.rules.eligibility import may_suggest_memories
 from conversations.models import Conversation, Message
-from elion.base.errors import Conflict, InvalidInput
+from elion.base.proposals import (
+    ProposalOutcome,
+    proposal_changes_checked,
+    proposal_dismissed,
+    proposal_pending_check,
+    proposal_reason_clean,
+    proposal_refused,
+    proposals_of_status,
+)
 from elion.base.rows import access_row
 from memories.models import (
     PROPOSAL_REASON_MAX,
@@ -53,31 +60,6 @@ APPROVE_FIELDS = ("text", "category", "importance")
 def text_key(text: str) -> str:
     """A text as duplicates are compared: spacing collapsed, case folded."""
     return " ".join(text.split()).casefold()
-
-
-@dataclass(frozen=True)
-class ProposalOutcome:
-    """What `memory_propose` did: `proposed` with the row, or `refused` with a code and a sentence."""
-
-    status: str
-    code: str
-    detail: str
-    proposal: MemoryProposal | None = None
-
-
-def _refused(code: str, detail: str) -> ProposalOutcome:
-    return ProposalOutcome("refused", code, detail)
-
-
-def clean_reason(value: object) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise InvalidInput("reason must be a sentence (a string).", code="invalid_reason")
-    reason = " ".join(value.split())
-    if len(reason) > PROPOSAL_REASON_MAX:
-        raise InvalidInput(f"reason can be at most {PROPOSAL_REASON_MAX} characters.", code="invalid_reason")
-    return reason
 
 
 def duplicate_of(key: str) -> str | None:
@@ -110,23 +92,23 @@ def memory_propose(
 ) -> ProposalOutcome:
     """Record Elion's suggestion for the owner's review, or say why not. Bad arguments raise InvalidInput."""
     draft = memory_draft(text=text, category=category, importance=importance)
-    reason_text = clean_reason(reason)
+    reason_text = proposal_reason_clean(reason, limit=PROPOSAL_REASON_MAX)
     global_write_lock()
     conversation = Conversation.objects.select_related("folder").filter(pk=conversation_id).first()
     if not assistant_settings_read().memory_suggestions:
-        return _refused("suggestions_off", "The owner has turned memory suggestions off; nothing was proposed.")
+        return proposal_refused("suggestions_off", "The owner has turned memory suggestions off; nothing was proposed.")
     if conversation is None or not may_suggest_memories(conversation):
-        return _refused(
+        return proposal_refused(
             "not_allowed_here",
             "Memories cannot be suggested from this conversation (private, shielded or hidden); nothing was proposed.",
         )
     key = text_key(draft.text)
     duplicate = duplicate_of(key)
     if duplicate is not None:
-        return _refused(f"duplicate_{duplicate}", _DUPLICATE_DETAIL[duplicate])
+        return proposal_refused(f"duplicate_{duplicate}", _DUPLICATE_DETAIL[duplicate])
     limit = settings.ELION_MEMORY_PROPOSALS_PENDING_MAX
     if pending_count(conversation.pk) >= limit:
-        return _refused(
+        return proposal_refused(
             "pending_limit",
             f"The owner already has {limit} suggestions from this conversation to review; that is enough "
             "for now, so nothing was proposed.",
@@ -152,23 +134,13 @@ def access_proposal(proposal_id: object, *, lock: bool = False) -> MemoryProposa
     )
 
 
-def _pending(proposal: MemoryProposal, action: str) -> None:
-    if proposal.status != ProposalStatus.PENDING:
-        raise Conflict(f"This proposal is already {proposal.status}; it cannot be {action}.", code="proposal_not_pending")
-
-
 @transaction.atomic
 def proposal_approve(*, proposal_id: object, changes: dict | None = None) -> Memory:
     """Turn a pending proposal into an ordinary memory (new threads only), with the owner's optional edits."""
-    changes = changes or {}
-    if not isinstance(changes, dict):
-        raise InvalidInput("The edits must be a JSON object.", code="malformed_request")
-    unknown = set(changes) - set(APPROVE_FIELDS)
-    if unknown:
-        raise InvalidInput(f"Unknown memory fields: {', '.join(sorted(unknown))}.", code="unknown_field")
+    changes = proposal_changes_checked(changes or {}, APPROVE_FIELDS, noun="memory", code="unknown_field")
     global_write_lock()
     proposal = access_proposal(proposal_id, lock=True)
-    _pending(proposal, "approved")
+    proposal_pending_check(proposal, "approved", code="proposal_not_pending")
     memory = memory_add(
         text=changes.get("text", proposal.text),
         category=changes.get("category", proposal.category),
@@ -184,13 +156,7 @@ def proposal_approve(*, proposal_id: object, changes: dict | None = None) -> Mem
 def proposal_dismiss(*, proposal_id: object) -> MemoryProposal:
     """Keep a pending proposal as dismissed: the same text is refused from now on. Dismissing twice is a no-op."""
     global_write_lock()
-    proposal = access_proposal(proposal_id, lock=True)
-    if proposal.status == ProposalStatus.DISMISSED:
-        return proposal
-    _pending(proposal, "dismissed")
-    proposal.status, proposal.decided_at = ProposalStatus.DISMISSED, timezone.now()
-    proposal.save(update_fields=["status", "decided_at"])
-    return proposal
+    return proposal_dismissed(access_proposal(proposal_id, lock=True), code="proposal_not_pending")
 
 
 @transaction.atomic
@@ -203,12 +169,7 @@ def proposals_clear_dismissed() -> int:
 
 def proposals_list(status: object = None) -> QuerySet[MemoryProposal]:
     """Pending and dismissed proposals (approved ones live on as memories), newest first; or one status."""
-    rows = MemoryProposal.objects.select_related("conversation")
-    if status in (None, ""):
-        return rows.exclude(status=ProposalStatus.APPROVED)
-    if status not in ProposalStatus.values:
-        raise InvalidInput(f"status must be one of {', '.join(ProposalStatus.values)}.", code="invalid_status")
-    return rows.filter(status=status)
+    return proposals_of_status(MemoryProposal.objects.select_related("conversation"), status)
 
 
 def reply_proposals(reply_id: UUID) -> list[MemoryProposal]:

@@ -16,23 +16,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from elion.base.errors import ServiceError
-from elion.base.local_redirect import redirect_local
+from elion.web.proposal_cards import PLACES, message_link, proposal_card_action
 from memories.models import IMPORTANCE_MAX, IMPORTANCE_MIN, MemoryCategory, MemoryProposal, SnapshotMembership
 from memories.services import memory_writes as services
 from memories.services import proposals
 from memories.services.snapshots import snapshot_members, snapshot_refresh
 from transcript.access import access_conversation
-
-FRAGMENT_HEADER = "HTTP_X_ELION_FRAGMENT"
-PLACES = ("chat", "list")
-
-
-def message_link(conversation_id: object, message_id: object) -> str:
-    """Opens the conversation at that message (hidden ones too: a deliberate read)."""
-    if conversation_id is None:
-        return ""
-    base = reverse("chat", args=[conversation_id])
-    return f"{base}?around={message_id}#message-{message_id}" if message_id else base
 
 
 def proposal_link(proposal: MemoryProposal) -> str:
@@ -56,6 +45,7 @@ def proposal_card_context(proposal: MemoryProposal, *, place: str) -> dict:
         "in_this_chat": in_this_chat,
         "source_link": proposal_link(proposal),
         "place": place if place in PLACES else "list",
+        "action_route": "memory-proposal-action",  # the card's forms (proposals/_card.html)
         # Where a no-JS action lands: back in the chat at the message, or on Suggestions.
         "next": proposal_link(proposal) if place == "chat" else reverse("memory-suggestions"),
     }
@@ -66,10 +56,6 @@ def suggestions_page(request: HttpRequest) -> HttpResponse:
     pending = [proposal_card_context(p, place="list") for p in rows if p.status == "pending"]
     dismissed = [proposal_card_context(p, place="list") for p in rows if p.status == "dismissed"]
     return render(request, "memories/suggestions.html", {"pending": pending, "dismissed": dismissed})
-
-
-def _back(request: HttpRequest) -> HttpResponse:
-    return redirect_local(request.POST.get("next"), reverse("memory-suggestions"))
 
 
 def _approve(request: HttpRequest, proposal_id: int) -> str:
@@ -96,22 +82,11 @@ ACTIONS = {"approve": _approve, "dismiss": _dismiss, "use-here": _use_here}
 
 @require_POST
 def proposal_action(request: HttpRequest, proposal_id: int, action: str) -> HttpResponse:
-    fragment = request.META.get(FRAGMENT_HEADER) == "card"
-    function = ACTIONS.get(action)
-    try:
-        if function is None:
-            raise ServiceError("No such action on a suggestion.", code="unknown_action", status=404)
-        note = function(request, proposal_id)
-    except ServiceError as exc:
-        if fragment:
-            return HttpResponse(exc.detail, status=exc.status, content_type="text/plain; charset=utf-8")
-        messages.error(request, exc.detail)
-        return _back(request)
-    if fragment:
-        card = proposal_card_context(proposals.access_proposal(proposal_id), place=request.POST.get("place", ""))
-        return render(request, "memories/_proposal_card.html", {**card, "note": note})
-    messages.success(request, note)
-    return _back(request)
+    return proposal_card_action(
+        request, proposal_id, action, actions=ACTIONS, template="memories/_proposal_card.html",
+        card=lambda pk, place: proposal_card_context(proposals.access_proposal(pk), place=place),
+        back=reverse("memory-suggestions"),
+    )
 
 
 @require_POST

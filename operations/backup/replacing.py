@@ -96,9 +96,9 @@ def backup_restore_replace(path: Path, progress: Callable[[str], None] = lambda 
         raise BackupRefused(f"{path} is not a readable backup zip ({exc}).") from exc
     with archive:
         progress("checked")
-        manifest = restoring._verified_manifest(archive)
-        restoring._verify_members(archive, manifest)
-        restoring._refuse_unless_schema_fits(manifest)
+        manifest = restoring.verified_manifest(archive)
+        restoring.verify_members(archive, manifest)
+        restoring.refuse_unless_schema_fits(manifest)
         progress("safety backup")
         safety = _safety_backup()
         progress("blobs placed")
@@ -109,7 +109,7 @@ def backup_restore_replace(path: Path, progress: Callable[[str], None] = lambda 
             with transaction.atomic():
                 _delete_every_row()
                 report = restoring.RestoreReport(damaged_blobs=list(manifest["damaged_blobs"]))
-                report.rows = restoring._insert_rows(archive, manifest)
+                report.rows = restoring.insert_rows(archive, manifest)
                 report.blobs = len(wanted)
         except BaseException:
             for blob in placed:

@@ -68,9 +68,9 @@ def backup_restore_check(path: Path, *, require_empty: bool = True) -> RestoreCh
     except (OSError, zipfile.BadZipFile) as exc:
         raise BackupRefused(f"{path.name} is not a readable backup zip ({exc}).") from exc
     with archive:
-        manifest = _verified_manifest(archive)
-        _verify_members(archive, manifest)
-        _refuse_unless_schema_fits(manifest)
+        manifest = verified_manifest(archive)
+        verify_members(archive, manifest)
+        refuse_unless_schema_fits(manifest)
         if require_empty:
             _refuse_unless_empty()
     rows = {entry["model"]: int(entry.get("count", 0)) for entry in manifest["models"]}
@@ -85,16 +85,16 @@ def backup_restore(path: Path) -> RestoreReport:
     except (OSError, zipfile.BadZipFile) as exc:
         raise BackupRefused(f"{path} is not a readable backup zip ({exc}).") from exc
     with archive:
-        manifest = _verified_manifest(archive)
-        _verify_members(archive, manifest)
-        _refuse_unless_schema_fits(manifest)
+        manifest = verified_manifest(archive)
+        verify_members(archive, manifest)
+        refuse_unless_schema_fits(manifest)
         _refuse_unless_empty()
         placed: list[Path] = []
         try:
             report = RestoreReport(damaged_blobs=list(manifest["damaged_blobs"]))
             report.blobs = _place_blobs(archive, manifest, placed)
             with transaction.atomic():
-                report.rows = _insert_rows(archive, manifest)
+                report.rows = insert_rows(archive, manifest)
         except BaseException:
             for blob in placed:
                 store.remove(blob)
@@ -114,7 +114,8 @@ def _read_member(archive: zipfile.ZipFile, name: str) -> bytes:
         raise BackupRefused(f"The backup's {name} cannot be read ({exc}).") from exc
 
 
-def _verified_manifest(archive: zipfile.ZipFile) -> dict:
+def verified_manifest(archive: zipfile.ZipFile) -> dict:
+    """The backup's manifest, checked against its digest; `BackupRefused` when they differ."""
     raw = _read_member(archive, members.MANIFEST)
     expected = _read_member(archive, members.MANIFEST_DIGEST).decode(errors="replace").strip()
     if hashlib.sha256(raw).hexdigest() != expected:
@@ -139,7 +140,8 @@ def _verified_manifest(archive: zipfile.ZipFile) -> dict:
     return manifest
 
 
-def _refuse_unless_schema_fits(manifest: dict) -> None:
+def refuse_unless_schema_fits(manifest: dict) -> None:
+    """Refuse a backup whose migrations are not this database's (`BackupRefused`)."""
     applied = {
         (app, name) for app, name in MigrationRecorder(connection).applied_migrations() if app in members.APPS
     }
@@ -184,7 +186,9 @@ def _member_digest(archive: zipfile.ZipFile, name: str) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def _verify_members(archive: zipfile.ZipFile, manifest: dict) -> None:
+def verify_members(archive: zipfile.ZipFile, manifest: dict) -> None:
+    """Check every member against the manifest (sha256, size; a blob's name is its sha256), before anything
+    is written."""
     listed = set(manifest["members"])
     present = set(archive.namelist()) - {members.MANIFEST, members.MANIFEST_DIGEST}
     if present != listed:
@@ -260,7 +264,9 @@ def _insert_batch(model: type[Model], batch: list[Model]) -> None:
         model._base_manager._insert(batch[start : start + size], fields=fields, raw=True)
 
 
-def _insert_rows(archive: zipfile.ZipFile, manifest: dict) -> dict[str, int]:
+def insert_rows(archive: zipfile.ZipFile, manifest: dict) -> dict[str, int]:
+    """Insert every backed-up row, models in dependency order, keys kept; the count per model. Runs inside
+    the caller's transaction."""
     by_label = {entry["model"]: entry for entry in manifest["models"]}
     restored: dict[str, int] = {}
     order = members.backed_up_models()

@@ -98,7 +98,7 @@ def backup_settings_update(**changes: object) -> AssistantSettings:
     """Save the backup settings (checked: InvalidInput with a code) and move the Schedule to match.
 
     No stored prompt reads them, so unlike the other settings their save
-    rebuilds nothing (`settings_service` sends `settings_saved` for those).
+    rebuilds nothing (`settings_writes` sends `settings_saved` for those).
     """
     unknown = set(changes) - set(BACKUP_SETTINGS)
     if unknown:

@@ -42,11 +42,6 @@ SEED_REFRESH_TRIGGERS = {
         "Legacy threads receive a one-time snapshot backfill so older conversations do not fall back to the "
         "global memory collection."
     ),
-    # "Retired broad recent-activity section":
-    "legacy_prompts_found": (
-        "Older stored system prompts may predate this change. The app reconciles those dormant prompts in "
-        "bounded background batches"
-    ),
     # "What the static prompt contains": two sections whose source is not a memory's text or a
     # conversation's visibility, so a change of that source rebuilds the prompts that list it.
     "memories_reordered": "Long-term memories, when any exist — saved facts in their manually controlled global order",
@@ -83,9 +78,11 @@ def test_each_domain_event_is_connected_to_exactly_its_receiver_of_the_table():
         assert (sync_receivers, async_receivers) == ([table[name]], []), name
 
 
-def test_only_the_refresh_triggers_rebuild_stored_prompts():
-    """No module but the receivers imports the rebuild: every refresh goes through a domain event."""
-    rebuilds = {"static_prompts_rebuild", "static_prompts_rebuild_all"}
+def test_only_the_refresh_triggers_and_the_reconciliation_rebuild_stored_prompts():
+    """No module but the receivers imports the rebuild: every refresh on a change of a prompt's source goes
+    through a domain event. The one other caller is the reconciliation of dormant prompts
+    (`continuity.services.reconciliation`), which changes no source: rebuilding them is its own job."""
+    rebuilds = {"static_prompts_rebuild"}
     importers = []
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
@@ -98,7 +95,7 @@ def test_only_the_refresh_triggers_rebuild_stored_prompts():
                     and rebuilds & {alias.name for alias in node.names}
                 ):
                     importers.append(str(path.relative_to(ROOT)))
-    assert importers == ["continuity/rules/refresh_triggers.py"]
+    assert importers == ["continuity/rules/refresh_triggers.py", "continuity/services/reconciliation.py"]
 
 
 # The events whose receivers mark prompts stale (a scope that grows with the owner's conversations) rather

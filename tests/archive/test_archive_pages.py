@@ -10,7 +10,7 @@ import pytest
 from archive.models import ArchiveDocument
 from archive.services.documents import archive_document_add_text
 from archive.templatetags.search_marks import marked
-from archive.web.views import ARCHIVE_PAGE_SIZE
+from archive.web.pages import ARCHIVE_PAGE_SIZE
 
 pytestmark = pytest.mark.django_db
 

@@ -24,7 +24,7 @@ IMPORTED = ("Trim it again next Sunday", "read them slowly", "wick trimmed on Su
 @sync_to_async
 def claude_imported(archive_access: bool):
     from archive.services.importers.claude.store import archive_claude_import
-    from conversations.services.settings_service import assistant_settings_update
+    from conversations.services.settings_writes import assistant_settings_update
 
     assistant_settings_update(archive_access=archive_access)
     upload = SimpleUploadedFile("claude.zip", make_zip(export.members()))

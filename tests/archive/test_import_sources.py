@@ -7,7 +7,7 @@ from django.urls import resolve, reverse
 
 from archive.services.importers.sources import IMPORTERS, importer_for
 from archive.web.api import ExportImportView
-from archive.web.views import IMPORT_ACTIONS
+from archive.web.pages import IMPORT_ACTIONS
 from elion.base.errors import InvalidInput
 
 

@@ -17,7 +17,7 @@ from continuity.rules.history_window import history_turn_of
 from continuity.rules.recall_store import recall_candidates
 from conversations.models import Message, MessageKind, MessageSearchEntry, Role
 from conversations.models.messages import APP_EVENT_KINDS, stored_turn_tokens
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 from conversations.services.visibility.past_search import past_conversation_search
 from conversations.web.page_selectors import branch_estimate, thread_token_estimate
 from conversations.web.threads.export import export_json_chunks, export_markdown_chunks

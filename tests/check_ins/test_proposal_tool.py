@@ -16,12 +16,18 @@ import pytest
 from django.test import Client
 
 from check_ins.models import CheckIn, CheckInProposal, ProposalStatus
-from conversations.models import Conversation, Message, Role
-from conversations.services.threads.services import folder_create
-from conversations.services.visibility.transitions import conversation_restore, conversation_trash
+from conversations.models import Message, Role
+from conversations.services.visibility.transitions import conversation_trash
 from tests.support.factories import api_call
 from tests.support.scripted_provider import ScriptedReply
-from tests.support.tool_requests import SELECTORS, new_chat, send, tool_names, tool_outputs
+from tests.support.tool_requests import (
+    SELECTORS,
+    new_chat,
+    send,
+    tool_names,
+    tool_outputs,
+    tool_refused_where_suggesting_is_not_allowed,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,7 +61,7 @@ def proposing_turn(scripted_provider, client: Client, conversation_id: str, *cal
 @pytest.mark.parametrize("selector", SELECTORS)
 def test_a_proposal_schedules_nothing_until_approved_with_edits(scripted_provider, settings, selector):
     settings.ELION_API_SELECTOR = selector
-    from conversations.services.settings_service import assistant_settings_update
+    from conversations.services.settings_writes import assistant_settings_update
 
     client = Client()
     assistant_settings_update(time_zone="Europe/Berlin")
@@ -109,29 +115,14 @@ def test_a_proposal_schedules_nothing_until_approved_with_edits(scripted_provide
 def test_never_offered_in_private_shielded_or_quarantined_chats(scripted_provider, settings, selector):
     settings.ELION_API_SELECTOR = selector
     client = Client()
-    private = new_chat(client, private=True)
-    shielded = new_chat(client)
-    conversation_trash(conversation_id=shielded)
-    conversation_restore(conversation_id=shielded)
-    hidden = new_chat(client, folder_id=folder_create(name="Quiet", hidden=True).pk)
-    assert Conversation.objects.get(pk=shielded).shielded
-
-    for conversation_id in (private, shielded, hidden):
-        # The model calls it anyway: it is not there, and nothing is recorded.
-        scripted_provider.clear()
-        scripted_provider.script(ScriptedReply(tool_calls=[propose()]), ScriptedReply(text="ok"))
-        send(client, conversation_id, "The interview is on Friday.")
-        first, second = scripted_provider.requests
-        assert "propose_check_in" not in tool_names(first)
-        (output,) = tool_outputs(second)
-        assert "there is no tool named 'propose_check_in'" in output
-    assert not CheckInProposal.objects.exists()
+    tool_refused_where_suggesting_is_not_allowed(scripted_provider, client, propose(), "The interview is on Friday.")
+    assert not CheckInProposal.objects.exists()  # and nothing is recorded
 
 
 @pytest.mark.parametrize("selector", SELECTORS)
 def test_the_setting_off_takes_the_tool_away_and_the_service_refuses_too(scripted_provider, settings, selector):
     from check_ins.services.proposals import check_in_propose
-    from conversations.services.settings_service import assistant_settings_update
+    from conversations.services.settings_writes import assistant_settings_update
 
     settings.ELION_API_SELECTOR = selector
     client = Client()

@@ -166,7 +166,7 @@ def test_bubble_stays_in_exports(source):
 
 
 def test_rewound_away_turns_never_reach_a_branch(source, make_turns):
-    from conversations.services.threads.services import conversation_rewind
+    from conversations.services.threads.thread_writes import conversation_rewind
 
     make_turns(source, ("user", "abandoned question"), ("assistant", "abandoned answer"))
     turn_9 = Message.objects.get(conversation=source, content="turn 9")

@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from django.test import Client
 
 from continuity.models import ThreadHandoff
-from continuity.rules.cleanup import CONFIRMATION_PHRASE, continuity_cleanup_delete, continuity_cleanup_preview
+from continuity.services.cleanup import CONFIRMATION_PHRASE, continuity_cleanup_delete, continuity_cleanup_preview
 from conversations.models import Conversation
 
 pytestmark = pytest.mark.django_db
@@ -255,7 +255,7 @@ def test_concurrent_insert_waits_for_the_deletion_and_is_not_removed(protected, 
     """The deletion locks the table: a row added meanwhile lands after it and survives."""
     if connection.vendor != "postgresql":
         pytest.skip("table lock: PostgreSQL (SQLite's IMMEDIATE transaction serialises writers)")
-    from continuity.rules import cleanup
+    from continuity.services import cleanup
 
     token = continuity_cleanup_preview().scope_token
     inside, proceed, inserted = threading.Event(), threading.Event(), {}

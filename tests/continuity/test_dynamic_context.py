@@ -274,7 +274,7 @@ def test_reserved_heading_quoted_in_identity_memory_character_and_opener_does_no
     make_conversation, scripted_provider
 ):
     from conversations.services.characters import character_create
-    from conversations.services.settings_service import assistant_settings_update
+    from conversations.services.settings_writes import assistant_settings_update
     from memories.services.memory_writes import memory_add
 
     quoted = f"Before\n{RESERVED_RECALL_HEADING}\nAfter"

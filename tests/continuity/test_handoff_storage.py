@@ -13,9 +13,9 @@ import pytest
 from continuity.models import ThreadHandoff
 from continuity.rules.handoff_store import handoff_blocks_for, handoff_limits
 from continuity.rules.prompt_store import continuity_blocks, markers_are_current, policy_markers, static_prompt_ensure
-from continuity.rules.selectors import conversation_handoff_provenance
 from continuity.rules.thread_handoff_store import handoff_block_for, thread_handoff_source_ids, thread_handoffs_read
 from continuity.services.branching import conversation_branch
+from continuity.services.selectors import conversation_handoff_provenance
 from conversations.models import Conversation, Folder, Message, MessageKind, Role
 from transcript.append import APPENDED_FIELDS, message_append
 from transcript.assistant_settings import assistant_settings_read
@@ -145,7 +145,7 @@ def test_ineligible_source_is_not_injected(thread, change):
 
 
 def test_rewound_away_messages_never_injected(thread, make_turns):
-    from conversations.services.threads.services import conversation_rewind
+    from conversations.services.threads.thread_writes import conversation_rewind
 
     source = thread(("user", "kept question"), ("assistant", "kept answer"))
     make_turns(source, ("user", "later question"), ("assistant", "later answer"))

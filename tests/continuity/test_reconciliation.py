@@ -28,10 +28,10 @@ from django.utils import timezone
 
 from continuity import tasks
 from continuity.models import PromptReconciliationFailure, PromptReconciliationRun, ThreadHandoff
-from continuity.rules import reconciliation, refresh_triggers
 from continuity.rules.policies import policy_markers
 from continuity.rules.prompt_store import markers_are_current, static_prompt_ensure
-from continuity.rules.reconciliation import (
+from continuity.services import reconciliation
+from continuity.services.reconciliation import (
     policy_version,
     prompts_reconcile,
     prompts_reconcile_batch,
@@ -71,7 +71,7 @@ def make_legacy(conversation: Conversation, *, markers: dict | None = OLD_MARKER
 @pytest.fixture
 def failing(monkeypatch):
     """Make chosen candidates' rebuilds raise: `failing({pk: times})`, times=None for always."""
-    real = refresh_triggers.static_prompts_rebuild
+    real = reconciliation.static_prompts_rebuild
     plan: dict = {}
 
     def rebuild(scope):
@@ -84,7 +84,7 @@ def failing(monkeypatch):
                 raise RuntimeError("injected rebuild failure")
         return real(scope)
 
-    monkeypatch.setattr(refresh_triggers, "static_prompts_rebuild", rebuild)
+    monkeypatch.setattr(reconciliation, "static_prompts_rebuild", rebuild)
     return plan.update
 
 
@@ -385,7 +385,7 @@ def test_legacy_prompt_met_during_a_send_is_rebuilt_before_it_reaches_the_model(
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_reconcilers_never_rebuild_a_prompt_twice(monkeypatch):
     ids = seed_stale_prompts(400)
-    real = refresh_triggers.static_prompts_rebuild
+    real = reconciliation.static_prompts_rebuild
     rebuilt: list = []
     lock = threading.Lock()
 
@@ -395,7 +395,7 @@ def test_two_concurrent_reconcilers_never_rebuild_a_prompt_twice(monkeypatch):
             rebuilt.extend(getattr(item, "pk", item) for item in scope)
         return count
 
-    monkeypatch.setattr(refresh_triggers, "static_prompts_rebuild", recording)
+    monkeypatch.setattr(reconciliation, "static_prompts_rebuild", recording)
     errors: list = []
     start = threading.Barrier(4)
 

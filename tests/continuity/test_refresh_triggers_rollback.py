@@ -18,8 +18,8 @@ import pytest
 from continuity.rules import refresh_triggers
 from conversations.models import AssistantSettings, Character, Conversation, Folder
 from conversations.services.characters import character_create, character_delete, character_edit
-from conversations.services.settings_service import assistant_settings_update
-from conversations.services.threads.services import conversation_create
+from conversations.services.settings_writes import assistant_settings_update
+from conversations.services.threads.thread_writes import conversation_create
 from conversations.services.visibility.transitions import (
     conversation_shield_release,
     conversation_trash,

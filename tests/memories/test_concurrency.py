@@ -27,7 +27,7 @@ from continuity.rules import prompt_store
 from conversations.models import Conversation, Message, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 from elion.base.errors import NotFound
 from memories.models import Memory, SnapshotMembership
 from memories.services.memory_writes import memory_add, memory_delete, memory_edit

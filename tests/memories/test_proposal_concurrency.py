@@ -18,7 +18,7 @@ import pytest
 from django.conf import settings as django_settings
 
 from conversations.models import Conversation, Role
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 from conversations.services.visibility.transitions import conversation_trash
 from elion.base.errors import Conflict, NotFound
 from memories.models import Memory, MemoryProposal, MemorySource, ProposalStatus, SnapshotMembership

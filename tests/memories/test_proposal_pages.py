@@ -9,7 +9,7 @@ from django.test import Client
 
 from continuity.rules.request_policy import estimate_tokens
 from conversations.models import Role
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 from memories.models import Memory, MemoryProposal, ProposalStatus, SnapshotMembership
 from memories.services.memory_writes import memory_add
 from memories.services.proposals import memory_propose

@@ -12,9 +12,7 @@ import json
 import pytest
 from django.test import Client
 
-from conversations.models import Conversation, Message, Role
-from conversations.services.threads.services import folder_create
-from conversations.services.visibility.transitions import conversation_restore, conversation_trash
+from conversations.models import Message, Role
 from memories.models import Memory, MemoryProposal, MemorySource, ProposalStatus, SnapshotMembership
 from memories.services.memory_writes import memory_add
 from tests.support.factories import api_call
@@ -28,6 +26,7 @@ from tests.support.tool_requests import (
     system_prompt,
     tool_names,
     tool_outputs,
+    tool_refused_where_suggesting_is_not_allowed,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -114,24 +113,8 @@ def test_a_proposal_reaches_no_prompt_until_approved_then_new_threads_only_until
 def test_the_tool_is_never_offered_in_private_shielded_or_quarantined_chats(scripted_provider, settings, selector):
     settings.ELION_API_SELECTOR = selector
     client = Client()
-    private = new_chat(client, private=True)
-    shielded = new_chat(client)
-    conversation_trash(conversation_id=shielded)
-    conversation_restore(conversation_id=shielded)
-    hidden_folder = folder_create(name="Quiet", hidden=True)
-    hidden = new_chat(client, folder_id=hidden_folder.pk)
-    assert Conversation.objects.get(pk=shielded).shielded
-
-    for conversation_id in (private, shielded, hidden):
-        # The model calls it anyway: it is not there, and nothing is recorded.
-        scripted_provider.clear()
-        scripted_provider.script(ScriptedReply(tool_calls=[propose()]), ScriptedReply(text="ok"))
-        send(client, conversation_id, "I spent the morning with my bees.")
-        first, second = scripted_provider.requests
-        assert "propose_memory" not in tool_names(first)
-        (output,) = tool_outputs(second)
-        assert "there is no tool named 'propose_memory'" in output
-    assert not MemoryProposal.objects.exists()
+    tool_refused_where_suggesting_is_not_allowed(scripted_provider, client, propose(), "I spent the morning with my bees.")
+    assert not MemoryProposal.objects.exists()  # and nothing is recorded
 
     ordinary = new_chat(client)
     scripted_provider.clear()

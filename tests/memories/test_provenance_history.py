@@ -11,7 +11,7 @@ from django.test import Client
 
 from continuity.services.branching import conversation_branch
 from conversations.models import Role
-from conversations.services.threads.services import conversation_create, folder_create
+from conversations.services.threads.thread_writes import conversation_create, folder_create
 from conversations.services.visibility.transitions import folder_hidden_set
 from memories.models import MemoryProposal, MemoryVersion, ProposalStatus, SnapshotMembership
 from memories.services.memory_writes import memory_add, memory_delete, memory_edit

@@ -29,8 +29,8 @@ from check_ins.services.check_ins import check_in_create
 from check_ins.services.proposals import check_in_propose
 from conversations.models import Conversation, Folder, Message
 from conversations.services.characters import character_create
-from conversations.services.settings_service import assistant_settings_update
-from conversations.services.threads.services import conversation_create
+from conversations.services.settings_writes import assistant_settings_update
+from conversations.services.threads.thread_writes import conversation_create
 from memories.models import Memory
 from memories.services.memory_writes import memory_add
 from memories.services.proposals import memory_propose, proposal_dismiss

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from archive.models import ArchiveDocument, ImportJob
-from archive.web.views import ARCHIVE_PAGE_SIZE
+from archive.web.pages import ARCHIVE_PAGE_SIZE
 from bench.chatgpt_export_build import write_export_zip
 from tests.support.queue_cluster import QueueCluster
 

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 from tests.pages.conftest import OWNER_PASSWORD
 from tests.support.chat_page import (
     COMPOSER,

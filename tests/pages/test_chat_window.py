@@ -16,7 +16,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from conversations.services.threads.services import conversation_rewind
+from conversations.services.threads.thread_writes import conversation_rewind
 from conversations.web.page_selectors import PAGE_WINDOW, thread_token_estimate
 from tests.support.factories import thread, turns_append
 from transcript.tree import live_branch

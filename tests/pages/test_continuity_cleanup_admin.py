@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from continuity.models import ThreadHandoff
-from continuity.rules.cleanup import CONFIRMATION_PHRASE
+from continuity.services.cleanup import CONFIRMATION_PHRASE
 from conversations.models import Conversation
 from tests.pages.conftest import OWNER_PASSWORD
 

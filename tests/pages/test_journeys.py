@@ -20,7 +20,7 @@ from playwright.sync_api import Page, expect
 
 from archive.models import ArchiveDocument
 from conversations.models import Conversation, ConversationOrigin, Message, MessageStatus, Role
-from conversations.services.settings_service import assistant_settings_update
+from conversations.services.settings_writes import assistant_settings_update
 from memories.models import ConversationMemorySnapshot, SnapshotProvenance
 from memories.services.memory_writes import memory_add
 from tests.support.chat_page import COMPOSER, seed_conversation, send, wait_settled

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from conversations.models import Role
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 from memories.models import Memory, MemoryProposal, MemorySource, ProposalStatus, SnapshotMembership
 from memories.services.memory_writes import memory_add, memory_edit
 from memories.services.proposals import memory_propose, proposal_approve, proposal_dismiss

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from conversations.models import ConversationOrigin, Persona
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 
 pytestmark = pytest.mark.browser
 

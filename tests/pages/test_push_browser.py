@@ -146,7 +146,7 @@ def test_the_service_worker_registers_and_turn_on_notifications_subscribes_this_
 
 @pytest.mark.parametrize("shows_text", [False, True], ids=["private", "with-text"])
 def test_a_push_shows_a_notification_and_clicking_it_opens_the_reply(push_page, push_app, push_service, shows_text):
-    from conversations.services.settings_service import assistant_settings_update
+    from conversations.services.settings_writes import assistant_settings_update
 
     assistant_settings_update(push_shows_text=shows_text)
     chat = thread(("user", "The interview is on Friday."), ("assistant", REPLY), title="Interview")

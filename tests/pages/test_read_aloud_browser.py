@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from conversations.services.settings_service import assistant_settings_update
+from conversations.services.settings_writes import assistant_settings_update
 from tests.support.chat_page import SIZES, seed_conversation, send, wait_settled
 from tests.support.scripted_audio import ScriptedSpeech, tone_wav
 

@@ -20,7 +20,7 @@ from archive.models import ArchiveDocument, LibraryFile
 from archive.services.library import library_file_add_text
 from conversations.models import Conversation, Message, Role
 from conversations.services.characters import character_create
-from conversations.services.threads.services import conversation_create, folder_create
+from conversations.services.threads.thread_writes import conversation_create, folder_create
 from memories.services.memory_writes import memory_add
 from tests.pages.conftest import OWNER_PASSWORD
 from tests.support.chat_page import send, wait_settled

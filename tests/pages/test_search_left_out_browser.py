@@ -9,7 +9,7 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from conversations.models import Conversation
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 from tests.support.factories import turns_append
 
 pytestmark = pytest.mark.browser

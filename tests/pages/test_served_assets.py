@@ -27,7 +27,7 @@ from continuity.services.branching import conversation_branch
 from conversations.models import Conversation, Folder, Message
 from conversations.services.characters import character_create
 from conversations.services.threads.fork import conversation_fork
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 from memories.services.memory_writes import memory_add
 from memories.services.proposals import memory_propose, proposal_dismiss
 from tests.pages.conftest import OWNER_API_TOKEN, OWNER_PASSWORD, start_daphne, stop_daphne

@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 
 from conversations.models import Conversation, Message, Role
 from conversations.services.characters import character_create
-from conversations.services.threads.services import conversation_create, folder_create
+from conversations.services.threads.thread_writes import conversation_create, folder_create
 from conversations.services.visibility.transitions import conversation_restore, conversation_trash
 from tests.support.chat_page import COMPOSER, seed_conversation, send, wait_settled
 from tests.support.factories import turns_append

@@ -53,7 +53,7 @@ def test_a_conversation_is_filed_under_its_last_activity(day, name):
 
 
 def test_sidebar_lists_unfiled_chats_under_date_headings_and_folders_after(make_conversation):
-    from conversations.services.threads.services import folder_create
+    from conversations.services.threads.thread_writes import folder_create
 
     work = folder_create(name="Work")
     ages = {"now": timedelta(0), "yesterday": timedelta(days=1), "three days": timedelta(days=3),

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from conversations.models import Conversation, Folder
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 from tests.support.factories import turns_append
 
 pytestmark = pytest.mark.browser

@@ -84,7 +84,7 @@ def test_a_failed_transcription_keeps_the_typed_words_and_says_why(live_app, voi
 
 
 def test_a_kept_recording_is_sent_with_the_turn(live_app, voice_page, scripted_server):
-    from conversations.services.settings_service import assistant_settings_update
+    from conversations.services.settings_writes import assistant_settings_update
 
     assistant_settings_update(keep_voice_recordings=True)
     page = voice_page

@@ -14,7 +14,7 @@ from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
 from conversations.models import Message
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 from tests.conftest import parse_sse, read_streaming
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.websocket import communicator, receive_until_done

@@ -54,7 +54,7 @@ def turns_append(conversation, *pairs: tuple[str, str], parent: Any = HEAD, bind
 
 def thread(*pairs: tuple[str, str], persona: str = "elion", title: str = "", binding: Any = CONFIGURED, **kwargs):
     """A new conversation (through `conversation_create`) holding these turns."""
-    from conversations.services.threads.services import conversation_create
+    from conversations.services.threads.thread_writes import conversation_create
 
     conversation = conversation_create(persona=persona, title=title, **kwargs)
     if pairs:

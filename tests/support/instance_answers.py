@@ -46,7 +46,7 @@ def every_row() -> dict[str, str]:
 
 def instance_answers() -> dict:
     from archive.models import ArchiveDocument, LibraryFile
-    from continuity.rules.prompt_store import static_prompts_rebuild_all
+    from continuity.rules.prompt_store import static_prompts_rebuild
     from conversations.models import Conversation
     from memories.models import Memory
 
@@ -83,7 +83,7 @@ def instance_answers() -> dict:
             api[path] = _get(client, path)
     answers["api"] = api
     with transaction.atomic():
-        static_prompts_rebuild_all()
+        static_prompts_rebuild(Conversation.objects.all())
     answers["rebuilt_prompts"] = stored_prompts()
     return json.loads(json.dumps(answers))
 

@@ -6,7 +6,11 @@ import json
 
 from django.test import Client
 
+from conversations.models import Conversation
+from conversations.services.threads.thread_writes import folder_create
+from conversations.services.visibility.transitions import conversation_restore, conversation_trash
 from tests.support.factories import api_call
+from tests.support.scripted_provider import ScriptedReply
 
 SELECTORS = ["responses", "chat.completions"]
 MEMORY_HEADING = "## Long-term memories"
@@ -49,3 +53,25 @@ def memory_section_texts(prompt: str) -> list[str]:
 
 def body_text(request) -> str:
     return json.dumps(request.body, ensure_ascii=False)
+
+
+def tool_refused_where_suggesting_is_not_allowed(scripted_provider, client: Client, call: dict, content: str) -> None:
+    """A private chat, a shielded one and one in a hidden folder are never offered the propose tool `call`
+    names (memories' and check-ins' alike: `may_suggest_memories`); the model calling it anyway is told there
+    is no such tool."""
+    private = new_chat(client, private=True)
+    shielded = new_chat(client)
+    conversation_trash(conversation_id=shielded)
+    conversation_restore(conversation_id=shielded)
+    hidden = new_chat(client, folder_id=folder_create(name="Quiet", hidden=True).pk)
+    assert Conversation.objects.get(pk=shielded).shielded
+    name = call["name"]
+    for conversation_id in (private, shielded, hidden):
+        # The model calls it anyway: it is not there.
+        scripted_provider.clear()
+        scripted_provider.script(ScriptedReply(tool_calls=[call]), ScriptedReply(text="ok"))
+        send(client, conversation_id, content)
+        first, second = scripted_provider.requests
+        assert name not in tool_names(first)
+        (output,) = tool_outputs(second)
+        assert f"there is no tool named '{name}'" in output

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from archive.models import IMPORTED_ASSISTANT_NAMES
+from archive.services.documents import DocumentResult
 from archive.services.import_runs import ImportFile, ImportReader, ImportSummary, ReadConversation, import_run
 from archive.services.importers.export_reader import ExportLimits
 from archive.services.parsing import ConversationProblem
@@ -29,7 +30,8 @@ def custom_instructions_suggestion(instructions: str) -> str | None:
     return suggestion
 
 
-def _export_limits() -> ExportLimits:
+def export_limits() -> ExportLimits:
+    """The bounds an export is read within (JSON size, member count, image size), from settings."""
     return ExportLimits(
         max_json_bytes=settings.ELION_ARCHIVE_IMPORT_MAX_JSON_BYTES,
         max_members=settings.ELION_ARCHIVE_IMPORT_MAX_MEMBERS,
@@ -56,7 +58,29 @@ class ParsedItem(Protocol):
     def updated_at(self) -> datetime | None: ...
 
 
-def _items_read(
+class ParsedConversation(Protocol):
+    """A conversation an export's reader parsed: its current branch's turns and its other branches' turns."""
+
+    @property
+    def turns(self) -> Sequence[object]: ...
+
+    @property
+    def alternate_turns(self) -> Sequence[object]: ...
+
+
+def stored_conversation_counted(summary: ImportSummary, result: DocumentResult, conversation: ParsedConversation) -> bool:
+    """Count what storing one parsed conversation did: a duplicate (a concurrent import stored it first), or
+    one more conversation with its turns. False for a duplicate."""
+    if result.duplicate:
+        summary.duplicates += 1
+        return False
+    summary.conversations += 1
+    summary.messages += len(conversation.turns)
+    summary.alternate_messages += len(conversation.alternate_turns)
+    return True
+
+
+def export_items_read(
     items: Iterable[ParsedItem | ConversationProblem],
     next_index: int,
     *,

@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from continuity.rules.reconciliation import reconciliation_status
+from continuity.services.reconciliation import reconciliation_status
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from continuity.rules.reconciliation import prompts_reconcile, reconciliation_status
+from continuity.services.reconciliation import prompts_reconcile, reconciliation_status
 
 
 class Command(BaseCommand):

@@ -39,7 +39,7 @@ from conversations.models import (
     MessageAttachment,
     Role,
 )
-from conversations.services.threads.services import conversation_create, copy_title_for
+from conversations.services.threads.thread_writes import conversation_create, copy_title_for
 from elion.base.errors import Conflict, InvalidInput, NotFound
 from elion.base.idempotency import idempotency_key_clean
 from memories.models import SnapshotMembership

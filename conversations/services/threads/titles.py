@@ -19,7 +19,7 @@ told apart in the sidebar (issue 41); the number always fits, the source's
 words give way. An archive document's first continuation, whose title no
 conversation holds yet, takes the document's title alone. Where the copy came from is a badge beside the title
 (`Conversation.origin_badge`). Pure functions: no I/O (the caller reads the
-titles taken, `conversations.services.threads.services.copy_title_for`).
+titles taken, `conversations.services.threads.thread_writes.copy_title_for`).
 """
 
 from __future__ import annotations

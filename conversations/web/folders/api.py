@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations.models import Folder
-from conversations.services.threads.services import (
+from conversations.services.threads.thread_writes import (
     folder_create,
     folder_delete,
     folder_update,

@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from conversations.services.threads.services import folder_create, folder_delete, folder_update
+from conversations.services.threads.thread_writes import folder_create, folder_delete, folder_update
 from conversations.services.visibility import selectors as visibility_selectors
 from conversations.web.redirects import back
 from conversations.web.visibility.api import flag

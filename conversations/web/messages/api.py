@@ -28,16 +28,16 @@ from conversations.sending.events import reply_events
 from conversations.sending.prepare import PreparedReply, retry_prepare, send_prepare
 from conversations.sending.stop import reply_stop
 from conversations.sending.watch import ReplyWatch, live_reply_id, parse_after_seq
+from conversations.services.message_selectors import message_page
 from conversations.web import message_paging
 from conversations.web import schema as docs
 from conversations.web import serializers as s
-from conversations.web.messages.branch_list import branch_list_response, messages_repr
+from conversations.web.messages.branch_list import branch_list_response
 from elion.base.database_errors import connection_release
 from elion.base.errors import InvalidInput, ServiceError
 from elion.base.input_checks import json_load_checked
 from elion.base.rows import id_or_not_found
 from transcript.access import access_conversation
-from transcript.siblings import siblings_for
 
 
 class MessageListView(APIView):
@@ -50,12 +50,8 @@ class MessageListView(APIView):
         if page is None:
             # The whole live branch, streamed a segment at a time (memory flat in the thread's length).
             return branch_list_response(request, conversation)
-        window = message_paging.message_window(conversation, page)
-        return Response({
-            "results": messages_repr(window.messages, siblings_for(conversation.id, window.messages)),
-            "has_more_before": window.has_more_before,
-            "has_more_after": window.has_more_after,
-        })
+        found = message_page(conversation, limit=page.limit, before=page.before, around=page.around)
+        return Response(s.message_page_repr(found))
 
 
 def sse_frame(name: str, data: dict) -> bytes:

@@ -16,29 +16,20 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from itertools import chain
-from uuid import UUID
 
 from django.http import HttpResponse, StreamingHttpResponse
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 
 from conversations.models import Conversation, Message
+from conversations.services.message_selectors import messages_shown
 from conversations.web import serializers as s
 from conversations.web.threads.api import streamed_response
-from transcript.attachments.manifests import manifests_for
 from transcript.branch_window import live_branch_batches
-from transcript.leases import stale_streams_read_as_interrupted
-from transcript.siblings import Siblings, siblings_for
 
 LIST_BATCH = 200
 JSON = "application/json"
 _render_json = JSONRenderer().render
-
-
-def messages_repr(messages: list[Message], siblings: dict[UUID, Siblings]) -> list[dict]:
-    stale_streams_read_as_interrupted(messages)  # reads don't write: the sweep stores it
-    manifests = manifests_for(messages)
-    return [s.message_repr(m, manifests.get(m.id, []), siblings[m.id]) for m in messages]
 
 
 def branch_list_response(request: Request, conversation: Conversation) -> HttpResponse | StreamingHttpResponse:
@@ -57,7 +48,7 @@ def _chunks(conversation: Conversation, batches: Iterator[list[Message]]) -> Gen
     yield b'{"results":['
     separator = b""
     for batch in batches:
-        rendered = messages_repr(batch, siblings_for(conversation.id, batch))
+        rendered = s.messages_repr(messages_shown(conversation, batch))
         yield separator + b",".join(_render_json(item) for item in rendered)
         separator = b","
     yield b"]}"

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from continuity.rules.prompt_refresh import refreshed_after_commit
-from conversations.services.settings_service import assistant_settings_update
+from conversations.services.settings_writes import assistant_settings_update
 from conversations.web import schema as docs
 from conversations.web import serializers as s
 from operations.backup.scheduling import BACKUP_SETTINGS, backup_settings_update, schedule_sync

@@ -1,4 +1,4 @@
-"""The Settings page. Thin: saving goes through `conversations.services.settings_service`."""
+"""The Settings page. Thin: saving goes through `conversations.services.settings_writes`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from conversations.models import (
     ReasoningEffort,
     Verbosity,
 )
-from conversations.services.settings_service import assistant_settings_update
+from conversations.services.settings_writes import assistant_settings_update
 from elion.base.errors import ServiceError
 from elion.base.time_zones import time_zone_names
 from operations.backup.scheduling import schedule_sync

@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from conversations.models import Conversation
 from conversations.services.threads.fork import conversation_fork
-from conversations.services.threads.services import (
+from conversations.services.threads.thread_writes import (
     conversation_create,
     conversation_rewind,
     conversation_switch,

@@ -13,7 +13,8 @@ from continuity.rules.eligibility import outside_quarantine
 from continuity.services.new_chat_handoff import new_chat_handoff_drop, new_chat_handoff_notice
 from conversations.models import AssistantSettings, Conversation, MessageStatus, Persona
 from conversations.services.characters import characters_list
-from conversations.services.threads.services import conversation_create, conversation_mark_read
+from conversations.services.message_selectors import message_window
+from conversations.services.threads.thread_writes import conversation_create, conversation_mark_read
 from conversations.services.visibility.past_search import quoted_excerpt
 from conversations.services.visibility.selectors import chat_visibility
 from conversations.web import message_paging, page_selectors
@@ -137,7 +138,7 @@ def chat_window_fragment(request: HttpRequest, conversation_id: str) -> HttpResp
     page = message_paging.page_request(request.GET)
     if page is None:
         page = message_paging.PageRequest(limit=page_selectors.PAGE_WINDOW)
-    window = message_paging.message_window(conversation, page)
+    window = message_window(conversation, limit=page.limit, before=page.before, around=page.around)
     response = render(request, "chat/_window.html", _window_context(conversation, window, assistant_settings_get()))
     response["Cache-Control"] = "no-store"
     return response

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from continuity.rules.eligibility import outside_quarantine
 from conversations.models import Conversation
-from conversations.services.threads.services import conversation_update
+from conversations.services.threads.thread_writes import conversation_update
 from conversations.services.visibility import selectors as visibility_selectors
 from conversations.services.visibility import transitions as visibility
 from conversations.services.visibility.past_search import past_conversation_search

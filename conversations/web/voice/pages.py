@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from conversations.services.settings_service import assistant_settings_update
+from conversations.services.settings_writes import assistant_settings_update
 from elion.base.errors import ServiceError
 
 VOICE_TEXT_FIELDS = ("voice", "voice_instructions", "voice_language")

@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from continuity.rules.health import reconciliation_status
+from continuity.services.health import reconciliation_status
 from conversations.web import schema as docs
 from elion.base import access
 from elion.base.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded

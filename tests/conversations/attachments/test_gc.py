@@ -17,7 +17,7 @@ from django.utils import timezone
 from conversations.models import Attachment, Conversation
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 from elion.base.errors import Conflict
 from tests.support.attachment_files import png_bytes
 from transcript.attachments import store

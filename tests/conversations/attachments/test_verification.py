@@ -31,7 +31,7 @@ from conversations.models import Attachment, AttachmentBlobIdentity, Conversatio
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import retry_prepare, send_prepare
 from conversations.services.threads.fork import conversation_fork
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 from conversations.services.visibility.transitions import conversation_trash
 from conversations.tasks import rehash_attachment_blobs
 from tests.support.attachment_files import png_bytes

@@ -64,7 +64,7 @@ def test_saving_the_store_setting_alone_rebuilds_no_stored_prompt():
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from conversations.services.settings_service import assistant_settings_update
+    from conversations.services.settings_writes import assistant_settings_update
 
     thread(("user", "hello"), ("assistant", "hi"))
     assistant_settings_get()

@@ -27,7 +27,7 @@ def runs_on(name: str) -> list:
 
 @sync_to_async
 def settings_update(**changes) -> None:
-    from conversations.services.settings_service import assistant_settings_update
+    from conversations.services.settings_writes import assistant_settings_update
 
     assistant_settings_update(**changes)
 

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from conversations.models import Message, MessageStatus, Role
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 from tests.support.crash_recovery import app_env
 from tests.support.factories import wait_until
 from tests.support.live_server import LiveApp

@@ -40,7 +40,7 @@ def attachment_root(settings, tmp_path) -> Path:
 
 @sync_to_async
 def images_on(on: bool = True) -> None:
-    from conversations.services.settings_service import assistant_settings_update
+    from conversations.services.settings_writes import assistant_settings_update
 
     assistant_settings_update(image_generation=on)
 

@@ -31,7 +31,7 @@ SELECTORS = ["responses", "chat.completions"]
 
 @sync_to_async
 def set_assistant(**changes):
-    from conversations.services.settings_service import assistant_settings_update
+    from conversations.services.settings_writes import assistant_settings_update
 
     assistant_settings_update(**changes)
 

@@ -25,7 +25,7 @@ from conversations.models import (
 )
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
-from conversations.services.threads.services import conversation_create, conversation_rewind
+from conversations.services.threads.thread_writes import conversation_create, conversation_rewind
 from elion.base.fulltext import search_text_for
 from memories.models import ConversationMemorySnapshot, Memory, SnapshotMembership
 from memories.services.memory_writes import memory_add

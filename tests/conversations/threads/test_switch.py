@@ -15,7 +15,7 @@ from django.test import AsyncClient, Client
 from django.test.utils import CaptureQueriesContext
 
 from conversations.models import Conversation, Message, MessageStatus, Role
-from conversations.services.threads.services import conversation_rewind, conversation_switch
+from conversations.services.threads.thread_writes import conversation_rewind, conversation_switch
 from conversations.web.messages.branch_list import LIST_BATCH
 from elion.base.errors import Conflict
 from tests.conftest import parse_sse, read_streaming

@@ -6,7 +6,7 @@ import pytest
 
 from continuity.rules.request_policy import estimate_tokens
 from conversations.models import Message, Role
-from conversations.services.threads.services import conversation_rewind
+from conversations.services.threads.thread_writes import conversation_rewind
 from tests.support.factories import thread, turns_append
 from transcript.branch_window import branch_token_estimate, branch_window_start, live_branch_batches
 from transcript.tree import live_branch

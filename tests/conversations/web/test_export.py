@@ -25,7 +25,7 @@ from conversations.models import (
     MessageStatus,
     Role,
 )
-from conversations.services.threads.services import conversation_rewind
+from conversations.services.threads.thread_writes import conversation_rewind
 from conversations.web.serializers import conversation_repr, message_repr
 from conversations.web.threads.export import EXPORT_BATCH
 from tests.support.factories import thread, turns_append

@@ -24,10 +24,14 @@ from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
 from conversations.models import Message, MessageStatus, Role
-from conversations.services.threads.services import conversation_rewind, conversation_switch
+from conversations.services.message_selectors import MessageShown
+from conversations.services.threads.thread_writes import conversation_rewind, conversation_switch
+from conversations.web import serializers
 from conversations.web.messages import branch_list
 from elion.base.errors import ServiceError
 from tests.support.factories import thread, turns_append
+from transcript.attachments.manifests import manifests_for
+from transcript.leases import stale_streams_read_as_interrupted
 from transcript.siblings import Siblings
 
 pytestmark = pytest.mark.django_db
@@ -49,7 +53,10 @@ def reference_list(conversation) -> bytes:
     for message in branch:
         ids = tuple(children[message.parent_id])
         siblings[message.id] = Siblings(ids=ids, index=ids.index(message.id) + 1)
-    return JSONRenderer().render({"results": branch_list.messages_repr(branch, siblings)})
+    stale_streams_read_as_interrupted(branch)  # as every read shows a dead stream
+    manifests = manifests_for(branch)
+    shown = [MessageShown(m, manifests.get(m.id, []), siblings[m.id]) for m in branch]
+    return JSONRenderer().render({"results": serializers.messages_repr(shown)})
 
 
 def listed(client: Client, conversation) -> tuple[bytes, bool]:

@@ -17,7 +17,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from conversations.models import Message, Role
-from conversations.services.threads.services import conversation_rewind
+from conversations.services.threads.thread_writes import conversation_rewind
 from conversations.web.message_paging import PAGE_LIMIT_MAX
 from tests.support.factories import thread, turns_append
 from transcript.tree import live_branch

@@ -6,7 +6,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from conversations.models import Message, MessageStatus
-from conversations.services.threads.services import conversation_create
+from conversations.services.threads.thread_writes import conversation_create
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.websocket import communicator, receive_until_done
 

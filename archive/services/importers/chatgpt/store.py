@@ -12,14 +12,15 @@ from django.core.files.uploadedfile import UploadedFile
 
 from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch, DocumentSource
 from archive.services.blobs import archive_blob_write
-from archive.services.documents import AttachmentDraft, _store, clean_collection
+from archive.services.documents import AttachmentDraft, clean_collection, document_store
 from archive.services.import_runs import ImportFile, ImportReader, ImportSummary, ReadConversation
 from archive.services.importers import export_reader
 from archive.services.importers.chatgpt import parse as chatgpt
 from archive.services.importers.export_steps import (
-    _export_limits,
-    _items_read,
+    export_items_read,
+    export_limits,
     imported_assistant_name,
+    stored_conversation_counted,
     uploads_import,
 )
 from archive.services.parsing import ChunkDraft, ConversationProblem, Turn, chunks_from_turns, render_turns, split_long
@@ -117,18 +118,12 @@ def chatgpt_conversation_import(
         "created_at": conversation.created_at.isoformat() if conversation.created_at else None,
         "updated_at": conversation.updated_at.isoformat() if conversation.updated_at else None,
     }
-    result = _store(
+    result = document_store(
         digest=digest, title=title, collection=collection, source=DocumentSource.CHATGPT,
         source_name=export.name, text=render_turns(title, turns, header_lines=[header]), drafts=drafts,
         metadata=metadata, attachments=_chatgpt_images(conversation, export, summary),
     )
-    if result.duplicate:  # a concurrent import stored it first
-        summary.duplicates += 1
-        return None
-    summary.conversations += 1
-    summary.messages += len(conversation.turns)
-    summary.alternate_messages += len(conversation.alternate_turns)
-    return result.document.pk
+    return result.document.pk if stored_conversation_counted(summary, result, conversation) else None
 
 
 def chatgpt_reader(*, collection: object, assistant_name: str = "") -> ImportReader:
@@ -143,10 +138,10 @@ def chatgpt_reader(*, collection: object, assistant_name: str = "") -> ImportRea
     ]:
         next_index = 0
         for file in files:
-            export = stack.enter_context(export_reader.export_files(file.stream, _export_limits(), file.name))
+            export = stack.enter_context(export_reader.export_files(file.stream, export_limits(), file.name))
             for name in export.json_names:
                 with export.open_json(name) as stream:
-                    next_index = yield from _items_read(
+                    next_index = yield from export_items_read(
                         chatgpt.parse_conversations(stream, file=name, first_index=next_index),
                         next_index,
                         store=lambda item, export=export: functools.partial(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from django.core.files.uploadedfile import UploadedFile
 
 from archive.models import ArchiveCollection, ArchiveDocument, ChunkBranch, DocumentSource
-from archive.services.documents import _store, clean_collection
+from archive.services.documents import clean_collection, document_store
 from archive.services.import_runs import (
     ImportFile,
     ImportReader,
@@ -26,9 +26,10 @@ from archive.services.importers.claude import memories
 from archive.services.importers.claude import parse as claude
 from archive.services.importers.claude.messages import AttachmentText
 from archive.services.importers.export_steps import (
-    _export_limits,
-    _items_read,
+    export_items_read,
+    export_limits,
     imported_assistant_name,
+    stored_conversation_counted,
     uploads_import,
 )
 from archive.services.parsing import ChunkDraft, ConversationProblem, Turn, render_turns, split_long
@@ -155,7 +156,7 @@ def claude_conversation_import(
     if conversation.attachments:
         names = ", ".join(dict.fromkeys(a.name for a in conversation.attachments))
         header.append(f"Attached files (their text is kept apart from the turns): {names}")
-    result = _store(
+    result = document_store(
         digest=digest, title=title, collection=collection, source=DocumentSource.CLAUDE, source_name=source_name,
         text=render_turns(title, turns, header_lines=header), drafts=drafts,
         metadata={
@@ -164,12 +165,8 @@ def claude_conversation_import(
             "updated_at": conversation.updated_at.isoformat() if conversation.updated_at else None,
         },
     )
-    if result.duplicate:  # a concurrent import stored it first
-        summary.duplicates += 1
+    if not stored_conversation_counted(summary, result, conversation):
         return None
-    summary.conversations += 1
-    summary.messages += len(conversation.turns)
-    summary.alternate_messages += len(conversation.alternate_turns)
     for note in conversation.notes:  # imported whole, read with a fallback: named, not skipped
         summary.problem(ConversationProblem(conversation.index, conversation.file, conversation.title, note),
                         skipped=False)
@@ -215,7 +212,7 @@ def claude_project_import(
     if project.docs:
         lines.append("Project files (their text is kept as chunks under each file's name): "
                      + ", ".join(doc.name for doc in project.docs))
-    result = _store(
+    result = document_store(
         digest=digest, title=title, collection=collection, source=DocumentSource.CLAUDE, source_name=source_name,
         text="\n".join(lines) + "\n", drafts=drafts,
         metadata={
@@ -236,7 +233,7 @@ def claude_project_import(
 def _claude_export_files(file: ImportFile, stack: contextlib.ExitStack) -> export_reader.ExportFiles:
     """The upload's conversation files (the zip's members, or the file itself), open until `stack` closes."""
     try:
-        return stack.enter_context(export_reader.export_files(file.stream, _export_limits(), file.name))
+        return stack.enter_context(export_reader.export_files(file.stream, export_limits(), file.name))
     except export_reader.MalformedExport as exc:
         if exc.code != "missing_conversations_json":
             raise
@@ -274,7 +271,7 @@ def claude_reader(*, collection: object, assistant_name: str = "") -> ImportRead
             export = _claude_export_files(file, stack)
             for name in export.json_names:
                 with export.open_json(name) as stream:
-                    next_index = yield from _items_read(
+                    next_index = yield from export_items_read(
                         claude.parse_conversations(stream, file=name, first_index=next_index),
                         next_index,
                         store=lambda item, export=export: functools.partial(
@@ -282,7 +279,7 @@ def claude_reader(*, collection: object, assistant_name: str = "") -> ImportRead
                             assistant=assistant,
                         ),
                     )
-            next_index = yield from _items_read(
+            next_index = yield from export_items_read(
                 _claude_projects(export, next_index),
                 next_index,
                 store=lambda item, export=export: functools.partial(

@@ -8,7 +8,7 @@ prompts there are). Remaining failures never read as completion.
 
 from __future__ import annotations
 
-from continuity.rules.reconciliation import reconciliation_status as status
+from continuity.services.reconciliation import reconciliation_status as status
 
 
 def reconciliation_status() -> dict:

@@ -7,11 +7,12 @@ prompts are rebuilt here, in bounded batches run by django-q2 jobs (or the
 start-up path. A prompt met by a normal send is rebuilt before use by
 `static_prompt_ensure` regardless.
 
-- A batch's candidates are sent as `legacy_prompts_found`; its receiver
-  (`continuity.rules.refresh_triggers`) rebuilds each from the allowed
-  static-prompt components: its memory-snapshot membership is read, never
-  changed, and its verbatim handoff is re-rendered under the current limits
-  with the prompt's boundary id kept.
+- A batch's candidates are rebuilt here, by a plain call of
+  `static_prompts_rebuild` (reconciling is continuity's own job, not a change
+  of a prompt's source in another app, so no domain event carries it), from
+  the allowed static-prompt components: its memory-snapshot membership is
+  read, never changed, and its verbatim handoff is re-rendered under the
+  current limits with the prompt's boundary id kept.
 - A candidate whose rebuild raises is recorded in
   `PromptReconciliationFailure` and retried with exponential backoff up to
   `ELION_RECONCILE_MAX_ATTEMPTS`; it stays stale and counted meanwhile.
@@ -47,8 +48,8 @@ from django.utils import timezone
 
 from continuity.models import PromptReconciliationFailure, PromptReconciliationRun
 from continuity.rules.policies import policy_markers
+from continuity.rules.prompt_store import static_prompts_rebuild
 from conversations.models import Conversation, Message, Role
-from elion.base.domain_events import legacy_prompts_found
 
 logger = logging.getLogger(__name__)
 
@@ -247,13 +248,17 @@ def _failure_record(version: str, conversation_id: UUID, error: Exception, now: 
 def _rebuild(ids: list[UUID], version: str, now: datetime) -> tuple[list[UUID], list[UUID]]:
     """Rebuild the batch in one bulk pass; if that fails, one candidate at a time.
 
+    Seed: "Older stored system prompts may predate this change. The app reconciles those dormant prompts
+    in bounded background batches" / "Each candidate is rebuilt from the allowed static-prompt components
+    while preserving its existing memory-snapshot membership and verbatim handoff."
+
     Precondition: inside a transaction holding the rows' locks. Savepoints
     keep one failing candidate from undoing the others.
     """
     if len(ids) > 1:
         try:
             with transaction.atomic():
-                legacy_prompts_found.send(sender=Message, conversation_ids=ids)
+                static_prompts_rebuild(ids)
             return ids, []
         except Exception:  # noqa: BLE001 - isolate the failing candidate(s) below
             logger.info("bulk prompt reconciliation failed; rebuilding %d candidates one by one", len(ids))
@@ -261,7 +266,7 @@ def _rebuild(ids: list[UUID], version: str, now: datetime) -> tuple[list[UUID], 
     for pk in ids:
         try:
             with transaction.atomic():
-                legacy_prompts_found.send(sender=Message, conversation_ids=[pk])
+                static_prompts_rebuild([pk])
             rebuilt.append(pk)
         except Exception as exc:  # noqa: BLE001 - recorded, retried with backoff
             logger.warning("stored prompt of conversation %s could not be rebuilt: %s", pk, type(exc).__name__)

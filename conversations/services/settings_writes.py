@@ -59,7 +59,7 @@ def assistant_settings_update(**changes: object) -> AssistantSettings:
     voice_settings_check(changes)
     if "time_zone" in changes:
         time_zone_clean(changes["time_zone"])
-    # Lock order step 1 (see memories.services.snapshots): a conversation created
+    # Lock order step 1 (see `write_lock.global_write_lock`): a conversation created
     # meanwhile waits, so it cannot store a prompt built from the old settings.
     global_write_lock()
     settings_row = AssistantSettings.objects.select_for_update().get_or_create(pk=1)[0]

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.services.settings_service import assistant_settings_update
-from conversations.services.threads.services import conversation_create
+from conversations.services.settings_writes import assistant_settings_update
+from conversations.services.threads.thread_writes import conversation_create
 from conversations.services.visibility.transitions import conversation_restore, conversation_trash
 from tests.support.chat_page import SIZES, distance_from_bottom, png_base64, send, wait_settled
 from tests.support.factories import turns_append
