@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from transcript.provider.config import ProviderConfig, RequestOptions, _client
+from transcript.provider.config import ProviderConfig, _client
 from transcript.provider.errors import _lost
 from transcript.provider.events import Completed, ProviderEvent, RefusalDelta, TextDelta, ToolCallRequested
+from transcript.provider.request_builder import RequestOptions
 from transcript.provider.responses import _detail, _is_builtin, _tool_spec
 from transcript.provider.wire import chat_messages
 

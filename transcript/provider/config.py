@@ -27,25 +27,6 @@ class ProviderBinding:
 
 
 @dataclass(frozen=True)
-class RequestOptions:
-    """Per-request wishes the owner's settings and the conversation decide (Responses API only)."""
-
-    # `store`: may the provider keep this response? Private by default.
-    store: bool = False
-    # `prompt_cache_key`: the same opaque key for every request of one conversation (prompt cache hits).
-    cache_key: str | None = None
-    # `reasoning.effort` and `text.verbosity`; None leaves the provider's default.
-    reasoning_effort: str | None = None
-    verbosity: str | None = None
-    # `reasoning.summary: "auto"`: ask for a summary of the reasoning, streamed beside the reply.
-    reasoning_summary: bool = False
-    # `input_image.detail` on every image sent (docs/provider.md): "auto" lets the model choose.
-    image_detail: str = "auto"
-    # `prompt_cache_retention` ("in_memory" | "24h"); None leaves the provider's default (docs/provider.md).
-    cache_retention: str | None = None
-
-
-@dataclass(frozen=True)
 class ProviderConfig:
     provider_id: str  # e.g. "openai"
     api_selector: str  # "responses" | "chat.completions"

@@ -19,7 +19,6 @@ from transcript.provider.config import (
     OFFLINE_ROUTE,
     ProviderBinding,
     ProviderConfig,
-    RequestOptions,
     _client,
     conversation_cache_key,
     normalise_route,
@@ -44,6 +43,7 @@ from transcript.provider.events import (
     ToolCallRequested,
 )
 from transcript.provider.images import IMAGE_REFUSED_CODES, GeneratedImage, image_generate
+from transcript.provider.request_builder import RequestOptions
 from transcript.provider.responses import (
     REASONING_INCLUDE,
     WEB_SEARCH_SOURCES_INCLUDE,

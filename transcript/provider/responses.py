@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from transcript.provider.config import ProviderConfig, RequestOptions, _client
+from transcript.provider.config import ProviderConfig, _client
 from transcript.provider.errors import _clip, _lost
 from transcript.provider.events import (
     CitationFound,
@@ -22,6 +22,7 @@ from transcript.provider.events import (
     TextDelta,
     ToolCallRequested,
 )
+from transcript.provider.request_builder import RequestOptions
 from transcript.provider.wire import responses_input
 
 # WIRE_AS_IS: the conversation (Responses `input`, Chat Completions `messages`)
