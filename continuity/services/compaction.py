@@ -20,6 +20,7 @@ from transcript.guard import transcript_write_guard
 from transcript.provider import gateway as provider_gateway
 from transcript.provider.binding import binding_fields, provider_binding_gate
 from transcript.provider.gateway import ProviderConfig, ProviderError
+from transcript.provider.request_builder import RequestOptions, compaction_request_options
 from transcript.tree import is_projectable, walk_to_root
 
 
@@ -29,6 +30,7 @@ class _CompactionPlan:
     head_id: UUID
     messages: list[dict]
     covered: int
+    options: RequestOptions  # the conversation's settings a summary takes (`compaction_request_options`)
 
 
 def _plan(conversation_id: UUID | str) -> _CompactionPlan:
@@ -55,12 +57,13 @@ def _plan(conversation_id: UUID | str) -> _CompactionPlan:
         previous = projection.compaction.summary if projection.compaction else ""
         messages = summary_request(previous, turns, settings_row.owner_name, assistant_name(conversation.persona, display_name=settings_row.display_name))
         covered = len([m for m in branch if is_projectable(m)])
-    return _CompactionPlan(config=config, head_id=head.id, messages=messages, covered=covered)
+        options = compaction_request_options(settings_row, conversation)
+    return _CompactionPlan(config=config, head_id=head.id, messages=messages, covered=covered, options=options)
 
 
-async def _summarise(config: ProviderConfig, messages: list[dict]) -> str:
+async def _summarise(config: ProviderConfig, messages: list[dict], options: RequestOptions) -> str:
     parts: list[str] = []
-    async for event in provider_gateway.stream_reply(config, messages, None):
+    async for event in provider_gateway.stream_reply(config, messages, None, options):
         if isinstance(event, provider_gateway.TextDelta):
             parts.append(event.text)
     return "".join(parts)
@@ -74,7 +77,7 @@ def conversation_compact(*, conversation_id: UUID | str) -> Compaction:
     """
     plan = _plan(conversation_id)
     try:
-        summary = async_to_sync(_summarise)(plan.config, plan.messages)
+        summary = async_to_sync(_summarise)(plan.config, plan.messages, plan.options)
     except ProviderError as exc:
         raise ServiceError(f"The summary could not be written: {exc.detail}", code=exc.code, status=502) from exc
     if not summary.strip():
