@@ -1,8 +1,9 @@
 """The app's only path to the language model.
 
-Pure Python on purpose (no Django imports): the settings layer builds a
-``ProviderConfig`` and callers consume neutral events, so the rest of the app
-never sees SDK types, and this module can be tested against a loopback server.
+The settings layer builds a ``ProviderConfig``, the request builder
+(`request_builder`) every request, and callers consume neutral events, so the
+rest of the app never sees SDK types; no database access, so this module can be
+tested against a loopback server.
 """
 
 from __future__ import annotations

@@ -84,11 +84,12 @@ ENDPOINTS = frozenset({
 # goes to the SDK as `extra_body`, which it serialises as given; every other field is a typed argument.
 # As a typed argument the conversation would first pass through the SDK's params transform
 # (`openai._utils._transform`), which walks every item against each member of the params' TypedDict
-# unions (about 25 for a Responses input item) to rename aliased keys and format dates or base64
+# unions (33 for a Responses input item, 6 for a chat message) to rename aliased keys and format dates or base64
 # fields. Our wire items have none of those, so it returns them unchanged, but it costs CPU in
-# proportion to the thread before the first token: 2.1 s for a 2,800-item window, against 0.1 ms as
-# `extra_body` (bench/results/send_overhead.md, 2026-12-03). The SDK offers no other way past it (a
-# tuple would skip the walk only because the type says `List`). The items are built to the SDK's types
+# proportion to the thread, all before the first token: for a 2,400-item window, 1,980 ms of the
+# client's CPU to the first delta against 18 ms as `extra_body` (`bench/send_overhead.py --window 2400`,
+# bench/results/send_overhead.md, 2026-12-03). The SDK offers no other way past it (a tuple would skip
+# the walk only because the field is typed `List`, which a tuple is not). The items are built to the SDK's types
 # all the same: tests/conversations/provider/test_gateway.py asks the SDK's own transform that it
 # leaves every item shape unchanged, and the scripted provider checks every body against those types.
 WIRE_AS_IS_FIELDS = frozenset({"input", "messages"})
