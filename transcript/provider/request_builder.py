@@ -34,7 +34,8 @@ def conversation_cache_key(conversation_id: object) -> str:
 
 @dataclass(frozen=True)
 class RequestOptions:
-    """Per-request wishes the owner's settings and the conversation decide (Responses API only)."""
+    """Per-request wishes the owner's settings and the conversation decide (Chat Completions takes only the
+    image detail and the cache retention)."""
 
     # `store`: may the provider keep this response? Private by default.
     store: bool = False
