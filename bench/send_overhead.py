@@ -59,6 +59,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import send_hooks  # noqa: E402 - after the path fix above
+from bench.send_overhead_report import profile_report  # noqa: E402
 from bench.servers import (  # noqa: E402
     API_KEY,
     CLEARED_ENV,
@@ -75,7 +76,7 @@ from bench.servers import (  # noqa: E402
     start_provider,
     stop_process,
 )
-from bench.thread_data import load_data  # noqa: E402
+from bench.thread_data import load_data, long_window  # noqa: E402
 
 QUICK_REPLY = {"chunks": ["Quick", " scripted", " reply."]}  # no delays: the provider answers at once
 
@@ -210,31 +211,6 @@ async def measure(app_urls: dict[str, str], provider_url: str, conversation_ids:
     return results
 
 
-def long_window(size: int) -> list[dict]:
-    """A long thread's Responses input of about `size` items, made by the app's own wire code: the system
-    prompt, then user turns, replies kept as output message items (with `phase`) and, before every third
-    reply, a tool round (a function call and its output). No reasoning items: the scripted provider
-    verifies their encrypted content, which only a real reply carries."""
-    from transcript.provider.wire import output_item_message, responses_input
-
-    rng = random.Random(size)
-    messages: list[dict] = [{"role": "system", "content": "You are Elion. " * 200}]
-    turn = 0
-    while len(messages) < size:
-        turn += 1
-        messages.append({"role": "user", "content": f"Turn {turn}: how did the garden look this morning? " * 3})
-        if turn % 3 == 0:
-            call = {"call_id": f"call_{turn}", "item_id": f"fc_{turn}", "name": "search_archive",
-                    "arguments": {"query": "garden " * rng.randint(1, 5)}}
-            messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
-            messages.append({"role": "tool", "call_id": f"call_{turn}", "content": "No match. " * rng.randint(5, 40)})
-        messages.append(output_item_message({
-            "type": "message", "id": f"msg_{turn}", "role": "assistant", "status": "completed", "phase": "final_answer",
-            "content": [{"type": "output_text", "text": "The roses had opened overnight. " * 12, "annotations": []}],
-        }))
-    return responses_input(messages[:size])
-
-
 def __getattr__(name: str):
     """`bench.send_overhead:instrumented_application`, the name Daphne serves (a baseline tree's too):
     the app with `bench.send_hooks`' timing hooks, built there on first use."""
@@ -244,60 +220,6 @@ def __getattr__(name: str):
 
 
 # --- report -------------------------------------------------------------------------------
-
-STAGES = (
-    ("client → ASGI app", "client_start", "asgi_in"),
-    ("ASGI → request_started receivers ran", "asgi_in", "request_started"),
-    ("request_started → OwnerAccessMiddleware", "request_started", "owner_middleware"),
-    ("OwnerAccessMiddleware → SendView.post", "owner_middleware", "view_start"),
-    ("SendView.post → send_prepare (csrf, lookup, parse)", "view_start", "prepare_start"),
-    ("send_prepare body", "prepare_start", "prepare_body_end"),
-    ("send_prepare COMMIT", "prepare_body_end", "prepare_end"),
-    ("prepared → stream_reply called (hop back, task start)", "prepare_end", "stream_call"),
-    ("stream_reply → first provider delta (SDK + provider)", "stream_call", "provider_first_delta"),
-    ("provider delta → emit", "provider_first_delta", "emit_first_delta"),
-    ("emit → client has the delta (queue, SSE, Daphne)", "emit_first_delta", "client_first"),
-)
-
-
-def profile_report(samples: list[dict], sdk_samples: list[dict], trace_file: Path) -> list[str]:
-    traces = {}
-    if trace_file.exists():
-        for line in trace_file.read_text().splitlines():
-            trace = json.loads(line)
-            traces[trace["conversation"]] = trace
-    rows = []
-    joined = []
-    for sample in samples:
-        trace = traces.get(sample["conversation"])
-        if trace:
-            joined.append({**trace, "client_start": sample["start"], "client_first": sample["first"]})
-    if not joined:
-        return ["(no server traces)"]
-    rows.append(f"server traces joined: {len(joined)}")
-    rows.append(f"{'stage':60} {'median ms':>10} {'p95 ms':>8}")
-    for label, a, b in STAGES:
-        deltas = [t[b] - t[a] for t in joined if a in t and b in t]
-        if deltas:
-            rows.append(f"{label:60} {ms(statistics.median(deltas)):>10} {ms(percentile(deltas, 95)):>8}")
-    cpu = [t["cpu_to_first_delta"] for t in joined if "cpu_to_first_delta" in t]
-    sdk_cpu = [s["cpu"] for s in sdk_samples]
-    if cpu and sdk_cpu:
-        rows.append(
-            f"CPU, less disturbed by other load: Daphne process from request arrival to first delta "
-            f"{ms(statistics.median(cpu))} ms median; bench process for B (SDK request → first delta) "
-            f"{ms(statistics.median(sdk_cpu))} ms; difference {ms(statistics.median(cpu) - statistics.median(sdk_cpu))} ms"
-        )
-    sub = sorted({k for t in joined for k in t if k.startswith(("prepare.", "db.", "middleware.", "client_lookup"))})
-    rows.append("accumulated per send (inclusive wall time; nested stages overlap; db.statements is a count):")
-    for key in sub:
-        values = [t.get(key, 0.0) for t in joined]
-        if key.startswith("db.statements"):
-            rows.append(f"  {key:58} {statistics.median(values):>10.0f} {percentile(values, 95):>8.0f}")
-        else:
-            rows.append(f"  {key:58} {ms(statistics.median(values)):>10} {ms(percentile(values, 95)):>8}")
-    return rows
-
 
 def summary(results: dict, counts: dict, timings: dict, args) -> list[str]:
     b = [s["ttfd"] for s in results["B"]]
