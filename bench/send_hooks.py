@@ -144,9 +144,15 @@ def _install_hooks() -> None:
             trace = _trace()
             trace["client_lookup"] = trace.get("client_lookup", 0.0) + time.perf_counter() - started
 
-    # The adapters look the client up in their own modules (transcript/provider/{responses,chat}.py).
-    provider_responses._client = client
-    provider_chat._client = client
+    # The client is looked up where the request is sent: the request builder's `provider_call`
+    # (transcript/provider/request_builder.py); in older trees, the adapters' own modules.
+    try:
+        from transcript.provider import request_builder
+    except ImportError:
+        provider_responses._client = client
+        provider_chat._client = client
+    else:
+        request_builder._client = client
 
     # Before the view: connection set-up, the owner lookup, every SQL statement.
     from django.core.signals import request_started

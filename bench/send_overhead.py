@@ -9,8 +9,12 @@ Measured in one run, interleaved round by round:
      with the exact input the app sent in its latest A round, until the first
      `response.output_text.delta` event;
   B' the same call with the conversation passed as `extra_body`, the way the
-     app's gateway passes it (WIRE_AS_IS in conversations/provider_gateway.py:
+     app's request builder passes it (WIRE_AS_IS in transcript/provider/request_builder.py:
      the SDK's params transform is skipped, about 8 ms of CPU here).
+  B and B' send the other fields of the app's request (store, include, prompt cache key…) as
+  typed arguments, as the builder does; only the conversation differs. `--window N` makes them
+  replay a long thread's window of about N input items instead of the app's latest input (the
+  app's own first send carries what fits its budget), so the transform's cost is seen at that size.
 
 A - B is what the app adds (target: at most 10 ms at the median); A - B' is
 the like-for-like figure, since the app's own provider call is B', not B.
@@ -55,6 +59,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import send_hooks  # noqa: E402 - after the path fix above
+from bench.send_overhead_report import profile_report  # noqa: E402
 from bench.servers import (  # noqa: E402
     API_KEY,
     CLEARED_ENV,
@@ -71,7 +76,7 @@ from bench.servers import (  # noqa: E402
     start_provider,
     stop_process,
 )
-from bench.thread_data import load_data  # noqa: E402
+from bench.thread_data import load_data, long_window  # noqa: E402
 
 QUICK_REPLY = {"chunks": ["Quick", " scripted", " reply."]}  # no delays: the provider answers at once
 
@@ -119,18 +124,19 @@ async def time_floor(client, conversation_id: uuid.UUID) -> dict[str, float]:
     return {"start": start, "ttfd": end - start}
 
 
-async def time_sdk(sdk, items: list, *, as_extra_body: bool = False) -> dict[str, float]:
+async def time_sdk(sdk, items: list, fields: dict, *, as_extra_body: bool = False) -> dict[str, float]:
     """B: the SDK called the usual way (`input=`); B': the conversation passed as
-    `extra_body`, the way the app's gateway passes it (WIRE_AS_IS in
-    conversations/provider_gateway.py), which skips the SDK's params transform."""
+    `extra_body`, the way the app's request builder passes it (WIRE_AS_IS in
+    transcript/provider/request_builder.py), which skips the SDK's params transform. `fields`: the
+    app's other request fields, typed arguments in both."""
     cpu = time.process_time()
     start = time.perf_counter()
     first = None
     completed = False
     if as_extra_body:
-        stream = await sdk.responses.create(model=MODEL, stream=True, extra_body={"input": items})
+        stream = await sdk.responses.create(model=MODEL, stream=True, **fields, extra_body={"input": items})
     else:
-        stream = await sdk.responses.create(model=MODEL, input=items, stream=True)
+        stream = await sdk.responses.create(model=MODEL, input=items, stream=True, **fields)
     async with stream:
         async for event in stream:
             if event.type == "response.output_text.delta" and first is None:
@@ -156,6 +162,8 @@ async def measure(app_urls: dict[str, str], provider_url: str, conversation_ids:
     results: dict[str, list] = {side: [] for side in sides}
     request_shape: dict = {}
     last_input = None
+    last_fields: dict = {}
+    window = long_window(args.window) if args.window else None
     picks = iter(conversation_ids)
     clients = {side: httpx.AsyncClient(base_url=url, timeout=60) for side, url in app_urls.items()}
     sdk = openai.AsyncOpenAI(api_key=API_KEY, base_url=provider_url, max_retries=0, timeout=60)
@@ -174,7 +182,7 @@ async def measure(app_urls: dict[str, str], provider_url: str, conversation_ids:
                     await control.post("/_control/clear")
                     await control.post("/_control/script", json=[QUICK_REPLY])
                     if side in ("B", "B'"):
-                        sample = await time_sdk(sdk, last_input, as_extra_body=side == "B'")
+                        sample = await time_sdk(sdk, window or last_input, last_fields, as_extra_body=side == "B'")
                     else:
                         app = clients[side]
                         cid = next(picks)
@@ -186,6 +194,7 @@ async def measure(app_urls: dict[str, str], provider_url: str, conversation_ids:
                         sample["conversation"] = str(cid)
                         body = (await control.get("/_control/requests")).json()[-1]["body"]
                         last_input = body["input"]  # B replays exactly what the app sent
+                        last_fields = {k: v for k, v in body.items() if k not in ("input", "model", "stream")}
                         request_shape = {
                             "items": len(last_input),
                             "characters": sum(len(str(i.get("content", ""))) for i in last_input),
@@ -197,6 +206,8 @@ async def measure(app_urls: dict[str, str], provider_url: str, conversation_ids:
         for client in clients.values():
             await client.aclose()
     results["request_shape"] = request_shape
+    if window:
+        results["window_shape"] = {"items": len(window), "characters": len(json.dumps(window))}
     return results
 
 
@@ -210,64 +221,10 @@ def __getattr__(name: str):
 
 # --- report -------------------------------------------------------------------------------
 
-STAGES = (
-    ("client → ASGI app", "client_start", "asgi_in"),
-    ("ASGI → request_started receivers ran", "asgi_in", "request_started"),
-    ("request_started → OwnerAccessMiddleware", "request_started", "owner_middleware"),
-    ("OwnerAccessMiddleware → SendView.post", "owner_middleware", "view_start"),
-    ("SendView.post → send_prepare (csrf, lookup, parse)", "view_start", "prepare_start"),
-    ("send_prepare body", "prepare_start", "prepare_body_end"),
-    ("send_prepare COMMIT", "prepare_body_end", "prepare_end"),
-    ("prepared → stream_reply called (hop back, task start)", "prepare_end", "stream_call"),
-    ("stream_reply → first provider delta (SDK + provider)", "stream_call", "provider_first_delta"),
-    ("provider delta → emit", "provider_first_delta", "emit_first_delta"),
-    ("emit → client has the delta (queue, SSE, Daphne)", "emit_first_delta", "client_first"),
-)
-
-
-def profile_report(samples: list[dict], sdk_samples: list[dict], trace_file: Path) -> list[str]:
-    traces = {}
-    if trace_file.exists():
-        for line in trace_file.read_text().splitlines():
-            trace = json.loads(line)
-            traces[trace["conversation"]] = trace
-    rows = []
-    joined = []
-    for sample in samples:
-        trace = traces.get(sample["conversation"])
-        if trace:
-            joined.append({**trace, "client_start": sample["start"], "client_first": sample["first"]})
-    if not joined:
-        return ["(no server traces)"]
-    rows.append(f"server traces joined: {len(joined)}")
-    rows.append(f"{'stage':60} {'median ms':>10} {'p95 ms':>8}")
-    for label, a, b in STAGES:
-        deltas = [t[b] - t[a] for t in joined if a in t and b in t]
-        if deltas:
-            rows.append(f"{label:60} {ms(statistics.median(deltas)):>10} {ms(percentile(deltas, 95)):>8}")
-    cpu = [t["cpu_to_first_delta"] for t in joined if "cpu_to_first_delta" in t]
-    sdk_cpu = [s["cpu"] for s in sdk_samples]
-    if cpu and sdk_cpu:
-        rows.append(
-            f"CPU, less disturbed by other load: Daphne process from request arrival to first delta "
-            f"{ms(statistics.median(cpu))} ms median; bench process for B (SDK request → first delta) "
-            f"{ms(statistics.median(sdk_cpu))} ms; difference {ms(statistics.median(cpu) - statistics.median(sdk_cpu))} ms"
-        )
-    sub = sorted({k for t in joined for k in t if k.startswith(("prepare.", "db.", "middleware.", "client_lookup"))})
-    rows.append("accumulated per send (inclusive wall time; nested stages overlap; db.statements is a count):")
-    for key in sub:
-        values = [t.get(key, 0.0) for t in joined]
-        if key.startswith("db.statements"):
-            rows.append(f"  {key:58} {statistics.median(values):>10.0f} {percentile(values, 95):>8.0f}")
-        else:
-            rows.append(f"  {key:58} {ms(statistics.median(values)):>10} {ms(percentile(values, 95)):>8}")
-    return rows
-
-
 def summary(results: dict, counts: dict, timings: dict, args) -> list[str]:
     b = [s["ttfd"] for s in results["B"]]
     b_lean = [s["ttfd"] for s in results["B'"]]
-    app_sides = [side for side in results if side not in ("B", "B'", "floor", "request_shape")]
+    app_sides = [side for side in results if side not in ("B", "B'", "floor", "request_shape", "window_shape")]
     n = len(results["A"])
     lines = [
         f"database: {counts['vendor']}; loaded {counts['conversations']:,} conversations, "
@@ -282,6 +239,11 @@ def summary(results: dict, counts: dict, timings: dict, args) -> list[str]:
         f"app request to provider: {results['request_shape'].get('items')} input items, "
         f"{results['request_shape'].get('characters'):,} characters",
     ]
+    if "window_shape" in results:
+        lines.append(
+            f"B and B' replay a long thread's window (--window): {results['window_shape']['items']:,} input items, "
+            f"{results['window_shape']['characters']:,} characters of JSON"
+        )
     if len(app_sides) > 1:
         if args.baseline:
             lines.append(
@@ -305,6 +267,14 @@ def summary(results: dict, counts: dict, timings: dict, args) -> list[str]:
             f"{label:36} {ms(statistics.median(values)):>10} {ms(percentile(values, 95)):>8} "
             f"{ms(statistics.fmean(values)):>8} {ms(min(values)):>8}"
         )
+    cpu_b, cpu_lean = [s["cpu"] for s in results["B"]], [s["cpu"] for s in results["B'"]]
+    lines += [
+        "",
+        f"typed `input` against `extra_body`: ratio median(B) / median(B'): "
+        f"{statistics.median(b) / statistics.median(b_lean):.2f} "
+        f"({ms(statistics.median(b))} against {ms(statistics.median(b_lean))} ms); bench CPU to the first delta "
+        f"{ms(statistics.median(cpu_b))} against {ms(statistics.median(cpu_lean))} ms",
+    ]
     lines.append("")
     for side in app_sides:
         a = [s["ttfd"] for s in results[side]]
@@ -355,6 +325,10 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="a source tree (e.g. `git archive main | tar -x -C DIR`) that A runs from; A' runs this tree "
         "(implies --profile; both share the database, so the schema must match)",
+    )
+    parser.add_argument(
+        "--window", type=int, default=0,
+        help="B and B' replay a long thread's window of about this many input items (e.g. 2400), not the app's input",
     )
     parser.add_argument("--keep-temp", action="store_true", help="keep the temp dir (logs) for inspection")
     args = parser.parse_args(argv)

@@ -110,3 +110,28 @@ def load_data(n_conversations: int, per_conversation: int, seed: int) -> tuple[l
     }
     connection.close()
     return ids, counts
+
+
+def long_window(size: int) -> list[dict]:
+    """A long thread's Responses input of about `size` items, made by the app's own wire code: the system
+    prompt, then user turns, replies kept as output message items (with `phase`) and, before every third
+    reply, a tool round (a function call and its output). No reasoning items: the scripted provider
+    verifies their encrypted content, which only a real reply carries."""
+    from transcript.provider.wire import output_item_message, responses_input
+
+    rng = random.Random(size)
+    messages: list[dict] = [{"role": "system", "content": "You are Elion. " * 200}]
+    turn = 0
+    while len(messages) < size:
+        turn += 1
+        messages.append({"role": "user", "content": f"Turn {turn}: how did the garden look this morning? " * 3})
+        if turn % 3 == 0:
+            call = {"call_id": f"call_{turn}", "item_id": f"fc_{turn}", "name": "search_archive",
+                    "arguments": {"query": "garden " * rng.randint(1, 5)}}
+            messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+            messages.append({"role": "tool", "call_id": f"call_{turn}", "content": "No match. " * rng.randint(5, 40)})
+        messages.append(output_item_message({
+            "type": "message", "id": f"msg_{turn}", "role": "assistant", "status": "completed", "phase": "final_answer",
+            "content": [{"type": "output_text", "text": "The roses had opened overnight. " * 12, "annotations": []}],
+        }))
+    return responses_input(messages[:size])

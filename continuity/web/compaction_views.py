@@ -12,12 +12,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from continuity.rules.compaction import (
-    compaction_for_head,
-    compaction_repr,
-    conversation_compact,
-    conversation_compaction_undo,
-)
+from continuity.rules.compaction import compaction_for_head, compaction_repr, conversation_compaction_undo
+from continuity.services.compaction import conversation_compact
 from conversations.web import schema as docs
 from elion.base.errors import ServiceError
 from transcript.access import access_conversation

@@ -26,7 +26,6 @@ import logging
 from dataclasses import dataclass
 from uuid import UUID
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -42,7 +41,6 @@ from continuity.rules.request_store import (
     send_inputs_read,
 )
 from conversations.models import (
-    AssistantSettings,
     Attachment,
     Conversation,
     Message,
@@ -64,7 +62,8 @@ from transcript.attachments.projection import PreverifiedAttachments, attachment
 from transcript.guard import transcript_write_guard
 from transcript.leases import lease_deadline, streams_interrupt_expired
 from transcript.provider.binding import provider_binding_gate_probed
-from transcript.provider.gateway import ProviderBinding, ProviderConfig, RequestOptions, conversation_cache_key
+from transcript.provider.gateway import ProviderBinding, ProviderConfig, RequestOptions
+from transcript.provider.request_builder import request_options
 
 logger = logging.getLogger(__name__)
 
@@ -387,19 +386,6 @@ def _start_reply(context: SendContext, composed: _SendWrite, user_message: Messa
             pinned_character_id=_pinned_character_id(user_message), config=config,
         ),
         options=request_options(context.settings_row, conversation),
-    )
-
-
-def request_options(settings_row: AssistantSettings, conversation: Conversation) -> RequestOptions:
-    """What the owner's settings and this conversation ask of every Responses request of a reply."""
-    return RequestOptions(
-        store=settings_row.provider_store_responses,
-        cache_key=conversation_cache_key(conversation.id),
-        reasoning_effort=settings_row.reasoning_effort,
-        verbosity=settings_row.verbosity,
-        reasoning_summary=settings_row.reasoning_summary_shown,
-        image_detail=settings.ELION_IMAGE_DETAIL,
-        cache_retention=settings.ELION_PROMPT_CACHE_RETENTION or None,
     )
 
 

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 
 import openai
 
-from transcript.provider.config import ProviderConfig, _client
+from transcript.provider.config import ProviderConfig
 from transcript.provider.errors import _map_error
 from transcript.provider.events import ProviderError
+from transcript.provider.request_builder import provider_call, speech_request, transcription_request
 
 DEMO_TRANSCRIPT = "(Offline demo: no OPENAI_API_KEY is set, so this sentence stands in for what you said.)"
 # Models that do not stream a transcription (the SDK: "Streaming is not supported for the `whisper-1` model").
@@ -86,16 +87,14 @@ async def transcribe(
             yield TranscriptDelta(piece + " ")
         yield TranscriptDone(DEMO_TRANSCRIPT, demo=True)
         return
-    fields: dict[str, typing.Any] = {"file": (filename, data, mime), "model": model}
-    if language:
-        fields["language"] = language
-    client = _client(config)
+    streams = model not in NON_STREAMING_TRANSCRIBE_MODELS
+    request = transcription_request(data=data, filename=filename, mime=mime, model=model, language=language, stream=streams)
     try:
-        if model in NON_STREAMING_TRANSCRIBE_MODELS:
-            answer = await client.audio.transcriptions.create(**fields)
+        if not streams:
+            answer = await provider_call(config, request)
             yield _done(answer.text, getattr(answer, "usage", None))
             return
-        stream = await client.audio.transcriptions.create(**fields, stream=True)
+        stream = await provider_call(config, request)
         async for event in stream:
             if event.type == "transcript.text.delta":
                 yield TranscriptDelta(event.delta)
@@ -137,13 +136,11 @@ async def speak(
     """One piece of speech (at most SPEECH_INPUT_LIMIT characters); raises ProviderError on any failure."""
     if not config.api_key:
         return Speech(await asyncio.to_thread(demo_speech_wav, text), "audio/wav", demo=True)
-    fields: dict[str, typing.Any] = {
-        "model": model, "voice": voice, "input": text[:SPEECH_INPUT_LIMIT], "response_format": response_format,
-    }
-    if instructions:
-        fields["instructions"] = instructions
+    request = speech_request(
+        text=text[:SPEECH_INPUT_LIMIT], model=model, voice=voice, instructions=instructions, response_format=response_format
+    )
     try:
-        answer = await _client(config).audio.speech.create(**fields)
+        answer = await provider_call(config, request)
         audio = await answer.aread()
     except openai.APIError as exc:
         raise _map_error(exc, config.api_key) from exc

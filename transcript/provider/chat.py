@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from transcript.provider.config import ProviderConfig, RequestOptions, _client
+from transcript.provider.config import ProviderConfig
 from transcript.provider.errors import _lost
 from transcript.provider.events import Completed, ProviderEvent, RefusalDelta, TextDelta, ToolCallRequested
-from transcript.provider.responses import _detail, _is_builtin, _tool_spec
-from transcript.provider.wire import chat_messages
+from transcript.provider.request_builder import RequestOptions, chat_turn
+from transcript.provider.responses import _detail
 
 # Chat Completions finish reasons that mean the reply was cut off, not finished.
 CHAT_CUT_OFF_REASONS = frozenset({"length", "content_filter"})
@@ -18,21 +18,7 @@ CHAT_CUT_OFF_REASONS = frozenset({"length", "content_filter"})
 async def _stream_chat(
     config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]], options: RequestOptions
 ) -> AsyncIterator[ProviderEvent]:
-    extra: dict[str, Any] = {}
-    functions = [t for t in tools if not _is_builtin(t)]  # Chat Completions has no built-in tools
-    if functions:
-        extra["tools"] = [{"type": "function", "function": _tool_spec(t)} for t in functions]
-    wire = chat_messages(messages, options.image_detail)
-    retention = {"prompt_cache_retention": options.cache_retention} if options.cache_retention else {}
-    # `messages` is a required argument; the wire list replaces the empty one (see WIRE_AS_IS).
-    stream = await _client(config).chat.completions.create(
-        model=config.model,
-        messages=[],
-        stream=True,
-        stream_options={"include_usage": True},
-        extra_body={"messages": wire, **retention},
-        **extra,
-    )
+    stream = await chat_turn(config, messages, tools, options)
     finished = False
     cut_off: str | None = None
     usage: tuple[int | None, int | None, int | None, int | None] = (None, None, None, None)

@@ -1,15 +1,10 @@
-"""The configured provider: its route fingerprint and binding, the per-request options, and the pooled SDK client."""
+"""The configured provider: its route and the binding recorded on every durable message."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import weakref
 from dataclasses import dataclass
 from urllib.parse import urlsplit
-
-import openai
-from django.utils.crypto import salted_hmac
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 OFFLINE_ROUTE = "offline-demo"
@@ -24,25 +19,6 @@ class ProviderBinding:
     provider_type: str
     model: str
     route_fingerprint: str
-
-
-@dataclass(frozen=True)
-class RequestOptions:
-    """Per-request wishes the owner's settings and the conversation decide (Responses API only)."""
-
-    # `store`: may the provider keep this response? Private by default.
-    store: bool = False
-    # `prompt_cache_key`: the same opaque key for every request of one conversation (prompt cache hits).
-    cache_key: str | None = None
-    # `reasoning.effort` and `text.verbosity`; None leaves the provider's default.
-    reasoning_effort: str | None = None
-    verbosity: str | None = None
-    # `reasoning.summary: "auto"`: ask for a summary of the reasoning, streamed beside the reply.
-    reasoning_summary: bool = False
-    # `input_image.detail` on every image sent (docs/provider.md): "auto" lets the model choose.
-    image_detail: str = "auto"
-    # `prompt_cache_retention` ("in_memory" | "24h"); None leaves the provider's default (docs/provider.md).
-    cache_retention: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,25 +62,3 @@ def route_fingerprint(base_url: str | None, deployment: str, api_selector: str) 
 
 def _digest(route: str) -> str:
     return hashlib.sha256(route.encode()).hexdigest()[:32]
-
-
-# One client per (event loop, base_url, key, timeout): reuses the HTTP pool across sends,
-# but never shares sockets between loops (async_to_sync / tests each run their own loop,
-# and a pooled connection from a closed loop fails). The weak map drops dead loops.
-_CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str, float], openai.AsyncOpenAI]]
-_CLIENTS = weakref.WeakKeyDictionary()
-
-
-def _client(config: ProviderConfig) -> openai.AsyncOpenAI:
-    key = (config.base_url or DEFAULT_BASE_URL, config.api_key or "", config.timeout_seconds)
-    per_loop = _CLIENTS.setdefault(asyncio.get_running_loop(), {})
-    if key not in per_loop:
-        # max_retries=0: the caller decides about retries; hidden SDK retries would
-        # double-bill and delay error reporting.
-        per_loop[key] = openai.AsyncOpenAI(api_key=key[1], base_url=key[0], max_retries=0, timeout=key[2])
-    return per_loop[key]
-
-
-def conversation_cache_key(conversation_id: object) -> str:
-    """The conversation's `prompt_cache_key`: stable for all its sends, opaque (a keyed hash, never its id)."""
-    return salted_hmac("elion.prompt-cache-key", str(conversation_id)).hexdigest()[:32]

@@ -1,8 +1,9 @@
 """The app's only path to the language model.
 
-Pure Python on purpose (no Django imports): the settings layer builds a
-``ProviderConfig`` and callers consume neutral events, so the rest of the app
-never sees SDK types, and this module can be tested against a loopback server.
+The settings layer builds a ``ProviderConfig``, the request builder
+(`request_builder`) every request, and callers consume neutral events, so the
+rest of the app never sees SDK types; no database access, so this module can be
+tested against a loopback server.
 """
 
 from __future__ import annotations
@@ -19,9 +20,6 @@ from transcript.provider.config import (
     OFFLINE_ROUTE,
     ProviderBinding,
     ProviderConfig,
-    RequestOptions,
-    _client,
-    conversation_cache_key,
     normalise_route,
     route_fingerprint,
 )
@@ -44,12 +42,15 @@ from transcript.provider.events import (
     ToolCallRequested,
 )
 from transcript.provider.images import IMAGE_REFUSED_CODES, GeneratedImage, image_generate
-from transcript.provider.responses import (
+from transcript.provider.request_builder import (
     REASONING_INCLUDE,
     WEB_SEARCH_SOURCES_INCLUDE,
-    _stream_responses,
+    RequestOptions,
+    _client,
+    conversation_cache_key,
     responses_request_fields,
 )
+from transcript.provider.responses import _stream_responses
 
 # The entry point callers import from; the names below live in the modules by job
 # (config, events, errors, responses, chat, images, demo) and are re-exported here.
@@ -116,10 +117,13 @@ def _retry_delay(exc: openai.APIError) -> float | None:
 async def stream_reply(
     config: ProviderConfig,
     messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None = None,
-    options: RequestOptions = RequestOptions(),  # noqa: B008 - frozen, so one shared default is safe
+    tools: list[dict[str, Any]] | None,
+    options: RequestOptions,
 ) -> AsyncIterator[ProviderEvent]:
-    """Stream one model turn as neutral events; raises ProviderError on any failure."""
+    """Stream one model turn as neutral events; raises ProviderError on any failure.
+
+    `options` has no default: a caller takes them from the request builder (`request_options`,
+    `compaction_request_options`), so no request goes out without the conversation's settings."""
     if not config.api_key:
         async for event in _offline_demo(messages):
             yield event

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 import openai
 
-from transcript.provider.config import ProviderConfig, _client
+from transcript.provider.config import ProviderConfig
 from transcript.provider.errors import _clip, _map_error
 from transcript.provider.events import ProviderError
+from transcript.provider.request_builder import image_request, provider_call
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ async def image_generate(config: ProviderConfig, *, prompt: str, model: str) -> 
             "image_generation_unavailable", "Images need a model provider; none is configured (offline demo)."
         )
     try:
-        answer = await _client(config).images.generate(model=model, prompt=prompt, n=1)
+        answer = await provider_call(config, image_request(prompt=prompt, model=model))
     except openai.APIError as exc:
         raise _map_image_error(exc, config.api_key) from exc
     data = answer.data or []

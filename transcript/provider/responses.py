@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from transcript.provider.config import ProviderConfig, RequestOptions, _client
+from transcript.provider.config import ProviderConfig
 from transcript.provider.errors import _clip, _lost
 from transcript.provider.events import (
     CitationFound,
@@ -22,26 +22,7 @@ from transcript.provider.events import (
     TextDelta,
     ToolCallRequested,
 )
-from transcript.provider.wire import responses_input
-
-# WIRE_AS_IS: the conversation (Responses `input`, Chat Completions `messages`)
-# goes to the SDK as `extra_body`, which it serialises as given. As a typed
-# argument it would first pass through the SDK's params transform, which walks
-# every item and string against the params' TypedDict unions to rename aliased
-# keys and format dates or base64 fields. Our wire items have none of those,
-# so the transform returns them unchanged, but it costs 9 ms of CPU before a
-# 23-item request leaves (bench/README.md), more as a thread grows, all of it
-# before the first token. `tests/conversations/provider/test_gateway.py`
-# checks the SDK's own transform leaves every item shape we send unchanged.
-
-
-def _tool_spec(tool: dict[str, Any]) -> dict[str, Any]:
-    return {"name": tool["name"], "description": tool.get("description", ""), "parameters": tool["parameters"]}
-
-
-def _is_builtin(tool: dict[str, Any]) -> bool:
-    """A provider built-in such as ``{"type": "web_search"}`` (Responses API only), not a function."""
-    return tool.get("type", "function") != "function"
+from transcript.provider.request_builder import RequestOptions, responses_turn
 
 
 def _url_citations(item: Any, start: int) -> list[CitationFound]:  # noqa: ANN401 - an SDK output message item
@@ -67,47 +48,10 @@ def _detail(usage: object, group: str, name: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-# Every Responses request: the provider keeps nothing unless the owner allows it (`store`), and
-# reasoning comes back encrypted (`include`), the only form that can be carried with `store: false`.
-REASONING_INCLUDE = ["reasoning.encrypted_content"]
-# With web search offered, the sources each search read come back on its `web_search_call` item too.
-WEB_SEARCH_SOURCES_INCLUDE = "web_search_call.action.sources"
-
-
-def responses_request_fields(options: RequestOptions, *, web_search: bool = False) -> dict[str, Any]:
-    """The owner's and the conversation's wishes as Responses request fields."""
-    include = [*REASONING_INCLUDE, WEB_SEARCH_SOURCES_INCLUDE] if web_search else REASONING_INCLUDE
-    fields: dict[str, Any] = {"store": options.store, "include": include}
-    if options.cache_key:
-        fields["prompt_cache_key"] = options.cache_key
-    if options.cache_retention:
-        fields["prompt_cache_retention"] = options.cache_retention
-    reasoning: dict[str, str] = {}
-    if options.reasoning_effort:
-        reasoning["effort"] = options.reasoning_effort
-    if options.reasoning_summary:
-        reasoning["summary"] = "auto"
-    if reasoning:
-        fields["reasoning"] = reasoning
-    if options.verbosity:
-        fields["text"] = {"verbosity": options.verbosity}
-    return fields
-
-
 async def _stream_responses(
     config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]], options: RequestOptions
 ) -> AsyncIterator[ProviderEvent]:
-    extra: dict[str, Any] = {}
-    if tools:
-        extra["tools"] = [
-            dict(t) if _is_builtin(t) else {"type": "function", **_tool_spec(t), "strict": False} for t in tools
-        ]
-    items = responses_input(messages, options.image_detail)
-    web_search = any(t.get("type") == "web_search" for t in tools)
-    fields = responses_request_fields(options, web_search=web_search)
-    stream = await _client(config).responses.create(
-        model=config.model, stream=True, extra_body={"input": items, **fields}, **extra
-    )
+    stream = await responses_turn(config, messages, tools, options)
     streamed = 0  # characters of text so far: citation offsets are made relative to them
     message_starts: dict[str, int] = {}
     async with stream:

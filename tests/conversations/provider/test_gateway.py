@@ -26,6 +26,7 @@ from transcript.provider.gateway import (
     Completed,
     ProviderConfig,
     ProviderError,
+    RequestOptions,
     TextDelta,
     ToolCallRequested,
     route_fingerprint,
@@ -60,8 +61,10 @@ def config_for(provider: ScriptedProvider, selector: str, **overrides: Any) -> P
     return ProviderConfig(**{**values, **overrides})
 
 
-async def collect(config: ProviderConfig, messages: list[dict[str, Any]], **kw: Any) -> list[Any]:
-    return [event async for event in stream_reply(config, messages, **kw)]
+async def collect(
+    config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> list[Any]:
+    return [event async for event in stream_reply(config, messages, tools, RequestOptions())]
 
 
 async def collect_until_error(
@@ -69,7 +72,7 @@ async def collect_until_error(
 ) -> tuple[list[Any], ProviderError]:
     events: list[Any] = []
     with pytest.raises(ProviderError) as info:
-        async for event in stream_reply(config, messages):
+        async for event in stream_reply(config, messages, None, RequestOptions()):
             events.append(event)
     return events, info.value
 
@@ -341,7 +344,7 @@ async def test_delays_before_first_chunk_and_between_chunks_are_observed(provide
     log: list[tuple[str, object]] = []
     provider.sleep = lambda seconds: log.append(("pause", seconds))
     provider.script(ScriptedReply(chunks=["a", "b", "c"], delay_before_first=0.3, delay_between_chunks=0.1))
-    async for event in stream_reply(config_for(provider, "responses"), CHAT):
+    async for event in stream_reply(config_for(provider, "responses"), CHAT, None, RequestOptions()):
         if isinstance(event, TextDelta):
             log.append(("delta", event.text))
     assert log[0] == ("pause", 0.3)  # before the status line, so before any delta
@@ -354,7 +357,7 @@ async def test_delays_before_first_chunk_and_between_chunks_are_observed(provide
 async def test_hold_keeps_reply_open_after_first_chunk_until_released(provider: ScriptedProvider, selector: str):
     hold, holding = threading.Event(), threading.Event()
     provider.script(ScriptedReply(chunks=["first", " second"], hold=hold, holding=holding))
-    stream = stream_reply(config_for(provider, selector), CHAT)
+    stream = stream_reply(config_for(provider, selector), CHAT, None, RequestOptions())
 
     assert await anext(stream) == TextDelta("first")
     pending = asyncio.ensure_future(anext(stream))
@@ -475,7 +478,7 @@ async def test_http_control_api_scripts_replies_records_requests_and_releases_na
 ):
     root = provider.base_url.removesuffix("/v1")
     _http(f"{root}/_control/script", [{"chunks": ["held", " reply"], "hold": "h1"}, {"status": 429}])
-    stream = stream_reply(config_for(provider, "chat.completions"), CHAT)
+    stream = stream_reply(config_for(provider, "chat.completions"), CHAT, None, RequestOptions())
     assert await anext(stream) == TextDelta("held")
     await asyncio.to_thread(_http, f"{root}/_control/release", {"name": "h1"})
     rest = [e async for e in stream]

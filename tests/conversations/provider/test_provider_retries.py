@@ -22,7 +22,7 @@ def config(provider, selector: str = "responses") -> gw.ProviderConfig:
 
 
 async def collect(cfg) -> list:
-    return [event async for event in gw.stream_reply(cfg, CHAT)]
+    return [event async for event in gw.stream_reply(cfg, CHAT, None, gw.RequestOptions())]
 
 
 @pytest.mark.parametrize("selector", ["responses", "chat.completions"])
@@ -43,7 +43,7 @@ async def test_retries_at_most_twice_then_the_error_is_the_owners(scripted_serve
     scripted_server.script(*[ScriptedReply(status=503, retry_after="0.1") for _ in range(3)])
     waits = []
     with pytest.raises(ProviderError) as caught:
-        async for event in gw.stream_reply(config(scripted_server), CHAT):
+        async for event in gw.stream_reply(config(scripted_server), CHAT, None, gw.RequestOptions()):
             waits.append(event)
     assert waits == [ProviderWaiting(0.1), ProviderWaiting(0.1)]
     assert len(scripted_server.requests) == 3 and caught.value.code.startswith("provider_")
@@ -68,7 +68,7 @@ async def test_no_retry_once_a_token_was_sent(scripted_server):
     scripted_server.script(ScriptedReply(chunks=["Part", "ial"], drop_after_chunks=1), ScriptedReply(text="never"))
     received = []
     with pytest.raises(ProviderError):
-        async for event in gw.stream_reply(config(scripted_server), CHAT):
+        async for event in gw.stream_reply(config(scripted_server), CHAT, None, gw.RequestOptions()):
             received.append(event)
     assert received and isinstance(received[0], TextDelta)
     assert len(scripted_server.requests) == 1
