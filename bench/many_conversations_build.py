@@ -30,6 +30,7 @@ def build(size: int, data_dir: Path, seed: int) -> None:
     from continuity.models import ThreadHandoff
     from continuity.rules.prompt_store import prompt_inputs_many, prompt_metadata, static_prompt_built
     from conversations.models import Conversation, Folder, Message, MessageKind, Role
+    from conversations.models.messages import branch_columns_under
     from memories.models import ConversationMemorySnapshot, SnapshotMembership
     from memories.services.memory_writes import memory_add
     from transcript.assistant_settings import assistant_settings_get
@@ -56,10 +57,10 @@ def build(size: int, data_dir: Path, seed: int) -> None:
         for conversation in conversations:
             parent = None
             for seq in range(2, MESSAGES + 2):
-                parent = Message(
-                    conversation=conversation, seq=seq, parent=parent, role=Role.USER if seq % 2 == 0 else Role.ASSISTANT,
-                    content=text(rng.randint(15, 60)),
-                )
+                # With its branch columns, as the app's append writes them (a bulk insert skips the append).
+                role, content = Role.USER if seq % 2 == 0 else Role.ASSISTANT, text(rng.randint(15, 60))
+                parent = Message(conversation=conversation, seq=seq, parent=parent, role=role, content=content,
+                                 **branch_columns_under(parent, role=role, content=content))
                 messages.append(parent)
             heads[conversation.pk] = parent
         Message.objects.bulk_create(messages, batch_size=2_000)
