@@ -235,6 +235,16 @@ def new_chat_handoff_store(capture: PriorThreadCapture | None, *, destination: C
 
 # --- Injection into the static prompt --------------------------------------
 
+# What a rebuild reads of a handoff row and its two conversations (`handoff_blocks_from`): never the retired
+# columns, and of the conversations only what decides the rebuild.
+HANDOFF_ROW_FIELDS = (
+    "id", "destination_id", "source_id", "source_message_ids", "handoff", "policy_marker",
+    "destination__id", "destination__persona", "source__id", "source__head_id",
+)
+# What a rebuild reads of a captured message: what `source_message` keeps, its place in the tree and on its
+# branch (`_source_walks`), nothing else (its parts and metadata are never decoded).
+CAPTURED_FIELDS = ("id", "conversation_id", "role", "content", "created_at", "kind", "status", "seq", "branch_depth")
+
 
 def _chunks(items: list, size: int = CHUNK) -> Iterable[list]:
     for start in range(0, len(items), size):
@@ -303,8 +313,8 @@ def handoff_blocks_for(
     rows = (
         ThreadHandoff.objects.filter(destination_id__in=conversation_ids, source__isnull=False)
         .exclude(handoff="")
-        .defer(*RETIRED_COLUMNS)
         .select_related("destination", "source")
+        .only(*HANDOFF_ROW_FIELDS)
     )
     return handoff_blocks_from(rows, settings_row=settings_row, stored_prompts=stored_prompts)
 
@@ -337,7 +347,7 @@ def handoff_blocks_from(
     }
     captured_rows: dict[UUID, Message] = {}
     for part in _chunks(list(captured_ids)):
-        captured_rows.update((message.id, message) for message in Message.objects.filter(pk__in=part))
+        captured_rows.update((message.id, message) for message in Message.objects.filter(pk__in=part).only(*CAPTURED_FIELDS))
     on_live_branch = live_ids_by_source(_source_walks(rows, captured_rows))
     messages = {
         message_id: message
