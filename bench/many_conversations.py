@@ -104,36 +104,41 @@ async def send_first_event(client, conversation_id: str, content: str, *, failur
     return arrived - started
 
 
-async def sends_one_after_another(client, chats: list[str], *, until: asyncio.Event | None = None,
-                                   count: int = 0) -> list[float]:
+async def sends_one_after_another(client, chats: list[str] | list[list[str]], *, until: asyncio.Event | None = None,
+                                   count: int = 0) -> list[float] | list[list[float]]:
     """Sends made one after another (`count` of them, or until `until` is set), each into a chat whose previous
     reply has ended: the next starts as soon as the previous one's first event arrived, so a reply that cannot
     finish (its last write waiting) never hides how long the next send waits. Returns each send's seconds to its
-    first event."""
-    free: asyncio.Queue[str] = asyncio.Queue()
-    for chat in chats:
-        free.put_nowait(chat)
-    waits: list[float] = []
+    first event. `chats` as groups (a list of lists): the sends go to each group in turn, and the seconds are
+    returned per group."""
+    grouped = bool(chats) and isinstance(chats[0], list)
+    groups: list[list[str]] = chats if grouped else [chats]  # type: ignore[assignment]
+    free: list[asyncio.Queue[str]] = [asyncio.Queue() for _ in groups]
+    for queue, group in zip(free, groups, strict=True):
+        for chat in group:
+            queue.put_nowait(chat)
+    waits: list[list[float]] = [[] for _ in groups]
     streams: list[asyncio.Task] = []
 
-    async def one(chat: str, index: int, first: asyncio.Future) -> None:
+    async def one(chat: str, index: int, first: asyncio.Future, queue: asyncio.Queue) -> None:
         try:
             await send_first_event(client, chat, f"meanwhile {index}", failures=FAILED_SENDS, first=first)
         finally:
-            free.put_nowait(chat)
+            queue.put_nowait(chat)
 
     index = 0
     while (until is None and index < count) or (until is not None and not until.is_set()):
-        chat = await free.get()
+        group = index % len(groups)
+        chat = await free[group].get()
         first = asyncio.get_running_loop().create_future()
-        streams.append(asyncio.create_task(one(chat, index, first)))
-        waits.append(await first)
+        streams.append(asyncio.create_task(one(chat, index, first, free[group])))
+        waits[group].append(await first)
         index += 1
     await asyncio.gather(*streams)
-    return waits
+    return waits if grouped else waits[0]
 
 
-async def with_concurrent_sends(client, operation, chats: list[str]) -> tuple[float, list[float]]:
+async def with_concurrent_sends(client, operation, chats: list[str] | list[list[str]]) -> tuple[float, list]:
     """Run `operation` (a coroutine factory returning its seconds) while sends are made one after another
     (`sends_one_after_another`); returns (the operation's seconds, each send's seconds to its first event)."""
     done = asyncio.Event()
@@ -151,7 +156,45 @@ async def with_concurrent_sends(client, operation, chats: list[str]) -> tuple[fl
     return seconds[0], waits
 
 
-async def measure(base_url: str, rounds: int, seed: int, *, only_refreshes: bool = False) -> dict[str, dict]:
+def prompts_marked_stale(db_path: Path, chats: list[str]) -> None:
+    """Mark these chats' stored prompts stale, as a marking operation does, with no refresh after it: the next
+    send into each rebuilds its prompt (seed 000's freshness rule), the baseline of a send into a chat in an
+    operation's scope."""
+    import sqlite3
+    import uuid
+
+    with sqlite3.connect(db_path, timeout=60) as database:
+        database.execute(
+            f"UPDATE conversations_conversation SET prompt_stale = 1 WHERE id IN ({', '.join('?' * len(chats))})",
+            [uuid.UUID(chat).hex for chat in chats],
+        )
+
+
+async def stale_sends(client, db_path: Path, chats: list[str], rounds: int = 2) -> list[float]:
+    """Idle sends into stale chats: each chat marked, then one send into each, one after another; `rounds` times."""
+    waits: list[float] = []
+    for _ in range(rounds):
+        prompts_marked_stale(db_path, chats)
+        waits += await sends_one_after_another(client, chats, count=len(chats))
+    return waits
+
+
+async def chats_made(client, sends, count: int, **fields) -> list[str]:
+    """`count` new chats (`POST /api/conversations/` with `fields`), each with a first send made."""
+    chats = [(await checked(await client.post("/api/conversations/", json=fields), "new chat")).json()["id"]
+             for _ in range(count)]
+    for chat in chats:
+        await send_first_event(sends, chat, "hello there, first words")
+    return chats
+
+
+async def measure(base_url: str, rounds: int, seed: int, db_path: Path, *, only_refreshes: bool = False
+                  ) -> dict[str, dict]:
+    """The sends during an operation go, in turn, to chats in its scope (`in`: each send rebuilds its own marked
+    prompt unless a batch did first) and, where there are any, to chats outside it (`out`). Each is held against
+    its own idle self: an idle send into the same chats with their prompts current (`own`, `own_out`) and, for
+    the chats in scope, an idle send into them marked stale (`own_stale`: it rebuilds too, with no refresh
+    running)."""
     import httpx
 
     rng = random.Random(seed)
@@ -174,22 +217,32 @@ async def measure(base_url: str, rounds: int, seed: int, *, only_refreshes: bool
         widely_held = sorted((m for m in memories), key=lambda m: -m["chats"])
         folder_id = (await checked(await client.get("/api/folders/"), "folders")).json()
         folder_id = (folder_id["results"] if isinstance(folder_id, dict) else folder_id)[0]["id"]
-        # The idle send, in fresh chats (their first send is measured separately): IDLE_SENDS made one after
-        # another as the sends during an operation are.
-        idle_chats = [(await checked(await client.post("/api/conversations/", json={}), "new chat")).json()["id"]
-                      for _ in range(SEND_CHATS)]
-        for chat in idle_chats:
-            await send_first_event(sends, chat, "hello there, first words")
+        # In every operation's scope but folder hide's: ordinary chats (their snapshots hold every memory).
+        idle_chats = await chats_made(client, sends, SEND_CHATS)
+        # In no operation's scope but Settings save's: private chats (no memories, no handoff in).
+        private_chats = await chats_made(client, sends, SEND_CHATS, private=True)
+        # In folder hide's scope: chats whose New Chat handoff came from a chat in the folder (each made right
+        # after a send into a new chat in the folder, so that one is the most recent to have spoken).
+        handed_chats = []
+        for _ in range(SEND_CHATS):
+            await chats_made(client, sends, 1, folder_id=folder_id)
+            handed_chats += await chats_made(client, sends, 1)
         for round_number in range(rounds):
             own = await sends_one_after_another(sends, idle_chats, count=IDLE_SENDS)
+            own_out = await sends_one_after_another(sends, private_chats, count=IDLE_SENDS)
+            own_stale = await stale_sends(sends, db_path, idle_chats)
+            own_handed_stale = await stale_sends(sends, db_path, handed_chats)
             record("send (idle, stored prompt)", statistics.median(own), own=own)
+            record("send (idle, stale prompt: rebuilds)", statistics.median(own_stale), own=own_stale)
+            record("send (idle, private chat)", statistics.median(own_out), own=own_out)
 
             async def settings_save(n: int = round_number) -> float:
                 return (await timed(client, "PATCH", "/api/settings/",
                                     json={"custom_instructions": f"Speak plainly, round {n}."}))[0]
 
-            elapsed, wait = await with_concurrent_sends(client, settings_save, idle_chats)
-            record("Settings save", elapsed, wait=wait, own=own)
+            elapsed, (wait, wait_private) = await with_concurrent_sends(client, settings_save,
+                                                                        [idle_chats, private_chats])
+            record("Settings save", elapsed, wait=wait + wait_private, own=own, own_stale=own_stale)
 
             memory = widely_held[round_number]
 
@@ -197,22 +250,25 @@ async def measure(base_url: str, rounds: int, seed: int, *, only_refreshes: bool
                 return (await timed(client, "PATCH", f"/api/memories/{m['id']}/",
                                     json={"text": m["text"] + f" (edited {n})"}))[0]
 
-            elapsed, wait = await with_concurrent_sends(client, memory_edit, idle_chats)
-            record("memory edit", elapsed, wait=wait, own=own, affected=memory["chats"])
+            elapsed, (wait, wait_out) = await with_concurrent_sends(client, memory_edit, [idle_chats, private_chats])
+            record("memory edit", elapsed, wait=wait, own=own, own_stale=own_stale, wait_out=wait_out,
+                   own_out=own_out, affected=memory["chats"])
 
             doomed = widely_held[-1 - round_number]
 
             async def memory_delete(m: dict = doomed) -> float:
                 return (await timed(client, "DELETE", f"/api/memories/{m['id']}/"))[0]
 
-            elapsed, wait = await with_concurrent_sends(client, memory_delete, idle_chats)
-            record("memory delete", elapsed, wait=wait, own=own, affected=doomed["chats"])
+            elapsed, (wait, wait_out) = await with_concurrent_sends(client, memory_delete, [idle_chats, private_chats])
+            record("memory delete", elapsed, wait=wait, own=own, own_stale=own_stale, wait_out=wait_out,
+                   own_out=own_out, affected=doomed["chats"])
 
             async def folder_hide() -> float:
                 return (await timed(client, "PATCH", f"/api/folders/{folder_id}/", json={"hidden": True}))[0]
 
-            elapsed, wait = await with_concurrent_sends(client, folder_hide, idle_chats)
-            record("folder hide (10% of chats)", elapsed, wait=wait, own=own)
+            elapsed, (wait, wait_out) = await with_concurrent_sends(client, folder_hide, [handed_chats, private_chats])
+            record("folder hide (10% of chats)", elapsed, wait=wait, own=own, own_stale=own_handed_stale,
+                   wait_out=wait_out, own_out=own_out)
             await timed(client, "PATCH", f"/api/folders/{folder_id}/", json={"hidden": False})
             if only_refreshes:
                 continue
@@ -251,49 +307,11 @@ def run_size(root: Path, state: Path, work: Path, rounds: int, seed: int, *, onl
                        capture_output=True)
         collect_static(root, env)
         daphne, base_url = start_daphne(work, env, False, log_name=f"daphne-{state.name}.log", root=root)
-        return asyncio.run(measure(base_url, rounds, seed, only_refreshes=only_refreshes))
+        return asyncio.run(measure(base_url, rounds, seed, run_dir / "elion.sqlite3", only_refreshes=only_refreshes))
     finally:
         stop_process(daphne)
         stop_process(provider)
         shutil.rmtree(run_dir, ignore_errors=True)
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1000:,.0f}"
-
-
-def _p90(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(int(len(ordered) * 0.9), len(ordered) - 1)]
-
-
-def report(sizes: list[int], by_size: dict[int, dict[str, dict]]) -> list[str]:
-    first, last = sizes[0], sizes[-1]
-    names = [name for name in by_size[first] if name != "failed sends"]
-    head = ("| operation | " + " | ".join(f"{s:,}" for s in sizes) + f" | {last:,} ÷ {first:,} | per affected chat at "
-            f"{last:,} | sends meanwhile at {last:,}: median / p90 / longest (n) | idle sends: median / p90 / longest "
-            "(n) | longest ÷ idle median | p90 ÷ idle p90 |")
-    lines = [head, "|" + "---|" * (len(sizes) + 7)]
-    for name in names:
-        medians = [statistics.median(by_size[s][name]["times"]) for s in sizes]
-        cells = [f"{_ms(m)} ms" for m in medians]
-        big = by_size[last][name]
-        per = during = idle = longest = p90 = ""
-        if "wait" in big:
-            affected = statistics.median(big["affected"]) if "affected" in big else None
-            if name == "Settings save":
-                affected = last + 3 + 2 * SEND_CHATS  # every chat with a stored prompt (about)
-            elif name.startswith("folder hide"):
-                affected = last // 10  # the next chat of each hidden one holds its handoff
-            per = f"{statistics.median(big['times']) / affected * 1000:.2f} ms" if affected else ""
-            waits, own = big["wait"], big["own"]
-            during = f"{_ms(statistics.median(waits))} / {_ms(_p90(waits))} / {_ms(max(waits))} ms ({len(waits)})"
-            idle = f"{_ms(statistics.median(own))} / {_ms(_p90(own))} / {_ms(max(own))} ms ({len(own)})"
-            longest = f"×{max(waits) / statistics.median(own):.1f}"
-            p90 = f"×{_p90(waits) / _p90(own):.1f}"
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | ×{medians[-1] / medians[0]:.1f} | {per} | {during} | "
-                     f"{idle} | {longest} | {p90} |")
-    return lines
 
 
 def main() -> None:
@@ -315,6 +333,7 @@ def main() -> None:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from bench.many_conversations_build import state_dir
+    from bench.many_conversations_report import report
     root = (args.baseline or ROOT).resolve()
     trees = {"before": args.before.resolve(), "after": root} if args.before else {"": root}
     builder = next(iter(trees.values()))  # with --before, its tree builds the state both serve (each migrates it)

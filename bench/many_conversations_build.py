@@ -20,7 +20,7 @@ MESSAGES = 6  # per conversation: three user/assistant pairs
 HELD_BY_ALL = 0.9  # the share of snapshots holding every memory (the others hold 40 of them)
 
 
-def build(size: int, data_dir: Path, seed: int) -> None:
+def build(size: int, data_dir: Path, seed: int, messages_each: int = MESSAGES) -> None:
     """The state for `size` conversations, in `data_dir` (run in the tree under test: `--build`)."""
     from bench.common import setup_django, synthetic_vocabulary, zipf_weights
 
@@ -30,6 +30,7 @@ def build(size: int, data_dir: Path, seed: int) -> None:
     from continuity.models import ThreadHandoff
     from continuity.rules.prompt_store import prompt_inputs_many, prompt_metadata, static_prompt_built
     from conversations.models import Conversation, Folder, Message, MessageKind, Role
+    from conversations.models.messages import branch_columns_under
     from memories.models import ConversationMemorySnapshot, SnapshotMembership
     from memories.services.memory_writes import memory_add
     from transcript.assistant_settings import assistant_settings_get
@@ -47,7 +48,7 @@ def build(size: int, data_dir: Path, seed: int) -> None:
     with transaction.atomic():
         conversations = Conversation.objects.bulk_create(
             [
-                Conversation(title=text(3).title(), last_seq=MESSAGES + 1, folder=folder if i % 10 == 5 else None)
+                Conversation(title=text(3).title(), last_seq=messages_each + 1, folder=folder if i % 10 == 5 else None)
                 for i in range(size)
             ],
             batch_size=2_000,
@@ -55,11 +56,11 @@ def build(size: int, data_dir: Path, seed: int) -> None:
         messages, heads = [], {}
         for conversation in conversations:
             parent = None
-            for seq in range(2, MESSAGES + 2):
-                parent = Message(
-                    conversation=conversation, seq=seq, parent=parent, role=Role.USER if seq % 2 == 0 else Role.ASSISTANT,
-                    content=text(rng.randint(15, 60)),
-                )
+            for seq in range(2, messages_each + 2):
+                # With its branch columns, as the app's append writes them (a bulk insert skips the append).
+                role, content = Role.USER if seq % 2 == 0 else Role.ASSISTANT, text(rng.randint(15, 60))
+                parent = Message(conversation=conversation, seq=seq, parent=parent, role=role, content=content,
+                                 **branch_columns_under(parent, role=role, content=content))
                 messages.append(parent)
             heads[conversation.pk] = parent
         Message.objects.bulk_create(messages, batch_size=2_000)
@@ -81,6 +82,8 @@ def build(size: int, data_dir: Path, seed: int) -> None:
         by_conversation: dict = {}
         for message in messages:
             by_conversation.setdefault(message.conversation_id, []).append(str(message.pk))
+        # What a capture records: the final eight (all of a six-message thread).
+        by_conversation = {pk: ids[-8:] for pk, ids in by_conversation.items()}
         ThreadHandoff.objects.bulk_create(
             [
                 ThreadHandoff(destination=c, source=prior, source_message_ids=by_conversation[prior.pk],
@@ -109,9 +112,9 @@ def build(size: int, data_dir: Path, seed: int) -> None:
     connection.close()
 
 
-def state_dir(cache: Path, root: Path, size: int, seed: int) -> Path:
+def state_dir(cache: Path, root: Path, size: int, seed: int, messages_each: int = MESSAGES) -> Path:
     """The built state for `size` under the tree `root` (built once, by a child process in that tree)."""
-    target = cache / f"{root.name}-{size}"
+    target = cache / (f"{root.name}-{size}" if messages_each == MESSAGES else f"{root.name}-{size}x{messages_each}")
     if (target / "elion.sqlite3").exists():
         return target
     shutil.rmtree(target, ignore_errors=True)
@@ -120,7 +123,7 @@ def state_dir(cache: Path, root: Path, size: int, seed: int) -> Path:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ELION_SQLITE_PATH", "ELION_TESTING")}
     done = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--build", str(size), "--data-dir", str(target),
-         "--root", str(root), "--seed", str(seed)],
+         "--root", str(root), "--seed", str(seed), "--messages", str(messages_each)],
         cwd=root, env=env, capture_output=True, text=True,
     )
     if done.returncode != 0:
@@ -135,9 +138,10 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--root", type=Path, required=True)
     parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--messages", type=int, default=MESSAGES)
     args = parser.parse_args()
     sys.path.insert(0, str(args.root))
-    build(args.build, args.data_dir, args.seed)
+    build(args.build, args.data_dir, args.seed, args.messages)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 
 from continuity.models import ThreadHandoff
 from continuity.rules.eligibility import continuity_source_ids, continuity_sources
+from continuity.rules.handoff_liveness import SourceWalk, live_ids_by_source
 from continuity.rules.handoff_policy import (
     DEFAULT_PER_MESSAGE_CHARACTER_LIMIT,
     DEFAULT_TOTAL_CHARACTER_BUDGET,
@@ -56,7 +57,7 @@ from conversations.models import (
 )
 from transcript.assistant_settings import assistant_settings_read
 from transcript.branch_rows import branch_rows_up
-from transcript.tree import TREE_STEP_FIELDS, BrokenTree, TreeStep, walk_up
+from transcript.tree import BrokenTree
 
 RETIRED_COLUMNS = ("summary", "recent_raw")
 # Automatic selection walks at most this many candidates (most recent first)
@@ -234,32 +235,38 @@ def new_chat_handoff_store(capture: PriorThreadCapture | None, *, destination: C
 
 # --- Injection into the static prompt --------------------------------------
 
+# What a rebuild reads of a handoff row and its two conversations (`handoff_blocks_from`): never the retired
+# columns, and of the conversations only what decides the rebuild.
+HANDOFF_ROW_FIELDS = (
+    "id", "destination_id", "source_id", "source_message_ids", "handoff", "policy_marker",
+    "destination__id", "destination__persona", "source__id", "source__head_id",
+)
+# What a rebuild reads of a captured message: what `source_message` keeps, its place in the tree and on its
+# branch (`_source_walks`), nothing else (its parts and metadata are never decoded).
+CAPTURED_FIELDS = ("id", "conversation_id", "role", "content", "created_at", "kind", "status", "seq", "branch_depth")
+
 
 def _chunks(items: list, size: int = CHUNK) -> Iterable[list]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
 
-def _live_branch_ids(heads: dict[UUID, UUID | None]) -> dict[UUID, set[UUID]]:
-    """Per source conversation, the ids on its live branch (their place in the tree only, no content):
-    `walk_up`, the one walk. A broken source branch (`BrokenTree`) carries nothing: none of its
-    messages can be shown to be live, so the destination's prompt is built without that source's
-    exchange, and the destination, and any write that refreshes its prompt, is not held hostage by
-    another thread's broken tree (`manage.py check_transcripts` reports that one)."""
-    steps: dict[UUID, dict[UUID, TreeStep]] = {source_id: {} for source_id in heads}
-    for part in _chunks(list(heads)):
-        rows = Message.objects.filter(conversation_id__in=part).exclude(role=Role.SYSTEM).values_list(*TREE_STEP_FIELDS)
-        for row in rows:
-            step = TreeStep(*row)
-            steps[step.conversation_id][step.id] = step
-    return {source_id: _live_ids_or_none(steps[source_id], head_id) for source_id, head_id in heads.items()}
-
-
-def _live_ids_or_none(steps: dict[UUID, TreeStep], head_id: UUID | None) -> set[UUID]:
-    try:
-        return {step.id for step in walk_up(steps, head_id)}
-    except BrokenTree:
-        return set()
+def _source_walks(rows: list[ThreadHandoff], captured: dict[UUID, Message]) -> dict[UUID, SourceWalk]:
+    """Each source's liveness walk (`continuity.rules.handoff_liveness`): from its head down to its shallowest
+    captured message still stored in it. A source with no head or none of its captured messages left has
+    nothing live to find, and no walk."""
+    floors: dict[UUID, int] = {}
+    for row in rows:
+        for message_id in map(uuid_or_none, row.source_message_ids or []):
+            message = captured.get(message_id)
+            if message is not None and message.conversation_id == row.source_id and message.role != Role.SYSTEM:
+                floors[row.source_id] = min(floors.get(row.source_id, message.branch_depth), message.branch_depth)
+    heads = {row.source_id: row.source.head_id for row in rows}
+    return {
+        source_id: SourceWalk(head_id=heads[source_id], depth_floor=floor)
+        for source_id, floor in floors.items()
+        if heads[source_id] is not None
+    }
 
 
 def uuid_or_none(value: object) -> UUID | None:
@@ -306,8 +313,8 @@ def handoff_blocks_for(
     rows = (
         ThreadHandoff.objects.filter(destination_id__in=conversation_ids, source__isnull=False)
         .exclude(handoff="")
-        .defer(*RETIRED_COLUMNS)
         .select_related("destination", "source")
+        .only(*HANDOFF_ROW_FIELDS)
     )
     return handoff_blocks_from(rows, settings_row=settings_row, stored_prompts=stored_prompts)
 
@@ -332,16 +339,21 @@ def handoff_blocks_from(
     if not rows:
         return {}
 
-    on_live_branch = _live_branch_ids({row.source_id: row.source.head_id for row in rows})
-    wanted = {
+    captured_ids = {
         message_id
         for row in rows
         for message_id in map(uuid_or_none, row.source_message_ids or [])
-        if message_id is not None and message_id in on_live_branch[row.source_id]
+        if message_id is not None
     }
-    messages: dict[UUID, Message] = {}
-    for part in _chunks(list(wanted)):
-        messages.update((message.id, message) for message in Message.objects.filter(pk__in=part))
+    captured_rows: dict[UUID, Message] = {}
+    for part in _chunks(list(captured_ids)):
+        captured_rows.update((message.id, message) for message in Message.objects.filter(pk__in=part).only(*CAPTURED_FIELDS))
+    on_live_branch = live_ids_by_source(_source_walks(rows, captured_rows))
+    messages = {
+        message_id: message
+        for message_id, message in captured_rows.items()
+        if message_id in on_live_branch.get(message.conversation_id, ())
+    }
 
     if stored_prompts is None:
         stored_prompts = stored_prompts_read([row.destination_id for row in rows])

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import ParamSpec, TypeVar
@@ -90,6 +92,35 @@ def stale_prompts_waiting() -> bool:
     return Conversation.all_objects.filter(prompt_stale=True).exists()
 
 
+# While a refresh runs, the interpreter hands the GIL to another thread that asks for it after this long
+# (Python's default: 5 ms). A refresh is Python work that rarely releases the GIL; a send in another thread of
+# the same server releases it at every statement and, at the default, waits up to 5 ms to get it back each
+# time (the convoy effect), so a send of some thirty statements paid a second send's time. Measured in one
+# process with a refresh running: a send-like run of thirty statements ×1.9 of idle at 5 ms, ×1.1 at 0.5 ms
+# (bench/results/many_conversations.md).
+REFRESH_SWITCH_INTERVAL = 0.0005
+_giving_way = {"refreshes": 0, "interval": None}
+_giving_way_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _gives_way_to_requests() -> Iterator[None]:
+    """While inside (any refresh of the process is running): `REFRESH_SWITCH_INTERVAL`; the interpreter's own
+    interval again when the last refresh ends."""
+    with _giving_way_lock:
+        if _giving_way["refreshes"] == 0:
+            _giving_way["interval"] = sys.getswitchinterval()
+            sys.setswitchinterval(min(REFRESH_SWITCH_INTERVAL, _giving_way["interval"]))
+        _giving_way["refreshes"] += 1
+    try:
+        yield
+    finally:
+        with _giving_way_lock:
+            _giving_way["refreshes"] -= 1
+            if _giving_way["refreshes"] == 0:
+                sys.setswitchinterval(_giving_way["interval"])
+
+
 def stale_prompts_refresh(*, batch_size: int | None = None) -> int:
     """Rebuild every marked prompt in batches (step 2 above); returns how many were rewritten.
 
@@ -98,6 +129,11 @@ def stale_prompts_refresh(*, batch_size: int | None = None) -> int:
     is a savepoint of it, which is as correct and holds that transaction's locks.
     """
     batch_size = max(int(batch_size or settings.ELION_PROMPT_REFRESH_BATCH), 1)
+    with _gives_way_to_requests():
+        return _batches_refresh(batch_size)
+
+
+def _batches_refresh(batch_size: int) -> int:
     rewritten = 0
     after: UUID | None = None
     while True:
