@@ -1,7 +1,7 @@
 """Reading the AssistantSettings singleton (names, personality, tool switches).
 
 The read every layer needs; saving settings is a service
-(`conversations.services.settings_service`), because a save rebuilds stored prompts.
+(`conversations.services.settings_writes`), because a save rebuilds stored prompts.
 Imports models only.
 """
 

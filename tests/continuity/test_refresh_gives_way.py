@@ -15,7 +15,7 @@ import pytest
 from continuity.rules import prompt_refresh
 from continuity.rules.prompt_store import static_prompt_ensure
 from conversations.models import Conversation
-from conversations.services.settings_service import assistant_settings_update
+from conversations.services.settings_writes import assistant_settings_update
 from tests.support.factories import thread
 
 pytestmark = pytest.mark.django_db
