@@ -6,7 +6,10 @@ import uuid
 
 from django.db import models
 
-from conversations.models.assistant import Persona
+
+class Persona(models.TextChoices):
+    ELION = "elion", "Elion"
+    CLIPBOARD = "clipboard", "Clipboard"
 
 
 class Folder(models.Model):
@@ -15,6 +18,7 @@ class Folder(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "conversations_folder"
         ordering = ["name", "id"]
 
     def __str__(self) -> str:
@@ -92,6 +96,7 @@ class Conversation(models.Model):
     all_objects = models.Manager()
 
     class Meta:
+        db_table = "conversations_conversation"
         ordering = ["-updated_at"]
         base_manager_name = "all_objects"
         indexes = [
@@ -129,6 +134,7 @@ class IdempotentAction(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "conversations_idempotentaction"
         constraints = [
             models.UniqueConstraint(fields=["action", "source", "key"], name="idempotent_action_key_unique"),
         ]
@@ -164,6 +170,7 @@ class ConversationDeletion(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "conversations_conversationdeletion"
         indexes = [models.Index(fields=["state", "claimed_until"], name="deletion_state_claim")]
 
     def __str__(self) -> str:

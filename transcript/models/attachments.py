@@ -9,9 +9,8 @@ from collections.abc import Iterable
 
 from django.db import models
 
-from conversations.models.assistant import Character
-from conversations.models.messages import Message
-from conversations.models.threads import Conversation
+from transcript.models.messages import Message
+from transcript.models.threads import Conversation
 
 
 class AttachmentKind(models.TextChoices):
@@ -55,11 +54,13 @@ class Attachment(models.Model):
     # An image a reply generated (image generation), never an upload; and the saved
     # character whose image guidance went into its prompt, if any (its gallery).
     generated = models.BooleanField(default=False)
+    # Character Studio's character (the conversations app's row), named by label: transcript imports no app above it.
     generated_character = models.ForeignKey(
-        Character, null=True, blank=True, on_delete=models.SET_NULL, related_name="generated_images"
+        "conversations.Character", null=True, blank=True, on_delete=models.SET_NULL, related_name="generated_images"
     )
 
     class Meta:
+        db_table = "conversations_attachment"
         indexes = [models.Index(fields=["attached_at", "created_at"], name="attachment_gc_scan")]
 
     def __str__(self) -> str:
@@ -144,6 +145,7 @@ class MessageAttachment(models.Model):
     objects = ManifestEntryQuerySet.as_manager()
 
     class Meta:
+        db_table = "conversations_messageattachment"
         # By the columns themselves: ordering by `message` would join the message and conversation
         # tables (their own orderings) into every read of a conversation's entries.
         ordering = ["message_id", "position"]
@@ -195,6 +197,7 @@ class AttachmentBlobIdentity(models.Model):
     verified_at = models.DateTimeField()
 
     class Meta:
+        db_table = "conversations_attachmentblobidentity"
         constraints = [
             models.UniqueConstraint(fields=["conversation", "sha256"], name="blob_identity_unique"),
         ]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.db import models
 
-from conversations.models.messages import Message
-from conversations.models.threads import Conversation
+from transcript.models.messages import Message
+from transcript.models.threads import Conversation
 
 
 class MessageSpeech(models.Model):
@@ -34,43 +34,9 @@ class MessageSpeech(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "conversations_messagespeech"
         constraints = [models.UniqueConstraint(fields=["message", "key"], name="message_speech_key_unique")]
         indexes = [models.Index(fields=["conversation", "sha256"], name="message_speech_blob")]
 
     def __str__(self) -> str:
         return f"speech {self.key[:12]} of {self.message_id}"
-
-
-class AudioCall(models.TextChoices):
-    TRANSCRIPTION = "transcription"
-    SPEECH = "speech"
-
-
-class AudioUsage(models.Model):
-    """One billed audio request to the provider (issue 43): a transcription or a piece of speech, with
-    what the provider reported for it and what Elion measured (`operations.audio_usage` prices it).
-
-    Written only when the provider made something: a segment replayed from its stored blob, the kept
-    voice preview and the offline demo cost nothing and write no row. No conversation is named: the row
-    is what was billed, and outlives the conversation (a deleted conversation's text usage goes with
-    its replies; its audio usage stays, a count without words).
-
-    - `reported`: how the provider reported the call: `tokens` (the gpt-4o transcribe models' `usage`),
-      `duration` (whisper-1's seconds) or `none` (speech: `audio.speech.create` answers bytes only).
-    - `seconds`: the audio's length: the provider's duration, else the recording's or the made WAV's.
-    - token counts: as the provider reported them; `characters`: the speech input sent.
-    """
-
-    kind = models.CharField(max_length=16, choices=AudioCall.choices)
-    model = models.CharField(max_length=100)
-    reported = models.CharField(max_length=16, default="none")
-    seconds = models.FloatField(null=True)
-    input_tokens = models.PositiveIntegerField(null=True)
-    input_audio_tokens = models.PositiveIntegerField(null=True)
-    input_text_tokens = models.PositiveIntegerField(null=True)
-    output_tokens = models.PositiveIntegerField(null=True)
-    characters = models.PositiveIntegerField(null=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-
-    def __str__(self) -> str:
-        return f"{self.kind} on {self.model} at {self.created_at:%Y-%m-%d %H:%M}"

@@ -8,7 +8,7 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
-from conversations.models.threads import Conversation
+from transcript.models.threads import Conversation
 
 
 class Role(models.TextChoices):
@@ -85,6 +85,7 @@ class Message(models.Model):
     branch_born = models.BooleanField(default=False)
 
     class Meta:
+        db_table = "conversations_message"
         ordering = ["conversation", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "seq"], name="message_seq_unique_per_conversation"),
@@ -162,6 +163,7 @@ class MessageSearchEntry(models.Model):
     search_text = models.TextField(null=True, blank=True)
 
     class Meta:
+        db_table = "conversations_messagesearchentry"
         indexes = [
             models.Index(fields=["id"], condition=Q(search_text__isnull=True), name="message_search_pending"),
             # Keyword recall's newest row of each other conversation (continuity.rules.recall_store).
