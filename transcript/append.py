@@ -42,8 +42,8 @@ from django.db.models import Expression, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from conversations.models import Conversation, Message, MessageKind, Role
-from conversations.models.messages import branch_columns_under, stored_turn_tokens
+from transcript.models import Conversation, Message, MessageKind, Role
+from transcript.models.messages import branch_columns_under, stored_turn_tokens
 from transcript.provider.gateway import ProviderBinding
 
 # The conversation columns an append changes: `transcript_write` saves them itself; a `message_append`

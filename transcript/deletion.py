@@ -36,7 +36,13 @@ from django.utils import timezone
 
 from artifacts.models import Artifact, ArtifactVersion
 from continuity.models import Compaction, PromptReconciliationFailure, ThreadHandoff
-from conversations.models import (
+from elion.base.errors import Conflict, NotFound
+from elion.base.rows import access_row
+from memories.models import ConversationMemorySnapshot, MemoryProposal, ProposalStatus, SnapshotMembership
+from transcript.access import access_conversation
+from transcript.attachments.store import conversation_store
+from transcript.guard import transcript_write_guard
+from transcript.models import (
     Conversation,
     ConversationDeletion,
     DeletionState,
@@ -45,12 +51,6 @@ from conversations.models import (
     MessageAttachment,
     MessageSearchEntry,
 )
-from elion.base.errors import Conflict, NotFound
-from elion.base.rows import access_row
-from memories.models import ConversationMemorySnapshot, MemoryProposal, ProposalStatus, SnapshotMembership
-from transcript.access import access_conversation
-from transcript.attachments.store import conversation_store
-from transcript.guard import transcript_write_guard
 
 logger = logging.getLogger(__name__)
 

@@ -47,8 +47,8 @@ from django.utils import timezone
 
 from continuity.models import PromptReconciliationFailure, PromptReconciliationRun
 from continuity.rules.policies import policy_markers
-from conversations.models import Conversation, Message, Role
 from elion.base.domain_events import legacy_prompts_found
+from transcript.models import Conversation, Message, Role
 
 logger = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from django.db import transaction
 from continuity.models import ThreadHandoff
 from continuity.rules.eligibility import continuity_sources
 from continuity.rules.handoff_store import RETIRED_COLUMNS
-from conversations.models import Conversation, ConversationOrigin, Message
 from elion.base.errors import Conflict
 from transcript.access import access_conversation
+from transcript.models import Conversation, ConversationOrigin, Message
 from transcript.write_lock import global_write_lock
 
 

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from uuid import UUID
 
-from conversations.models import Conversation
 from elion.base.errors import InvalidInput
 from transcript.branch_window import (
     BranchWindow,
@@ -20,6 +19,7 @@ from transcript.branch_window import (
     branch_window_before,
     branch_window_newest,
 )
+from transcript.models import Conversation
 
 PAGE_LIMIT_MAX = 200
 _DIGITS = re.compile(r"[0-9]{1,6}")

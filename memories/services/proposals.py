@@ -32,7 +32,6 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from continuity.rules.eligibility import may_suggest_memories
-from conversations.models import Conversation, Message
 from elion.base.errors import Conflict, InvalidInput
 from elion.base.rows import access_row
 from memories.models import (
@@ -45,6 +44,7 @@ from memories.models import (
 )
 from memories.services.memory_writes import memory_add, memory_draft
 from transcript.assistant_settings import assistant_settings_read
+from transcript.models import Conversation, Message
 from transcript.write_lock import global_write_lock
 
 APPROVE_FIELDS = ("text", "category", "importance")

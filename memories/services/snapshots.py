@@ -15,7 +15,6 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
-from conversations.models import Conversation
 from elion.base.domain_events import legacy_snapshots_backfilled, snapshot_refreshed
 from memories.models import (
     ConversationMemorySnapshot,
@@ -24,6 +23,7 @@ from memories.models import (
     SnapshotProvenance,
 )
 from transcript.access import access_conversation
+from transcript.models import Conversation
 from transcript.write_lock import global_write_lock
 
 BACKFILL_BATCH_SIZE = 500

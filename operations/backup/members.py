@@ -36,7 +36,7 @@ INSTANCE_APPS = {
 }
 # label -> why the database or the app rebuilds it instead.
 NOT_BACKED_UP = {
-    "conversations.attachmentblobidentity": "the inode and timestamps of a blob on this disk: meaningless on "
+    "transcript.attachmentblobidentity": "the inode and timestamps of a blob on this disk: meaningless on "
     "another one; the first verification after a restore hashes the blob and records it again.",
 }
 # Rows a fresh instance creates on first use; a restore replaces them instead of refusing.
@@ -44,7 +44,7 @@ SINGLETONS = frozenset({"conversations.assistantsettings", "memories.memorysetlo
 # Rows the database's triggers make while other rows are inserted (Past Conversation Search's index
 # rows, one per searchable message): a restore replaces them with the backed-up ones, so their ids,
 # and with them the order of search results, stay the same.
-TRIGGER_MADE = frozenset({"conversations.messagesearchentry"})
+TRIGGER_MADE = frozenset({"transcript.messagesearchentry"})
 MANIFEST = "manifest.json"
 MANIFEST_DIGEST = "manifest.sha256"
 MODELS_PREFIX = "models/"

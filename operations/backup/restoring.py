@@ -32,10 +32,10 @@ from django.db import DatabaseError, connection, transaction
 from django.db.migrations.recorder import MigrationRecorder
 from django.db.models import Model
 
-from conversations.models import MessageAttachment, manifest_entries_conversation_settle
 from operations.backup import members
 from operations.backup.refusals import BackupRefused
 from transcript.attachments import store
+from transcript.models import MessageAttachment, manifest_entries_conversation_settle
 
 __all__ = ["BackupRefused", "RestoreCheck", "RestoreReport", "backup_restore", "backup_restore_check"]
 

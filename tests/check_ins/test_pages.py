@@ -15,11 +15,11 @@ from django.test import Client
 from check_ins.models import CheckIn, CheckInProposal, CheckInRun, RunStatus
 from check_ins.services.check_ins import check_in_create
 from check_ins.services.proposals import check_in_propose
-from conversations.models import Conversation, Role
 from conversations.services.settings_service import assistant_settings_update
 from conversations.services.threads.services import conversation_create
 from tests.support.factories import turns_append
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Conversation, Role
 
 pytestmark = pytest.mark.django_db
 

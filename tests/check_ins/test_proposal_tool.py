@@ -16,12 +16,12 @@ import pytest
 from django.test import Client
 
 from check_ins.models import CheckIn, CheckInProposal, ProposalStatus
-from conversations.models import Conversation, Message, Role
 from conversations.services.threads.services import folder_create
 from conversations.services.visibility.transitions import conversation_restore, conversation_trash
 from tests.support.factories import api_call
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.tool_requests import SELECTORS, new_chat, send, tool_names, tool_outputs
+from transcript.models import Conversation, Message, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import AudioCall, AudioUsage, Folder, Message, Role
+from conversations.models import AudioCall, AudioUsage
 from conversations.services.visibility.transitions import (
     conversation_move_locked,
     conversation_trash,
@@ -23,6 +23,7 @@ from elion.base import env
 from operations.usage import USAGE_KEYS, usage_report
 from tests.support.factories import thread, turns_append
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Folder, Message, Role
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,6 @@ import random
 import pytest
 from django.conf import settings as django_settings
 
-from conversations.models import Conversation, Role
 from conversations.services.threads.services import conversation_create
 from conversations.services.visibility.transitions import conversation_trash
 from elion.base.errors import Conflict, NotFound
@@ -27,6 +26,7 @@ from memories.services.proposals import memory_propose, proposal_approve, propos
 from tests.support.factories import turns_append
 from tests.support.racing import run_together
 from transcript.deletion import conversation_delete_forever
+from transcript.models import Conversation, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,7 +12,6 @@ import json
 import pytest
 from django.test import Client
 
-from conversations.models import Conversation, Message, Role
 from conversations.services.threads.services import folder_create
 from conversations.services.visibility.transitions import conversation_restore, conversation_trash
 from memories.models import Memory, MemoryProposal, MemorySource, ProposalStatus, SnapshotMembership
@@ -29,6 +28,7 @@ from tests.support.tool_requests import (
     tool_names,
     tool_outputs,
 )
+from transcript.models import Conversation, Message, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

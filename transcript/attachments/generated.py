@@ -35,9 +35,9 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from conversations.models import Attachment, AttachmentKind, Message, MessageAttachment
 from transcript.attachments import store
 from transcript.attachments.verification import identities_record
+from transcript.models import Attachment, AttachmentKind, Message, MessageAttachment
 from transcript.uploads import image_mime, size_text
 
 GENERATED_IMAGES_KEY = "generated_images"

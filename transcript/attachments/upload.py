@@ -10,10 +10,10 @@ import unicodedata
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
-from conversations.models import Attachment, AttachmentKind
 from elion.base.errors import InvalidInput, ServiceError
 from transcript.access import access_conversation
 from transcript.attachments import store
+from transcript.models import Attachment, AttachmentKind
 from transcript.uploads import decode_text, image_mime, pdf_text, size_text
 
 NAME_MAX = 200

@@ -34,10 +34,10 @@ from uuid import UUID
 
 from continuity.rules.eligibility import in_quarantine
 from continuity.rules.prompt_refresh import refreshes_stale_prompts
-from conversations.models import Conversation, Folder
 from elion.base.domain_events import shield_released, visibility_changed
 from elion.base.errors import Conflict, NotFound
 from transcript.access import access_conversation, access_folder
+from transcript.models import Conversation, Folder
 from transcript.write_lock import global_write_lock
 
 

@@ -22,12 +22,12 @@ from django.http import HttpResponse, StreamingHttpResponse
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 
-from conversations.models import Conversation, Message
 from conversations.web import serializers as s
 from conversations.web.threads.api import streamed_response
 from transcript.attachments.manifests import manifests_for
 from transcript.branch_window import live_branch_batches
 from transcript.leases import stale_streams_read_as_interrupted
+from transcript.models import Conversation, Message
 from transcript.siblings import Siblings, siblings_for
 
 LIST_BATCH = 200

@@ -17,7 +17,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.models import Conversation
 from conversations.services.threads.fork import conversation_fork
 from conversations.services.threads.services import (
     conversation_create,
@@ -31,6 +30,7 @@ from conversations.web.threads import export as conversation_export
 from elion.base.errors import InvalidInput
 from transcript.access import access_conversation
 from transcript.deletion import access_deletion, conversation_delete_forever, deletion_receipt
+from transcript.models import Conversation
 
 
 class ConversationListView(APIView):

@@ -13,7 +13,6 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from continuity.rules.eligibility import outside_quarantine
-from conversations.models import Conversation
 from conversations.services.threads.services import conversation_update
 from conversations.services.visibility import selectors as visibility_selectors
 from conversations.services.visibility import transitions as visibility
@@ -24,6 +23,7 @@ from elion.base.errors import ServiceError
 from elion.base.fulltext import query_terms
 from transcript.access import access_conversation
 from transcript.deletion import conversation_delete_forever
+from transcript.models import Conversation
 
 
 def _title(conversation: Conversation) -> str:

@@ -15,13 +15,13 @@ from asgiref.sync import sync_to_async
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import AsyncClient
 
-from conversations.models import Attachment, Message, MessageAttachment, Role
 from tests.archive.conftest import minimal_pdf
 from tests.conftest import parse_sse, read_streaming
 from tests.support.attachment_files import png_bytes
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.sending import create_conversation, messages_of, send_sse
 from transcript.attachments import store as attachment_store
+from transcript.models import Attachment, Message, MessageAttachment, Role
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

@@ -14,7 +14,6 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from conversations.models import Attachment, Conversation
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from conversations.services.threads.services import conversation_create
@@ -23,6 +22,7 @@ from tests.support.attachment_files import png_bytes
 from transcript.attachments import store
 from transcript.attachments.gc import attachment_garbage_collect
 from transcript.attachments.upload import attachment_upload
+from transcript.models import Attachment, Conversation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -183,8 +183,8 @@ def test_gc_schedule_is_created_by_the_migration():
 
 def test_admin_lists_attachments_read_only(client):
     draft = uploaded("listed.md", b"# listed\n")
-    listing = client.get("/admin/conversations/attachment/")
+    listing = client.get("/admin/transcript/attachment/")
     assert listing.status_code == 200 and "listed.md" in listing.content.decode()
-    assert client.post(f"/admin/conversations/attachment/{draft.pk}/delete/", {"post": "yes"}).status_code == 403
-    assert client.post(f"/admin/conversations/attachment/{draft.pk}/change/", {"name": "renamed"}).status_code == 403
+    assert client.post(f"/admin/transcript/attachment/{draft.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert client.post(f"/admin/transcript/attachment/{draft.pk}/change/", {"name": "renamed"}).status_code == 403
     assert Attachment.objects.get(pk=draft.pk).name == "listed.md"

@@ -12,7 +12,6 @@ from django.db import connection
 from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import Attachment, AttachmentKind, Conversation, Message, MessageAttachment, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from tests.support.attachment_files import png_bytes
@@ -22,6 +21,7 @@ from tests.support.manifests import sent_with
 from transcript.attachments.generated import generated_image_store
 from transcript.attachments.manifests import manifests_in_conversation
 from transcript.attachments.projection import attachments_preverify
+from transcript.models import Attachment, AttachmentKind, Conversation, Message, MessageAttachment, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -27,7 +27,6 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django_q.models import Schedule
 
-from conversations.models import Attachment, AttachmentBlobIdentity, Conversation, Message, MessageStatus
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import retry_prepare, send_prepare
 from conversations.services.threads.fork import conversation_fork
@@ -40,6 +39,7 @@ from transcript.attachments import store
 from transcript.attachments.encoded_cache import EncodedBlobCache, encoded_blobs
 from transcript.attachments.upload import attachment_upload
 from transcript.attachments.verification import AttachmentUnavailable, blobs_rehash_all, identities_record
+from transcript.models import Attachment, AttachmentBlobIdentity, Conversation, Message, MessageStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,10 +12,10 @@ from django.db import connection
 from django.test import AsyncClient, Client
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import Message
 from operations.backup.writing import ROW_BATCH, backup_chunks
 from tests.conftest import read_streaming
 from tests.support.factories import thread, turns_append
+from transcript.models import Message
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +51,7 @@ def test_backup_needs_the_owner_like_every_owner_endpoint(protected):
     assert owner.status_code == 200 and owner.streaming
     assert owner["Content-Disposition"].startswith('attachment; filename="elion-backup-') and owner["Content-Disposition"].endswith('-unencrypted.zip"')
     assert b"a secret about the lighthouse" in zip_members(b"".join(owner.streaming_content))[
-        "models/conversations.message.jsonl"
+        "models/transcript.message.jsonl"
     ]
 
 
@@ -69,10 +69,10 @@ def test_backup_is_streamed_in_chunks_with_every_row():
     assert total > 2_000_000 and len(chunks) > 1_200 // ROW_BATCH
     # One batch of rows (ROW_BATCH x 3 kB here) at most, never the whole zip, is held in any chunk.
     assert max(len(c) for c in chunks) < ROW_BATCH * 3_300
-    rows = zip_members(b"".join(chunks))["models/conversations.message.jsonl"].decode().splitlines()
+    rows = zip_members(b"".join(chunks))["models/transcript.message.jsonl"].decode().splitlines()
     assert len(rows) == Message.objects.filter(conversation=conversation).count()
     manifest = json.loads(zip_members(b"".join(chunks))["manifest.json"])
-    assert {e["model"]: e["count"] for e in manifest["models"]}["conversations.message"] == len(rows)
+    assert {e["model"]: e["count"] for e in manifest["models"]}["transcript.message"] == len(rows)
 
 
 def test_backup_statements_do_not_grow_with_rows():
@@ -97,4 +97,4 @@ async def test_backup_over_asgi_is_an_asynchronous_stream_of_the_same_zip():
     response = await AsyncClient().get("/api/backup/")
     assert response.status_code == 200 and response.streaming and response.is_async
     members = zip_members(await read_streaming(response))
-    assert len(members["models/conversations.message.jsonl"].decode().splitlines()) == 300
+    assert len(members["models/transcript.message.jsonl"].decode().splitlines()) == 300

@@ -14,7 +14,6 @@ import pyrage
 import pytest
 from django.utils import timezone
 
-from conversations.models import Message
 from elion.models import BackupRecord, BackupStatus
 from operations.backup import encryption, runs
 from operations.backup.refusals import BackupRefused
@@ -23,6 +22,7 @@ from tests.support.attachment_files import png_bytes
 from tests.support.backup_files import backup_file, members_of, rewritten
 from tests.support.factories import thread
 from transcript.attachments import store
+from transcript.models import Message
 
 pytestmark = pytest.mark.timeout(600)
 PASSPHRASE = "lighthouse keeper at dawn"
@@ -65,14 +65,14 @@ def test_a_backup_is_encrypted_stored_in_the_folder_and_verified_by_restoring_it
     assert encryption.file_kind(stored) == "age+passphrase"
     assert b"Is the lamp lit?" not in stored.read_bytes()
     # The counts come from the scratch restore: every row, the blob, the sample live branch.
-    assert record.counts["rows"]["conversations.message"] == Message.objects.filter(conversation=conversation).count()
+    assert record.counts["rows"]["transcript.message"] == Message.objects.filter(conversation=conversation).count()
     assert record.counts["blobs"] == 1
     assert record.counts["sample"]["conversation"] == str(conversation.pk)
     assert record.counts["sample"]["messages"] == 2
     assert record.counts["restored_from"] == "the stored file, decrypted"
     # The file is a standard age file the owner can open with the passphrase alone.
     assert b"Every night." in decrypted_members(stored, tmp_path, passphrase=PASSPHRASE)[
-        "models/conversations.message.jsonl"
+        "models/transcript.message.jsonl"
     ]
     # Nothing is left in the staging dir.
     assert not any((tmp_path / "staging").iterdir())
@@ -138,7 +138,7 @@ def test_verification_catches_a_flipped_blob_byte_and_a_missing_row(keyed_folder
         scratch_restore_verify(rewritten(plain, {**members, blob: bytes(flipped)}), tmp_path)
 
     # A row gone, with the manifest's sha256 of that member made to match: the row count gives it away.
-    member = "models/conversations.message.jsonl"
+    member = "models/transcript.message.jsonl"
     shorter = b"".join(members[member].splitlines(keepends=True)[1:])
     manifest = json.loads(members["manifest.json"])
     manifest["members"][member] = {"sha256": hashlib.sha256(shorter).hexdigest(), "size": len(shorter)}
@@ -174,7 +174,7 @@ def test_with_recipients_only_the_server_verifies_the_bytes_it_encrypted(keyed_f
     assert record.counts["restored_from"].startswith("the bytes encrypted")
     stored = keyed_folder / record.key
     assert encryption.file_kind(stored) == "age"
-    assert "models/conversations.message.jsonl" in decrypted_members(stored, tmp_path, identities=[identity])
+    assert "models/transcript.message.jsonl" in decrypted_members(stored, tmp_path, identities=[identity])
     # Verify again: the server cannot decrypt, so it checks the stored bytes and says so.
     again = runs.backup_verify(record)
     assert again.status == BackupStatus.VERIFIED and "sha256" in again.counts["checked"]

@@ -16,8 +16,8 @@ import zipfile
 import pytest
 from django.db import connection
 
-from conversations.models import Conversation
 from operations.backup.writing import backup_chunks
+from transcript.models import Conversation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,6 +45,6 @@ def test_a_write_goes_through_while_a_backup_runs_and_the_backup_keeps_its_snaps
 
     with zipfile.ZipFile(io.BytesIO(b"".join(parts))) as archive:
         titles = [json.loads(line)["fields"]["title"] for line in
-                  archive.read("models/conversations.conversation.jsonl").splitlines()]
+                  archive.read("models/transcript.conversation.jsonl").splitlines()]
     assert titles == ["Before the backup"], "the backup holds its snapshot, not the write made during it"
     assert Conversation.objects.count() == 2

@@ -121,7 +121,7 @@ def test_back_up_now_then_list_download_and_verify_again(configured):
     [item] = listing["results"]
     assert item["status"] == "verified" and item["encrypted"] is True
     assert item["destination"] == f"folder {configured}"
-    assert item["counts"]["rows"]["conversations.message"] >= 2
+    assert item["counts"]["rows"]["transcript.message"] >= 2
     assert listing["last_verified_at"] == item["verified_at"]
     assert api_call(client, "get", "/api/health/")["backup"]["stale"] is False
 
@@ -140,7 +140,7 @@ def test_back_up_now_then_list_download_and_verify_again(configured):
 @pytest.mark.django_db
 def test_continuity_cleanup_names_the_newest_verified_backup_beside_the_owners_box(settings):
     from continuity.models import ThreadHandoff
-    from conversations.models import Conversation
+    from transcript.models import Conversation
 
     settings.ELION_OWNER_PASSWORD = "correct horse"
     settings.ELION_PROTECTED = True

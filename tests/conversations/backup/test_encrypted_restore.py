@@ -35,7 +35,7 @@ def test_backup_command_encrypts_with_the_configured_keys(tmp_path, settings):
     call_command("backup", output=str(tmp_path / "b.zip.age"), encrypt=True)
     assert encryption.file_kind(tmp_path / "b.zip.age") == "age+passphrase"
     encryption.decrypt_file(tmp_path / "b.zip.age", tmp_path / "b.zip", passphrase=PASSPHRASE)
-    assert b"at dawn" in members_of(tmp_path / "b.zip")["models/conversations.message.jsonl"]
+    assert b"at dawn" in members_of(tmp_path / "b.zip")["models/transcript.message.jsonl"]
 
 
 @pytest.mark.slow

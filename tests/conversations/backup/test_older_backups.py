@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from conversations.models import Message, MessageAttachment
 from tests.support.attachment_files import png_bytes
 from tests.support.backup_files import backup_file, members_of, rewritten
 from tests.support.factories import thread
 from tests.support.fork import fork
 from tests.support.manifests import sent_with
+from transcript.models import Message, MessageAttachment
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ENTRIES = "models/conversations.messageattachment.jsonl"
+ENTRIES = "models/transcript.messageattachment.jsonl"
 COLUMN_MIGRATION = "0015_manifest_conversation"
 RESTORED_ENTRIES = (
     "import json; from conversations.models import MessageAttachment; "

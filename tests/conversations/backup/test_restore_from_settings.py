@@ -13,10 +13,10 @@ from django.core.management import call_command
 from django.test import Client
 from django_q.models import OrmQ
 
-from conversations.models import Conversation, Message
 from elion.models import RestoreRun
 from operations.backup.writing import backup_chunks
 from tests.support.factories import thread
+from transcript.models import Conversation, Message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,7 +42,7 @@ def test_restore_from_settings_checks_counts_then_restores_into_an_empty_instanc
     assert "This instance is in use: it holds 2 conversations, 4 messages" in text
     assert "it holds 2 conversations, 4 messages" in text and "replaces all of it" in text
     assert "To confirm, type the word replace" in text and "data-restore-replace" in text
-    assert "conversations.conversation" not in text and "data-restore-confirm" not in text
+    assert "transcript.conversation" not in text and "data-restore-confirm" not in text
     token = re.search(r'action="/settings/restore/([0-9a-f]{32})/"', text).group(1)
     missing = client.post(f"/settings/restore/{token}/")
     assert missing.status_code == 400 and "Type the word replace" in missing.content.decode()
@@ -67,7 +67,7 @@ def test_restore_from_settings_checks_counts_then_restores_into_an_empty_instanc
     page = checked.content.decode()
     assert checked.status_code == 200 and "The backup checks out" in page
     assert "This instance is fresh" in page and "it holds 2 conversations, 4 messages" in page
-    assert "conversations.conversation" not in page
+    assert "transcript.conversation" not in page
     assert Conversation.objects.count() == 0, "the check writes nothing"
     token = re.search(r'action="/settings/restore/([0-9a-f]{32})/"', page).group(1)
 

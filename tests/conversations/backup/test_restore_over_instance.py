@@ -18,13 +18,13 @@ from django.core.management import call_command
 from django.test import Client
 from django_q.models import OrmQ
 
-from conversations.models import Conversation, Message
 from elion.models import BackupRecord, BackupStatus, RestoreRun
 from operations.backup import destinations, encryption, members
 from tests.support.backup_files import backup_file, members_of, rewritten
 from tests.support.factories import api_call, thread
 from tests.support.queue_cluster import QueueCluster
 from transcript.attachments import store
+from transcript.models import Conversation, Message
 
 PASSPHRASE = "the keeper's lamp"
 
@@ -176,9 +176,9 @@ def test_the_right_word_restores_over_a_lived_in_instance_in_a_job_and_the_sessi
     finally:
         cluster.stop()
     assert run["status"] == "done", (run, cluster.log()[-3000:])
-    assert run["restored"]["rows"]["conversations.message"] == 4 and run["restored"]["blobs"] == 1
+    assert run["restored"]["rows"]["transcript.message"] == 4 and run["restored"]["blobs"] == 1
     assert run["restored_words"].startswith("1 conversation, 4 messages") and "1 attached file" in run["restored_words"]
-    assert "conversations.message" not in run["restored_words"]
+    assert "transcript.message" not in run["restored_words"]
     assert run["source"].startswith("the backup made ") and run["detail"] is None
     assert list(Conversation.objects.values_list("title", flat=True)) == ["Lighthouse"]
     assert Message.objects.filter(content="a horn sounds").exists()
@@ -187,7 +187,7 @@ def test_the_right_word_restores_over_a_lived_in_instance_in_a_job_and_the_sessi
     assert blobs == [new_blob], "the old instance's blob is removed, the backup's placed"
     # The state before was backed up and verified, and kept.
     assert Path(run["safety_backup"]).is_file()
-    assert b"the keeper waves" in members_of(Path(run["safety_backup"]))["models/conversations.message.jsonl"]
+    assert b"the keeper waves" in members_of(Path(run["safety_backup"]))["models/transcript.message.jsonl"]
     # Users and sessions are not in a backup: the owner's session goes on working.
     assert client.get("/api/backups/").status_code == 200
     assert client.get("/settings/backups/").status_code == 200

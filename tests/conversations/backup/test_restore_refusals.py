@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from conversations.models import Conversation, Message
 from operations.backup.restoring import BackupRefused, backup_restore
 from tests.conversations.backup.conftest import build_rich_instance
 from tests.support.backup_files import backup_file, members_of, rewritten
 from tests.support.factories import thread
 from transcript.attachments import store
+from transcript.models import Conversation, Message
 
 # Sends run their reply in another thread: the rows must be committed.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -92,13 +92,13 @@ def test_fresh_instance_refuses_a_row_count_that_differs_then_restores_once_and_
     path = backup_file(tmp_path)
     members = members_of(path)
     manifest = json.loads(members["manifest.json"])
-    entry = next(e for e in manifest["models"] if e["model"] == "conversations.message")
+    entry = next(e for e in manifest["models"] if e["model"] == "transcript.message")
     entry["count"] += 1
     miscounted = rewritten(path, {**members, "manifest.json": json.dumps(manifest).encode()}, reseal=True)
 
     refused = fresh_instance.restore(miscounted)
     assert refused.returncode != 0
-    assert f"models/conversations.message.jsonl holds {entry['count'] - 1} rows; the manifest says" in refused.stderr
+    assert f"models/transcript.message.jsonl holds {entry['count'] - 1} rows; the manifest says" in refused.stderr
     restored_root = fresh_instance.data_dir / "attachments"
     assert not [p for p in restored_root.rglob("*") if p.is_file() and p.parent.name != "tmp"], "blobs left behind"
 
@@ -124,7 +124,7 @@ def test_backup_command_writes_the_zip_and_never_overwrites(tmp_path):
     call_command("backup", output=str(target), stdout=out)
     assert "Backup written to" in out.getvalue()
     with zipfile.ZipFile(target) as archive:
-        rows = archive.read("models/conversations.message.jsonl").decode().splitlines()
+        rows = archive.read("models/transcript.message.jsonl").decode().splitlines()
     assert {json.loads(line)["fields"]["content"] for line in rows} >= {"the ferry", "at dawn"}
     assert {json.loads(line)["fields"]["conversation"] for line in rows} == {str(conversation.id)}
     with pytest.raises(CommandError, match="already exists"):
@@ -136,8 +136,8 @@ def test_conversation_rows_are_counted_in_the_manifest(tmp_path):
     thread(("user", "one"), ("assistant", "two"))
     manifest = json.loads(members_of(backup_file(tmp_path))["manifest.json"])
     counts = {e["model"]: e["count"] for e in manifest["models"]}
-    assert counts["conversations.conversation"] == Conversation.all_objects.count() == 1
-    assert counts["conversations.message"] == Message.objects.count()
+    assert counts["transcript.conversation"] == Conversation.all_objects.count() == 1
+    assert counts["transcript.message"] == Message.objects.count()
 
 
 def test_a_blob_already_damaged_on_disk_is_kept_listed_and_never_counted_as_tampering(scripted_provider, client, tmp_path):

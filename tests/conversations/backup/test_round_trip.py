@@ -38,8 +38,8 @@ def test_restored_instance_answers_every_request_and_rebuilds_every_prompt_byte_
 
     # The instance really was rich: the comparison above covered branches, blobs, hidden and shielded chats.
     counts = {entry["model"]: entry["count"] for entry in manifest_of(data)["models"]}
-    assert counts["conversations.message"] > counts["conversations.conversation"] * 2
-    assert counts["conversations.attachment"] == 4 and counts["continuity.compaction"] == 1
+    assert counts["transcript.message"] > counts["transcript.conversation"] * 2
+    assert counts["transcript.attachment"] == 4 and counts["continuity.compaction"] == 1
     assert counts["continuity.threadhandoff"] >= 2 and counts["memories.memory"] == 2
     assert manifest_of(data)["blobs"] >= 4
     conversations = {c["id"]: c for c in original["api"]["/api/conversations/?trashed=all"]["results"]}

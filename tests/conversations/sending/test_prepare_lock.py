@@ -15,12 +15,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import Message, MessageStatus, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import retry_prepare, send_prepare
 from tests.support.attachment_files import png_bytes
 from transcript.attachments import store
 from transcript.attachments.upload import attachment_upload
+from transcript.models import Message, MessageStatus, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,10 +8,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import Conversation, Message, MessageStatus, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from transcript.append import TranscriptAppend, transcript_write
+from transcript.models import Conversation, Message, MessageStatus, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,8 +11,8 @@ import pytest
 from django.apps import apps
 from django.test import Client
 
-from conversations.models import Conversation, ConversationOrigin, Message, MessageKind
 from tests.support.factories import thread
+from transcript.models import Conversation, ConversationOrigin, Message, MessageKind
 
 pytestmark = pytest.mark.django_db
 

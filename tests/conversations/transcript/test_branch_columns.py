@@ -30,8 +30,6 @@ from continuity.rules.dynamic_context import dynamic_context_build
 from continuity.rules.history_window import history_window
 from continuity.rules.request_policy import assemble_request, tool_definitions_text
 from continuity.rules.request_store import reply_request_build, send_context_load, trim_step_tokens
-from conversations.models import Message, MessageStatus, Role
-from conversations.models.messages import ends_birth_period, stored_turn_tokens
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from tests.support.factories import thread
@@ -41,6 +39,8 @@ from transcript.assistant_settings import assistant_settings_get
 from transcript.attachments.manifests import attachments_commit, manifests_for
 from transcript.attachments.projection import attachment_parts_verified
 from transcript.attachments.upload import attachment_upload
+from transcript.models import Message, MessageStatus, Role
+from transcript.models.messages import ends_birth_period, stored_turn_tokens
 from transcript.tree import live_branch, tree_messages, walk_to_root
 
 pytestmark = pytest.mark.django_db(transaction=True)

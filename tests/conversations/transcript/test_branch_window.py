@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from continuity.rules.request_policy import estimate_tokens
-from conversations.models import Message, Role
 from conversations.services.threads.services import conversation_rewind
 from tests.support.factories import thread, turns_append
 from transcript.branch_window import branch_token_estimate, branch_window_start, live_branch_batches
+from transcript.models import Message, Role
 from transcript.tree import live_branch
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from conversations.models import Message, MessageStatus
 from transcript.integrity import transcript_problems
 from transcript.leases import streams_interrupt_expired
+from transcript.models import Message, MessageStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,7 +14,6 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from conversations.models import Conversation, ConversationDeletion, Message, MessageSearchEntry
 from conversations.services.visibility.transitions import conversation_trash
 from memories.models import ConversationMemorySnapshot
 from transcript.deletion import (
@@ -23,6 +22,7 @@ from transcript.deletion import (
     deletion_run,
     deletions_finish,
 )
+from transcript.models import Conversation, ConversationDeletion, Message, MessageSearchEntry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,8 +15,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from conversations.models import Conversation, Message, MessageStatus, Role
 from transcript.leases import streams_interrupt_expired
+from transcript.models import Conversation, Message, MessageStatus, Role
 
 STALE = 300
 SWEEPERS = 4

@@ -6,8 +6,8 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from continuity.rules.request_policy import HistoryTurn, assemble_request
-from conversations.models import Message, MessageKind, MessageStatus, Role
 from conversations.services.threads.services import conversation_rewind
+from transcript.models import Message, MessageKind, MessageStatus, Role
 from transcript.tree import is_projectable, live_branch, tree_messages, tree_problems, walk_to_root
 
 pytestmark = pytest.mark.django_db

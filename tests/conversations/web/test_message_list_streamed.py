@@ -23,11 +23,11 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
-from conversations.models import Message, MessageStatus, Role
 from conversations.services.threads.services import conversation_rewind, conversation_switch
 from conversations.web.messages import branch_list
 from elion.base.errors import ServiceError
 from tests.support.factories import thread, turns_append
+from transcript.models import Message, MessageStatus, Role
 from transcript.siblings import Siblings
 
 pytestmark = pytest.mark.django_db
