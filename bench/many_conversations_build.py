@@ -29,9 +29,9 @@ def build(size: int, data_dir: Path, seed: int) -> None:
 
     from continuity.models import ThreadHandoff
     from continuity.rules.prompt_store import prompt_inputs_many, prompt_metadata, static_prompt_built
+    from elion.base.assistant_settings import assistant_settings_get
     from memories.models import ConversationMemorySnapshot, SnapshotMembership
     from memories.services.memory_writes import memory_add
-    from transcript.assistant_settings import assistant_settings_get
     from transcript.models import Conversation, Folder, Message, MessageKind, Role
     from transcript.search_index import message_search_index_sync
 

@@ -51,9 +51,9 @@ def load(count: int, seed: int) -> None:
     from continuity.models import ThreadHandoff
     from continuity.rules.prompt_policy import build_static_prompt
     from continuity.rules.prompt_store import prompt_inputs_many
+    from elion.base.assistant_settings import assistant_settings_get
     from memories.models import ConversationMemorySnapshot, SnapshotMembership
     from memories.services.memory_writes import memory_add
-    from transcript.assistant_settings import assistant_settings_get
     from transcript.models import Conversation, Message, MessageKind, Role
 
     rng = random.Random(seed)

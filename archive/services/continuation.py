@@ -32,11 +32,11 @@ from archive.services.documents import access_document
 from continuity.rules.archive_handoff_store import archive_document_handoff, archive_turn_numbers
 from continuity.services.branching import handoff_destination_create
 from conversations.services.threads.services import copy_title_for
+from elion.base.assistant_settings import assistant_settings_read
 from elion.base.errors import Conflict, InvalidInput
 from elion.base.idempotency import idempotency_key_clean
-from transcript.assistant_settings import assistant_settings_read
+from memories.services.write_lock import global_write_lock
 from transcript.models import Conversation, ConversationOrigin, IdempotentAction, Persona
-from transcript.write_lock import global_write_lock
 
 CONTINUE_ACTION = "archive_continue"
 

@@ -17,9 +17,9 @@ from django.views.decorators.http import require_POST
 from check_ins.models import CheckInProposal, ScheduleKind, TargetKind
 from check_ins.services import proposals
 from check_ins.web import forms
+from elion.base.assistant_settings import assistant_settings_read
 from elion.base.errors import ServiceError
 from elion.base.local_redirect import redirect_local
-from transcript.assistant_settings import assistant_settings_read
 
 FRAGMENT_HEADER = "HTTP_X_ELION_FRAGMENT"
 PLACES = ("chat", "list")

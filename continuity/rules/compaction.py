@@ -29,9 +29,9 @@ from continuity.models import Compaction
 from continuity.rules.labels import assistant_name
 from continuity.rules.prompt_policy import quote_reserved_headings
 from continuity.rules.request_policy import estimate_tokens
+from elion.base.assistant_settings import assistant_settings_get
 from elion.base.errors import Conflict, NotFound, ServiceError
 from transcript.access import access_conversation
-from transcript.assistant_settings import assistant_settings_get
 from transcript.guard import transcript_write_guard
 from transcript.models import Conversation, Message, MessageStatus, Role
 from transcript.provider import gateway as provider_gateway

@@ -47,7 +47,7 @@ from continuity.rules.handoff_policy import (
     policy_marker,
 )
 from conversations.models import AssistantSettings
-from transcript.assistant_settings import assistant_settings_read
+from elion.base.assistant_settings import assistant_settings_read
 from transcript.branch_rows import branch_rows_up
 from transcript.models import Conversation, ConversationOrigin, Message, Persona, Role
 from transcript.tree import TREE_STEP_FIELDS, BrokenTree, TreeStep, walk_up

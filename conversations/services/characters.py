@@ -21,8 +21,8 @@ from conversations.models import Character
 from elion.base.domain_events import character_changed
 from elion.base.errors import InvalidInput
 from elion.base.rows import access_row
+from memories.services.write_lock import global_write_lock
 from transcript.models import Attachment, MessageAttachment
-from transcript.write_lock import global_write_lock
 
 EDITABLE_FIELDS = ("name", "description", "image_guidance")
 NAME_MAX = 200

@@ -32,6 +32,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from continuity.rules.eligibility import may_suggest_memories
+from elion.base.assistant_settings import assistant_settings_read
 from elion.base.errors import Conflict, InvalidInput
 from elion.base.rows import access_row
 from memories.models import (
@@ -43,9 +44,8 @@ from memories.models import (
     ProposalStatus,
 )
 from memories.services.memory_writes import memory_add, memory_draft
-from transcript.assistant_settings import assistant_settings_read
+from memories.services.write_lock import global_write_lock
 from transcript.models import Conversation, Message
-from transcript.write_lock import global_write_lock
 
 APPROVE_FIELDS = ("text", "category", "importance")
 

@@ -211,7 +211,7 @@ def test_settings_saves_the_time_zone_and_the_proposals_switch():
     fields = {"owner_name": "AUMA", "display_name": "Elion", "personality": "natural", "custom_instructions": "",
               "time_zone": "America/New_York"}
     assert client.post("/settings/", fields).status_code == 302
-    from transcript.assistant_settings import assistant_settings_get
+    from elion.base.assistant_settings import assistant_settings_get
 
     row = assistant_settings_get()
     assert (row.time_zone, row.check_in_proposals) == ("America/New_York", False)

@@ -30,7 +30,7 @@ def fresh_prompt(conversation) -> str:
     """What a rebuild from the current rows gives."""
     from continuity.rules.prompt_policy import build_static_prompt
     from continuity.rules.prompt_store import prompt_inputs_for
-    from transcript.assistant_settings import assistant_settings_get
+    from elion.base.assistant_settings import assistant_settings_get
     from transcript.models import Conversation
 
     return build_static_prompt(prompt_inputs_for(Conversation.objects.get(pk=conversation.pk), settings_row=assistant_settings_get()))

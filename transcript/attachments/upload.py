@@ -11,10 +11,10 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from elion.base.errors import InvalidInput, ServiceError
+from elion.base.uploads import decode_text, image_mime, pdf_text, size_text
 from transcript.access import access_conversation
 from transcript.attachments import store
 from transcript.models import Attachment, AttachmentKind
-from transcript.uploads import decode_text, image_mime, pdf_text, size_text
 
 NAME_MAX = 200
 # Image formats every supported model accepts, recognised by their magic bytes

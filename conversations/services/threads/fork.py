@@ -34,6 +34,7 @@ from conversations.services.threads.services import conversation_create, copy_ti
 from elion.base.errors import Conflict, InvalidInput, NotFound
 from elion.base.idempotency import idempotency_key_clean
 from memories.models import SnapshotMembership
+from memories.services.write_lock import global_write_lock
 from transcript.access import access_conversation
 from transcript.append import message_chain_copy
 from transcript.attachments import store
@@ -53,7 +54,6 @@ from transcript.models import (
 )
 from transcript.provider.binding import provider_binding_gate
 from transcript.search_index import message_search_index_sync, message_search_texts_copy
-from transcript.write_lock import global_write_lock
 
 FORK_ACTION = "fork"
 FORKED_FROM_KEY = "forked_from"

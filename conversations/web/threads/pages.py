@@ -18,9 +18,9 @@ from conversations.services.visibility.past_search import quoted_excerpt
 from conversations.services.visibility.selectors import chat_visibility
 from conversations.web import message_paging, page_selectors
 from conversations.web.serializers import conversation_in_view
+from elion.base.assistant_settings import assistant_settings_get
 from elion.base.errors import NotFound, ServiceError
 from transcript.access import access_conversation
-from transcript.assistant_settings import assistant_settings_get
 from transcript.branch_window import BranchWindow
 from transcript.leases import stale_streams_read_as_interrupted
 from transcript.models import Conversation, MessageStatus, Persona

@@ -33,8 +33,8 @@ from conversations.services.threads.fork import conversation_fork
 from conversations.services.threads.services import conversation_create
 from conversations.services.visibility.transitions import conversation_trash
 from conversations.tasks import rehash_attachment_blobs
+from elion.base.assistant_settings import assistant_settings_get
 from tests.support.attachment_files import png_bytes
-from transcript.assistant_settings import assistant_settings_get
 from transcript.attachments import store
 from transcript.attachments.encoded_cache import EncodedBlobCache, encoded_blobs
 from transcript.attachments.upload import attachment_upload

@@ -36,7 +36,7 @@ def touching(statements: list[str], table: str) -> list[str]:
 
 @pytest.fixture
 def threads(make_conversation, make_turns):
-    from transcript.assistant_settings import assistant_settings_get
+    from elion.base.assistant_settings import assistant_settings_get
 
     assistant_settings_get()  # the settings row exists after the app's first use
     other = make_conversation(persona="elion", title="Lighthouse")

@@ -36,7 +36,7 @@ def _transaction_body(statements: list[str]) -> list[str]:
 @pytest.fixture
 def recalling(make_conversation, make_turns):
     """A thread past its birth period, and an older one recall finds for the message sent."""
-    from transcript.assistant_settings import assistant_settings_get
+    from elion.base.assistant_settings import assistant_settings_get
 
     assistant_settings_get()  # the settings row exists after the app's first use
     other = make_conversation(persona="elion", title="Lighthouse")

@@ -32,10 +32,10 @@ from continuity.rules.request_policy import assemble_request, tool_definitions_t
 from continuity.rules.request_store import reply_request_build, send_context_load, trim_step_tokens
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
+from elion.base.assistant_settings import assistant_settings_get
 from tests.support.factories import thread
 from tests.support.prompt_sections import prior_thread_section_in
 from transcript.append import APPENDED_FIELDS, message_append
-from transcript.assistant_settings import assistant_settings_get
 from transcript.attachments.manifests import attachments_commit, manifests_for
 from transcript.attachments.projection import attachment_parts_verified
 from transcript.attachments.upload import attachment_upload

@@ -18,11 +18,11 @@ from django.test import Client
 from continuity.models import ThreadHandoff
 from continuity.rules.handoff_store import handoff_blocks_for
 from continuity.rules.request_policy import estimate_tokens
+from elion.base.assistant_settings import assistant_settings_read
 from elion.base.errors import NotFound
 from tests.support.broken_trees import BREAKS
 from tests.support.factories import thread
 from transcript import branch_window
-from transcript.assistant_settings import assistant_settings_read
 from transcript.branch_rows import branch_rows_up
 from transcript.integrity import transcript_problems
 from transcript.models import Message, Role
