@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from conversations.services.deletion import conversation_delete_forever
 from conversations.services.threads.fork import conversation_fork
 from conversations.services.threads.services import (
     conversation_create,
@@ -29,7 +30,7 @@ from conversations.web import serializers as s
 from conversations.web.threads import export as conversation_export
 from elion.base.errors import InvalidInput
 from transcript.access import access_conversation
-from transcript.deletion import access_deletion, conversation_delete_forever, deletion_receipt
+from transcript.deletion import access_deletion, deletion_receipt
 from transcript.models import Conversation
 
 

@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from continuity.rules.eligibility import outside_quarantine
+from conversations.services.deletion import conversation_delete_forever
 from conversations.services.threads.services import conversation_update
 from conversations.services.visibility import selectors as visibility_selectors
 from conversations.services.visibility import transitions as visibility
@@ -22,7 +23,6 @@ from conversations.web.visibility.api import flag, search_query
 from elion.base.errors import ServiceError
 from elion.base.fulltext import query_terms
 from transcript.access import access_conversation
-from transcript.deletion import conversation_delete_forever
 from transcript.models import Conversation
 
 

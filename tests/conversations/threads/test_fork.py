@@ -269,8 +269,8 @@ def test_fork_of_a_branch_keeps_its_handoff(client, bound):
 def test_delete_forever_removes_the_conversations_blobs_and_a_fork_still_verifies(client):
     """Permanent deletion removes the blobs nothing else references: the
     conversation's own store (a fork holds its own copies, so it keeps working)."""
+    from conversations.services.deletion import conversation_delete_forever
     from conversations.services.visibility.transitions import conversation_trash
-    from transcript.deletion import conversation_delete_forever
 
     source = conversation_create(persona="elion")
     (image,) = with_attachments(source, ("photo.png", png_bytes()))

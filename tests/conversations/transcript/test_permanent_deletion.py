@@ -14,14 +14,10 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
+from conversations.services.deletion import STEP_NAMES, deletion_run, deletions_finish
 from conversations.services.visibility.transitions import conversation_trash
 from memories.models import ConversationMemorySnapshot
-from transcript.deletion import (
-    STEP_NAMES,
-    conversation_deletion_intent,
-    deletion_run,
-    deletions_finish,
-)
+from transcript.deletion import conversation_deletion_intent
 from transcript.models import Conversation, ConversationDeletion, Message, MessageSearchEntry
 
 pytestmark = pytest.mark.django_db(transaction=True)
