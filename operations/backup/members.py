@@ -27,7 +27,14 @@ from transcript.attachments import store
 
 FORMAT = "elion-backup"
 VERSION = 1
-APPS = ("conversations", "continuity", "memories", "archive", "artifacts", "check_ins")
+APPS = ("transcript", "conversations", "continuity", "memories", "archive", "artifacts", "check_ins")
+# The transcript's rows were the conversations app's until issue 45 (same tables): a backup made before
+# names them `conversations.<model>`, and a restore reads them under their label now (`label_now`).
+MOVED_TO_TRANSCRIPT = (
+    "attachment", "attachmentblobidentity", "conversation", "conversationdeletion", "folder", "idempotentaction",
+    "message", "messageattachment", "messagesearchentry", "messagespeech",
+)
+LABELS_BEFORE_ISSUE_45 = {f"conversations.{name}": f"transcript.{name}" for name in MOVED_TO_TRANSCRIPT}
 # The project's apps a backup leaves out, each with its reason (tests/conversations/backup/test_members.py:
 # every app of the project is in one list or the other).
 INSTANCE_APPS = {
@@ -58,6 +65,12 @@ _ARCHIVE_BLOB = re.compile(rf"^blobs/archive/({_SHA})$")
 
 def model_label(model: type[Model]) -> str:
     return model._meta.label_lower
+
+
+def label_now(label: str) -> str:
+    """A backup's model label as this version names the model: an older backup's `conversations.<model>`
+    of a row in `MOVED_TO_TRANSCRIPT` is `transcript.<model>`."""
+    return LABELS_BEFORE_ISSUE_45.get(label, label)
 
 
 def model_member(model: type[Model]) -> str:

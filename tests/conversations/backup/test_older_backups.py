@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ENTRIES = "models/transcript.messageattachment.jsonl"
 COLUMN_MIGRATION = "0015_manifest_conversation"
 RESTORED_ENTRIES = (
-    "import json; from conversations.models import MessageAttachment; "
+    "import json; from transcript.models import MessageAttachment; "
     "print(json.dumps([[pk, str(c)] for pk, c in "
     "MessageAttachment.objects.order_by('pk').values_list('pk', 'conversation_id')]))"
 )

@@ -20,7 +20,7 @@ from transcript.attachments import store
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(900)]
 ROOT_STEPS = ("checked", "safety backup", "blobs placed", "rows replaced", "old blobs removed")
 STATE_SCRIPT = (
-    "import json; from conversations.models import Conversation, Message; from operations.backup import members;"
+    "import json; from transcript.models import Conversation, Message; from operations.backup import members;"
     "print('STATE ' + json.dumps({'titles': sorted(Conversation.all_objects.values_list('title', flat=True)),"
     " 'messages': Message.objects.count(), 'blobs': sorted(sha for _, sha, _ in members.stored_blobs())}))"
 )
