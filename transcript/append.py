@@ -26,7 +26,7 @@ computed from the parent's alone:
   appended.
 
 The measure is an estimate used to place things, never a budget: a send counts
-the request's real tokens over the rows it read. `tests/conversations/transcript/
+the request's real tokens over the rows it read. `tests/transcript/
 test_branch_columns.py` compares the columns with a walk from scratch after
 random appends, edits, retries, rewinds, forks and version switches.
 """

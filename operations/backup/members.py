@@ -35,7 +35,7 @@ MOVED_TO_TRANSCRIPT = (
     "message", "messageattachment", "messagesearchentry", "messagespeech",
 )
 LABELS_BEFORE_ISSUE_45 = {f"conversations.{name}": f"transcript.{name}" for name in MOVED_TO_TRANSCRIPT}
-# The project's apps a backup leaves out, each with its reason (tests/conversations/backup/test_members.py:
+# The project's apps a backup leaves out, each with its reason (tests/operations/backup/test_members.py:
 # every app of the project is in one list or the other).
 INSTANCE_APPS = {
     "elion": "its rows describe this instance, not the owner's life: login failures, the backups' own records, "

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from django.db import connection
 
-from tests.conversations.backup.conftest import FreshInstance
+from tests.operations.backup.conftest import FreshInstance
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from operations.backup.restoring import BackupRefused, backup_restore
-from tests.conversations.backup.conftest import build_rich_instance
+from tests.operations.backup.conftest import build_rich_instance
 from tests.support.backup_files import backup_file, members_of, rewritten
 from tests.support.factories import thread
 from transcript.attachments import store

@@ -12,7 +12,7 @@ import sys
 import pytest
 from django.core.management import call_command
 
-from tests.conversations.backup.conftest import ROOT
+from tests.operations.backup.conftest import ROOT
 from tests.support.backup_files import backup_file
 from tests.support.factories import thread
 from transcript.attachments import store

@@ -14,7 +14,7 @@ import pytest
 from django.test import Client
 
 from operations.backup.members import LABELS_BEFORE_ISSUE_45, MOVED_TO_TRANSCRIPT
-from tests.conversations.backup.conftest import backup_bytes, build_rich_instance
+from tests.operations.backup.conftest import backup_bytes, build_rich_instance
 from tests.support.backup_files import members_of, rewritten
 from tests.support.instance_answers import instance_answers
 

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from operations.backup.members import backed_up_models, model_label
-from tests.conversations.backup.conftest import backup_bytes, build_rich_instance, manifest_of
+from tests.operations.backup.conftest import backup_bytes, build_rich_instance, manifest_of
 from tests.support.instance_answers import instance_answers
 
 pytestmark = pytest.mark.django_db(transaction=True)
