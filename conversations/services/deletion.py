@@ -20,7 +20,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from artifacts.services import conversation_artifacts_delete
-from continuity.services.conversation_deletion import conversation_continuity_rows_delete
+from continuity.rules.deletion_store import conversation_continuity_rows_delete
 from memories.services.conversation_deletion import conversation_memory_rows_delete
 from transcript.deletion import (
     CLAIM_LEASE,

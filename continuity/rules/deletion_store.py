@@ -1,7 +1,9 @@
 """What a conversation deleted forever takes of continuity's rows: the handoff it received, its compactions
 and its reconciliation failures; the handoffs it gave keep their provenance, without the source.
 
-One step of the permanent deletion (`conversations.services.deletion`), run in the step's transaction.
+One step of the permanent deletion (`conversations.services.deletion`), run in the step's transaction. A store
+of continuity's rows, so it sits with the rules' stores: `continuity.services` creates threads through
+`conversations.services`, which runs this step, and the two service packages import one way only.
 """
 
 from __future__ import annotations
