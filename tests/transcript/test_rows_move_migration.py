@@ -160,6 +160,7 @@ def instance_before_the_move(tmp_path):
             cursor.execute(f'DROP DATABASE IF EXISTS "{name}"')
 
 
+@pytest.mark.timeout(600)  # seven `manage.py` processes, three of them migrating: about 100 s on an idle machine
 def test_the_rows_join_the_transcript_app_with_their_data_triggers_and_content_types_and_back(
     instance_before_the_move,
 ):

@@ -46,6 +46,7 @@ def as_made_before_issue_45(members: dict[str, bytes]) -> dict[str, bytes]:
     return older
 
 
+@pytest.mark.timeout(300)  # a rich instance, a restore and every answer read back, as test_round_trip
 def test_a_backup_naming_the_rows_conversations_restores_every_row_and_answer(
     scripted_provider, fresh_instance, tmp_path
 ):
