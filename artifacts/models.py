@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from django.db import models
 
-from conversations.models import Conversation, Message
-
 TITLE_MAX = 200
 # A whole artifact fits in one `read_artifact` result (conversations.sending.tool_loop.RESULT_MAX_CHARACTERS).
 CONTENT_MAX = 12_000
@@ -35,8 +33,8 @@ class ArtifactKind(models.TextChoices):
 class Artifact(models.Model):
     title = models.CharField(max_length=TITLE_MAX)
     kind = models.CharField(max_length=20, choices=ArtifactKind.choices)
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="artifacts")
-    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="artifacts_created")
+    conversation = models.ForeignKey("transcript.Conversation", on_delete=models.CASCADE, related_name="artifacts")
+    message = models.ForeignKey("transcript.Message", on_delete=models.CASCADE, related_name="artifacts_created")
     tool_call_id = models.CharField(max_length=TOOL_CALL_ID_MAX)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -52,8 +50,8 @@ class ArtifactVersion(models.Model):
     artifact = models.ForeignKey(Artifact, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
     content = models.TextField()
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
-    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="artifact_versions")
+    conversation = models.ForeignKey("transcript.Conversation", on_delete=models.CASCADE, related_name="+")
+    message = models.ForeignKey("transcript.Message", on_delete=models.CASCADE, related_name="artifact_versions")
     tool_call_id = models.CharField(max_length=TOOL_CALL_ID_MAX)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -227,3 +227,14 @@ def artifacts_export(conversation_id: UUID) -> list[dict]:
     """The artifacts born in one conversation, for its JSON export, oldest first."""
     rows = _with_current(artifacts_selectable().filter(conversation_id=conversation_id)).order_by("id")
     return [artifact_detail_repr(artifact) for artifact in rows]
+
+
+def conversation_artifacts_delete(conversation_id: UUID) -> dict[str, int]:
+    """A conversation deleted forever (`conversations.services.deletion`): the artifacts born in it (with all
+    their versions), and the versions written in it of artifacts born elsewhere."""
+    _, per_model = Artifact.objects.filter(conversation_id=conversation_id).delete()
+    versions, _ = ArtifactVersion.objects.filter(conversation_id=conversation_id).delete()
+    return {
+        "artifacts": per_model.get(Artifact._meta.label, 0),
+        "artifact_versions": per_model.get(ArtifactVersion._meta.label, 0) + versions,
+    }

@@ -58,11 +58,11 @@ def image_bytes(rng: random.Random, size: int) -> bytes:
 def build_thread(images: int, size: int, per_turn: int, seed: int) -> UUID:
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from conversations.models import Message, MessageStatus
     from conversations.sending.commands import SendCommand
     from conversations.sending.prepare import send_prepare
     from conversations.services.threads.thread_writes import conversation_create
     from transcript.attachments.upload import attachment_upload
+    from transcript.models import Message, MessageStatus
 
     rng = random.Random(seed)
     conversation = conversation_create(persona="elion", title="Photo album")
@@ -85,9 +85,9 @@ def build_thread(images: int, size: int, per_turn: int, seed: int) -> UUID:
 
 def preverify_old(conversation_id: UUID) -> dict:
     """The pre-lock verification as it was before identities: read, hash and encode every blob."""
-    from conversations.models import MessageAttachment
     from transcript.attachments import store
     from transcript.attachments.projection import attachment_part
+    from transcript.models import MessageAttachment
 
     conversation_store = store.conversation_store(conversation_id)
     parts = {}
@@ -108,9 +108,9 @@ def preverify_new(conversation_id: UUID) -> dict:
 
 def projected(conversation_id: UUID, preverify: Callable[[UUID], dict]) -> dict:
     """A send's attachment work: the pre-lock verification, then the live branch's parts under the lock."""
-    from conversations.models import Conversation, Message, Role
     from transcript.attachments.manifests import manifests_for
     from transcript.attachments.projection import attachment_parts_verified
+    from transcript.models import Conversation, Message, Role
     from transcript.tree import walk_to_root
 
     verified = preverify(conversation_id)
@@ -125,8 +125,8 @@ def run_way(way: str, conversation_id: UUID) -> tuple[float, int, dict]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from conversations.models import AttachmentBlobIdentity
     from transcript.attachments.encoded_cache import encoded_blobs
+    from transcript.models import AttachmentBlobIdentity
 
     if way in ("new_cold_cache", "new_first_check"):
         encoded_blobs.clear()

@@ -67,8 +67,8 @@ def populate(start: int, stop: int, blobs_from: int, blobs_to: int) -> None:
     """Conversations `start`…`stop` with four messages each; blobs `blobs_from`…`blobs_to` of BLOB_MIB each."""
     from django.db import transaction
 
-    from conversations.models import Conversation, Message
     from transcript.attachments import store
+    from transcript.models import Conversation, Message
 
     batch = 500
     for first in range(start, stop, batch):

@@ -41,8 +41,8 @@ def _peak_kib() -> int:
 def populate(conversations: int, messages: int, blobs: int) -> None:
     from django.db import transaction
 
-    from conversations.models import Conversation, Message
     from transcript.attachments import store
+    from transcript.models import Conversation, Message
 
     rng = os.urandom
     for index in range(conversations):

@@ -48,8 +48,8 @@ LIMIT = 50
 
 
 def build(count: int):
-    from conversations.models import Conversation, Message
     from conversations.services.threads.thread_writes import conversation_create
+    from transcript.models import Conversation, Message
 
     conversation = conversation_create(persona="elion", title="long branch")
     rows, parent = [], None

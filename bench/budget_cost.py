@@ -103,7 +103,7 @@ async def one_send(thread: Thread, content: str, number: int, budget: int) -> No
 
 
 def tally(thread: Thread, reply_id, number: int, budget: int) -> None:
-    from conversations.models import Conversation, Message
+    from transcript.models import Conversation, Message
 
     reply = Message.objects.get(pk=reply_id)
     diagnostics = reply.metadata["diagnostics"]

@@ -108,7 +108,7 @@ def main() -> None:
         from django_q.tasks import async_task
 
         from check_ins.models import CheckIn, CheckInRun, RunStatus
-        from conversations.models import Message, MessageKind, Role
+        from transcript.models import Message, MessageKind, Role
 
         _seed(args.count)
         daphne, base = start_daphne(tmp, env, False)

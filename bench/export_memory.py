@@ -111,7 +111,7 @@ def child(case: str, conversation_id: str) -> None:
     from django.db import connection
     from django.test import AsyncClient
 
-    from conversations.models import Conversation, Message
+    from transcript.models import Conversation, Message
 
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]  # the test client's host name, as in the tests
     from conversations.services.threads.fork import conversation_fork

@@ -33,7 +33,7 @@ def child(data_dir: Path, rounds: int) -> None:
 
     setup_django(data_dir, None)
     from continuity.rules.prompt_refresh import stale_prompts_refresh
-    from conversations.models import Conversation, Message, Role
+    from transcript.models import Conversation, Message, Role
 
     prompted = Message.objects.filter(role=Role.SYSTEM).values("conversation_id")
     walls, cpus = [], []

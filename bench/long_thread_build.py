@@ -140,7 +140,7 @@ def spread_over_months(conversation) -> None:
     from django.db import transaction
     from django.utils import timezone
 
-    from conversations.models import Message
+    from transcript.models import Message
 
     newest = timezone.now() - datetime.timedelta(hours=1)
     rows = list(Message.objects.filter(conversation=conversation).order_by("-seq").values_list("pk", flat=True))

@@ -29,11 +29,11 @@ def build(size: int, data_dir: Path, seed: int, messages_each: int = MESSAGES) -
 
     from continuity.models import ThreadHandoff
     from continuity.rules.prompt_store import prompt_inputs_many, prompt_metadata, static_prompt_built
-    from conversations.models import Conversation, Folder, Message, MessageKind, Role
-    from conversations.models.messages import branch_columns_under
+    from elion.base.assistant_settings import assistant_settings_get
     from memories.models import ConversationMemorySnapshot, SnapshotMembership
     from memories.services.memory_writes import memory_add
-    from transcript.assistant_settings import assistant_settings_get
+    from transcript.models import Conversation, Folder, Message, MessageKind, Role
+    from transcript.models.messages import branch_columns_under
     from transcript.search_index import message_search_index_sync
 
     rng = random.Random(seed)

@@ -48,10 +48,10 @@ def load(small: int, large: int, seed: int) -> tuple[int, int]:
     from continuity.rules.policies import policy_markers
     from continuity.rules.prompt_policy import build_static_prompt
     from continuity.rules.prompt_store import prompt_inputs_many
-    from conversations.models import Conversation, Message, MessageKind, Role
+    from elion.base.assistant_settings import assistant_settings_get
     from memories.models import ConversationMemorySnapshot, Memory, SnapshotMembership
     from memories.services.memory_writes import memory_add
-    from transcript.assistant_settings import assistant_settings_get
+    from transcript.models import Conversation, Message, MessageKind, Role
 
     rng = random.Random(seed)
     small_memory = memory_add(text="Held by the small side", category="place", importance=4)
@@ -97,8 +97,8 @@ def edit_once(memory_id: int, text: str, holders: int) -> tuple[float, int]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from conversations.models import Message, Role
     from memories.services.memory_writes import memory_edit
+    from transcript.models import Message, Role
 
     with CaptureQueriesContext(connection) as queries:
         started = time.perf_counter()

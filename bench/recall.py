@@ -75,7 +75,7 @@ def load(conversations: int, per_conversation: int, words: list[str], seed: int)
     """Bulk-load threads; returns seconds. Text is lower-case words joined by single spaces."""
     from django.db import connection, transaction
 
-    from conversations.models import Conversation, Message, MessageSearchEntry
+    from transcript.models import Conversation, Message, MessageSearchEntry
 
     rng = random.Random(seed)
     weights = zipf_weights(len(words))
@@ -138,8 +138,8 @@ def load(conversations: int, per_conversation: int, words: list[str], seed: int)
 
 
 def check_tokens_match_the_app() -> None:
-    from conversations.models import MessageSearchEntry
     from elion.base.fulltext import search_text_for
+    from transcript.models import MessageSearchEntry
 
     for content, stored in MessageSearchEntry.objects.values_list("message__content", "search_text")[:200]:
         if search_text_for(content) != stored:
@@ -169,7 +169,7 @@ def naive_candidates(terms, *, persona, exclude):
 
     from continuity.rules.recall_policy import RecallHit
     from continuity.rules.recall_store import CANDIDATES_PER_TERM, RECALLABLE_ROLES, RECALLABLE_STATUSES, _sources
-    from conversations.models import Message, MessageKind
+    from transcript.models import Message, MessageKind
 
     if not terms:
         return []
@@ -202,7 +202,7 @@ def percentile(values: list[float], share: float) -> float:
 def index_sizes() -> list[tuple[str, int]]:
     from django.db import connection
 
-    from conversations.models import MessageSearchEntry
+    from transcript.models import MessageSearchEntry
 
     entry = MessageSearchEntry._meta.db_table
     with connection.cursor() as cursor:
@@ -235,7 +235,7 @@ def measure(count: int, words: list[str], seed: int, naive_every: int = 1) -> No
     from continuity.rules import recall_policy as kr
     from continuity.rules.dynamic_context import recall_section
     from continuity.rules.recall_store import live_message_ids, title_terms
-    from conversations.models import Conversation, Message
+    from transcript.models import Conversation, Message
 
     rng = random.Random(seed + 1)
     current = Conversation.objects.order_by("-created_at").first()
@@ -355,7 +355,7 @@ def main() -> None:
         setup_django(data_dir, database_url)
         from django.db import connection
 
-        from conversations.models import Message
+        from transcript.models import Message
 
         print(f"database: {connection.vendor}")
         words = vocabulary(random.Random(args.seed))

@@ -51,10 +51,10 @@ def load(count: int, seed: int) -> None:
     from continuity.models import ThreadHandoff
     from continuity.rules.prompt_policy import build_static_prompt
     from continuity.rules.prompt_store import prompt_inputs_many
-    from conversations.models import Conversation, Message, MessageKind, Role
+    from elion.base.assistant_settings import assistant_settings_get
     from memories.models import ConversationMemorySnapshot, SnapshotMembership
     from memories.services.memory_writes import memory_add
-    from transcript.assistant_settings import assistant_settings_get
+    from transcript.models import Conversation, Message, MessageKind, Role
 
     rng = random.Random(seed)
     memories = [memory_add(text=f"Fact {i}: " + "m" * rng.randint(40, 300)).pk for i in range(MEMORIES)]
@@ -106,7 +106,7 @@ def load(count: int, seed: int) -> None:
 
 def make_stale_again() -> None:
     from continuity.models import PromptReconciliationFailure, PromptReconciliationRun
-    from conversations.models import Message, Role
+    from transcript.models import Message, Role
 
     Message.objects.filter(role=Role.SYSTEM).update(metadata={"policy_markers": OLD_MARKERS})
     PromptReconciliationRun.objects.all().delete()

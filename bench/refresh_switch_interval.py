@@ -56,7 +56,7 @@ def measure(data_dir: Path, rounds: int) -> None:
     from django.db import connection
 
     from continuity.rules import prompt_refresh
-    from conversations.models import Conversation, Message, Role
+    from transcript.models import Conversation, Message, Role
 
     # The refresh's own interval would override the one measured: here it leaves the interval as set.
     prompt_refresh._gives_way_to_requests = contextlib.nullcontext

@@ -64,10 +64,10 @@ def main(argv: list[str] | None = None) -> int:
 
         call_command("migrate", verbosity=0)
         from continuity.rules.request_store import STRETCH_MARGIN_TOKENS, trim_step_tokens
-        from conversations.models import Conversation, Message
         from conversations.sending.commands import SendCommand
         from conversations.sending.prepare import send_prepare
         from transcript.branch_rows import branch_rows_up
+        from transcript.models import Conversation, Message
         from transcript.provider.binding import configured_provider
 
         # The threads were bound to the bench server's route; this process's provider is bound instead.

@@ -41,7 +41,7 @@ def load_data(n_conversations: int, per_conversation: int, seed: int) -> tuple[l
     from django.apps import apps
     from django.db import connection, transaction
 
-    from conversations.models import Conversation, Message, MessageStatus, Role
+    from transcript.models import Conversation, Message, MessageStatus, Role
 
     rng = random.Random(seed)
     users, assistants = text_pools(rng)

@@ -47,7 +47,7 @@ DIAGNOSTICS = {"history_tokens": 1234, "static_prompt_tokens": 900, "handoff_tok
 def load(replies: int, threads: int, seed: int) -> None:
     from django.db import transaction
 
-    from conversations.models import Conversation, Message, Role
+    from transcript.models import Conversation, Message, Role
 
     rng = random.Random(seed)
     per_thread = -(-replies // threads)
@@ -80,7 +80,7 @@ def spread_times(seed: int, now: datetime) -> None:
     """bulk_create stamps created_at now (auto_now_add): spread the replies over the year before `now`."""
     from django.db import connection, transaction
 
-    from conversations.models import Message, Role
+    from transcript.models import Message, Role
 
     table = connection.ops.quote_name(Message._meta.db_table)
     rng = random.Random(seed + 1)
@@ -101,8 +101,8 @@ def db_report(days: int, months: int, now: datetime) -> dict:
     from django.db.models.functions import Cast, TruncDate, TruncMonth
     from django.utils import timezone
 
-    from conversations.models import Message, Role
     from operations.usage import USAGE_KEYS, _first_of_month_back
+    from transcript.models import Message, Role
 
     zone = timezone.get_default_timezone()
     today = now.astimezone(zone).date()
@@ -178,7 +178,7 @@ def main() -> None:
         print(f"database: {connection.vendor}")
         results = {}
         for size in (args.replies // 10, args.replies):
-            from conversations.models import Conversation
+            from transcript.models import Conversation
 
             Conversation.objects.all().delete()
             load(size, args.threads, args.seed)

@@ -21,8 +21,6 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
-from conversations.models import Conversation
-
 
 class ScheduleKind(models.TextChoices):
     ONCE = "once", "Once"
@@ -52,7 +50,7 @@ class CheckIn(models.Model):
     target_kind = models.CharField(max_length=20, choices=TargetKind.choices, default=TargetKind.NEW_CHAT)
     # target_kind=conversation only. A conversation deleted forever leaves NULL here: the run pauses.
     conversation = models.ForeignKey(
-        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="check_ins",
+        "transcript.Conversation", null=True, blank=True, on_delete=models.SET_NULL, related_name="check_ins",
         db_constraint=False,
     )
     # Quiet hours, wall times in `time_zone` (both or neither; start > end spans midnight). A due time
@@ -104,7 +102,7 @@ class CheckInRun(models.Model):
     claimed_until = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     conversation = models.ForeignKey(
-        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+        "transcript.Conversation", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
     )
     # The trigger's id, derived from the run's id: the send's client_message_id, so a second attempt
     # finds the stored turn and its reply instead of writing new ones.
@@ -158,7 +156,7 @@ class CheckInProposal(models.Model):
     target_kind = models.CharField(max_length=20, choices=TargetKind.choices, default=TargetKind.CONVERSATION)
     reason = models.CharField(max_length=500, blank=True, default="")
     conversation = models.ForeignKey(
-        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="check_in_proposals",
+        "transcript.Conversation", null=True, blank=True, on_delete=models.SET_NULL, related_name="check_in_proposals",
         db_constraint=False,
     )
     reply_message_id = models.UUIDField(null=True, blank=True, db_index=True)

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 from django.db import models
 
-from conversations.models import Conversation
-
 
 class ThreadHandoff(models.Model):
     """The verbatim final-eight handoff a conversation was opened with."""
 
-    destination = models.OneToOneField(Conversation, on_delete=models.CASCADE, related_name="thread_handoff")
+    destination = models.OneToOneField("transcript.Conversation", on_delete=models.CASCADE, related_name="thread_handoff")
     # Provenance stays even if the source disappears; injection then finds nothing to rebuild.
     source = models.ForeignKey(
-        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="handoffs_given"
+        "transcript.Conversation", null=True, blank=True, on_delete=models.SET_NULL, related_name="handoffs_given"
     )
     source_message_ids = models.JSONField(default=list, blank=True)
     handoff = models.TextField(blank=True, default="")
@@ -69,7 +67,7 @@ class PromptReconciliationFailure(models.Model):
     """
 
     policy_version = models.CharField(max_length=64)
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey("transcript.Conversation", on_delete=models.CASCADE, related_name="+")
     attempts = models.PositiveIntegerField(default=0)
     last_error = models.CharField(max_length=200, blank=True, default="")
     last_failed_at = models.DateTimeField()
@@ -99,8 +97,8 @@ class Compaction(models.Model):
     durable record.
     """
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="compactions")
-    through_message = models.ForeignKey("conversations.Message", on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey("transcript.Conversation", on_delete=models.CASCADE, related_name="compactions")
+    through_message = models.ForeignKey("transcript.Message", on_delete=models.CASCADE, related_name="+")
     summary = models.TextField()
     covered_messages = models.PositiveIntegerField(default=0)
     provider_id = models.CharField(max_length=100, blank=True, default="")

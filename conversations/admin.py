@@ -5,7 +5,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from conversations.models import AssistantSettings, Attachment, Character, Conversation, Folder, Message
+from conversations.models import AssistantSettings, Character
 from conversations.services import characters
 from conversations.services.characters import clean_character_fields
 from conversations.services.settings_writes import assistant_settings_update
@@ -22,6 +22,7 @@ from conversations.services.visibility.transitions import (
     conversation_trash,
 )
 from elion.base.errors import ServiceError
+from transcript.models import Attachment, Conversation, Folder, Message
 
 
 @admin.register(AssistantSettings)

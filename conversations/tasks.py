@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 
+from conversations.services.deletion import deletions_finish, private_chats_expire
 from elion.models import BackupRecord
 from operations.backup import restore_requests, runs, scheduling
 from transcript.attachments.gc import attachment_garbage_collect
 from transcript.attachments.verification import blobs_rehash_all
-from transcript.deletion import deletions_finish, private_chats_expire
 from transcript.leases import streams_interrupt_expired
 from transcript.search_index import message_search_index_sync
 

@@ -50,6 +50,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "channels",
     "django_q",
+    # The durable transcript's rows (seed 004): conversations, messages, attachments (issue 45).
+    "transcript",
     "conversations",
     "memories",
     "continuity",

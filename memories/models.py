@@ -32,8 +32,6 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from conversations.models import Conversation, Message
-
 MEMORY_TEXT_MAX = 4_000
 IMPORTANCE_MIN = 1
 IMPORTANCE_MAX = 5
@@ -99,7 +97,7 @@ class ConversationMemorySnapshot(models.Model):
     """When a conversation's memory set was captured or refreshed. Timing only."""
 
     conversation = models.OneToOneField(
-        Conversation, on_delete=models.CASCADE, primary_key=True, related_name="memory_snapshot"
+        "transcript.Conversation", on_delete=models.CASCADE, primary_key=True, related_name="memory_snapshot"
     )
     # Null for legacy rows: the real capture time was never recorded, and the
     # seed forbids inferring one from creation, first message or a rebuild.
@@ -115,7 +113,7 @@ class ConversationMemorySnapshot(models.Model):
 
 
 class SnapshotMembership(models.Model):
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="memory_memberships")
+    conversation = models.ForeignKey("transcript.Conversation", on_delete=models.CASCADE, related_name="memory_memberships")
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="memberships")
 
     class Meta:
@@ -181,10 +179,10 @@ class MemoryProposal(models.Model):
     importance = models.PositiveSmallIntegerField(default=IMPORTANCE_DEFAULT)
     reason = models.CharField(max_length=PROPOSAL_REASON_MAX, blank=True, default="")
     conversation = models.ForeignKey(
-        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="memory_proposals"
+        "transcript.Conversation", null=True, blank=True, on_delete=models.SET_NULL, related_name="memory_proposals"
     )
-    source_message = models.ForeignKey(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    reply = models.ForeignKey(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    source_message = models.ForeignKey("transcript.Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    reply = models.ForeignKey("transcript.Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     tool_call_id = models.CharField(max_length=TOOL_CALL_ID_MAX, blank=True, default="")
     status = models.CharField(max_length=20, choices=ProposalStatus.choices, default=ProposalStatus.PENDING)
     memory = models.OneToOneField(Memory, null=True, blank=True, on_delete=models.CASCADE, related_name="proposal")

@@ -35,9 +35,9 @@ from decimal import ROUND_HALF_UP, Decimal
 from django.conf import settings
 from django.utils import timezone
 
-from conversations.models import Message, Role
 from elion.base.errors import InvalidInput
 from operations.audio_usage import AudioReport, audio_usage_report
+from transcript.models import Message, Role
 
 # The figures of `metadata.usage`, as `conversations.sending.run` stores them.
 USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")

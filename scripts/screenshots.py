@@ -107,9 +107,9 @@ def chat_seed(pairs: tuple[tuple[str, str], ...], *, title: str, age: timedelta,
     from django.db import transaction
     from django.utils import timezone
 
-    from conversations.models import Conversation
     from conversations.services.threads.thread_writes import conversation_create
     from transcript.append import APPENDED_FIELDS, message_append
+    from transcript.models import Conversation
     from transcript.provider.binding import configured_provider
 
     conversation = conversation_create(title=title, folder_id=folder_id)

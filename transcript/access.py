@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from conversations.models import Conversation, Folder, Message
 from elion.base.rows import access_row
+from transcript.models import Conversation, Folder, Message
 
 
 def access_conversation(conversation_id: UUID | str, *, lock: bool = False) -> Conversation:

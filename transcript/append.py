@@ -26,7 +26,7 @@ computed from the parent's alone:
   appended.
 
 The measure is an estimate used to place things, never a budget: a send counts
-the request's real tokens over the rows it read. `tests/conversations/transcript/
+the request's real tokens over the rows it read. `tests/transcript/
 test_branch_columns.py` compares the columns with a walk from scratch after
 random appends, edits, retries, rewinds, forks and version switches.
 """
@@ -42,8 +42,8 @@ from django.db.models import Expression, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from conversations.models import Conversation, Message, MessageKind, Role
-from conversations.models.messages import branch_columns_under, stored_turn_tokens
+from transcript.models import Conversation, Message, MessageKind, Role
+from transcript.models.messages import branch_columns_under, stored_turn_tokens
 from transcript.provider.gateway import ProviderBinding
 
 # The conversation columns an append changes: `transcript_write` saves them itself; a `message_append`

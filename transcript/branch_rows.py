@@ -22,7 +22,7 @@ from uuid import UUID
 
 from django.db import connection
 
-from conversations.models import Message
+from transcript.models import Message
 from transcript.tree import BrokenTree, TreeBreak, tree_break
 
 MESSAGE_TABLE = Message._meta.db_table

@@ -38,8 +38,8 @@ from django.db import connection
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
-from conversations.models import Conversation, Message, Role
 from elion.base.errors import NotFound
+from transcript.models import Conversation, Message, Role
 from transcript.tree import tree_step_checked, walk_to_root
 
 MESSAGE_TABLE = Message._meta.db_table

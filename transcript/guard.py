@@ -15,9 +15,9 @@ from collections.abc import Iterable
 
 from django.utils import timezone
 
-from conversations.models import Conversation, Message, MessageStatus
 from elion.base.errors import Conflict
 from transcript.leases import conversation_has_live_stream, streams_interrupt_expired
+from transcript.models import Conversation, Message, MessageStatus
 
 STILL_STREAMING = "A reply is still streaming in this conversation; wait for it to finish."
 

@@ -33,8 +33,8 @@ from uuid import UUID
 from django.db import transaction
 from django.utils import timezone
 
-from conversations.models import Conversation, Message, MessageStatus, Role
 from transcript.leases import streams_interrupt_expired
+from transcript.models import Conversation, Message, MessageStatus, Role
 from transcript.tool_pairing import interrupted_tool_calls_close, unpaired_call_ids
 from transcript.tree import BrokenTree, tree_break, walk_to_root
 

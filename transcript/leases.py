@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from conversations.models import Conversation, Message, MessageStatus
+from transcript.models import Conversation, Message, MessageStatus
 from transcript.tool_pairing import interrupted_tool_calls_close
 
 # What the sweep stores on a reply whose process died; reads show the same before the sweep runs.

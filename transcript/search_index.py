@@ -15,8 +15,8 @@ from uuid import UUID
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
-from conversations.models import Conversation, MessageSearchEntry
 from elion.base.fulltext import matching_ids, search_text_for
+from transcript.models import Conversation, MessageSearchEntry
 
 INDEX_BATCH = 1_000
 ENTRY_TABLE = MessageSearchEntry._meta.db_table

@@ -21,7 +21,7 @@ from uuid import UUID
 
 from django.db.models import Q
 
-from conversations.models import Message, MessageStatus, Role
+from transcript.models import Message, MessageStatus, Role
 
 Children = dict[UUID | None, list[UUID]]  # parent id (None: the roots) → child ids, oldest first
 

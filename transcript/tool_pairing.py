@@ -16,7 +16,7 @@ from uuid import UUID
 from django.db import transaction
 from django.utils import timezone
 
-from conversations.models import Message, MessageStatus, Role
+from transcript.models import Message, MessageStatus, Role
 from transcript.provider.wire import REPLAYED_ITEM_TYPES, output_item_message, reasoning_message
 
 INTERRUPTED_RESULT = "The tool call was interrupted before it returned a result."

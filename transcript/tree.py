@@ -22,8 +22,8 @@ from uuid import UUID
 
 from django.db import connection
 
-from conversations.models import Conversation, Message, MessageKind, MessageStatus, Role
 from elion.base.errors import Conflict
+from transcript.models import Conversation, Message, MessageKind, MessageStatus, Role
 
 
 class TreeRow(Protocol):

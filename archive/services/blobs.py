@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from elion.base.uploads import sha256_hex
 from transcript.attachments import store
 from transcript.attachments.store import BlobProblem
-from transcript.uploads import sha256_hex
 
 __all__ = ["BlobProblem", "archive_blob_read", "archive_blob_write", "archive_store"]
 

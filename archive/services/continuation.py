@@ -31,17 +31,12 @@ from archive.models import ArchiveDocument
 from archive.services.documents import access_document
 from continuity.rules.archive_handoff_store import archive_document_handoff, archive_turn_numbers
 from continuity.services.branching import handoff_destination_create
-from conversations.models import (
-    Conversation,
-    ConversationOrigin,
-    IdempotentAction,
-    Persona,
-)
 from conversations.services.threads.thread_writes import copy_title_for
+from elion.base.assistant_settings import assistant_settings_read
 from elion.base.errors import Conflict, InvalidInput
 from elion.base.idempotency import idempotency_key_clean
-from transcript.assistant_settings import assistant_settings_read
-from transcript.write_lock import global_write_lock
+from memories.services.write_lock import global_write_lock
+from transcript.models import Conversation, ConversationOrigin, IdempotentAction, Persona
 
 CONTINUE_ACTION = "archive_continue"
 

@@ -38,10 +38,10 @@ from archive.services.parsing import (
     speaker_names,
 )
 from archive.services.search import search_text_for
+from elion.base.assistant_settings import assistant_settings_get
 from elion.base.errors import Conflict, InvalidInput, NotFound
 from elion.base.rows import access_row, parse_sha256
-from transcript.assistant_settings import assistant_settings_get
-from transcript.uploads import (
+from elion.base.uploads import (
     clean_pasted_text,
     closing_upload,
     decode_text,

@@ -50,7 +50,7 @@ from archive.services.importers import export_steps
 from archive.services.importers.sources import IMPORTERS, importer_for
 from elion.base.errors import Conflict, ServiceError
 from elion.base.rows import access_row
-from transcript.uploads import closing_upload
+from elion.base.uploads import closing_upload
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from django.db.models.functions import Length
 from archive.models import LibraryFile, LibraryFileKind
 from elion.base.errors import InvalidInput
 from elion.base.rows import access_row
-from transcript.uploads import clean_pasted_text, closing_upload, decode_text, pdf_text, read_upload, sha256_hex
+from elion.base.uploads import clean_pasted_text, closing_upload, decode_text, pdf_text, read_upload, sha256_hex
 
 NAME_MAX = 300
 PAGE_CHARACTERS = 8_000

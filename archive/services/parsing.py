@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from continuity.rules.handoff_policy import SEPARATOR as HANDOFF_TURN_SEPARATOR
-from transcript.uploads import normalise_newlines
+from elion.base.uploads import normalise_newlines
 
 PARSER_VERSION = "labels/2"
 

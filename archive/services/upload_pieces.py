@@ -29,7 +29,7 @@ from django.core.files import File
 from elion.base.errors import Conflict, InvalidInput, NotFound
 from elion.base.input_checks import text_check
 from elion.base.rows import id_or_not_found
-from transcript.uploads import FileTooLarge, too_large
+from elion.base.uploads import FileTooLarge, too_large
 
 COPY_BYTES = 1024 * 1024
 NAME_MAX = 300

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django import template
 
 from artifacts import services
-from conversations.models import Message
+from transcript.models import Message
 
 register = template.Library()
 

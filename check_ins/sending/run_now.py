@@ -14,9 +14,9 @@ from check_ins.models import CheckInRun, RunStatus
 from check_ins.sending.turn import check_in_run_execute
 from check_ins.services.check_ins import access_check_in
 from check_ins.services.runs import run_now_claim
-from conversations.models import Message, Role
 from elion.base.errors import Conflict
 from elion.base.idempotency import idempotency_key_clean
+from transcript.models import Message, Role
 
 
 @dataclass(frozen=True)

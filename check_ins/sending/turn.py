@@ -36,7 +36,6 @@ from check_ins.models import CheckIn, CheckInRun, RunStatus, TargetKind
 from check_ins.services.check_ins import check_in_pause
 from check_ins.services.runs import announce_check_in_reply, run_conversation_set, run_finish, run_release, run_take
 from continuity.rules.eligibility import may_write_first
-from conversations.models import Conversation, Message, MessageStatus, Persona
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import (
     CHECK_IN_TARGET_REFUSED,
@@ -49,6 +48,7 @@ from conversations.sending.run import ReplyRun
 from conversations.services.threads.thread_writes import conversation_create
 from elion.base.errors import ServiceError
 from operations.push.replies import notify_reply
+from transcript.models import Conversation, Message, MessageStatus, Persona
 
 logger = logging.getLogger(__name__)
 

@@ -19,11 +19,11 @@ from check_ins.models import CheckIn, ScheduleKind
 from check_ins.services import inputs
 from check_ins.services.schedule_policy import WEEKDAYS, Schedule, next_due
 from continuity.rules.eligibility import may_write_first
-from conversations.models import Conversation
+from elion.base.assistant_settings import assistant_settings_read
 from elion.base.errors import InvalidInput
 from elion.base.rows import access_row, parse_id
 from elion.base.time_zones import time_zone_clean
-from transcript.assistant_settings import assistant_settings_read
+from transcript.models import Conversation
 
 CHANGEABLE = ("title", "brief", "schedule", "time_zone", "target", "quiet_hours", "enabled")
 

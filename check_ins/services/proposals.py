@@ -40,7 +40,7 @@ from check_ins.models import CheckIn, CheckInProposal, ProposalStatus, TargetKin
 from check_ins.services import inputs
 from check_ins.services.check_ins import check_in_create, check_in_next_due
 from continuity.rules.eligibility import may_suggest_memories
-from conversations.models import Conversation, Message
+from elion.base.assistant_settings import assistant_settings_read
 from elion.base.errors import InvalidInput
 from elion.base.proposals import (
     ProposalOutcome,
@@ -52,7 +52,7 @@ from elion.base.proposals import (
     proposals_of_status,
 )
 from elion.base.rows import access_row
-from transcript.assistant_settings import assistant_settings_read
+from transcript.models import Conversation, Message
 
 # Pending proposals one conversation may hold: enough to choose from, too few to nag.
 PENDING_MAX = 3

@@ -34,7 +34,7 @@ from django.utils import timezone
 from check_ins.models import FINISHED_STATUSES, CheckIn, CheckInRun, RunStatus
 from check_ins.services.check_ins import schedule_of
 from check_ins.services.schedule_policy import due_times_through, next_due
-from conversations.models import Conversation
+from transcript.models import Conversation
 
 logger = logging.getLogger(__name__)
 

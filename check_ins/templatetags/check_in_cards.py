@@ -9,8 +9,8 @@ from django import template
 
 from check_ins.services.proposals import reply_check_in_proposals
 from check_ins.web.proposal_cards import proposal_card_context
-from conversations.models import Message
-from transcript.assistant_settings import assistant_settings_read
+from elion.base.assistant_settings import assistant_settings_read
+from transcript.models import Message
 
 register = template.Library()
 

@@ -24,12 +24,12 @@ from check_ins.services.listing import check_ins_listing
 from check_ins.web import forms
 from check_ins.web.proposal_cards import form_choices, proposal_card_context
 from continuity.rules.eligibility import may_write_first
-from conversations.models import Conversation
+from elion.base.assistant_settings import assistant_settings_read
 from elion.base.errors import NotFound, ServiceError
 from elion.base.rows import parse_id
 from elion.base.time_zones import time_zone_names
 from operations.push.subscriptions import push_subscriptions_listing
-from transcript.assistant_settings import assistant_settings_read
+from transcript.models import Conversation
 
 FORM_FIELDS = ("title", "brief", "schedule", "target", "time_zone", "quiet_hours")
 

@@ -15,8 +15,8 @@ from django.views.decorators.http import require_POST
 from check_ins.models import CheckInProposal, ScheduleKind, TargetKind
 from check_ins.services import proposals
 from check_ins.web import forms
+from elion.base.assistant_settings import assistant_settings_read
 from elion.web.proposal_cards import PLACES, message_link, proposal_card_action
-from transcript.assistant_settings import assistant_settings_read
 
 # What the card's Edit may change (the zone and quiet hours are Settings → Check-ins' to edit afterwards).
 CARD_FIELDS = ("title", "brief", "schedule", "target")

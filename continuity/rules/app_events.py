@@ -1,6 +1,6 @@
 """How the model sees an app event in a conversation's history (issue 44): never as the owner speaking.
 
-An app event (`conversations.models.messages.APP_EVENT_KINDS`) sits on the user
+An app event (`transcript.models.messages.APP_EVENT_KINDS`) sits on the user
 side of the tree so the reply it asks for is an ordinary reply to it. Every
 consumer of speech leaves it out (handoffs, recall, search, the estimate,
 exports); only the request carries it, framed by this module: a check-in's
@@ -11,7 +11,7 @@ and history after it. Pure: a message row in, text out.
 
 from __future__ import annotations
 
-from conversations.models import Message, MessageKind
+from transcript.models import Message, MessageKind
 
 SCHEDULED_CHECK_IN_OPENING = "Scheduled check-in the owner set up"
 SCHEDULED_CHECK_IN_CLOSING = (

@@ -27,9 +27,9 @@ from django.db import transaction
 from continuity.models import Compaction
 from continuity.rules.prompt_policy import quote_reserved_headings
 from continuity.rules.request_policy import estimate_tokens
-from conversations.models import Conversation, Message, Role
 from elion.base.errors import NotFound
 from transcript.access import access_conversation
+from transcript.models import Conversation, Message, Role
 from transcript.tree import walk_to_root
 
 # A thread is "long" enough to compact once its live branch holds this many turns.

@@ -28,8 +28,9 @@ from continuity.rules.recall_store import (
     title_terms,
 )
 from continuity.rules.thread_handoff_store import thread_handoff_source_ids
-from conversations.models import AssistantSettings, Character, Conversation, Message, Role
-from conversations.models.messages import ends_birth_period
+from conversations.models import AssistantSettings, Character
+from transcript.models import Conversation, Message, Role
+from transcript.models.messages import ends_birth_period
 
 PINNED_HEADING = "=== PINNED CHARACTER ==="
 PINNED_CHARACTER_KEY = "pinned_character_id"

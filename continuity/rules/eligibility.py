@@ -60,7 +60,7 @@ from uuid import UUID
 
 from django.db.models import Q, QuerySet
 
-from conversations.models import Conversation
+from transcript.models import Conversation
 
 
 class VisibilityState(StrEnum):

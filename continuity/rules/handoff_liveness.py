@@ -30,7 +30,7 @@ from uuid import UUID
 
 from django.db import connection
 
-from conversations.models import Message, Role
+from transcript.models import Message, Role
 from transcript.tree import TREE_STEP_FIELDS, BrokenTree, TreeBreak, TreeStep, tree_break, walk_up
 
 # Sources per statement: five parameters each keeps every statement below SQLite's oldest

@@ -47,16 +47,10 @@ from continuity.rules.handoff_policy import (
     new_boundary_id,
     policy_marker,
 )
-from conversations.models import (
-    AssistantSettings,
-    Conversation,
-    ConversationOrigin,
-    Message,
-    Persona,
-    Role,
-)
-from transcript.assistant_settings import assistant_settings_read
+from conversations.models import AssistantSettings
+from elion.base.assistant_settings import assistant_settings_read
 from transcript.branch_rows import branch_rows_up
+from transcript.models import Conversation, ConversationOrigin, Message, Persona, Role
 from transcript.tree import BrokenTree
 
 RETIRED_COLUMNS = ("summary", "recent_raw")

@@ -21,8 +21,8 @@ from uuid import UUID
 
 from continuity.rules.app_events import request_text_of
 from continuity.rules.request_policy import HistoryTurn, trim_start
-from conversations.models import Message
-from conversations.models.messages import APP_EVENT_KINDS, stored_turn_tokens
+from transcript.models import Message
+from transcript.models.messages import APP_EVENT_KINDS, stored_turn_tokens
 from transcript.tool_pairing import project_tool_parts
 from transcript.tree import is_projectable
 

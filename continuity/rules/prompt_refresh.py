@@ -49,8 +49,8 @@ from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, QuerySet
 
 from continuity.rules.prompt_store import prompt_rows_read, prompt_rows_rebuilt, prompt_rows_write
-from conversations.models import Conversation, Message, Role
 from memories.models import MemorySetLock
+from transcript.models import Conversation, Message, Role
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -38,10 +38,11 @@ from continuity.rules.prompt_policy import (
     handoff_span,
 )
 from continuity.rules.thread_handoff_store import ThreadHandoffs
-from conversations.models import AssistantSettings, Character, Conversation, Message, MessageKind, Role
+from conversations.models import AssistantSettings, Character
+from elion.base.assistant_settings import assistant_settings_get
 from memories.models import Memory, MemoryCategory, SnapshotMembership
 from transcript.append import TranscriptAppend, transcript_write
-from transcript.assistant_settings import assistant_settings_get
+from transcript.models import Conversation, Message, MessageKind, Role
 
 __all__ = [
     "conversation_snapshot_memories",

@@ -33,7 +33,7 @@ from django.db.models.expressions import RawSQL
 from continuity.rules.eligibility import continuity_sources
 from continuity.rules.recall_policy import MAX_EXCERPTS, RecallHit, hit_score, words
 from continuity.rules.recall_store_postgres import _index_top_postgres, _older_matches_postgres, _walk_postgres
-from conversations.models import Message, MessageKind, MessageStatus, Role
+from transcript.models import Message, MessageKind, MessageStatus, Role
 from transcript.search_index import (
     ENTRY_TABLE,
     FTS_TABLE,

@@ -10,7 +10,7 @@ from uuid import UUID
 
 from django.db import connection
 
-from conversations.models import Conversation
+from transcript.models import Conversation
 from transcript.search_index import ENTRY_TABLE, VECTOR_COLUMN, conversations_tsquery
 
 # In index rows: the longest and the shortest walk for a term short in the probe (rows of the other

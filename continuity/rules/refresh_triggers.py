@@ -39,7 +39,6 @@ from continuity.rules.handoff_store import handoff_destinations
 from continuity.rules.prompt_policy import PromptSettings
 from continuity.rules.prompt_refresh import static_prompts_mark_stale
 from continuity.rules.prompt_store import static_prompts_rebuild
-from conversations.models import Conversation
 from elion.base.domain_events import (
     character_changed,
     legacy_snapshots_backfilled,
@@ -52,6 +51,7 @@ from elion.base.domain_events import (
     visibility_changed,
 )
 from memories.models import SnapshotMembership
+from transcript.models import Conversation
 
 # The settings a stored prompt reads: saving any other setting rebuilds nothing.
 PROMPT_SETTINGS = frozenset(field.name for field in dataclass_fields(PromptSettings))

@@ -31,11 +31,12 @@ from continuity.rules.request_policy import (
     tool_definitions_text,
 )
 from continuity.rules.thread_handoff_store import ThreadHandoffs, thread_handoffs_read
-from conversations.models import AssistantSettings, Attachment, Conversation, Message, MessageKind, MessageStatus, Role
+from conversations.models import AssistantSettings
+from elion.base.assistant_settings import assistant_settings_get
 from elion.base.errors import NotFound
-from transcript.assistant_settings import assistant_settings_get
 from transcript.attachments.projection import attachment_parts_verified, manifest_parts_verified
 from transcript.branch_rows import BranchStretch, branch_rows_up, stretch_extended
+from transcript.models import Attachment, Conversation, Message, MessageKind, MessageStatus, Role
 
 
 @dataclass

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 
 from continuity.models import ThreadHandoff
-from conversations.models import Conversation, ConversationOrigin, Message, MessageKind, Role
+from transcript.models import Conversation, ConversationOrigin, Message, MessageKind, Role
 
 
 def historical_branch_seeds() -> list[tuple[Message, ThreadHandoff]]:

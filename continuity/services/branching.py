@@ -18,22 +18,15 @@ from uuid import UUID
 from django.db import IntegrityError, transaction
 
 from continuity.rules.handoff_store import handoff_row_create, live_branch_handoff
-from conversations.models import (
-    Conversation,
-    ConversationOrigin,
-    IdempotentAction,
-    MessageKind,
-    MessageStatus,
-    Role,
-)
 from conversations.services.threads.thread_writes import conversation_create, copy_title_for
+from elion.base.assistant_settings import assistant_settings_read
 from elion.base.errors import Conflict
 from elion.base.idempotency import idempotency_key_clean
+from memories.services.write_lock import global_write_lock
 from transcript.access import access_conversation
 from transcript.append import TranscriptAppend, transcript_write
-from transcript.assistant_settings import assistant_settings_read
+from transcript.models import Conversation, ConversationOrigin, IdempotentAction, MessageKind, MessageStatus, Role
 from transcript.provider.binding import configured_provider
-from transcript.write_lock import global_write_lock
 
 BRANCH_ACTION = "branch"
 

@@ -12,11 +12,11 @@ from django.db import transaction
 from continuity.models import Compaction
 from continuity.rules.compaction import COMPACT_MIN_TURNS, compaction_projection, summary_request
 from continuity.rules.labels import assistant_name
-from conversations.models import Message, MessageStatus, Role
+from elion.base.assistant_settings import assistant_settings_get
 from elion.base.errors import Conflict, NotFound, ServiceError
 from transcript.access import access_conversation
-from transcript.assistant_settings import assistant_settings_get
 from transcript.guard import transcript_write_guard
+from transcript.models import Message, MessageStatus, Role
 from transcript.provider import gateway as provider_gateway
 from transcript.provider.binding import binding_fields, provider_binding_gate
 from transcript.provider.gateway import ProviderConfig, ProviderError

@@ -22,10 +22,10 @@ from django.db import transaction
 from continuity.models import ThreadHandoff
 from continuity.rules.eligibility import continuity_sources
 from continuity.rules.handoff_store import RETIRED_COLUMNS
-from conversations.models import Conversation, ConversationOrigin, Message
 from elion.base.errors import Conflict
+from memories.services.write_lock import global_write_lock
 from transcript.access import access_conversation
-from transcript.write_lock import global_write_lock
+from transcript.models import Conversation, ConversationOrigin, Message
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ from django.utils import timezone
 from continuity.models import PromptReconciliationFailure, PromptReconciliationRun
 from continuity.rules.policies import policy_markers
 from continuity.rules.prompt_store import static_prompts_rebuild
-from conversations.models import Conversation, Message, Role
+from transcript.models import Conversation, Message, Role
 
 logger = logging.getLogger(__name__)
 

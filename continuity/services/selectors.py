@@ -10,8 +10,8 @@ from __future__ import annotations
 from uuid import UUID
 
 from continuity.models import ThreadHandoff
-from conversations.models import Conversation, Message, MessageKind
 from memories.models import ConversationMemorySnapshot, SnapshotProvenance
+from transcript.models import Conversation, Message, MessageKind
 
 
 def conversation_handoff_provenance(conversation: Conversation) -> dict | None:

@@ -1,74 +1,28 @@
-"""The durable transcript: conversations, folders, and the message tree.
+"""The conversations app's own rows: the assistant's settings (a singleton), Character Studio's characters,
+and what each billed audio request cost. The transcript's rows (conversations, messages, attachments) are
+the `transcript` app's (`transcript.models`, issue 45).
 
-Messages form an append-only tree per conversation (seed 004): every message
-but the stored static prompt has a `parent` in the same conversation with a
-smaller `seq`; the conversation's `head` names the tip of the live branch.
-Rewind moves `head`; edit-and-resend appends a sibling; nothing is destroyed.
-The stored static prompt (`role=system`) stands outside the tree: it has no
-parent, no child, and at most one exists per conversation.
-
-The models live by job (`assistant`, `threads`, `messages`, `attachments`); this package names every
-one of them, so `conversations.models.<Model>` and Django's registry see them all.
+The models live by job (`assistant`, `audio_usage`); this package names every one of them, so
+`conversations.models.<Model>` and Django's registry see them all.
 """
 
 from conversations.models.assistant import (
     AssistantSettings,
     BackupSchedule,
     Character,
-    Persona,
     Personality,
     ReasoningEffort,
     Verbosity,
 )
-from conversations.models.attachments import (
-    Attachment,
-    AttachmentBlobIdentity,
-    AttachmentKind,
-    ManifestEntryQuerySet,
-    MessageAttachment,
-    manifest_entries_conversation_settle,
-)
-from conversations.models.messages import Message, MessageKind, MessageSearchEntry, MessageStatus, Role
-from conversations.models.speech import AudioCall, AudioUsage, MessageSpeech
-from conversations.models.threads import (
-    ORIGIN_BADGES,
-    Conversation,
-    ConversationDeletion,
-    ConversationOrigin,
-    DeletionState,
-    Folder,
-    IdempotentAction,
-    SelectableConversationManager,
-)
+from conversations.models.audio_usage import AudioCall, AudioUsage
 
 __all__ = [
-    "ORIGIN_BADGES",
     "AudioCall",
     "AudioUsage",
     "AssistantSettings",
     "BackupSchedule",
-    "Attachment",
-    "AttachmentBlobIdentity",
-    "AttachmentKind",
     "Character",
-    "Conversation",
-    "ConversationDeletion",
-    "ConversationOrigin",
-    "DeletionState",
-    "Folder",
-    "IdempotentAction",
-    "ManifestEntryQuerySet",
-    "Message",
-    "MessageAttachment",
-    "MessageKind",
-    "MessageSearchEntry",
-    "MessageSpeech",
-    "MessageStatus",
-    "Persona",
     "Personality",
     "ReasoningEffort",
-    "Role",
-    "SelectableConversationManager",
     "Verbosity",
-    "manifest_entries_conversation_settle",
 ]

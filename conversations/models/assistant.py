@@ -5,11 +5,6 @@ from __future__ import annotations
 from django.db import models
 
 
-class Persona(models.TextChoices):
-    ELION = "elion", "Elion"
-    CLIPBOARD = "clipboard", "Clipboard"
-
-
 class Personality(models.TextChoices):
     NATURAL = "natural", "Natural"
     WARM = "warm", "Warm"

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from conversations.models import MessageStatus
 from conversations.sending.broadcast import done_data
 from conversations.sending.prepare import FreshReply, PreparedReply, ReplayedReply
 from conversations.sending.run import ReplyRun
 from conversations.sending.watch import ReplyWatch
+from transcript.models import MessageStatus
 
 
 def reply_events(prepared: PreparedReply) -> AsyncIterator[tuple[str, dict]]:

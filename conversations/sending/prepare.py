@@ -40,14 +40,6 @@ from continuity.rules.request_store import (
     send_context_load,
     send_inputs_read,
 )
-from conversations.models import (
-    Attachment,
-    Conversation,
-    Message,
-    MessageKind,
-    MessageStatus,
-    Role,
-)
 from conversations.sending import tool_loop
 from conversations.sending.commands import FROM_HEAD, ParentChoice, SendCommand
 from conversations.sending.tool_offer import available_tools
@@ -61,6 +53,7 @@ from transcript.attachments.manifests import attachments_commit, manifest_ids
 from transcript.attachments.projection import PreverifiedAttachments, attachments_preverify
 from transcript.guard import transcript_write_guard
 from transcript.leases import lease_deadline, streams_interrupt_expired
+from transcript.models import Attachment, Conversation, Message, MessageKind, MessageStatus, Role
 from transcript.provider.binding import provider_binding_gate_probed
 from transcript.provider.gateway import ProviderBinding, ProviderConfig, RequestOptions
 from transcript.provider.request_builder import request_options

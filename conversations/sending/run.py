@@ -23,7 +23,6 @@ from django.db import OperationalError
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from conversations.models import Message, MessageStatus
 from conversations.sending import images, tool_loop
 from conversations.sending.broadcast import STARTED, ReplyBroadcast, done_data
 from conversations.sending.persist import persist
@@ -33,6 +32,7 @@ from operations.usage import USAGE_KEYS  # the provider-reported usage stored on
 from transcript.append import reply_measure
 from transcript.citations import citations_clean
 from transcript.leases import lease_deadline
+from transcript.models import Message, MessageStatus
 from transcript.provider import gateway as provider_gateway
 from transcript.provider.gateway import ProviderError
 from transcript.provider.wire import REASONING_ROLE

@@ -18,13 +18,13 @@ from uuid import UUID
 
 from django.utils import timezone
 
-from conversations.models import Message, MessageStatus
 from conversations.sending.broadcast import EVENT_TYPE, GroupSubscription, conversation_group, request_stop_broadcast
 from conversations.sending.persist import persist
 from conversations.sending.watch import reply_snapshot
 from elion.base.errors import Conflict
 from transcript.access import access_conversation
 from transcript.leases import streams_interrupt_expired
+from transcript.models import Message, MessageStatus
 
 STOP_WAIT_SECONDS = 10.0
 STOP_POLL_SECONDS = 0.5

@@ -57,10 +57,10 @@ from archive.services.library import access_library_file, library_file_repr, lib
 from archive.services.search import archive_search
 from artifacts import services as artifacts
 from continuity.rules.eligibility import model_search_sources
-from conversations.models import Message
 from conversations.sending import check_in_tool, memory_tool
 from conversations.services.visibility.past_search import past_conversation_search as owner_search
 from elion.base.errors import ServiceError
+from transcript.models import Message
 from transcript.provider.gateway import ProviderConfig, ToolCallRequested
 
 logger = logging.getLogger(__name__)

@@ -29,12 +29,12 @@ from uuid import UUID
 from django.conf import settings
 from django.utils import timezone
 
-from conversations.models import Message, MessageStatus, Role
 from conversations.sending.broadcast import EVENT_TYPE, GroupSubscription, conversation_group, done_data
 from conversations.sending.persist import persist
 from elion.base.errors import InvalidInput
 from transcript.access import access_conversation, message_in_conversation
 from transcript.leases import stale_streams_read_as_interrupted
+from transcript.models import Message, MessageStatus, Role
 
 # --- the splice: a pure core ---------------------------------------------------------
 

@@ -17,11 +17,12 @@ from uuid import UUID
 
 from continuity.rules.eligibility import outside_quarantine
 from continuity.rules.prompt_refresh import refreshes_stale_prompts
-from conversations.models import Attachment, Character, MessageAttachment
+from conversations.models import Character
 from elion.base.domain_events import character_changed
 from elion.base.errors import InvalidInput
 from elion.base.rows import access_row
-from transcript.write_lock import global_write_lock
+from memories.services.write_lock import global_write_lock
+from transcript.models import Attachment, MessageAttachment
 
 EDITABLE_FIELDS = ("name", "description", "image_guidance")
 NAME_MAX = 200

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from conversations.models import Attachment, Conversation, Message
 from transcript.attachments.manifests import manifests_for
 from transcript.branch_window import (
     BranchWindow,
@@ -22,6 +21,7 @@ from transcript.branch_window import (
     branch_window_newest,
 )
 from transcript.leases import stale_streams_read_as_interrupted
+from transcript.models import Attachment, Conversation, Message
 from transcript.siblings import Siblings, siblings_for
 
 

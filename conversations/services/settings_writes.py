@@ -1,7 +1,7 @@
 """Saving the AssistantSettings singleton. The save sends `settings_saved`; its receiver
 (`continuity.rules.refresh_triggers`) rebuilds every stored prompt when a setting a prompt reads changed.
 
-Reading it is `transcript.assistant_settings` (the base layer).
+Reading it is `elion.base.assistant_settings` (the base layer).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from conversations.services.voice.settings import VOICE_FIELDS, VOICE_FLAGS, voi
 from elion.base.domain_events import settings_saved
 from elion.base.errors import InvalidInput
 from elion.base.time_zones import time_zone_clean
-from transcript.write_lock import global_write_lock
+from memories.services.write_lock import global_write_lock
 
 EDITABLE_FIELDS = (
     "custom_instructions",

@@ -11,11 +11,11 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
-from conversations.models import Persona
 from conversations.services.visibility.selectors import sidebar_counts
 from conversations.web.page_selectors import sidebar_groups
 from elion.base import access
-from transcript.assistant_settings import assistant_settings_get
+from elion.base.assistant_settings import assistant_settings_get
+from transcript.models import Persona
 from transcript.provider.audio import sdk_voices
 
 

@@ -25,17 +25,7 @@ from continuity.rules.compaction import COMPACT_MIN_TURNS, summary_system_text
 from continuity.rules.eligibility import outside_quarantine
 from continuity.rules.labels import assistant_name
 from continuity.rules.request_policy import estimate_tokens
-from conversations.models import (
-    AssistantSettings,
-    Attachment,
-    Conversation,
-    Folder,
-    Message,
-    MessageKind,
-    MessageStatus,
-    Role,
-)
-from conversations.models.messages import stored_turn_tokens
+from conversations.models import AssistantSettings
 from conversations.web.rendering import render_markdown
 from elion.base.errors import InvalidInput
 from operations.usage import latest_reported_usage
@@ -49,6 +39,8 @@ from transcript.branch_window import (
     on_live_branch,
 )
 from transcript.citations import sources_numbered
+from transcript.models import Attachment, Conversation, Folder, Message, MessageKind, MessageStatus, Role
+from transcript.models.messages import stored_turn_tokens
 from transcript.provider.binding import binding_problem_of, configured_provider, recorded_bindings_of_counts
 from transcript.provider.binding_groups import binding_combinations
 from transcript.provider.gateway import ProviderBinding

@@ -15,11 +15,12 @@ from continuity.services.selectors import (
     handoff_provenances,
     snapshot_timings,
 )
-from conversations.models import AssistantSettings, Conversation, Folder, Message
+from conversations.models import AssistantSettings
 from conversations.services.message_selectors import MessagePage, MessageShown
 from elion.base.errors import InvalidInput
 from transcript.attachments.manifests import attachment_repr, manifests_for
 from transcript.citations import message_citations
+from transcript.models import Conversation, Folder, Message
 from transcript.provider.binding import recorded_binding, recorded_bindings_for
 from transcript.provider.gateway import ProviderBinding
 from transcript.siblings import Siblings, siblings_for

@@ -28,7 +28,7 @@ from django.db import transaction
 from elion.base.errors import InvalidInput
 from memories.models import MEMORY_TEXT_MAX, SOURCE_FILE_MAX, Memory, MemoryCategory, MemorySource
 from memories.services.memory_writes import MemoryDraft, memory_draft, next_position
-from transcript.write_lock import global_write_lock
+from memories.services.write_lock import global_write_lock
 
 IMPORT_MAX_ITEMS = 2_000
 IMPORT_MAX_CHARACTERS = 2_000_000

@@ -17,7 +17,7 @@
 Each write sends its domain event (`elion.base.domain_events`) inside its
 transaction, after its writes; the refresh itself is the event's receiver in
 `continuity.rules.refresh_triggers`, run under the lock order documented in
-`transcript.write_lock`.
+`memories.services.write_lock`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from continuity.rules.prompt_policy import PromptInputs, PromptMemory, section_l
 from continuity.rules.prompt_refresh import refreshes_stale_prompts
 from continuity.rules.prompt_store import prompt_settings
 from continuity.rules.request_policy import estimate_tokens
+from elion.base.assistant_settings import assistant_settings_read
 from elion.base.domain_events import memories_reordered, memory_deleted, memory_edited
 from elion.base.errors import InvalidInput
 from elion.base.rows import access_row
@@ -47,8 +48,7 @@ from memories.models import (
     MemoryVersion,
     SnapshotMembership,
 )
-from transcript.assistant_settings import assistant_settings_read
-from transcript.write_lock import global_write_lock
+from memories.services.write_lock import global_write_lock
 
 EDITABLE_FIELDS = ("text", "category", "importance", "active")
 # The fields a memory's history keeps (`active` is a switch, not wording).

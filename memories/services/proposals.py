@@ -31,7 +31,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from continuity.rules.eligibility import may_suggest_memories
-from conversations.models import Conversation, Message
+from elion.base.assistant_settings import assistant_settings_read
 from elion.base.proposals import (
     ProposalOutcome,
     proposal_changes_checked,
@@ -51,8 +51,8 @@ from memories.models import (
     ProposalStatus,
 )
 from memories.services.memory_writes import memory_add, memory_draft
-from transcript.assistant_settings import assistant_settings_read
-from transcript.write_lock import global_write_lock
+from memories.services.write_lock import global_write_lock
+from transcript.models import Conversation, Message
 
 APPROVE_FIELDS = ("text", "category", "importance")
 

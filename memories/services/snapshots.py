@@ -1,6 +1,6 @@
 """Conversation-scoped memory snapshots: capture, refresh, legacy backfill.
 
-Every writer here takes `transcript.write_lock.global_write_lock()` first (its docstring gives the lock order).
+Every writer here takes `memories.services.write_lock.global_write_lock()` first (its docstring gives the lock order).
 
 Precondition for Branch / Fresh Chat and fork: take `global_write_lock()`
 before locking the source conversation, then create the destination and call
@@ -15,7 +15,6 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
-from conversations.models import Conversation
 from elion.base.domain_events import legacy_snapshots_backfilled, snapshot_refreshed
 from memories.models import (
     ConversationMemorySnapshot,
@@ -23,8 +22,9 @@ from memories.models import (
     SnapshotMembership,
     SnapshotProvenance,
 )
+from memories.services.write_lock import global_write_lock
 from transcript.access import access_conversation
-from transcript.write_lock import global_write_lock
+from transcript.models import Conversation
 
 BACKFILL_BATCH_SIZE = 500
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from django import template
 
-from conversations.models import Message
 from memories.services.proposals import reply_proposals
 from memories.web.review import proposal_card_context
+from transcript.models import Message
 
 register = template.Library()
 

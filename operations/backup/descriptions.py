@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from conversations.models import Conversation
 from operations.backup import members
+from transcript.models import Conversation
 
 # What the owner would call the rows that matter, in the order they are told; every other model is "records".
 WORDS = (
-    ("conversations.conversation", "conversation", "conversations"),
-    ("conversations.message", "message", "messages"),
+    ("transcript.conversation", "conversation", "conversations"),
+    ("transcript.message", "message", "messages"),
     ("memories.memory", "memory", "memories"),
-    ("conversations.folder", "folder", "folders"),
+    ("transcript.folder", "folder", "folders"),
     ("conversations.character", "character", "characters"),
     ("archive.archivedocument", "archive document", "archive documents"),
     ("archive.libraryfile", "Library file", "Library files"),
@@ -18,8 +18,8 @@ WORDS = (
 )
 # Rows that are not the owner's own things: the settings, locks and indexes every instance has.
 BOOKKEEPING = frozenset({
-    "conversations.assistantsettings", "memories.memorysetlock", "conversations.messagesearchentry",
-    "continuity.promptreconciliationrun", "conversations.idempotentaction",
+    "conversations.assistantsettings", "memories.memorysetlock", "transcript.messagesearchentry",
+    "continuity.promptreconciliationrun", "transcript.idempotentaction",
 })
 
 

@@ -27,8 +27,15 @@ from transcript.attachments import store
 
 FORMAT = "elion-backup"
 VERSION = 1
-APPS = ("conversations", "continuity", "memories", "archive", "artifacts", "check_ins")
-# The project's apps a backup leaves out, each with its reason (tests/conversations/backup/test_members.py:
+APPS = ("transcript", "conversations", "continuity", "memories", "archive", "artifacts", "check_ins")
+# The transcript's rows were the conversations app's until issue 45 (same tables): a backup made before
+# names them `conversations.<model>`, and a restore reads them under their label now (`label_now`).
+MOVED_TO_TRANSCRIPT = (
+    "attachment", "attachmentblobidentity", "conversation", "conversationdeletion", "folder", "idempotentaction",
+    "message", "messageattachment", "messagesearchentry", "messagespeech",
+)
+LABELS_BEFORE_ISSUE_45 = {f"conversations.{name}": f"transcript.{name}" for name in MOVED_TO_TRANSCRIPT}
+# The project's apps a backup leaves out, each with its reason (tests/operations/backup/test_members.py:
 # every app of the project is in one list or the other).
 INSTANCE_APPS = {
     "elion": "its rows describe this instance, not the owner's life: login failures, the backups' own records, "
@@ -36,7 +43,7 @@ INSTANCE_APPS = {
 }
 # label -> why the database or the app rebuilds it instead.
 NOT_BACKED_UP = {
-    "conversations.attachmentblobidentity": "the inode and timestamps of a blob on this disk: meaningless on "
+    "transcript.attachmentblobidentity": "the inode and timestamps of a blob on this disk: meaningless on "
     "another one; the first verification after a restore hashes the blob and records it again.",
 }
 # Rows a fresh instance creates on first use; a restore replaces them instead of refusing.
@@ -44,7 +51,7 @@ SINGLETONS = frozenset({"conversations.assistantsettings", "memories.memorysetlo
 # Rows the database's triggers make while other rows are inserted (Past Conversation Search's index
 # rows, one per searchable message): a restore replaces them with the backed-up ones, so their ids,
 # and with them the order of search results, stay the same.
-TRIGGER_MADE = frozenset({"conversations.messagesearchentry"})
+TRIGGER_MADE = frozenset({"transcript.messagesearchentry"})
 MANIFEST = "manifest.json"
 MANIFEST_DIGEST = "manifest.sha256"
 MODELS_PREFIX = "models/"
@@ -58,6 +65,12 @@ _ARCHIVE_BLOB = re.compile(rf"^blobs/archive/({_SHA})$")
 
 def model_label(model: type[Model]) -> str:
     return model._meta.label_lower
+
+
+def label_now(label: str) -> str:
+    """A backup's model label as this version names the model: an older backup's `conversations.<model>`
+    of a row in `MOVED_TO_TRANSCRIPT` is `transcript.<model>`."""
+    return LABELS_BEFORE_ISSUE_45.get(label, label)
 
 
 def model_member(model: type[Model]) -> str:

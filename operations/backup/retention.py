@@ -18,9 +18,9 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from elion.base.assistant_settings import assistant_settings_read
 from elion.models import BackupRecord, BackupStatus
 from operations.backup import destinations
-from transcript.assistant_settings import assistant_settings_read
 
 logger = logging.getLogger(__name__)
 

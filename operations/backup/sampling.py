@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from conversations.models import Conversation, Message
+from transcript.models import Conversation, Message
 
 
 def live_branch_sample(conversation_id: object | None = None) -> dict | None:

@@ -29,9 +29,9 @@ from django.utils import timezone
 from django_q.models import Schedule
 
 from conversations.models import AssistantSettings, BackupSchedule
+from elion.base.assistant_settings import assistant_settings_get, assistant_settings_read
 from elion.base.errors import InvalidInput
 from operations.backup import runs
-from transcript.assistant_settings import assistant_settings_get, assistant_settings_read
 
 logger = logging.getLogger(__name__)
 

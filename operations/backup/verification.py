@@ -124,10 +124,11 @@ def restored_instance_check(plain_zip: Path) -> dict:
     by_label = {members.model_label(model): model for model in members.backed_up_models()}
     rows: dict[str, int] = {}
     for entry in manifest["models"]:
-        found = by_label[entry["model"]]._base_manager.count()
+        label = members.label_now(entry["model"])
+        found = by_label[label]._base_manager.count()
         if found != entry["count"]:
-            raise VerificationFailed(f"{entry['model']}: {found} rows after the restore; the manifest says {entry['count']}.")
-        rows[entry["model"]] = found
+            raise VerificationFailed(f"{label}: {found} rows after the restore; the manifest says {entry['count']}.")
+        rows[label] = found
     blobs = 0
     for member, sha256, path in members.stored_blobs():
         if _hashed(path) != sha256:

@@ -27,9 +27,9 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from pywebpush import WebPushException, webpush
 
+from elion.base.assistant_settings import assistant_settings_read
 from elion.models import PushSubscription
 from operations.push.keys import vapid_signer
-from transcript.assistant_settings import assistant_settings_read
 
 logger = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ anchor (`templates/chat/_message.html`).
 
 from __future__ import annotations
 
+from elion.base.assistant_settings import assistant_settings_read
 from operations.push.delivery import PushReport, notify_owner
-from transcript.assistant_settings import assistant_settings_read
 
 
 def reply_url(*, conversation_id: object, message_id: object) -> str:

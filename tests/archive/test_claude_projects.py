@@ -12,11 +12,11 @@ from archive.models import ArchiveChunk, ArchiveDocument
 from archive.services import import_jobs
 from archive.services.importers.claude import parse as claude
 from conversations.sending import tool_loop
+from elion.base.assistant_settings import assistant_settings_get
 from tests.archive import claude_export as export
 from tests.archive.conftest import make_zip
 from tests.support.import_jobs import job_url
 from tests.support.json_fields import WRONG_TYPES, read_outcomes
-from transcript.assistant_settings import assistant_settings_get
 
 pytestmark = pytest.mark.django_db
 

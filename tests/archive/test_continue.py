@@ -25,10 +25,10 @@ from continuity.rules.archive_handoff_store import archive_handoff_blocks_for, a
 from continuity.rules.handoff_policy import build_handoff
 from continuity.rules.handoff_store import handoff_limits, speaker_names
 from continuity.rules.thread_handoff_store import handoff_block_for
-from conversations.models import Conversation, IdempotentAction, Message, MessageKind, Role
+from elion.base.assistant_settings import assistant_settings_get
 from tests.support.factories import api_call
 from tests.support.scripted_provider import ScriptedReply
-from transcript.assistant_settings import assistant_settings_get
+from transcript.models import Conversation, IdempotentAction, Message, MessageKind, Role
 
 pytestmark = pytest.mark.django_db
 

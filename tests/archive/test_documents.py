@@ -82,7 +82,7 @@ def test_already_ingested_chunks_remain_valid_without_reupload(client):
 
 
 def test_our_json_export_is_ingested_without_handoff_bubbles(client, upload, make_conversation, make_turns):
-    from conversations.models import Message, MessageKind
+    from transcript.models import Message, MessageKind
 
     conversation = make_conversation(title="Quiet evening")
     (bubble,) = make_turns(conversation, ("assistant", "### Continued from “Old”\n\nAUMA said:\nquoted words"))

@@ -15,8 +15,8 @@ from django.test import Client
 from archive.models import ArchiveChunk, ArchiveDocument
 from archive.services.documents import archive_document_add_text
 from continuity.rules.thread_handoff_store import handoff_block_for
-from conversations.models import Conversation, Message, MessageKind
 from tests.support.factories import sent_and_answered
+from transcript.models import Conversation, Message, MessageKind
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ import pytest
 
 from archive.models import ArchiveDocument
 from continuity.services.branching import conversation_branch
-from conversations.models import Message, MessageKind, Role
+from transcript.models import Message, MessageKind, Role
 from transcript.tree import live_branch
 
 pytestmark = pytest.mark.django_db

@@ -12,9 +12,9 @@ import pytest
 from django.test import Client
 
 from artifacts.models import Artifact, ArtifactVersion
-from conversations.models import Message, Role
 from tests.support.factories import api_call
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Message, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from artifacts import services
 from artifacts.models import Artifact
-from conversations.models import Message
 from tests.support.factories import thread
+from transcript.models import Message
 
 pytestmark = pytest.mark.django_db
 

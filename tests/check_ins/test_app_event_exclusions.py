@@ -15,14 +15,14 @@ from continuity.rules.app_events import request_text_of
 from continuity.rules.handoff_store import live_branch_handoff
 from continuity.rules.history_window import history_turn_of
 from continuity.rules.recall_store import recall_candidates
-from conversations.models import Message, MessageKind, MessageSearchEntry, Role
-from conversations.models.messages import APP_EVENT_KINDS, stored_turn_tokens
 from conversations.services.threads.thread_writes import conversation_create
 from conversations.services.visibility.past_search import past_conversation_search
 from conversations.web.page_selectors import branch_estimate, thread_token_estimate
 from conversations.web.threads.export import export_json_chunks, export_markdown_chunks
+from elion.base.assistant_settings import assistant_settings_get
 from tests.support.factories import thread, turns_append
-from transcript.assistant_settings import assistant_settings_get
+from transcript.models import Message, MessageKind, MessageSearchEntry, Role
+from transcript.models.messages import APP_EVENT_KINDS, stored_turn_tokens
 from transcript.search_index import message_search_index_sync
 from transcript.tree import live_branch
 

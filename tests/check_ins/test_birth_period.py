@@ -15,10 +15,10 @@ from django.test import Client
 
 from check_ins.models import RunStatus
 from continuity.rules.prompt_policy import RESERVED_RECALL_HEADING
-from conversations.models import Conversation
 from tests.check_ins.support import check_in_due, only_run, run_due
 from tests.support.factories import thread
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Conversation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RECALL_CUE_BRIEF = "Remember the lighthouse? Find what Marisol painted and ask how the door looks now."

@@ -22,10 +22,10 @@ from django_q.models import Schedule
 from django_q.tasks import async_task
 
 from check_ins.models import CheckInRun, RunStatus
-from conversations.models import Message, MessageKind, MessageStatus, Role
 from tests.check_ins.support import check_in_due
 from tests.support.queue_cluster import QueueCluster
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Message, MessageKind, MessageStatus, Role
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.django_db(transaction=True)]
 SCHEDULE_NAME = "run due check-ins"

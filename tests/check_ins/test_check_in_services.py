@@ -9,10 +9,10 @@ import pytest
 
 from check_ins.models import CheckIn
 from check_ins.services.check_ins import check_in_create, check_in_delete, check_in_pause, check_in_update
-from conversations.models import Folder
 from conversations.services.settings_writes import assistant_settings_update
 from elion.base.errors import InvalidInput, NotFound
 from tests.support.factories import thread
+from transcript.models import Folder
 
 pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)

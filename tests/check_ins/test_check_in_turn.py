@@ -12,11 +12,11 @@ from check_ins.models import CheckIn, CheckInRun, RunStatus
 from check_ins.sending.turn import check_in_run_execute, reply_to_end
 from check_ins.services.runs import due_runs_claim
 from continuity.rules.app_events import SCHEDULED_CHECK_IN_OPENING
-from conversations.models import Conversation, ConversationOrigin, Folder, Message, MessageKind, MessageStatus, Role
 from conversations.sending.prepare import retry_prepare
 from tests.check_ins.support import BRIEF, check_in_due, only_run, run_due
 from tests.support.factories import thread
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Conversation, ConversationOrigin, Folder, Message, MessageKind, MessageStatus, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

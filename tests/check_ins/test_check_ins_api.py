@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from check_ins.models import CheckIn, CheckInRun
-from conversations.models import Conversation, MessageKind
 from tests.support.factories import api_call, thread
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Conversation, MessageKind
 
 pytestmark = pytest.mark.django_db(transaction=True)
 BODY = {

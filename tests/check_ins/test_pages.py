@@ -15,11 +15,11 @@ from django.test import Client
 from check_ins.models import CheckIn, CheckInProposal, CheckInRun, RunStatus
 from check_ins.services.check_ins import check_in_create
 from check_ins.services.proposals import check_in_propose
-from conversations.models import Conversation, Role
 from conversations.services.settings_writes import assistant_settings_update
 from conversations.services.threads.thread_writes import conversation_create
 from tests.support.factories import turns_append
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Conversation, Role
 
 pytestmark = pytest.mark.django_db
 
@@ -211,7 +211,7 @@ def test_settings_saves_the_time_zone_and_the_proposals_switch():
     fields = {"owner_name": "AUMA", "display_name": "Elion", "personality": "natural", "custom_instructions": "",
               "time_zone": "America/New_York"}
     assert client.post("/settings/", fields).status_code == 302
-    from transcript.assistant_settings import assistant_settings_get
+    from elion.base.assistant_settings import assistant_settings_get
 
     row = assistant_settings_get()
     assert (row.time_zone, row.check_in_proposals) == ("America/New_York", False)

@@ -15,11 +15,11 @@ from django.conf import settings as django_settings
 
 from check_ins.models import CheckIn, CheckInProposal, ProposalStatus
 from check_ins.services.proposals import check_in_proposal_approve, check_in_proposal_dismiss, check_in_propose
-from conversations.models import Role
 from conversations.services.threads.thread_writes import conversation_create
 from elion.base.errors import Conflict
 from tests.support.factories import turns_append
 from tests.support.racing import run_together
+from transcript.models import Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,7 +16,6 @@ import pytest
 from django.test import Client
 
 from check_ins.models import CheckIn, CheckInProposal, ProposalStatus
-from conversations.models import Message, Role
 from conversations.services.visibility.transitions import conversation_trash
 from tests.support.factories import api_call
 from tests.support.scripted_provider import ScriptedReply
@@ -28,6 +27,7 @@ from tests.support.tool_requests import (
     tool_outputs,
     tool_refused_where_suggesting_is_not_allowed,
 )
+from transcript.models import Message, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

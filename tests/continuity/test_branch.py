@@ -16,10 +16,10 @@ from django.test import Client
 
 from continuity.models import ThreadHandoff
 from continuity.services import branching
-from conversations.models import Conversation, ConversationOrigin, Folder, IdempotentAction, Message, MessageKind, Role
 from conversations.web.page_selectors import bubbles_for
+from elion.base.assistant_settings import assistant_settings_get
 from tests.support.factories import turns_append
-from transcript.assistant_settings import assistant_settings_get
+from transcript.models import Conversation, ConversationOrigin, Folder, IdempotentAction, Message, MessageKind, Role
 
 pytestmark = pytest.mark.django_db
 

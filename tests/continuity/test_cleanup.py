@@ -25,7 +25,7 @@ from django.test import Client
 
 from continuity.models import ThreadHandoff
 from continuity.services.cleanup import CONFIRMATION_PHRASE, continuity_cleanup_delete, continuity_cleanup_preview
-from conversations.models import Conversation
+from transcript.models import Conversation
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from django.test import Client
 
 from continuity.rules.compaction import SUMMARY_HEADING, SUMMARY_INSTRUCTION
 from continuity.rules.request_policy import HistoryTurn, assemble_request, estimate_tokens
-from conversations.models import Message, Role
+from transcript.models import Message, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

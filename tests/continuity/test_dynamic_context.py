@@ -16,9 +16,9 @@ from django.test import Client
 from continuity.rules.prompt_policy import QUOTED_RECALL_LABEL, RESERVED_RECALL_HEADING
 from continuity.rules.recall_policy import RECALL_END, words
 from continuity.rules.request_policy import estimate_tokens
-from conversations.models import Conversation, Folder, Message, MessageKind
 from tests.support.diagnostics import DIAGNOSTIC_NAMES
 from transcript.append import APPENDED_FIELDS, message_append
+from transcript.models import Conversation, Folder, Message, MessageKind
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -488,7 +488,7 @@ def test_candidates_are_the_newest_eligible_matches_of_each_term(thread, monkeyp
     """The two-step search (one probe, then rare terms again) gives exactly each
     term's newest `CANDIDATES_PER_TERM` eligible matches, on either database."""
     from continuity.rules import recall_store as recall_search
-    from conversations.models import MessageSearchEntry
+    from transcript.models import MessageSearchEntry
     from transcript.search_index import message_search_index_sync
 
     monkeypatch.setattr(recall_search, "CANDIDATES_PER_TERM", 2)
@@ -522,7 +522,7 @@ def test_candidates_stay_exact_when_rare_terms_are_found_by_bounded_walks_and_id
 
     from continuity.rules import recall_store as recall_search
     from continuity.rules import recall_store_postgres as recall_postgres
-    from conversations.models import MessageSearchEntry
+    from transcript.models import MessageSearchEntry
     from transcript.search_index import message_search_index_sync
 
     for module, name, value in ((recall_search, "CANDIDATES_PER_TERM", 3), (recall_search, "PROBE_ROWS", 4),
@@ -572,8 +572,8 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
 
     from continuity.rules import recall_store as recall_search
     from continuity.rules import recall_store_postgres as recall_postgres
-    from conversations.models import MessageSearchEntry
     from tests.support.factories import turns_append
+    from transcript.models import MessageSearchEntry
     from transcript.search_index import message_search_index_sync
 
     for module, name, value in ((recall_search, "CANDIDATES_PER_TERM", 3), (recall_search, "PROBE_ROWS", 4),
@@ -630,7 +630,7 @@ def test_recall_index_search_leaves_the_excluded_conversations_rows_out_by_itsel
 
     from continuity.rules import recall_store as recall_search
     from continuity.rules import recall_store_postgres as recall_postgres
-    from conversations.models import MessageSearchEntry
+    from transcript.models import MessageSearchEntry
     from transcript.search_index import message_search_index_sync
 
     other = thread(("user", "lantern harbour"), ("assistant", "lantern"))
@@ -702,7 +702,7 @@ def test_recall_walks_the_other_conversations_ids_in_an_index_that_holds_their_c
 def test_the_conversation_lexeme_is_never_a_search_match(thread):
     """The vector's conversation lexeme (PostgreSQL, migration 0016) is no word anyone can search for:
     Past Conversation Search for a conversation's id or for "conversation" finds no row by it."""
-    from conversations.models import Conversation
+    from transcript.models import Conversation
     from transcript.search_index import message_matching_ids, message_search_index_sync
 
     conversation = thread(("user", "plain words only"), ("assistant", "yes"))

@@ -18,9 +18,9 @@ from continuity.rules.prompt_store import (
     static_prompt_ensure,
     static_prompts_rebuild,
 )
-from conversations.models import Message, Role
 from tests.support.prompt_sections import prior_thread_section_in
 from tests.support.static_prompt_inputs import full_inputs
+from transcript.models import Message, Role
 
 
 def test_handoff_span_marks_the_prior_thread_section_of_the_built_prompt():

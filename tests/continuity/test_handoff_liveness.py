@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 from continuity.models import ThreadHandoff
 from continuity.rules.handoff_liveness import SourceWalk, live_ids_by_source, live_ids_whole
 from continuity.rules.handoff_store import handoff_blocks_for
-from conversations.models import Message, Role
+from elion.base.assistant_settings import assistant_settings_read
 from tests.support.broken_trees import BREAKS, broken_thread, parent_restored
 from tests.support.factories import thread, turns_append
-from transcript.assistant_settings import assistant_settings_read
+from transcript.models import Message, Role
 from transcript.tree import walk_to_root
 
 pytestmark = pytest.mark.django_db

@@ -16,9 +16,9 @@ from continuity.rules.prompt_store import continuity_blocks, markers_are_current
 from continuity.rules.thread_handoff_store import handoff_block_for, thread_handoff_source_ids, thread_handoffs_read
 from continuity.services.branching import conversation_branch
 from continuity.services.selectors import conversation_handoff_provenance
-from conversations.models import Conversation, Folder, Message, MessageKind, Role
+from elion.base.assistant_settings import assistant_settings_read
 from transcript.append import APPENDED_FIELDS, message_append
-from transcript.assistant_settings import assistant_settings_read
+from transcript.models import Conversation, Folder, Message, MessageKind, Role
 
 pytestmark = pytest.mark.django_db
 

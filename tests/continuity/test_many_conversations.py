@@ -11,9 +11,9 @@ from django.test.utils import CaptureQueriesContext
 
 from continuity.rules.handoff_store import SPEAKER_PAGE, prior_thread_select
 from continuity.rules.recall_store import _hits
-from conversations.models import Conversation, MessageSearchEntry
 from conversations.services.threads.thread_writes import conversation_create, conversation_update
 from tests.support.factories import thread, turns_append
+from transcript.models import Conversation, MessageSearchEntry
 from transcript.search_index import message_search_index_sync
 
 pytestmark = pytest.mark.django_db

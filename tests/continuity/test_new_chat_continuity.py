@@ -7,8 +7,8 @@ from django.test import Client
 
 from continuity.models import ThreadHandoff
 from continuity.rules import handoff_store
-from conversations.models import Conversation, Folder, Message
 from conversations.services.threads.thread_writes import conversation_create, conversation_rewind
+from transcript.models import Conversation, Folder, Message
 
 pytestmark = pytest.mark.django_db
 

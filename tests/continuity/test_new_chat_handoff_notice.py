@@ -12,11 +12,11 @@ from django.test import Client
 
 from continuity.models import ThreadHandoff
 from continuity.services.new_chat_handoff import new_chat_handoff_drop, new_chat_handoff_notice
-from conversations.models import Message
 from conversations.services.threads.thread_writes import conversation_create
 from conversations.services.visibility.transitions import conversation_restore, conversation_trash
 from elion.base.errors import Conflict
 from tests.support.factories import sent_and_answered, thread
+from transcript.models import Message
 
 SOURCE_WORDS = "lighthouse-keeper-ledger"
 

@@ -22,13 +22,13 @@ from django_q.models import Schedule
 
 from continuity.models import ThreadHandoff
 from continuity.rules.eligibility import VisibilityState, feeds_automatic_continuity, visibility_state
-from conversations.models import Conversation, ConversationDeletion, Message
+from conversations.services.deletion import private_chats_expire
 from conversations.tasks import expire_private_chats
 from memories.models import ConversationMemorySnapshot, SnapshotMembership
 from memories.services.memory_writes import memory_add
 from tests.support.factories import api_call
 from tests.support.scripted_provider import ScriptedReply
-from transcript.deletion import private_chats_expire
+from transcript.models import Conversation, ConversationDeletion, Message
 
 # The private chat's words: queries name "marigold"; "quill stone" is only in its assistant turn.
 P_USER = "Tell me about the marigold ledger."

@@ -17,13 +17,13 @@ from django.test.utils import CaptureQueriesContext
 from continuity.rules import prompt_refresh, prompt_store
 from continuity.rules.prompt_store import static_prompt_ensure
 from continuity.tasks import prompts_reconcile_tick
-from conversations.models import Conversation, Message, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from conversations.services.settings_writes import assistant_settings_update
 from memories.models import Memory, MemorySetLock
 from memories.services.memory_writes import memory_add, memory_delete, memory_edit
 from tests.support.factories import thread
+from transcript.models import Conversation, Message, Role
 
 pytestmark = pytest.mark.django_db
 

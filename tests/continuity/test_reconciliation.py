@@ -38,10 +38,10 @@ from continuity.services.reconciliation import (
     reconciliation_status,
     stale_prompts,
 )
-from conversations.models import Conversation, Message, Role
 from memories.models import SnapshotMembership
 from memories.services.memory_writes import memory_add
 from tests.support.stale_prompts import OLD_MARKERS, RECENT_ACTIVITY, seed_stale_prompts
+from transcript.models import Conversation, Message, Role
 
 pytestmark = pytest.mark.django_db
 

@@ -15,9 +15,9 @@ import pytest
 from continuity import tasks
 from continuity.models import PromptReconciliationRun
 from continuity.services.reconciliation import completion_recorded, policy_version, stale_prompts
-from conversations.models import Message, Role
 from tests.support.queue_cluster import QueueCluster
 from tests.support.stale_prompts import seed_stale_prompts
+from transcript.models import Message, Role
 
 PROMPTS = 5_000
 BATCH = 100

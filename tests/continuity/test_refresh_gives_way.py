@@ -14,9 +14,9 @@ import pytest
 
 from continuity.rules import prompt_refresh
 from continuity.rules.prompt_store import static_prompt_ensure
-from conversations.models import Conversation
 from conversations.services.settings_writes import assistant_settings_update
 from tests.support.factories import thread
+from transcript.models import Conversation
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import pytest
 
 from continuity.rules import refresh_triggers
-from conversations.models import AssistantSettings, Character, Conversation, Folder
+from conversations.models import AssistantSettings, Character
 from conversations.services.characters import character_create, character_delete, character_edit
 from conversations.services.settings_writes import assistant_settings_update
 from conversations.services.threads.thread_writes import conversation_create
@@ -30,6 +30,7 @@ from memories.models import ConversationMemorySnapshot, Memory, MemoryVersion, S
 from memories.services.importing import memories_import
 from memories.services.memory_writes import MemoryDraft, memories_reorder, memory_add, memory_delete, memory_edit
 from memories.services.snapshots import snapshot_refresh, snapshots_backfill_legacy
+from transcript.models import Conversation, Folder
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

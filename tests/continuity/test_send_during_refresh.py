@@ -21,13 +21,13 @@ import pytest
 from django.test import Client
 
 from continuity.rules.prompt_store import static_prompt_ensure
-from conversations.models import Conversation, Message, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from conversations.services.threads.thread_writes import conversation_create
 from memories.models import Memory
 from memories.services.memory_writes import memory_add, memory_delete, memory_edit
 from tests.support.racing import Gate, run_paused
+from transcript.models import Conversation, Message, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

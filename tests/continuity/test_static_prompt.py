@@ -163,8 +163,8 @@ def test_stored_prompt_records_policy_markers(make_conversation):
 @pytest.mark.django_db
 def test_prompt_inputs_read_memories_from_the_conversation_snapshot(make_conversation):
     from continuity.rules.prompt_store import prompt_inputs_for
+    from elion.base.assistant_settings import assistant_settings_get
     from memories.services.memory_writes import memories_reorder, memory_add
-    from transcript.assistant_settings import assistant_settings_get
 
     first = memory_add(text="First", category="place", importance=5)
     second = memory_add(text="Second")

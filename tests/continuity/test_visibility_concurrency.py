@@ -19,11 +19,11 @@ import pytest
 from django.conf import settings
 
 from continuity.rules import refresh_triggers
-from conversations.models import Conversation, Folder, Message, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from conversations.services.threads.thread_writes import conversation_create, folder_update
 from tests.support.racing import Gate, run_paused, run_together
+from transcript.models import Conversation, Folder, Message, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -42,8 +42,8 @@ from continuity.rules.eligibility import (
     outside_quarantine,
     quarantined,
 )
-from conversations.models import Conversation, Folder, Message, Role
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Conversation, Folder, Message, Role
 
 STATES = ["normal", "hidden", "trashed", "shielded", "released"]
 AUTOMATIC = {"normal", "released"}  # where every automatic channel may use S

@@ -17,8 +17,8 @@ from django.test import Client
 
 from continuity.rules.eligibility import VisibilityState, visibility_state
 from continuity.rules.prompt_store import static_prompt_ensure
-from conversations.models import Conversation, Folder, Message, Role
 from transcript.access import access_conversation
+from transcript.models import Conversation, Folder, Message, Role
 
 pytestmark = pytest.mark.django_db
 
@@ -239,7 +239,7 @@ def test_a_trashed_conversation_refuses_sends(client, thread):
 
 def test_admin_actions_and_folder_edits_are_transitions(client, linked):
     source, folder, destination_id = linked
-    changelist = "/admin/conversations/conversation/"
+    changelist = "/admin/transcript/conversation/"
     response = client.post(changelist, {"action": "trash_selected", "_selected_action": [str(source.id)]})
     assert response.status_code == 302
     source.refresh_from_db()
@@ -250,9 +250,9 @@ def test_admin_actions_and_folder_edits_are_transitions(client, linked):
     client.post(changelist, {"action": "release_shield_selected", "_selected_action": [str(source.id)]})
     assert stored_prompt(destination_id).count(SOURCE_WORDS) == 1
 
-    response = client.post(f"/admin/conversations/folder/{folder.id}/change/", {"name": "Letters", "hidden": "on"})
+    response = client.post(f"/admin/transcript/folder/{folder.id}/change/", {"name": "Letters", "hidden": "on"})
     assert response.status_code == 302, response.content.decode()[:2000]
     assert SOURCE_WORDS not in stored_prompt(destination_id)
-    client.post(f"/admin/conversations/folder/{folder.id}/change/", {"name": "Letters"})
+    client.post(f"/admin/transcript/folder/{folder.id}/change/", {"name": "Letters"})
     source.refresh_from_db()
     assert source.shielded and SOURCE_WORDS not in stored_prompt(destination_id)

@@ -15,7 +15,7 @@ import pytest
 from django.test import Client
 
 from continuity.models import ThreadHandoff
-from conversations.models import Conversation, Message, Role
+from transcript.models import Conversation, Message, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,8 +11,9 @@ import pytest
 from django.db import transaction
 from django.test import Client
 
-from conversations.models import Character, Message
+from conversations.models import Character
 from conversations.services.characters import character_create
+from transcript.models import Message
 
 pytestmark = pytest.mark.django_db
 

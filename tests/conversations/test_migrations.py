@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from django.db import connection
 
-from tests.conversations.backup.conftest import FreshInstance
+from tests.operations.backup.conftest import FreshInstance
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,7 +47,7 @@ print(json.dumps(made))
 ENTRIES_AFTER = """
 import json
 from django.db import IntegrityError, connection, transaction
-from conversations.models import Attachment, MessageAttachment
+from transcript.models import Attachment, MessageAttachment
 rows = [[pk, str(c), str(m)] for pk, c, m in
         MessageAttachment.objects.order_by("pk").values_list("pk", "conversation_id", "message__conversation_id")]
 spare = Attachment.objects.create(sha256="f" * 64, size=1, name="spare.md", mime="text/markdown", kind="file")

@@ -16,10 +16,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from conversations.models import Conversation, Message, MessageStatus, Role
 from tests.support.live_server import ROOT, subprocess_env
 from tests.support.queue_cluster import QueueCluster
 from tests.support.redis_server import RedisServer
+from transcript.models import Conversation, Message, MessageStatus, Role
 
 SHOW_BROKER = "from django_q.brokers import get_broker; print(type(get_broker()).__name__)"
 

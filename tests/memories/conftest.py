@@ -20,7 +20,7 @@ def memory_texts(prompt: str) -> list[str]:
 
 
 def stored_prompt(conversation) -> str | None:
-    from conversations.models import Message, Role
+    from transcript.models import Message, Role
 
     message = Message.objects.filter(conversation_id=conversation.pk, role=Role.SYSTEM).first()
     return message.content if message else None
@@ -30,8 +30,8 @@ def fresh_prompt(conversation) -> str:
     """What a rebuild from the current rows gives."""
     from continuity.rules.prompt_policy import build_static_prompt
     from continuity.rules.prompt_store import prompt_inputs_for
-    from conversations.models import Conversation
-    from transcript.assistant_settings import assistant_settings_get
+    from elion.base.assistant_settings import assistant_settings_get
+    from transcript.models import Conversation
 
     return build_static_prompt(prompt_inputs_for(Conversation.objects.get(pk=conversation.pk), settings_row=assistant_settings_get()))
 
@@ -78,9 +78,9 @@ def send_and_capture(db):
     (`test_seed_example.py`); a sync test cannot share its transaction with the
     reply task.
     """
-    from conversations.models import Message, MessageStatus
     from conversations.sending.commands import SendCommand
     from conversations.sending.prepare import send_prepare
+    from transcript.models import Message, MessageStatus
 
     def send(conversation, content="Hello again."):
         prepared = send_prepare(SendCommand(conversation_id=conversation.pk, content=content))

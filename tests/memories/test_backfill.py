@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from conversations.models import Conversation, Message, Role
 from memories.models import ConversationMemorySnapshot
 from memories.services.memory_writes import memory_add, memory_delete
 from tests.memories.conftest import member_ids, memory_texts, stored_prompt
+from transcript.models import Conversation, Message, Role
 
 pytestmark = pytest.mark.django_db
 

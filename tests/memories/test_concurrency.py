@@ -24,7 +24,6 @@ from django.conf import settings
 from django.db import connection
 
 from continuity.rules import prompt_store
-from conversations.models import Conversation, Message, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from conversations.services.threads.thread_writes import conversation_create
@@ -34,6 +33,7 @@ from memories.services.memory_writes import memory_add, memory_delete, memory_ed
 from memories.services.snapshots import snapshot_refresh
 from tests.memories.conftest import fresh_prompt, member_ids, memory_texts, stored_prompt
 from tests.support.racing import Gate, MarkGate, run_paused, run_together
+from transcript.models import Conversation, Message, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -17,7 +17,7 @@ import random
 import pytest
 from django.conf import settings as django_settings
 
-from conversations.models import Conversation, Role
+from conversations.services.deletion import conversation_delete_forever
 from conversations.services.threads.thread_writes import conversation_create
 from conversations.services.visibility.transitions import conversation_trash
 from elion.base.errors import Conflict, NotFound
@@ -26,7 +26,7 @@ from memories.services.memory_writes import memory_delete
 from memories.services.proposals import memory_propose, proposal_approve, proposal_dismiss
 from tests.support.factories import turns_append
 from tests.support.racing import run_together
-from transcript.deletion import conversation_delete_forever
+from transcript.models import Conversation, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,13 +8,13 @@ from django.conf import settings
 from django.test import Client
 
 from continuity.rules.request_policy import estimate_tokens
-from conversations.models import Role
 from conversations.services.threads.thread_writes import conversation_create
 from memories.models import Memory, MemoryProposal, ProposalStatus, SnapshotMembership
 from memories.services.memory_writes import memory_add
 from memories.services.proposals import memory_propose
 from tests.memories.conftest import MEMORY_HEADING, stored_prompt
 from tests.support.factories import turns_append
+from transcript.models import Role
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,6 @@ import json
 import pytest
 from django.test import Client
 
-from conversations.models import Message, Role
 from memories.models import Memory, MemoryProposal, MemorySource, ProposalStatus, SnapshotMembership
 from memories.services.memory_writes import memory_add
 from tests.support.factories import api_call
@@ -28,6 +27,7 @@ from tests.support.tool_requests import (
     tool_outputs,
     tool_refused_where_suggesting_is_not_allowed,
 )
+from transcript.models import Message, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

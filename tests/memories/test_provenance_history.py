@@ -10,7 +10,6 @@ from django.db import connection
 from django.test import Client
 
 from continuity.services.branching import conversation_branch
-from conversations.models import Role
 from conversations.services.threads.thread_writes import conversation_create, folder_create
 from conversations.services.visibility.transitions import folder_hidden_set
 from memories.models import MemoryProposal, MemoryVersion, ProposalStatus, SnapshotMembership
@@ -18,6 +17,7 @@ from memories.services.memory_writes import memory_add, memory_delete, memory_ed
 from memories.services.proposals import memory_propose
 from tests.memories.conftest import memory_texts, stored_prompt
 from tests.support.factories import api_call, turns_append
+from transcript.models import Role
 
 pytestmark = pytest.mark.django_db
 

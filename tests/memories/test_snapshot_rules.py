@@ -8,13 +8,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from continuity.rules.prompt_store import prompt_inputs_for
-from conversations.models import Conversation, Message, Role
+from elion.base.assistant_settings import assistant_settings_get
 from memories.models import ConversationMemorySnapshot, Memory, SnapshotMembership
 from memories.services import importing
 from memories.services.memory_writes import memories_reorder, memory_delete, memory_edit, memory_edit_impact
 from memories.services.snapshots import snapshot_refresh
 from tests.memories.conftest import fresh_prompt, member_ids, memory_texts, stored_prompt
-from transcript.assistant_settings import assistant_settings_get
+from transcript.models import Conversation, Message, Role
 
 pytestmark = pytest.mark.django_db
 

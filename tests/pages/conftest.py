@@ -133,7 +133,7 @@ def stop_daphne(app: LiveApp) -> None:
 
 def wait_until_no_stream(timeout: float = 10.0) -> None:
     """Let a reply still streaming in the server finish before the tables are flushed."""
-    from conversations.models import Message, MessageStatus
+    from transcript.models import Message, MessageStatus
 
     deadline = time.monotonic() + timeout
     while Message.objects.filter(status=MessageStatus.STREAMING).exists() and time.monotonic() < deadline:

@@ -27,7 +27,6 @@ from archive.services.library import library_file_add_text
 from artifacts import services as artifact_services
 from check_ins.services.check_ins import check_in_create
 from check_ins.services.proposals import check_in_propose
-from conversations.models import Conversation, Folder, Message
 from conversations.services.characters import character_create
 from conversations.services.settings_writes import assistant_settings_update
 from conversations.services.threads.thread_writes import conversation_create
@@ -37,6 +36,7 @@ from memories.services.proposals import memory_propose, proposal_dismiss
 from tests.support.axe import axe_violations, violation_lines
 from tests.support.factories import turns_append
 from tests.support.scripted_provider import ScriptedImageCall, ScriptedReply
+from transcript.models import Conversation, Folder, Message
 
 pytestmark = pytest.mark.browser
 

@@ -9,11 +9,11 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from archive.models import ArchiveDocument, ImportJob
+from elion.base.assistant_settings import assistant_settings_get
 from memories.models import Memory
 from tests.archive import claude_export as export
 from tests.archive.conftest import make_zip
 from tests.support.queue_cluster import QueueCluster
-from transcript.assistant_settings import assistant_settings_get
 
 pytestmark = pytest.mark.browser
 

@@ -8,9 +8,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from archive.models import ArchiveDocument
+from elion.base.assistant_settings import assistant_settings_get
 from tests.archive import chatgpt_export as export
 from tests.archive.conftest import make_zip
-from transcript.assistant_settings import assistant_settings_get
 
 pytestmark = pytest.mark.browser
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.models import Conversation, ConversationOrigin
 from conversations.services.threads.thread_writes import conversation_create
 from tests.support.attachment_files import png_bytes
 from tests.support.chat_page import COMPOSER, message_action, seed_conversation, send, wait_settled
+from transcript.models import Conversation, ConversationOrigin
 
 pytestmark = pytest.mark.browser
 

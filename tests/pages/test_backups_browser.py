@@ -14,7 +14,6 @@ from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 from playwright.sync_api import Page, expect
 
-from conversations.models import Conversation
 from elion.models import BackupRecord, BackupStatus
 from operations.backup import destinations, encryption
 from operations.backup.scheduling import SCHEDULE_NAME
@@ -24,6 +23,7 @@ from tests.support.chat_page import SIZES
 from tests.support.factories import thread
 from tests.support.queue_cluster import QueueCluster
 from transcript.attachments import store
+from transcript.models import Conversation
 
 PASSPHRASE = "harbour"
 
@@ -58,7 +58,7 @@ def test_settings_backups_lists_schedules_and_backs_up_now(transactional_db, bac
     BackupRecord.objects.create(
         status=BackupStatus.VERIFIED, stored=True, encrypted=True, destination=f"folder {folder}", size=5_242_880,
         key="elion-backup-a.zip.age", verified_at=now, slot=now,
-        counts={"rows": {"conversations.message": 4, "conversations.conversation": 2}, "blobs": 3,
+        counts={"rows": {"transcript.message": 4, "transcript.conversation": 2}, "blobs": 3,
                 "sample": {"conversation": "x", "messages": 4, "sha256": "0" * 64}},
     )
     BackupRecord.objects.create(
@@ -148,7 +148,7 @@ def stored_backup(tmp_path) -> BackupRecord:
     return BackupRecord.objects.create(
         status=BackupStatus.VERIFIED, stored=True, encrypted=True, destination=destination.description, key=key,
         size=destination.store(sealed, key), sha256=hashlib.sha256(sealed.read_bytes()).hexdigest(),
-        verified_at=timezone.now(), counts={"rows": {"conversations.conversation": 1, "conversations.message": 2}, "blobs": 0},
+        verified_at=timezone.now(), counts={"rows": {"transcript.conversation": 1, "transcript.message": 2}, "blobs": 0},
     )
 
 

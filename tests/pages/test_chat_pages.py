@@ -13,7 +13,7 @@ import threading
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.models import AssistantSettings, Conversation, Message, MessageStatus, Role
+from conversations.models import AssistantSettings
 from conversations.services.threads.thread_writes import conversation_create
 from tests.pages.conftest import OWNER_PASSWORD
 from tests.support.chat_page import (
@@ -26,6 +26,7 @@ from tests.support.chat_page import (
     wait_settled,
 )
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Conversation, Message, MessageStatus, Role
 
 pytestmark = pytest.mark.browser
 

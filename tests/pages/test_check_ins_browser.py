@@ -15,11 +15,11 @@ from playwright.sync_api import Page, expect
 
 from check_ins.models import CheckIn, CheckInProposal, CheckInRun
 from check_ins.services.check_ins import check_in_create
-from conversations.models import Conversation, Role
 from conversations.services.threads.thread_writes import conversation_create
 from tests.support.axe import axe_violations, violation_lines
 from tests.support.factories import turns_append
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Conversation, Role
 
 pytestmark = pytest.mark.browser
 

@@ -15,8 +15,8 @@ from playwright.sync_api import Page, expect
 
 from continuity.models import ThreadHandoff
 from continuity.services.cleanup import CONFIRMATION_PHRASE
-from conversations.models import Conversation
 from tests.pages.conftest import OWNER_PASSWORD
+from transcript.models import Conversation
 
 pytestmark = pytest.mark.browser
 

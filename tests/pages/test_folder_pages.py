@@ -12,8 +12,8 @@ import pytest
 from django.db import transaction
 
 from continuity.rules.prompt_store import static_prompt_ensure
-from conversations.models import Conversation, Folder, Message, Role
 from transcript.access import access_conversation
+from transcript.models import Conversation, Folder, Message, Role
 
 pytestmark = pytest.mark.django_db
 

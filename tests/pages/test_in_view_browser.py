@@ -15,8 +15,8 @@ import pytest
 from django.test import Client
 from playwright.sync_api import Page, expect
 
-from conversations.models import Message
 from tests.support.budget_threads import sends_until_trimmed
+from transcript.models import Message
 
 pytestmark = pytest.mark.browser
 

@@ -19,12 +19,12 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from archive.models import ArchiveDocument
-from conversations.models import Conversation, ConversationOrigin, Message, MessageStatus, Role
 from conversations.services.settings_writes import assistant_settings_update
 from memories.models import ConversationMemorySnapshot, SnapshotProvenance
 from memories.services.memory_writes import memory_add
 from tests.support.chat_page import COMPOSER, seed_conversation, send, wait_settled
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Conversation, ConversationOrigin, Message, MessageStatus, Role
 
 pytestmark = pytest.mark.browser
 

@@ -11,12 +11,12 @@ import threading
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.models import Message, MessageStatus, Role
 from conversations.web.rendering import render_markdown, sanitised_html
 from tests.support.chat_page import seed_conversation, send, wait_settled
 from tests.support.dialogs import DialogWatch
 from tests.support.factories import wait_until
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Message, MessageStatus, Role
 
 pytestmark = pytest.mark.browser
 

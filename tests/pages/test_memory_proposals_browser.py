@@ -9,13 +9,13 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.models import Role
 from conversations.services.threads.thread_writes import conversation_create
 from memories.models import Memory, MemoryProposal, MemorySource, ProposalStatus, SnapshotMembership
 from memories.services.memory_writes import memory_add, memory_edit
 from memories.services.proposals import memory_propose, proposal_approve, proposal_dismiss
 from tests.support.factories import turns_append
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Role
 
 pytestmark = pytest.mark.browser
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.models import ConversationOrigin, Persona
 from conversations.services.threads.thread_writes import conversation_create
+from transcript.models import ConversationOrigin, Persona
 
 pytestmark = pytest.mark.browser
 

@@ -11,9 +11,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from conversations.models import AssistantSettings, Conversation, Folder, Message, MessageStatus, Role
+from conversations.models import AssistantSettings
 from conversations.web.page_selectors import sidebar_groups, thread_token_estimate
 from transcript.leases import streams_interrupt_expired
+from transcript.models import Conversation, Folder, Message, MessageStatus, Role
 
 pytestmark = pytest.mark.django_db
 
@@ -284,7 +285,7 @@ def test_chat_header_offers_branch_and_refresh_memory(client, make_conversation)
 
 
 def test_handoff_artifact_renders_as_a_handoff_bubble_in_page_and_fragment(client, make_conversation):
-    from conversations.models import MessageKind
+    from transcript.models import MessageKind
 
     source = make_conversation(title="Source")
     destination = make_conversation()

@@ -26,8 +26,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import Message
 from tests.support.factories import thread
+from transcript.models import Message
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.models import Message, Role
 from conversations.services.characters import character_create
 from tests.support.chat_page import COMPOSER, seed_conversation, send, wait_settled
+from transcript.models import Message, Role
 
 pytestmark = pytest.mark.browser
 

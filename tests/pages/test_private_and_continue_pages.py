@@ -10,11 +10,11 @@ from playwright.sync_api import Page, expect
 
 from archive.services.documents import archive_document_add_text
 from continuity.models import ThreadHandoff
-from conversations.models import Conversation, Message, MessageKind
 from conversations.services.threads.thread_writes import conversation_create
 from memories.models import SnapshotMembership
 from memories.services.memory_writes import memory_add
 from tests.support.factories import turns_append
+from transcript.models import Conversation, Message, MessageKind
 
 pytestmark = pytest.mark.browser
 

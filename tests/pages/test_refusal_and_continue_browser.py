@@ -9,8 +9,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.models import Message, MessageStatus, Role
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Message, MessageStatus, Role
 
 pytestmark = pytest.mark.browser
 

@@ -13,11 +13,11 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import Page, expect
 
-from conversations.models import Conversation, Message
 from operations.backup.writing import backup_chunks
 from tests.support.chat_page import SIZES
 from tests.support.factories import thread
 from transcript.attachments import store
+from transcript.models import Conversation, Message
 
 
 @pytest.fixture

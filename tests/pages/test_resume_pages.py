@@ -11,10 +11,10 @@ import threading
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.models import Message, MessageStatus, Role
 from tests.support.chat_page import COMPOSER, seed_conversation, send, wait_settled
 from tests.support.factories import wait_until
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Message, MessageStatus, Role
 
 pytestmark = pytest.mark.browser
 

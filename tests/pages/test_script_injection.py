@@ -18,7 +18,6 @@ from playwright.sync_api import Page, expect
 
 from archive.models import ArchiveDocument, LibraryFile
 from archive.services.library import library_file_add_text
-from conversations.models import Conversation, Message, Role
 from conversations.services.characters import character_create
 from conversations.services.threads.thread_writes import conversation_create, folder_create
 from memories.services.memory_writes import memory_add
@@ -26,6 +25,7 @@ from tests.pages.conftest import OWNER_PASSWORD
 from tests.support.chat_page import send, wait_settled
 from tests.support.dialogs import DialogWatch
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Conversation, Message, Role
 
 pytestmark = pytest.mark.browser
 

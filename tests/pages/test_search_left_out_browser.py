@@ -8,9 +8,9 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from conversations.models import Conversation
 from conversations.services.threads.thread_writes import conversation_create
 from tests.support.factories import turns_append
+from transcript.models import Conversation
 
 pytestmark = pytest.mark.browser
 

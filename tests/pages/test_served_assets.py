@@ -24,7 +24,6 @@ from check_ins.services.check_ins import check_in_create
 from check_ins.services.proposals import check_in_propose
 from continuity.models import ThreadHandoff
 from continuity.services.branching import conversation_branch
-from conversations.models import Conversation, Folder, Message
 from conversations.services.characters import character_create
 from conversations.services.threads.fork import conversation_fork
 from conversations.services.threads.thread_writes import conversation_create
@@ -33,6 +32,7 @@ from memories.services.proposals import memory_propose, proposal_dismiss
 from tests.pages.conftest import OWNER_API_TOKEN, OWNER_PASSWORD, start_daphne, stop_daphne
 from tests.support.factories import turns_append
 from tests.support.served_static import collect_static, crawl, empty_static_root, hash_count, logged_in_client
+from transcript.models import Conversation, Folder, Message
 
 pytestmark = pytest.mark.slow
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.models import Conversation, Message, Role
 from conversations.services.characters import character_create
 from conversations.services.threads.thread_writes import conversation_create, folder_create
 from conversations.services.visibility.transitions import conversation_restore, conversation_trash
 from tests.support.chat_page import COMPOSER, seed_conversation, send, wait_settled
 from tests.support.factories import turns_append
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Conversation, Message, Role
 from transcript.provider.binding import configured_provider
 
 pytestmark = pytest.mark.browser

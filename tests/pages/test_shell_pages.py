@@ -15,9 +15,9 @@ from django.template.loader import get_template
 from django.test import RequestFactory
 from django.utils import timezone
 
-from conversations.models import Conversation
 from conversations.web.page_selectors import activity_group_name, provider_change_for, sidebar_groups
 from elion.base.api_errors import server_error
+from transcript.models import Conversation
 from transcript.provider.binding import configured_provider
 
 pytestmark = pytest.mark.django_db

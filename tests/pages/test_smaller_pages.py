@@ -9,9 +9,9 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.models import Conversation, Folder
 from conversations.services.threads.thread_writes import conversation_create
 from tests.support.factories import turns_append
+from transcript.models import Conversation, Folder
 
 pytestmark = pytest.mark.browser
 

@@ -15,12 +15,12 @@ import threading
 import pytest
 from playwright.sync_api import expect
 
-from conversations.models import Message, Role
 from tests.pages.voice_browser import chromium_with_microphone
 from tests.support.chat_page import SIZES, seed_conversation
 from tests.support.scripted_audio import ScriptedSpeech, ScriptedTranscription, tone_wav
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.voice_files import joined, scaled, silence, spoken_wav
+from transcript.models import Message, Role
 
 pytestmark = pytest.mark.browser
 

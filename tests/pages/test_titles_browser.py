@@ -15,9 +15,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from archive.services.documents import archive_document_add_text
-from conversations.models import Conversation
 from tests.support.chat_page import COMPOSER, SIZES, seed_conversation, wait_settled
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Conversation
 
 pytestmark = pytest.mark.browser
 

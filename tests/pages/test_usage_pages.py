@@ -10,8 +10,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.models import Message, Role
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Message, Role
 
 pytestmark = pytest.mark.browser
 

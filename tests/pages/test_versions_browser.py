@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.models import Conversation, Message
 from tests.support.chat_page import message_action, rewind_confirmed, seed_conversation, send, wait_settled
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Conversation, Message
 
 pytestmark = pytest.mark.browser
 

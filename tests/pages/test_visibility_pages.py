@@ -14,10 +14,10 @@ from django.db import transaction
 from playwright.sync_api import Page, expect
 
 from continuity.rules.prompt_store import static_prompt_ensure
-from conversations.models import Conversation, Folder, Message, Role
 from conversations.services.threads.thread_writes import conversation_create
 from tests.support.factories import turns_append
 from transcript.access import access_conversation
+from transcript.models import Conversation, Folder, Message, Role
 
 pytestmark = pytest.mark.browser
 

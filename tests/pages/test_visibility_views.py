@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from conversations.models import Conversation, Folder
 from tests.support.factories import turns_append
+from transcript.models import Conversation, Folder
 
 pytestmark = pytest.mark.django_db
 

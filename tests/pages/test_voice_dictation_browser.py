@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from conversations.models import Message
 from tests.pages.voice_browser import chromium_with_microphone
 from tests.support.chat_page import COMPOSER, SIZES, seed_conversation
 from tests.support.scripted_audio import ScriptedTranscription
+from transcript.models import Message
 
 pytestmark = pytest.mark.browser
 

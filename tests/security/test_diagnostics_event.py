@@ -13,11 +13,11 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from conversations.models import Message
 from conversations.services.threads.thread_writes import conversation_create
 from tests.conftest import parse_sse, read_streaming
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.websocket import communicator, receive_until_done
+from transcript.models import Message
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

@@ -20,11 +20,11 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.utils import timezone
 
-from conversations.models import Message
 from elion.base.redaction import KeyRedactingFilter, redact_secret
 from elion.models import LoginFailure
 from memories.models import Memory
 from tests.support.factories import thread
+from transcript.models import Message
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]

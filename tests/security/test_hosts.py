@@ -38,7 +38,7 @@ async def test_dns_rebinding_a_foreign_host_is_refused_on_http_without_protectio
     assert status == 400
     from asgiref.sync import sync_to_async
 
-    from transcript.assistant_settings import assistant_settings_get
+    from elion.base.assistant_settings import assistant_settings_get
 
     assert (await sync_to_async(assistant_settings_get)()).custom_instructions != "pwned"  # nothing written
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from conversations.models import Message, Role
 from tests.conftest import parse_sse, read_streaming
+from transcript.models import Message, Role
 
 
 async def new_conversation(client: AsyncClient) -> str:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from conversations.models import Conversation, Message
 from tests.support.factories import thread
+from transcript.models import Conversation, Message
 
 BREAKS = ("orphan_parent", "foreign_parent", "parent_seq")
 

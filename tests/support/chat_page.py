@@ -9,8 +9,8 @@ import zlib
 
 from playwright.sync_api import Page, expect
 
-from conversations.models import Conversation, Message
 from conversations.services.threads.thread_writes import conversation_create
+from transcript.models import Conversation, Message
 
 COMPOSER = "[data-composer-input]"
 SIZES = {"desktop": {"width": 1366, "height": 900}, "phone": {"width": 390, "height": 844}}

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from django.test import Client
 
-from conversations.models import (
-    Conversation,
-    Message,
-    MessageStatus,
-)
+from transcript.models import Conversation, Message, MessageStatus
 
 
 def fork(client: Client, conversation: Conversation, message: Message | str, key: str | None = "key-1"):

@@ -29,7 +29,7 @@ def _get(client: Client, path: str) -> object:
 
 
 def stored_prompts() -> dict[str, str]:
-    from conversations.models import Message, Role
+    from transcript.models import Message, Role
 
     return {
         str(m.conversation_id): m.content for m in Message.objects.filter(role=Role.SYSTEM).order_by("conversation_id")
@@ -47,8 +47,8 @@ def every_row() -> dict[str, str]:
 def instance_answers() -> dict:
     from archive.models import ArchiveDocument, LibraryFile
     from continuity.rules.prompt_store import static_prompts_rebuild
-    from conversations.models import Conversation
     from memories.models import Memory
+    from transcript.models import Conversation
 
     client = Client(HTTP_HOST="localhost")
     answers: dict[str, object] = {"rows": every_row(), "stored_prompts": stored_prompts()}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from conversations.models import Attachment, Conversation
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from tests.support.fork import finish_reply
 from transcript.attachments.upload import attachment_upload
+from transcript.models import Attachment, Conversation
 
 
 def sent_with(conversation: Conversation, *files: tuple[str, bytes], content: str = "see") -> list[Attachment]:

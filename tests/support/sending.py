@@ -5,8 +5,8 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from conversations.models import Message
 from tests.conftest import parse_sse, read_streaming
+from transcript.models import Message
 
 
 async def create_conversation(client: AsyncClient, **body) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conversations.models import Conversation, Message, MessageKind, Role
+from transcript.models import Conversation, Message, MessageKind, Role
 
 OLD_MARKERS = {"prompt_policy": "static-prompt/2025-01-01", "recall_policy": "recall/2025-01-01"}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.test import AsyncClient
 
-from conversations.models import Message
 from tests.support.sse_stream import SseStream
+from transcript.models import Message
 
 
 async def create_conversation(client: AsyncClient) -> str:

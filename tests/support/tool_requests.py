@@ -6,11 +6,11 @@ import json
 
 from django.test import Client
 
-from conversations.models import Conversation
 from conversations.services.threads.thread_writes import folder_create
 from conversations.services.visibility.transitions import conversation_restore, conversation_trash
 from tests.support.factories import api_call
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Conversation
 
 SELECTORS = ["responses", "chat.completions"]
 MEMORY_HEADING = "## Long-term memories"

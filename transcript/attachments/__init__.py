@@ -6,6 +6,6 @@ send commits and reads (`manifests`), verified request parts and downloads
 identity plus the periodic full re-hash (`verification`), the per-process
 cache of images' encoded form (`encoded_cache`), and garbage collection
 (`gc`). Base
-layer: imports models, `transcript.access`, `transcript.uploads` (reading
+layer: imports models, `transcript.access`, `elion.base.uploads` (reading
 uploaded bytes safely) and `elion` utilities only.
 """

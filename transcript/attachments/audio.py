@@ -13,8 +13,8 @@ import hashlib
 import struct
 from uuid import UUID
 
-from conversations.models import Attachment, AttachmentKind
 from transcript.attachments import store
+from transcript.models import Attachment, AttachmentKind
 
 # Containers the transcription API takes (flac, mp3, mp4/m4a, ogg, wav, webm), by their magic bytes:
 # the client's declared content type is never trusted.

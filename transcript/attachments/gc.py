@@ -28,8 +28,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from conversations.models import Attachment, Conversation, MessageAttachment, MessageSpeech
 from transcript.attachments import store
+from transcript.models import Attachment, Conversation, MessageAttachment, MessageSpeech
 
 # A collector that claimed rows and died leaves them claimed; another may take
 # them over after this long.

@@ -35,10 +35,10 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from conversations.models import Attachment, AttachmentKind, Message, MessageAttachment
+from elion.base.uploads import image_mime, size_text
 from transcript.attachments import store
 from transcript.attachments.verification import identities_record
-from transcript.uploads import image_mime, size_text
+from transcript.models import Attachment, AttachmentKind, Message, MessageAttachment
 
 GENERATED_IMAGES_KEY = "generated_images"
 _EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}

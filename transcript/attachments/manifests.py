@@ -12,10 +12,10 @@ from uuid import UUID
 from django.conf import settings
 from django.utils import timezone
 
-from conversations.models import Attachment, Message, MessageAttachment
 from elion.base.errors import Conflict, InvalidInput, NotFound
 from transcript.attachments import store
 from transcript.attachments.verification import AttachmentUnavailable
+from transcript.models import Attachment, Message, MessageAttachment
 
 # --- Commit to a message ---------------------------------------------------------
 

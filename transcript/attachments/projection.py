@@ -13,7 +13,6 @@ from uuid import UUID
 
 from django.db.models import Q
 
-from conversations.models import Attachment, AttachmentKind, MessageAttachment
 from elion.base.errors import NotFound
 from elion.base.rows import id_or_not_found
 from transcript.attachments import store
@@ -25,6 +24,7 @@ from transcript.attachments.verification import (
     identities_record,
     image_data_url,
 )
+from transcript.models import Attachment, AttachmentKind, MessageAttachment
 
 
 def attachment_parts_verified(

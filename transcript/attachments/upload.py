@@ -10,11 +10,11 @@ import unicodedata
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
-from conversations.models import Attachment, AttachmentKind
 from elion.base.errors import InvalidInput, ServiceError
+from elion.base.uploads import decode_text, image_mime, pdf_text, size_text
 from transcript.access import access_conversation
 from transcript.attachments import store
-from transcript.uploads import decode_text, image_mime, pdf_text, size_text
+from transcript.models import Attachment, AttachmentKind
 
 NAME_MAX = 200
 # Image formats every supported model accepts, recognised by their magic bytes

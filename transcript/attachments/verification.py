@@ -44,10 +44,10 @@ from django.db import IntegrityError, connection
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from conversations.models import Attachment, AttachmentBlobIdentity, AttachmentKind, MessageAttachment
 from elion.base.errors import Conflict
 from transcript.attachments import store
 from transcript.attachments.encoded_cache import encoded_blobs
+from transcript.models import Attachment, AttachmentBlobIdentity, AttachmentKind, MessageAttachment
 
 
 class AttachmentUnavailable(Conflict):

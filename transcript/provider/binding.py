@@ -27,8 +27,8 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 
-from conversations.models import Conversation, Message, MessageKind, Role
 from elion.base.errors import Conflict
+from transcript.models import Conversation, Message, MessageKind, Role
 from transcript.provider.gateway import ProviderBinding, ProviderConfig
 
 CONTINUE_HINT = "Use Branch / Fresh Chat to continue this conversation's final exchange under the current provider."

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from conversations.models import Conversation, Message, Role
+from transcript.models import Conversation, Message, Role
 from transcript.provider.binding import is_legacy_unbound
 
 BINDING_INDEX_COLUMNS = ("role", "kind", "provider_id", "provider_type", "model", "route_fingerprint")

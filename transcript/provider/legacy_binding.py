@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from conversations.models import Conversation, Message, MessageKind, Role
+from transcript.models import Conversation, Message, MessageKind, Role
 from transcript.provider.binding import binding_fields, is_legacy_unbound, known_provider, recorded_bindings
 
 

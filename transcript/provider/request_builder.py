@@ -22,7 +22,8 @@ import openai
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
-from conversations.models import AssistantSettings, Conversation
+from conversations.models import AssistantSettings
+from transcript.models import Conversation
 from transcript.provider.config import DEFAULT_BASE_URL, ProviderConfig
 from transcript.provider.wire import chat_messages, responses_input
 

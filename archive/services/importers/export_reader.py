@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 from archive.services.parsing import Turn
 from elion.base.errors import InvalidInput, ServiceError
-from transcript.uploads import image_mime, too_large
+from elion.base.uploads import image_mime, too_large
 
 CONVERSATIONS_MEMBER = "conversations.json"
 _SPLIT_MEMBER = re.compile(r"^conversations-(\d+)\.json$")

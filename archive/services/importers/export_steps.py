@@ -17,9 +17,9 @@ from archive.services.documents import DocumentResult
 from archive.services.import_runs import ImportFile, ImportReader, ImportSummary, ReadConversation, import_run
 from archive.services.importers.export_reader import ExportLimits
 from archive.services.parsing import ConversationProblem
+from elion.base.assistant_settings import assistant_settings_get
 from elion.base.errors import InvalidInput
-from transcript.assistant_settings import assistant_settings_get
-from transcript.uploads import closing_upload, too_large
+from elion.base.uploads import closing_upload, too_large
 
 
 def custom_instructions_suggestion(instructions: str) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from transcript.deletion import deletions_finish
+from conversations.services.deletion import deletions_finish
 
 
 class Command(BaseCommand):

@@ -30,19 +30,11 @@ from uuid import UUID
 from django.db import IntegrityError, transaction
 
 from continuity.models import ThreadHandoff
-from conversations.models import (
-    Attachment,
-    Conversation,
-    ConversationOrigin,
-    IdempotentAction,
-    Message,
-    MessageAttachment,
-    Role,
-)
 from conversations.services.threads.thread_writes import conversation_create, copy_title_for
 from elion.base.errors import Conflict, InvalidInput, NotFound
 from elion.base.idempotency import idempotency_key_clean
 from memories.models import SnapshotMembership
+from memories.services.write_lock import global_write_lock
 from transcript.access import access_conversation
 from transcript.append import message_chain_copy
 from transcript.attachments import store
@@ -51,9 +43,17 @@ from transcript.attachments.verification import AttachmentUnavailable
 from transcript.branch_window import branch_rows_to, on_live_branch
 from transcript.guard import reply_finished_guard
 from transcript.leases import streams_interrupt_expired
+from transcript.models import (
+    Attachment,
+    Conversation,
+    ConversationOrigin,
+    IdempotentAction,
+    Message,
+    MessageAttachment,
+    Role,
+)
 from transcript.provider.binding import provider_binding_gate
 from transcript.search_index import message_search_index_sync, message_search_texts_copy
-from transcript.write_lock import global_write_lock
 
 FORK_ACTION = "fork"
 FORKED_FROM_KEY = "forked_from"

@@ -14,15 +14,15 @@ from django.db import transaction
 
 from continuity.rules.handoff_store import new_chat_handoff_capture, new_chat_handoff_store
 from continuity.rules.prompt_refresh import refreshes_stale_prompts
-from conversations.models import Conversation, ConversationOrigin, Folder, Message, MessageStatus, Persona, Role
 from conversations.services.threads.titles import AUTO_TITLE_CHARACTERS, copy_family, copy_title
 from conversations.services.visibility.transitions import conversation_move_locked, folder_hidden_set, folder_remove
 from elion.base.errors import InvalidInput, NotFound
 from memories.services.snapshots import snapshot_capture
+from memories.services.write_lock import global_write_lock
 from transcript.access import access_conversation, access_folder, message_in_conversation
 from transcript.guard import transcript_write_guard
+from transcript.models import Conversation, ConversationOrigin, Folder, Message, MessageStatus, Persona, Role
 from transcript.siblings import switch_head
-from transcript.write_lock import global_write_lock
 
 TITLE_MAX = 300
 

@@ -26,8 +26,8 @@ from datetime import datetime
 from uuid import UUID
 
 from continuity.rules.eligibility import deliberate_search_sources
-from conversations.models import Conversation, Message, MessageKind, MessageSearchEntry, Role
 from elion.base.fulltext import excerpt, query_terms, score
+from transcript.models import Conversation, Message, MessageKind, MessageSearchEntry, Role
 from transcript.search_index import message_matching_ids, message_search_index_sync
 from transcript.tree import BrokenTree, live_ids_among
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from continuity.rules.eligibility import VisibilityState, visibility_state
-from conversations.models import Conversation, Folder
+from transcript.models import Conversation, Folder
 
 LIST_LIMIT = 500
 

@@ -19,7 +19,7 @@ Rules:
   prompt holds continuity content its source may no longer give (and a
   released source's handoff is back).
 
-Lock order (see `transcript.write_lock`): every transition takes
+Lock order (see `memories.services.write_lock`): every transition takes
 `global_write_lock()` first, then the rows it changes, then the receiver's
 `static_prompts_rebuild` locks the affected threads in id order. Transitions
 are therefore serialised with each other, with memory writes and with
@@ -34,11 +34,11 @@ from uuid import UUID
 
 from continuity.rules.eligibility import in_quarantine
 from continuity.rules.prompt_refresh import refreshes_stale_prompts
-from conversations.models import Conversation, Folder
 from elion.base.domain_events import shield_released, visibility_changed
 from elion.base.errors import Conflict, NotFound
+from memories.services.write_lock import global_write_lock
 from transcript.access import access_conversation, access_folder
-from transcript.write_lock import global_write_lock
+from transcript.models import Conversation, Folder
 
 
 def _locked_folder(folder_id: int | str) -> Folder:

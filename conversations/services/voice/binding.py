@@ -9,7 +9,7 @@ from uuid import UUID
 
 from django.db.models import Count
 
-from conversations.models import Message, Role
+from transcript.models import Message, Role
 from transcript.provider.binding import configured_provider, provider_binding_gate_counted
 from transcript.provider.config import ProviderConfig
 

@@ -20,15 +20,15 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
-from conversations.models import Message, MessageSpeech, MessageStatus, Role
 from conversations.services.voice.binding import voice_provider, voice_provider_configured
 from conversations.services.voice.settings import voice_settings_check
 from conversations.services.voice.speech_text import speech_segments, speech_text
 from conversations.services.voice.usage import speech_usage_record
+from elion.base.assistant_settings import assistant_settings_read
 from elion.base.errors import Conflict, NotFound, ServiceError
 from transcript.access import access_conversation, message_in_conversation
-from transcript.assistant_settings import assistant_settings_read
 from transcript.attachments import store
+from transcript.models import Message, MessageSpeech, MessageStatus, Role
 from transcript.provider.audio import speak
 from transcript.provider.events import ProviderError
 

@@ -20,16 +20,16 @@ from django.core.files.uploadedfile import UploadedFile
 
 from conversations.services.voice.binding import voice_provider
 from conversations.services.voice.usage import transcription_usage_record
+from elion.base.assistant_settings import assistant_settings_read
 from elion.base.errors import InvalidInput, ServiceError
+from elion.base.uploads import size_text
 from transcript.access import access_conversation
-from transcript.assistant_settings import assistant_settings_read
 from transcript.attachments.audio import audio_extension, audio_mime, voice_recording_store, wav_seconds
 from transcript.attachments.manifests import attachment_repr
 from transcript.provider.audio import TranscriptDelta, TranscriptDone, transcribe
 from transcript.provider.binding import configured_provider
 from transcript.provider.config import ProviderConfig
 from transcript.provider.events import ProviderError
-from transcript.uploads import size_text
 
 # ISO-639-1 (two letters); a few providers take ISO-639-3 too.
 _LANGUAGE = re.compile(r"^[a-z]{2,3}$")

@@ -18,13 +18,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.models import AttachmentKind
 from conversations.web import schema as docs
 from elion.base.errors import InvalidInput
 from transcript.access import access_conversation
 from transcript.attachments.manifests import attachment_repr
 from transcript.attachments.projection import attachment_verified_content
 from transcript.attachments.upload import attachment_too_large, attachment_upload
+from transcript.models import AttachmentKind
 
 # Room for the multipart boundaries, headers and a conversation_id field.
 MULTIPART_OVERHEAD = 64 * 1024

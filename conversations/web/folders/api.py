@@ -11,7 +11,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.models import Folder
 from conversations.services.threads.thread_writes import (
     folder_create,
     folder_delete,
@@ -19,6 +18,7 @@ from conversations.services.threads.thread_writes import (
 )
 from conversations.web import schema as docs
 from conversations.web import serializers as s
+from transcript.models import Folder
 
 
 class FolderListView(APIView):

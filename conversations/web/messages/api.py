@@ -22,7 +22,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.models import Message
 from conversations.sending.commands import send_command_from_payload
 from conversations.sending.events import reply_events
 from conversations.sending.prepare import PreparedReply, retry_prepare, send_prepare
@@ -38,6 +37,7 @@ from elion.base.errors import InvalidInput, ServiceError
 from elion.base.input_checks import json_load_checked
 from elion.base.rows import id_or_not_found
 from transcript.access import access_conversation
+from transcript.models import Message
 
 
 class MessageListView(APIView):

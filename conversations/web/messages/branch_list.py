@@ -21,11 +21,11 @@ from django.http import HttpResponse, StreamingHttpResponse
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 
-from conversations.models import Conversation, Message
 from conversations.services.message_selectors import messages_shown
 from conversations.web import serializers as s
 from conversations.web.threads.api import streamed_response
 from transcript.branch_window import live_branch_batches
+from transcript.models import Conversation, Message
 
 LIST_BATCH = 200
 JSON = "application/json"

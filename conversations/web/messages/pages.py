@@ -9,8 +9,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from conversations.web import page_selectors
+from elion.base.assistant_settings import assistant_settings_get
 from transcript.access import access_conversation, message_in_conversation
-from transcript.assistant_settings import assistant_settings_get
 from transcript.leases import stale_streams_read_as_interrupted
 
 

@@ -11,8 +11,8 @@ from continuity.rules.prompt_refresh import refreshed_after_commit
 from conversations.services.settings_writes import assistant_settings_update
 from conversations.web import schema as docs
 from conversations.web import serializers as s
+from elion.base.assistant_settings import assistant_settings_get
 from operations.backup.scheduling import BACKUP_SETTINGS, backup_settings_update, schedule_sync
-from transcript.assistant_settings import assistant_settings_get
 
 
 class SettingsView(APIView):

@@ -12,11 +12,11 @@ from conversations.models import (
     Verbosity,
 )
 from conversations.services.settings_writes import assistant_settings_update
+from elion.base.assistant_settings import assistant_settings_get
 from elion.base.errors import ServiceError
 from elion.base.time_zones import time_zone_names
 from operations.backup.scheduling import schedule_sync
 from operations.push.subscriptions import push_subscriptions_listing
-from transcript.assistant_settings import assistant_settings_get
 
 SETTINGS_TEXT_FIELDS = ("owner_name", "display_name", "personality", "custom_instructions")
 

@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.models import Conversation
+from conversations.services.deletion import conversation_delete_forever
 from conversations.services.threads.fork import conversation_fork
 from conversations.services.threads.thread_writes import (
     conversation_create,
@@ -30,7 +30,8 @@ from conversations.web import serializers as s
 from conversations.web.threads import export as conversation_export
 from elion.base.errors import InvalidInput
 from transcript.access import access_conversation
-from transcript.deletion import access_deletion, conversation_delete_forever, deletion_receipt
+from transcript.deletion import access_deletion, deletion_receipt
+from transcript.models import Conversation
 
 
 class ConversationListView(APIView):

@@ -19,13 +19,13 @@ from rest_framework.renderers import JSONRenderer
 
 from artifacts.services import artifacts_export
 from continuity.rules.labels import speaker_label
-from conversations.models import Attachment, Conversation, Message, MessageStatus, Role
-from conversations.models.messages import APP_EVENT_KINDS
 from conversations.web.serializers import conversation_repr, message_repr
-from transcript.assistant_settings import assistant_settings_get
+from elion.base.assistant_settings import assistant_settings_get
 from transcript.attachments.manifests import manifests_for
 from transcript.branch_window import live_branch_batches
 from transcript.citations import sources_numbered
+from transcript.models import Attachment, Conversation, Message, MessageStatus, Role
+from transcript.models.messages import APP_EVENT_KINDS
 from transcript.siblings import Siblings, siblings_for
 
 EXPORT_BATCH = 200

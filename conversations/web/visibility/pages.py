@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from continuity.rules.eligibility import outside_quarantine
-from conversations.models import Conversation
+from conversations.services.deletion import conversation_delete_forever
 from conversations.services.threads.thread_writes import conversation_update
 from conversations.services.visibility import selectors as visibility_selectors
 from conversations.services.visibility import transitions as visibility
@@ -23,7 +23,7 @@ from conversations.web.visibility.api import flag, search_query
 from elion.base.errors import ServiceError
 from elion.base.fulltext import query_terms
 from transcript.access import access_conversation
-from transcript.deletion import conversation_delete_forever
+from transcript.models import Conversation
 
 
 def _title(conversation: Conversation) -> str:

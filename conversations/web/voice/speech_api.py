@@ -34,8 +34,8 @@ from conversations.services.voice.speech import (
 from conversations.web import schema as docs
 from conversations.web.messages.api import error_response
 from conversations.web.voice import schema as voice_docs
+from elion.base.assistant_settings import assistant_settings_read
 from elion.base.errors import ServiceError
-from transcript.assistant_settings import assistant_settings_read
 from transcript.provider.audio import sdk_voices
 
 

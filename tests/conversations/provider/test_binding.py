@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from conversations.models import Message, Role
+from transcript.models import Message, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

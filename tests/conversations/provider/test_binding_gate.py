@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from conversations.models import Message, Role
+from transcript.models import Message, Role
 from transcript.provider.binding import binding_fields, configured_provider
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -150,7 +150,7 @@ def test_branch_from_drifted_history_continues_under_the_current_provider(
 def test_an_unbound_branch_bubble_from_before_bindings_is_not_legacy_history(
     scripted_provider, make_conversation, make_turns
 ):
-    from conversations.models import MessageKind
+    from transcript.models import MessageKind
 
     conversation = make_conversation()
     (bubble,) = make_turns(conversation, ("assistant", "From the earlier thread: ..."), binding={})

@@ -11,11 +11,11 @@ import json
 import pytest
 from django.test import Client
 
-from conversations.models import Message
 from tests.support.factories import sent_and_answered as send
 from tests.support.factories import thread
 from tests.support.scripted_provider import ScriptedReply
 from transcript.citations import citations_clean
+from transcript.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from elion.base.assistant_settings import assistant_settings_get
 from tests.support.factories import sent_and_answered as send
 from tests.support.factories import thread
 from tests.support.scripted_provider import ScriptedReply
-from transcript.assistant_settings import assistant_settings_get
 from transcript.provider.gateway import conversation_cache_key
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.models import Message
 from tests.support.factories import sent_and_answered as send
 from tests.support.factories import thread
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

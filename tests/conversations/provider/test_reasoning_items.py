@@ -15,11 +15,11 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.test import AsyncClient, Client
 
-from conversations.models import Message
 from tests.conftest import parse_sse, read_streaming
 from tests.support.factories import sent_and_answered as send
 from tests.support.factories import thread
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,9 +14,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from conversations.models import Message, MessageStatus, Role
 from tests.support.api_sends import last_reply, new_conversation, send
 from tests.support.scripted_scenarios import SELECTOR_SCENARIOS, scenario
+from transcript.models import Message, MessageStatus, Role
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -18,12 +18,12 @@ import pytest
 import websockets
 from asgiref.sync import sync_to_async
 
-from conversations.models import Message, MessageStatus
 from conversations.services.threads.thread_writes import conversation_create
 from tests.support.factories import wait_for
 from tests.support.live_server import ROOT, LiveApp
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.sse_stream import SseStream
+from transcript.models import Message, MessageStatus
 
 pytestmark = [pytest.mark.slow]
 

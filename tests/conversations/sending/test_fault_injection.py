@@ -20,13 +20,13 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from conversations.models import Message, MessageStatus, Role
 from conversations.services.threads.thread_writes import conversation_create
 from tests.support.crash_recovery import app_env
 from tests.support.factories import wait_until
 from tests.support.live_server import LiveApp
 from tests.support.scripted_provider import ScriptedReply
 from transcript.integrity import transcripts_check
+from transcript.models import Message, MessageStatus, Role
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -19,11 +19,12 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from conversations.models import Attachment, AttachmentBlobIdentity, Character, Message, MessageStatus, Role
+from conversations.models import Character
 from tests.conftest import parse_sse, read_streaming
 from tests.support.factories import wait_for
 from tests.support.scripted_provider import ScriptedImage, ScriptedImageCall, ScriptedReply, tiny_png, tiny_png_b64
 from transcript.attachments import store as attachment_store
+from transcript.models import Attachment, AttachmentBlobIdentity, Message, MessageStatus, Role
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

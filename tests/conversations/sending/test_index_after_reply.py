@@ -17,10 +17,10 @@ from django.db import OperationalError, connection, transaction
 from django_q.models import Schedule
 
 from conversations import tasks
-from conversations.models import MessageSearchEntry
 from conversations.sending import run
 from tests.support.factories import sent_and_answered, thread, wait_until
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import MessageSearchEntry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,11 +10,11 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from conversations.models import Conversation, Message, MessageStatus, Role
 from tests.conftest import parse_sse, read_streaming
 from tests.support.factories import wait_for
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.sending import create_conversation, messages_of, send_sse
+from transcript.models import Conversation, Message, MessageStatus, Role
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

@@ -18,11 +18,11 @@ import pytest
 from django.conf import settings
 from django.db import connections
 
-from conversations.models import Message, MessageStatus, Role
 from conversations.services.threads.thread_writes import conversation_create
 from tests.support import live_server
 from tests.support.live_server import LiveApp
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Message, MessageStatus, Role
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -15,12 +15,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import Message, MessageStatus, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import retry_prepare, send_prepare
 from tests.support.attachment_files import png_bytes
 from transcript.attachments import store
 from transcript.attachments.upload import attachment_upload
+from transcript.models import Message, MessageStatus, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -101,7 +101,7 @@ def _send_statements(conversation, content: str) -> list[str]:
 
 
 def test_a_sends_statement_count_does_not_grow_with_thread_length(make_conversation, make_turns):
-    from transcript.assistant_settings import assistant_settings_get
+    from elion.base.assistant_settings import assistant_settings_get
 
     assistant_settings_get()
     short, long = make_conversation(persona="elion"), make_conversation(persona="elion")
@@ -117,7 +117,7 @@ def test_a_sends_statement_count_does_not_grow_with_thread_length(make_conversat
 
 def _recalling_thread(make_conversation, make_turns):
     """A short thread past its birth period, and an older one recall can find for the budget tests' message."""
-    from transcript.assistant_settings import assistant_settings_get
+    from elion.base.assistant_settings import assistant_settings_get
 
     assistant_settings_get()
     other = make_conversation(persona="elion", title="Lighthouse")

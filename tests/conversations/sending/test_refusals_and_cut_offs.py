@@ -12,10 +12,10 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient, Client
 
-from conversations.models import MessageStatus
 from tests.conftest import parse_sse, read_streaming
 from tests.support.api_sends import last_reply, new_conversation, send
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import MessageStatus
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

@@ -14,12 +14,12 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient
 
-from conversations.models import Message, MessageStatus, Role
 from elion.asgi import application
 from tests.support.factories import wait_for
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.sse_stream import SseStream
 from tests.support.streams import create_conversation, open_send, stored
+from transcript.models import Message, MessageStatus, Role
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

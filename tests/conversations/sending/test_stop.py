@@ -16,13 +16,13 @@ from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient
 from django.utils import timezone
 
-from conversations.models import Message, MessageStatus
 from conversations.sending.run import STOP_CHECK_GRACE_SECONDS
 from elion.asgi import application
 from tests.support.factories import wait_for
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.sse_stream import SseStream
 from tests.support.streams import create_conversation, open_send, stored
+from transcript.models import Message, MessageStatus
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

@@ -13,10 +13,10 @@ from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
 from continuity.rules.request_policy import tool_definitions_text
-from conversations.models import Message, Role
 from conversations.sending import tool_loop, tool_offer
 from tests.conftest import parse_sse, read_streaming
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Message, Role
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

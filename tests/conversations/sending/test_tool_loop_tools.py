@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from conversations.models import Folder, Message, MessageKind, MessageStatus
 from conversations.sending.tool_loop import (
     ToolContext,
     past_conversation_search,
@@ -14,6 +13,7 @@ from conversations.sending.tool_loop import (
 )
 from conversations.sending.tool_offer import available_tools
 from transcript.append import APPENDED_FIELDS, message_append
+from transcript.models import Folder, Message, MessageKind, MessageStatus
 from transcript.provider.gateway import ToolCallRequested
 from transcript.tool_pairing import INTERRUPTED_RESULT, project_tool_parts
 

@@ -8,10 +8,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import Conversation, Message, MessageStatus, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from transcript.append import TranscriptAppend, transcript_write
+from transcript.models import Conversation, Message, MessageStatus, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,7 +36,7 @@ def _transaction_body(statements: list[str]) -> list[str]:
 @pytest.fixture
 def recalling(make_conversation, make_turns):
     """A thread past its birth period, and an older one recall finds for the message sent."""
-    from transcript.assistant_settings import assistant_settings_get
+    from elion.base.assistant_settings import assistant_settings_get
 
     assistant_settings_get()  # the settings row exists after the app's first use
     other = make_conversation(persona="elion", title="Lighthouse")

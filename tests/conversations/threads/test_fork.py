@@ -14,15 +14,6 @@ from django.test.utils import CaptureQueriesContext
 from django.utils.timezone import now
 
 from continuity.models import ThreadHandoff
-from conversations.models import (
-    Conversation,
-    ConversationOrigin,
-    IdempotentAction,
-    Message,
-    MessageSearchEntry,
-    MessageStatus,
-    Role,
-)
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from conversations.services.threads.thread_writes import conversation_create, conversation_rewind
@@ -35,6 +26,15 @@ from tests.support.fork import finish_reply, fork
 from transcript.attachments import store
 from transcript.attachments.manifests import manifests_for
 from transcript.attachments.upload import attachment_upload
+from transcript.models import (
+    Conversation,
+    ConversationOrigin,
+    IdempotentAction,
+    Message,
+    MessageSearchEntry,
+    MessageStatus,
+    Role,
+)
 from transcript.provider.binding import binding_fields, configured_provider
 from transcript.search_index import message_search_index_sync
 from transcript.tree import live_branch, tree_problems
@@ -269,8 +269,8 @@ def test_fork_of_a_branch_keeps_its_handoff(client, bound):
 def test_delete_forever_removes_the_conversations_blobs_and_a_fork_still_verifies(client):
     """Permanent deletion removes the blobs nothing else references: the
     conversation's own store (a fork holds its own copies, so it keeps working)."""
+    from conversations.services.deletion import conversation_delete_forever
     from conversations.services.visibility.transitions import conversation_trash
-    from transcript.deletion import conversation_delete_forever
 
     source = conversation_create(persona="elion")
     (image,) = with_attachments(source, ("photo.png", png_bytes()))

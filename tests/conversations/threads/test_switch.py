@@ -14,13 +14,13 @@ from django.db import connection
 from django.test import AsyncClient, Client
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import Conversation, Message, MessageStatus, Role
 from conversations.services.threads.thread_writes import conversation_rewind, conversation_switch
 from conversations.web.messages.branch_list import LIST_BATCH
 from elion.base.errors import Conflict
 from tests.conftest import parse_sse, read_streaming
 from tests.support.factories import api_call, thread, turns_append, wait_for
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Conversation, Message, MessageStatus, Role
 from transcript.tree import live_branch
 
 

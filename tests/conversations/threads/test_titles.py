@@ -10,7 +10,6 @@ from django.test import Client
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conversations.models import Conversation
 from conversations.services.threads.titles import (
     AUTO_TITLE_CHARACTERS,
     copy_title,
@@ -19,6 +18,7 @@ from conversations.services.threads.titles import (
     title_shortened,
 )
 from tests.support.factories import sent_and_answered, thread
+from transcript.models import Conversation
 
 
 @pytest.mark.parametrize(

@@ -10,10 +10,10 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from conversations.models import Conversation, Folder, Message, MessageSearchEntry
 from conversations.services.threads.thread_writes import conversation_rewind
 from conversations.services.visibility.past_search import past_conversation_search, quoted_excerpt
 from elion.base.fulltext import excerpt
+from transcript.models import Conversation, Folder, Message, MessageSearchEntry
 from transcript.search_index import message_search_index_sync
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from conversations.models import Message, MessageSpeech, MessageStatus
 from conversations.services.voice.speech_text import PIECE_LIMIT, SEGMENT_CHARACTERS, speech_segments, speech_text
+from transcript.models import Message, MessageSpeech, MessageStatus
 
 REPLIES = [
     " ".join(f"This is sentence number {n} of a long reply about the garden." for n in range(14)),

@@ -12,12 +12,13 @@ from asgiref.sync import sync_to_async
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import AsyncClient
 
-from conversations.models import AssistantSettings, Attachment, AttachmentKind, Message, MessageAttachment, Role
+from conversations.models import AssistantSettings
 from elion.base.request_bounds import MULTIPART_OVERHEAD, body_limit, early_refusal
 from tests.conftest import parse_sse, read_streaming
 from tests.support.scripted_audio import ScriptedTranscription, tone_wav
 from tests.support.sending import create_conversation, send_sse
 from tests.support.voice_files import spoken_wav
+from transcript.models import Attachment, AttachmentKind, Message, MessageAttachment, Role
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

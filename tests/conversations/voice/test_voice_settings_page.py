@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from transcript.assistant_settings import assistant_settings_get
+from elion.base.assistant_settings import assistant_settings_get
 from transcript.provider.audio import sdk_voices
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ import json
 import pytest
 from django.test import Client
 
-from conversations.models import Conversation, Message, Role
+from transcript.models import Conversation, Message, Role
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from django.test import Client
 
-from conversations.models import Conversation, Message
+from transcript.models import Conversation, Message
 
 pytestmark = pytest.mark.django_db
 

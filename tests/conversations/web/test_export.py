@@ -17,20 +17,13 @@ from rest_framework.renderers import JSONRenderer
 
 from artifacts.services import artifacts_export
 from continuity.rules.labels import speaker_label
-from conversations.models import (
-    Attachment,
-    Message,
-    MessageAttachment,
-    MessageKind,
-    MessageStatus,
-    Role,
-)
 from conversations.services.threads.thread_writes import conversation_rewind
 from conversations.web.serializers import conversation_repr, message_repr
 from conversations.web.threads.export import EXPORT_BATCH
+from elion.base.assistant_settings import assistant_settings_get
 from tests.support.factories import thread, turns_append
-from transcript.assistant_settings import assistant_settings_get
 from transcript.attachments.manifests import manifests_for
+from transcript.models import Attachment, Message, MessageAttachment, MessageKind, MessageStatus, Role
 from transcript.tree import live_branch
 
 pytestmark = pytest.mark.django_db

@@ -14,9 +14,9 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import Message
 from tests.support.budget_threads import send_json, sends_until_trimmed, turn_text
 from tests.support.scripted_provider import ScriptedReply
+from transcript.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

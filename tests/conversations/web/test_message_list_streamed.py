@@ -23,7 +23,6 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
-from conversations.models import Message, MessageStatus, Role
 from conversations.services.message_selectors import MessageShown
 from conversations.services.threads.thread_writes import conversation_rewind, conversation_switch
 from conversations.web import serializers
@@ -32,6 +31,7 @@ from elion.base.errors import ServiceError
 from tests.support.factories import thread, turns_append
 from transcript.attachments.manifests import manifests_for
 from transcript.leases import stale_streams_read_as_interrupted
+from transcript.models import Message, MessageStatus, Role
 from transcript.siblings import Siblings
 
 pytestmark = pytest.mark.django_db

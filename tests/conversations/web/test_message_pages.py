@@ -16,10 +16,10 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import Message, Role
 from conversations.services.threads.thread_writes import conversation_rewind
 from conversations.web.message_paging import PAGE_LIMIT_MAX
 from tests.support.factories import thread, turns_append
+from transcript.models import Message, Role
 from transcript.tree import live_branch
 
 pytestmark = pytest.mark.django_db

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 
-from conversations.models import Message, MessageStatus
 from conversations.services.threads.thread_writes import conversation_create
 from tests.support.scripted_provider import ScriptedReply
 from tests.support.websocket import communicator, receive_until_done
+from transcript.models import Message, MessageStatus
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

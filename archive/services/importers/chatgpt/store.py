@@ -24,8 +24,8 @@ from archive.services.importers.export_steps import (
     uploads_import,
 )
 from archive.services.parsing import ChunkDraft, ConversationProblem, Turn, chunks_from_turns, render_turns, split_long
-from transcript.assistant_settings import assistant_settings_get
-from transcript.uploads import sha256_hex
+from elion.base.assistant_settings import assistant_settings_get
+from elion.base.uploads import sha256_hex
 
 
 def _chatgpt_identity(conversation: chatgpt.ExportedConversation) -> str:

@@ -33,10 +33,10 @@ from archive.services.importers.export_steps import (
     uploads_import,
 )
 from archive.services.parsing import ChunkDraft, ConversationProblem, Turn, render_turns, split_long
+from elion.base.assistant_settings import assistant_settings_get
 from elion.base.errors import ServiceError
+from elion.base.uploads import sha256_hex
 from memories.services import importing
-from transcript.assistant_settings import assistant_settings_get
-from transcript.uploads import sha256_hex
 
 
 @dataclass
