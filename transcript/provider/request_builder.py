@@ -16,13 +16,12 @@ from __future__ import annotations
 import asyncio
 import weakref
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import openai
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
-from conversations.models import AssistantSettings
 from transcript.models import Conversation
 from transcript.provider.config import DEFAULT_BASE_URL, ProviderConfig
 from transcript.provider.wire import chat_messages, responses_input
@@ -54,7 +53,17 @@ class RequestOptions:
 
 
 
-def request_options(settings_row: AssistantSettings, conversation: Conversation) -> RequestOptions:
+class OwnerRequestSettings(Protocol):
+    """What a request takes of the owner's settings row (`conversations.models.AssistantSettings`, an app above
+    the transcript: named by shape, not imported)."""
+
+    provider_store_responses: bool
+    reasoning_effort: str
+    verbosity: str
+    reasoning_summary_shown: bool
+
+
+def request_options(settings_row: OwnerRequestSettings, conversation: Conversation) -> RequestOptions:
     """What the owner's settings and this conversation ask of every Responses request of a reply."""
     return RequestOptions(
         store=settings_row.provider_store_responses,
@@ -67,7 +76,7 @@ def request_options(settings_row: AssistantSettings, conversation: Conversation)
     )
 
 
-def compaction_request_options(settings_row: AssistantSettings, conversation: Conversation) -> RequestOptions:
+def compaction_request_options(settings_row: OwnerRequestSettings, conversation: Conversation) -> RequestOptions:
     """What the Compact summary's request takes of a reply's: the owner's `store` choice, the reasoning
     effort, the conversation's prompt cache key and retention. Not the verbosity (the summary's length is
     its instruction's), nor a reasoning summary (nothing shows one for a compaction)."""
