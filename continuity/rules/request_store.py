@@ -12,7 +12,6 @@ The pure assembly is `continuity.rules.request_policy`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from uuid import UUID
 
@@ -31,10 +30,10 @@ from continuity.rules.request_policy import (
     tool_definitions_text,
 )
 from continuity.rules.thread_handoff_store import ThreadHandoffs, thread_handoffs_read
-from conversations.models import AssistantSettings, Attachment, Conversation, Message, MessageKind, MessageStatus, Role
+from conversations.models import AssistantSettings, Conversation, Message, MessageKind, MessageStatus, Role
 from elion.base.errors import NotFound
 from transcript.assistant_settings import assistant_settings_get
-from transcript.attachments.projection import attachment_parts_verified, manifest_parts_verified
+from transcript.attachments.projection import PreverifiedAttachments, manifest_parts_verified
 from transcript.branch_rows import BranchStretch, branch_rows_up, stretch_extended
 
 
@@ -44,7 +43,9 @@ class SendContext:
 
     `prompt` is the stored prompt (None before the first send stores it); `settings_row` the
     AssistantSettings row; `streaming` the conversation's streaming rows (for the write guard);
-    `verified_parts` the attachment parts verified before the lock (`attachments_preverify`). The branch is
+    `preverified` what the send verified before the lock (`attachments_preverify`: every blob its branch
+    and its new turn may project, so the lock holds no disk I/O; None for a caller holding no lock, which
+    verifies the branch's blobs as it reads them). The branch is
     read later, only as far as the request can carry it (`reply_request_build`): nothing here reads the
     whole thread, so a send costs the same statements however long the thread is.
     """
@@ -56,8 +57,7 @@ class SendContext:
     # The conversation's Branch / Fresh Chat handoff bubbles (where its handoffs came from).
     handoff_bubbles: list[Message]
     head: Message | None  # the conversation's head row (None: no message yet)
-    # Attachment request parts this send verified before it took the lock, by attachment id.
-    verified_parts: dict[UUID, dict] = field(default_factory=dict)
+    preverified: PreverifiedAttachments | None = None
     # Read before anything is written, when this send needs them (`send_inputs_read`): the conversation's
     # handoffs (to build its stored prompt, or for recall to leave their sources out), and the inputs of
     # a stored prompt to build now (None: the stored one is current).
@@ -91,7 +91,7 @@ class SendContext:
         )
 
 
-def send_context_load(conversation: Conversation, *, verified_parts: dict[UUID, dict] | None = None) -> SendContext:
+def send_context_load(conversation: Conversation, *, preverified: PreverifiedAttachments | None = None) -> SendContext:
     """The stored prompt, the streaming rows, the handoff bubbles and the head in one query (each
     alternative one index's range), and the settings row.
 
@@ -112,7 +112,7 @@ def send_context_load(conversation: Conversation, *, verified_parts: dict[UUID, 
         streaming=[m for m in rows if m.status == MessageStatus.STREAMING and m.role != Role.SYSTEM],
         handoff_bubbles=[m for m in rows if m.kind == MessageKind.HANDOFF_ARTIFACT],
         head=next((m for m in rows if m.id == conversation.head_id and m.role != Role.SYSTEM), None),
-        verified_parts=verified_parts or {},
+        preverified=preverified,
     )
 
 
@@ -237,12 +237,13 @@ def _measure_through(stretch: BranchStretch, message_id: UUID) -> int:
 
 def _stretch_attachment_parts(context: SendContext, stretch: BranchStretch) -> dict[UUID, tuple[dict, ...]]:
     """The attachment parts of the stretch's user turns: every manifest on it, each blob verified during this
-    send (seed 004: resume revalidates every referenced blob before model projection; a missing or tampered
-    one raises AttachmentUnavailable, 409, naming it, which rolls the caller's transaction back), and the new
-    turn's, composed before its manifest is written. A reply's generated images travel as no input."""
+    send, before its lock (seed 004: resume revalidates every referenced blob before model projection; a
+    missing or tampered one raises AttachmentUnavailable, 409, naming it, which rolls the caller's
+    transaction back), and the new turn's, composed before its manifest is written. A reply's generated
+    images travel as no input."""
     users = {m.id for m in stretch.messages if m.role == Role.USER}
     turns = {m.id for m in stretch.messages if m.role in (Role.USER, Role.ASSISTANT)}
-    parts = manifest_parts_verified(context.conversation.id, turns.__contains__, verified=context.verified_parts)
+    parts = manifest_parts_verified(context.conversation.id, turns.__contains__, preverified=context.preverified)
     found = {message_id: value for message_id, value in parts.items() if message_id in users}
     found.update({pk: value for pk, value in context.new_turn_parts.items() if pk in users})
     return found
@@ -265,27 +266,3 @@ def in_view_of(request: AssembledRequest, history: HistoryWindow) -> dict:
     if first is None:
         return {"first_message_id": None, "out_of_view": 0}
     return {"first_message_id": str(first.id), "out_of_view": first.branch_depth}
-
-
-def new_turn_attachment_parts(
-    conversation_id: UUID, attachment_ids: tuple[UUID, ...], *, verified: Mapping[UUID, dict]
-) -> tuple[dict, ...]:
-    """A new user turn's attachment parts, in the order sent, before its manifest is written: those verified
-    before the lock (`attachments_preverify`, which also copied them into the conversation's store), and any
-    other upload that may still be claimed, verified now in the conversation's store (a blob it holds
-    already; refused naming it, 409, if missing or tampered). An upload that cannot be claimed has no part:
-    writing the manifest refuses it (`attachments_commit`), which rolls the send back."""
-    missing = [pk for pk in attachment_ids if pk not in verified]
-    rows = Attachment.objects.in_bulk(missing) if missing else {}
-    claimable = [
-        rows[pk] for pk in missing
-        if pk in rows and rows[pk].attached_at is None and rows[pk].gc_claimed_at is None
-        and rows[pk].scope_conversation_id in (None, conversation_id)
-    ]
-    parts = attachment_parts_verified(conversation_id, {conversation_id: claimable}, verified=verified) if claimable else {}
-    now_verified = dict(zip((row.id for row in claimable), parts.get(conversation_id, ()), strict=True))
-    return tuple(
-        verified[pk] if pk in verified else now_verified[pk]
-        for pk in attachment_ids
-        if pk in verified or pk in now_verified
-    )
