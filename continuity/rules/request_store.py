@@ -12,7 +12,7 @@ The pure assembly is `continuity.rules.request_policy`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from uuid import UUID
 
 from django.conf import settings
@@ -37,17 +37,18 @@ from transcript.attachments.projection import PreverifiedAttachments, manifest_p
 from transcript.branch_rows import BranchStretch, branch_rows_up, stretch_extended
 
 
-@dataclass
+@dataclass(frozen=True)
 class SendContext:
-    """What one send (or retry) has read, once, under its conversation's row lock.
+    """What one send (or retry) has read, once, under its conversation's row lock; each later step makes a
+    new one (`dataclasses.replace`), none changes it.
 
-    `prompt` is the stored prompt (None before the first send stores it); `settings_row` the
-    AssistantSettings row; `streaming` the conversation's streaming rows (for the write guard);
-    `preverified` what the send verified before the lock (`attachments_preverify`: every blob its branch
-    and its new turn may project, so the lock holds no disk I/O; None for a caller holding no lock, which
-    verifies the branch's blobs as it reads them). The branch is
-    read later, only as far as the request can carry it (`reply_request_build`): nothing here reads the
-    whole thread, so a send costs the same statements however long the thread is.
+    `prompt` is the stored prompt (None before the first send stores it; the send's composed one once
+    composed); `settings_row` the AssistantSettings row; `streaming` the conversation's streaming rows (for
+    the write guard); `preverified` what the send verified before the lock (`attachments_preverify`: every
+    blob its branch and its new turn may project, so the lock holds no disk I/O; None for a caller holding
+    no lock, which verifies the branch's blobs as it reads them). The branch is read later, only as far as
+    the request can carry it (`reply_request_build`): nothing here reads the whole thread, so a send costs
+    the same statements however long the thread is.
     """
 
     conversation: Conversation
@@ -58,15 +59,14 @@ class SendContext:
     handoff_bubbles: list[Message]
     head: Message | None  # the conversation's head row (None: no message yet)
     preverified: PreverifiedAttachments | None = None
-    # Read before anything is written, when this send needs them (`send_inputs_read`): the conversation's
-    # handoffs (to build its stored prompt, or for recall to leave their sources out), and the inputs of
-    # a stored prompt to build now (None: the stored one is current).
+    # What `send_inputs_read` read for the text this send answers: the conversation's handoffs (None: not
+    # needed, the prompt is current and recall will not search) and the inputs of a stored prompt to build
+    # now (None: the stored one is current).
     handoffs: ThreadHandoffs | None = None
     prompt_inputs: PromptInputs | None = None
-    # A new user turn's attachment parts, by its id, composed before its manifest is written.
-    new_turn_parts: dict[UUID, tuple[dict, ...]] = field(default_factory=dict)
-    # Messages this send composed and has not written yet (its new user turn), by id.
-    composed: dict[UUID, Message] = field(default_factory=dict)
+    # The new user turn this send composed and has not written yet, and its attachment parts.
+    new_turn: Message | None = None
+    new_turn_parts: tuple[dict, ...] = ()
 
     def find(self, message_id: object) -> Message | None:
         """The conversation's message `message_id` (composed by this send, or stored), else None."""
@@ -74,8 +74,8 @@ class SendContext:
             pk = UUID(str(message_id))
         except (ValueError, TypeError):
             return None
-        if pk in self.composed:
-            return self.composed[pk]
+        if self.new_turn is not None and pk == self.new_turn.id:
+            return self.new_turn
         return Message.objects.filter(pk=pk, conversation=self.conversation).exclude(role=Role.SYSTEM).first()
 
     def get(self, message_id: object) -> Message:
@@ -116,20 +116,23 @@ def send_context_load(conversation: Conversation, *, preverified: PreverifiedAtt
     )
 
 
-def send_inputs_read(context: SendContext, *, text: str) -> None:
-    """Read the rest of what this send composes from, before it writes: the conversation's handoffs when its
-    stored prompt is built now or recall may search for `text`, and the stored prompt's inputs when it is
-    built now (`prompt_is_current`)."""
+def send_inputs_read(context: SendContext, *, text: str) -> SendContext:
+    """The context with the rest of what this send composes from, read before it writes: the conversation's
+    handoffs when its stored prompt is built now or recall may search for `text`, and the stored prompt's
+    inputs when it is built now (`prompt_is_current`)."""
     rebuild = not prompt_is_current(context.prompt, context.conversation)
-    if context.handoffs is None and (rebuild or recall_may_ask(text)):
-        context.handoffs = thread_handoffs_read(context.conversation, context.handoff_bubbles)
+    handoffs = context.handoffs
+    if handoffs is None and (rebuild or recall_may_ask(text)):
+        handoffs = thread_handoffs_read(context.conversation, context.handoff_bubbles)
+    prompt_inputs = None
     if rebuild:
-        context.prompt_inputs = prompt_inputs_for(
+        prompt_inputs = prompt_inputs_for(
             context.conversation,
             settings_row=context.settings_row,
-            handoffs=context.handoffs,
+            handoffs=handoffs,
             stored_prompt=context.prompt.content if context.prompt is not None else "",
         )
+    return replace(context, handoffs=handoffs, prompt_inputs=prompt_inputs)
 
 
 # How far past the budget (in stored tokens) the first read of a branch reaches, beyond the trim step twice:
@@ -198,7 +201,7 @@ def branch_read(context: SendContext, user_message: Message, *, history_budget: 
     """
     conversation = context.conversation
     span = history_budget + 2 * trim_step_tokens() + STRETCH_MARGIN_TOKENS
-    stored_tip = user_message if user_message.id not in context.composed else None
+    stored_tip = user_message if context.new_turn is None or user_message.id != context.new_turn.id else None
     above = user_message.parent if stored_tip is None else stored_tip
     rows = (
         branch_rows_up(conversation.id, above.id, token_floor=user_message.branch_tokens - span)
@@ -245,7 +248,8 @@ def _stretch_attachment_parts(context: SendContext, stretch: BranchStretch) -> d
     turns = {m.id for m in stretch.messages if m.role in (Role.USER, Role.ASSISTANT)}
     parts = manifest_parts_verified(context.conversation.id, turns.__contains__, preverified=context.preverified)
     found = {message_id: value for message_id, value in parts.items() if message_id in users}
-    found.update({pk: value for pk, value in context.new_turn_parts.items() if pk in users})
+    if context.new_turn is not None and context.new_turn.id in users and context.new_turn_parts:
+        found[context.new_turn.id] = context.new_turn_parts
     return found
 
 

@@ -23,7 +23,7 @@ conversation's channel-layer group (`conversations.sending.broadcast`).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from uuid import UUID
 
 from django.conf import settings
@@ -253,19 +253,19 @@ def _plan(
     the new user turn and its title, the request, and the reply (`streaming`, the new head; or `failed`,
     when the request is refused). Nothing is written and the conversation row only gains its new columns."""
     conversation = context.conversation
-    send_inputs_read(context, text=turn.content)
+    context = send_inputs_read(context, text=turn.content)
     appending = TranscriptAppend(conversation)
     binding = config.binding()
-    prompt_rebuilt = _prompt_composed(context, appending)
+    context, prompt_rebuilt = _prompt_composed(context, appending)
     user_message, new_turn, attachment_ids = turn.stored, None, ()
     if user_message is None:
         command = asked.command
         user_message = new_turn = _user_turn_composed(
-            context, appending, command, parent=turn.parent, pinned=asked.pinned, binding=binding
+            appending, command, parent=turn.parent, pinned=asked.pinned, binding=binding
         )
         attachment_ids = command.attachment_ids
-        if attachment_ids:
-            context.new_turn_parts[new_turn.id] = preverified.new_turn_parts(attachment_ids)
+        # Its uploads' parts, from the verification done before the lock, for the request built next.
+        context = replace(context, new_turn=new_turn, new_turn_parts=preverified.new_turn_parts(attachment_ids))
         if not conversation.title:
             conversation.title = _first_title(command, preverified.names)
             conversation.title_auto = True
@@ -299,17 +299,15 @@ def _plan(
 
 
 def _user_turn_composed(
-    context: SendContext, appending: TranscriptAppend, command: SendCommand, *, parent: Message | None,
-    pinned: dict, binding: ProviderBinding,
+    appending: TranscriptAppend, command: SendCommand, *, parent: Message | None, pinned: dict,
+    binding: ProviderBinding,
 ) -> Message:
-    """The new user turn, composed for the send's one write and kept in the context (its parts, from the
-    verification done before the lock, go in the context too, for the request built next)."""
+    """The new user turn, composed for the send's one write."""
     client_id = {"id": command.client_message_id} if command.client_message_id else {}
     user_message = appending.add(
         parent=parent, role=Role.USER, binding=binding, make_head=False, **client_id, **_turn_kind(command, pinned),
         content=command.content,
     )
-    context.composed[user_message.id] = user_message
     return user_message
 
 
@@ -382,15 +380,14 @@ def _resolve_parent(context: SendContext, parent_id: UUID | None | ParentChoice)
     return parent
 
 
-def _prompt_composed(context: SendContext, appending: TranscriptAppend) -> Message | None:
-    """The stored prompt this reply uses, into the context: built from the inputs `send_inputs_read` read (a
-    first send, or a stale prompt) and composed for the send's one write, else the stored one as it is.
-    Returns the stored prompt when it is rebuilt in place (saved by the write)."""
+def _prompt_composed(context: SendContext, appending: TranscriptAppend) -> tuple[SendContext, Message | None]:
+    """The context with the stored prompt this reply uses: built from the inputs `send_inputs_read` read (a
+    first send, or a stale prompt) and composed for the send's one write, else the stored one as it is;
+    and the stored prompt when it is rebuilt in place (saved by the write)."""
     if context.prompt_inputs is None:
-        return None
-    rebuilt = context.prompt is not None
-    context.prompt = static_prompt_compose(appending, context.prompt, context.prompt_inputs)
-    return context.prompt if rebuilt else None
+        return context, None
+    prompt = static_prompt_compose(appending, context.prompt, context.prompt_inputs)
+    return replace(context, prompt=prompt), prompt if context.prompt is not None else None
 
 
 def _tools_offered(context: SendContext, config: ProviderConfig) -> list[dict]:
