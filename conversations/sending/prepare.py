@@ -265,7 +265,8 @@ def _plan(
         )
         attachment_ids = command.attachment_ids
         # Its uploads' parts, from the verification done before the lock, for the request built next.
-        context = replace(context, new_turn=new_turn, new_turn_parts=preverified.new_turn_parts(attachment_ids))
+        parts = preverified.new_turn_parts(attachment_ids) if attachment_ids else ()
+        context = replace(context, new_turn=new_turn, new_turn_parts=parts)
         if not conversation.title:
             conversation.title = _first_title(command, preverified.names)
             conversation.title_auto = True
