@@ -5,8 +5,9 @@ The same test and tracer on `house` at ec863e8 without this change: 40 modules, 
 0 climbs, 3 re-entries; with it: 39, 138, 99, 0, 3; after issue 40 (the send reads a stretch of its branch,
 no kept copies): 39, 136, 97, 0, 1; merged with issues 41-43, the branch columns computed by the model
 module (so a row added with `Message.objects.create` gets them too): 40, 142, 102, 0, 1; the birth period asking
-the model module's `ends_birth_period` (one rule, one function): 40, 144, 104, 0, 1 (docs/send_path.md has the
-table, afcac25 too).
+the model module's `ends_birth_period` (one rule, one function): 40, 144, 104, 0, 1; issue 45 item 2 (no disk under
+the lock, send/retry/repeated turn on one path into a frozen plan): 40, 144, 104, 0, 1, short of the issue's 25
+modules and 50 returns (docs/send_path.md has the table, afcac25 too, and says why).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from conversations.models import Message, MessageStatus, Role
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import retry_prepare, send_prepare
+from elion.base.errors import Conflict
 from tests.support.attachment_files import png_bytes
 from transcript import access
 from transcript.attachments import store
@@ -178,3 +179,53 @@ def test_a_refused_blob_is_refused_without_reading_it_under_the_lock(make_conver
     assert Message.objects.filter(conversation=conversation).count() == before
     assert lock_window.locks == 4
     assert lock_window.touches == [], "a refusal read the filesystem under the conversation's lock"
+
+
+def test_a_manifest_written_after_the_pre_lock_read_is_read_again_before_the_lock(
+    make_conversation, make_turns, monkeypatch, lock_window
+):
+    """Another writer gives the branch an attachment between the send's pre-lock verification and its lock:
+    under the lock the send finds a part it did not verify, lets its transaction go and reads again, whole
+    (still no disk under the lock); a writer that does it every time gets 409 `attachments_changed`."""
+    from conversations.sending import prepare
+    from transcript.attachments.manifests import attachments_commit
+
+    conversation = make_conversation(persona="elion")
+    user, _ = make_turns(conversation, (Role.USER, "hello"), (Role.ASSISTANT, "hi"))
+    real_preverify = prepare.attachments_preverify
+    reads: list[bool] = []
+    late = _upload(conversation, "late.png", png_bytes((9, 9, 9)))
+
+    def preverify_then_a_writer(**kwargs):
+        verified = real_preverify(**kwargs)
+        reads.append(kwargs["whole"])
+        if len(reads) == 1:  # the other writer, between this read and the lock
+            attachments_commit(message=user, attachment_ids=(late.id,))
+        return verified
+
+    monkeypatch.setattr(prepare, "attachments_preverify", preverify_then_a_writer)
+    prepared = send_prepare(SendCommand(conversation_id=conversation.id, content="What was that?"))
+    assert reads == [False, True]
+    assert "data:image/png" in repr(prepared.request.messages), "the late image reached the request, verified"
+    assert lock_window.touches == []
+    _finish_reply(conversation)
+
+    # Two more turns on the branch, each given an attachment by the other writer, one per read.
+    u2, _, u3, _ = make_turns(conversation, (Role.USER, "one"), (Role.ASSISTANT, "1"), (Role.USER, "two"), (Role.ASSISTANT, "2"))
+    targets = [u2, u3]
+
+    def a_writer_every_time(**kwargs):
+        verified = real_preverify(**kwargs)
+        target = targets.pop(0)
+        attachments_commit(message=target, attachment_ids=(_upload(conversation, "later.png", png_bytes((len(targets), 1, 1))).id,))
+        reads.append(kwargs["whole"])
+        return verified
+
+    monkeypatch.setattr(prepare, "attachments_preverify", a_writer_every_time)
+    before = Message.objects.filter(conversation=conversation).count()
+    with pytest.raises(Conflict) as refused:
+        send_prepare(SendCommand(conversation_id=conversation.id, content="And now?"))
+    assert refused.value.code == "attachments_changed"
+    assert reads[-2:] == [False, True]
+    assert lock_window.touches == []
+    assert Message.objects.filter(conversation=conversation).count() == before
