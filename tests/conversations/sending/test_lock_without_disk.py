@@ -4,7 +4,8 @@ committing, a send, a retry and a repeated turn only talk to the database.
 Every filesystem touch is watched, not only the blob store's: the interpreter's audit events for opening
 a file or listing a directory (`open`, which `Path.read_bytes` and imports raise too; `os.listdir`,
 `os.scandir`) and every `os.stat` (`Path.stat`, `is_dir`, `exists` go through it). The window opens when
-`access_conversation(..., lock=True)` returns and closes at the transaction's end. The send carries an
+`access_conversation(..., lock=True)` returns and closes when the locked transaction has committed or
+rolled back. The send carries an
 image and a file, answers a branch whose earlier turn has both, and runs recall (another thread matches),
 so every read the compose step needs is there to be made.
 """
@@ -18,9 +19,10 @@ import uuid
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection, transaction
+from django.db import connection
 
 from conversations.models import Message, MessageStatus, Role
+from conversations.sending import prepare
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import retry_prepare, send_prepare
 from elion.base.errors import Conflict
@@ -76,8 +78,16 @@ def lock_window(monkeypatch):
         if lock:
             window.open = True
             window.locks += 1
-            transaction.on_commit(window.closed)
         return row
+
+    real_commit = prepare._send_commit
+
+    def send_commit(*args, **kwargs):
+        """The locked transaction, closing the window once it committed or rolled back."""
+        try:
+            return real_commit(*args, **kwargs)
+        finally:
+            window.closed()
 
     def stat(path, *args, **kwargs):
         window.touched(f"os.stat {path}")
@@ -85,6 +95,7 @@ def lock_window(monkeypatch):
 
     monkeypatch.setattr(access, "access_row", access_row)
     monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr(prepare, "_send_commit", send_commit)
     _WINDOW = window
     try:
         yield window
@@ -146,7 +157,7 @@ def test_the_sends_lock_holds_no_filesystem_read(make_conversation, make_turns, 
     assert prepared.user_message_id == client_id and prepared.request.messages
 
     assert lock_window.locks == 5
-    assert lock_window.touches == [], "the send touched the filesystem under its conversation's lock"
+    assert lock_window.touches == [], f"the send touched the filesystem under its lock: {lock_window.touches}"
 
 
 def test_a_refused_blob_is_refused_without_reading_it_under_the_lock(make_conversation, make_turns, lock_window):
@@ -178,7 +189,7 @@ def test_a_refused_blob_is_refused_without_reading_it_under_the_lock(make_conver
     assert refused.value.attachment_id == gone.id
     assert Message.objects.filter(conversation=conversation).count() == before
     assert lock_window.locks == 4
-    assert lock_window.touches == [], "a refusal read the filesystem under the conversation's lock"
+    assert lock_window.touches == [], f"a refusal read the filesystem under the conversation's lock: {lock_window.touches}"
 
 
 def test_a_manifest_written_after_the_pre_lock_read_is_read_again_before_the_lock(
@@ -187,7 +198,6 @@ def test_a_manifest_written_after_the_pre_lock_read_is_read_again_before_the_loc
     """Another writer gives the branch an attachment between the send's pre-lock verification and its lock:
     under the lock the send finds a part it did not verify, lets its transaction go and reads again, whole
     (still no disk under the lock); a writer that does it every time gets 409 `attachments_changed`."""
-    from conversations.sending import prepare
     from transcript.attachments.manifests import attachments_commit
 
     conversation = make_conversation(persona="elion")
@@ -198,7 +208,7 @@ def test_a_manifest_written_after_the_pre_lock_read_is_read_again_before_the_loc
 
     def preverify_then_a_writer(**kwargs):
         verified = real_preverify(**kwargs)
-        reads.append(kwargs["whole"])
+        reads.append(kwargs.get("whole", False))
         if len(reads) == 1:  # the other writer, between this read and the lock
             attachments_commit(message=user, attachment_ids=(late.id,))
         return verified
@@ -218,7 +228,7 @@ def test_a_manifest_written_after_the_pre_lock_read_is_read_again_before_the_loc
         verified = real_preverify(**kwargs)
         target = targets.pop(0)
         attachments_commit(message=target, attachment_ids=(_upload(conversation, "later.png", png_bytes((len(targets), 1, 1))).id,))
-        reads.append(kwargs["whole"])
+        reads.append(kwargs.get("whole", False))
         return verified
 
     monkeypatch.setattr(prepare, "attachments_preverify", a_writer_every_time)
