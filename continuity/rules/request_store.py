@@ -12,8 +12,7 @@ The pure assembly is `continuity.rules.request_policy`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from uuid import UUID
 
 from django.conf import settings
@@ -34,20 +33,23 @@ from continuity.rules.thread_handoff_store import ThreadHandoffs, thread_handoff
 from conversations.models import AssistantSettings
 from elion.base.assistant_settings import assistant_settings_get
 from elion.base.errors import NotFound
-from transcript.attachments.projection import attachment_parts_verified, manifest_parts_verified
+from transcript.attachments.projection import PreverifiedAttachments, manifest_parts_verified
 from transcript.branch_rows import BranchStretch, branch_rows_up, stretch_extended
-from transcript.models import Attachment, Conversation, Message, MessageKind, MessageStatus, Role
+from transcript.models import Conversation, Message, MessageKind, MessageStatus, Role
 
 
-@dataclass
+@dataclass(frozen=True)
 class SendContext:
-    """What one send (or retry) has read, once, under its conversation's row lock.
+    """What one send (or retry) has read, once, under its conversation's row lock; each later step makes a
+    new one (`dataclasses.replace`), none changes it.
 
-    `prompt` is the stored prompt (None before the first send stores it); `settings_row` the
-    AssistantSettings row; `streaming` the conversation's streaming rows (for the write guard);
-    `verified_parts` the attachment parts verified before the lock (`attachments_preverify`). The branch is
-    read later, only as far as the request can carry it (`reply_request_build`): nothing here reads the
-    whole thread, so a send costs the same statements however long the thread is.
+    `prompt` is the stored prompt (None before the first send stores it; the send's composed one once
+    composed); `settings_row` the AssistantSettings row; `streaming` the conversation's streaming rows (for
+    the write guard); `preverified` what the send verified before the lock (`attachments_preverify`: every
+    blob its branch and its new turn may project, so the lock holds no disk I/O; None for a caller holding
+    no lock, which verifies the branch's blobs as it reads them). The branch is read later, only as far as
+    the request can carry it (`reply_request_build`): nothing here reads the whole thread, so a send costs
+    the same statements however long the thread is.
     """
 
     conversation: Conversation
@@ -57,17 +59,15 @@ class SendContext:
     # The conversation's Branch / Fresh Chat handoff bubbles (where its handoffs came from).
     handoff_bubbles: list[Message]
     head: Message | None  # the conversation's head row (None: no message yet)
-    # Attachment request parts this send verified before it took the lock, by attachment id.
-    verified_parts: dict[UUID, dict] = field(default_factory=dict)
-    # Read before anything is written, when this send needs them (`send_inputs_read`): the conversation's
-    # handoffs (to build its stored prompt, or for recall to leave their sources out), and the inputs of
-    # a stored prompt to build now (None: the stored one is current).
+    preverified: PreverifiedAttachments | None = None
+    # What `send_inputs_read` read for the text this send answers: the conversation's handoffs (None: not
+    # needed, the prompt is current and recall will not search) and the inputs of a stored prompt to build
+    # now (None: the stored one is current).
     handoffs: ThreadHandoffs | None = None
     prompt_inputs: PromptInputs | None = None
-    # A new user turn's attachment parts, by its id, composed before its manifest is written.
-    new_turn_parts: dict[UUID, tuple[dict, ...]] = field(default_factory=dict)
-    # Messages this send composed and has not written yet (its new user turn), by id.
-    composed: dict[UUID, Message] = field(default_factory=dict)
+    # The new user turn this send composed and has not written yet, and its attachment parts.
+    new_turn: Message | None = None
+    new_turn_parts: tuple[dict, ...] = ()
 
     def find(self, message_id: object) -> Message | None:
         """The conversation's message `message_id` (composed by this send, or stored), else None."""
@@ -75,8 +75,8 @@ class SendContext:
             pk = UUID(str(message_id))
         except (ValueError, TypeError):
             return None
-        if pk in self.composed:
-            return self.composed[pk]
+        if self.new_turn is not None and pk == self.new_turn.id:
+            return self.new_turn
         return Message.objects.filter(pk=pk, conversation=self.conversation).exclude(role=Role.SYSTEM).first()
 
     def get(self, message_id: object) -> Message:
@@ -92,7 +92,7 @@ class SendContext:
         )
 
 
-def send_context_load(conversation: Conversation, *, verified_parts: dict[UUID, dict] | None = None) -> SendContext:
+def send_context_load(conversation: Conversation, *, preverified: PreverifiedAttachments | None = None) -> SendContext:
     """The stored prompt, the streaming rows, the handoff bubbles and the head in one query (each
     alternative one index's range), and the settings row.
 
@@ -113,24 +113,27 @@ def send_context_load(conversation: Conversation, *, verified_parts: dict[UUID, 
         streaming=[m for m in rows if m.status == MessageStatus.STREAMING and m.role != Role.SYSTEM],
         handoff_bubbles=[m for m in rows if m.kind == MessageKind.HANDOFF_ARTIFACT],
         head=next((m for m in rows if m.id == conversation.head_id and m.role != Role.SYSTEM), None),
-        verified_parts=verified_parts or {},
+        preverified=preverified,
     )
 
 
-def send_inputs_read(context: SendContext, *, text: str) -> None:
-    """Read the rest of what this send composes from, before it writes: the conversation's handoffs when its
-    stored prompt is built now or recall may search for `text`, and the stored prompt's inputs when it is
-    built now (`prompt_is_current`)."""
+def send_inputs_read(context: SendContext, *, text: str) -> SendContext:
+    """The context with the rest of what this send composes from, read before it writes: the conversation's
+    handoffs when its stored prompt is built now or recall may search for `text`, and the stored prompt's
+    inputs when it is built now (`prompt_is_current`)."""
     rebuild = not prompt_is_current(context.prompt, context.conversation)
-    if context.handoffs is None and (rebuild or recall_may_ask(text)):
-        context.handoffs = thread_handoffs_read(context.conversation, context.handoff_bubbles)
+    handoffs = context.handoffs
+    if handoffs is None and (rebuild or recall_may_ask(text)):
+        handoffs = thread_handoffs_read(context.conversation, context.handoff_bubbles)
+    prompt_inputs = None
     if rebuild:
-        context.prompt_inputs = prompt_inputs_for(
+        prompt_inputs = prompt_inputs_for(
             context.conversation,
             settings_row=context.settings_row,
-            handoffs=context.handoffs,
+            handoffs=handoffs,
             stored_prompt=context.prompt.content if context.prompt is not None else "",
         )
+    return replace(context, handoffs=handoffs, prompt_inputs=prompt_inputs)
 
 
 # How far past the budget (in stored tokens) the first read of a branch reaches, beyond the trim step twice:
@@ -199,7 +202,7 @@ def branch_read(context: SendContext, user_message: Message, *, history_budget: 
     """
     conversation = context.conversation
     span = history_budget + 2 * trim_step_tokens() + STRETCH_MARGIN_TOKENS
-    stored_tip = user_message if user_message.id not in context.composed else None
+    stored_tip = user_message if context.new_turn is None or user_message.id != context.new_turn.id else None
     above = user_message.parent if stored_tip is None else stored_tip
     rows = (
         branch_rows_up(conversation.id, above.id, token_floor=user_message.branch_tokens - span)
@@ -238,14 +241,16 @@ def _measure_through(stretch: BranchStretch, message_id: UUID) -> int:
 
 def _stretch_attachment_parts(context: SendContext, stretch: BranchStretch) -> dict[UUID, tuple[dict, ...]]:
     """The attachment parts of the stretch's user turns: every manifest on it, each blob verified during this
-    send (seed 004: resume revalidates every referenced blob before model projection; a missing or tampered
-    one raises AttachmentUnavailable, 409, naming it, which rolls the caller's transaction back), and the new
-    turn's, composed before its manifest is written. A reply's generated images travel as no input."""
+    send, before its lock (seed 004: resume revalidates every referenced blob before model projection; a
+    missing or tampered one raises AttachmentUnavailable, 409, naming it, which rolls the caller's
+    transaction back), and the new turn's, composed before its manifest is written. A reply's generated
+    images travel as no input."""
     users = {m.id for m in stretch.messages if m.role == Role.USER}
     turns = {m.id for m in stretch.messages if m.role in (Role.USER, Role.ASSISTANT)}
-    parts = manifest_parts_verified(context.conversation.id, turns.__contains__, verified=context.verified_parts)
+    parts = manifest_parts_verified(context.conversation.id, turns.__contains__, preverified=context.preverified)
     found = {message_id: value for message_id, value in parts.items() if message_id in users}
-    found.update({pk: value for pk, value in context.new_turn_parts.items() if pk in users})
+    if context.new_turn is not None and context.new_turn.id in users and context.new_turn_parts:
+        found[context.new_turn.id] = context.new_turn_parts
     return found
 
 
@@ -266,27 +271,3 @@ def in_view_of(request: AssembledRequest, history: HistoryWindow) -> dict:
     if first is None:
         return {"first_message_id": None, "out_of_view": 0}
     return {"first_message_id": str(first.id), "out_of_view": first.branch_depth}
-
-
-def new_turn_attachment_parts(
-    conversation_id: UUID, attachment_ids: tuple[UUID, ...], *, verified: Mapping[UUID, dict]
-) -> tuple[dict, ...]:
-    """A new user turn's attachment parts, in the order sent, before its manifest is written: those verified
-    before the lock (`attachments_preverify`, which also copied them into the conversation's store), and any
-    other upload that may still be claimed, verified now in the conversation's store (a blob it holds
-    already; refused naming it, 409, if missing or tampered). An upload that cannot be claimed has no part:
-    writing the manifest refuses it (`attachments_commit`), which rolls the send back."""
-    missing = [pk for pk in attachment_ids if pk not in verified]
-    rows = Attachment.objects.in_bulk(missing) if missing else {}
-    claimable = [
-        rows[pk] for pk in missing
-        if pk in rows and rows[pk].attached_at is None and rows[pk].gc_claimed_at is None
-        and rows[pk].scope_conversation_id in (None, conversation_id)
-    ]
-    parts = attachment_parts_verified(conversation_id, {conversation_id: claimable}, verified=verified) if claimable else {}
-    now_verified = dict(zip((row.id for row in claimable), parts.get(conversation_id, ()), strict=True))
-    return tuple(
-        verified[pk] if pk in verified else now_verified[pk]
-        for pk in attachment_ids
-        if pk in verified or pk in now_verified
-    )

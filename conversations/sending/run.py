@@ -122,13 +122,12 @@ def _finalise(
     message.parts = parts
     message.metadata = {**message.metadata, **metadata}
     message.save(update_fields=[
-        "content", "status", "error", "error_detail", "lease_expires_at", "parts", "metadata", "updated_at",
-        "branch_tokens",
+        "content", "status", "error", "error_detail", "lease_expires_at", "parts", "metadata", "updated_at", "branch_tokens"
     ])
 
 
 class ReplyRun:
-    """One assistant reply streaming from the provider, owned by no transport."""
+    """One assistant reply streaming from the provider, owned by no transport; its constructor sets every field."""
 
     def __init__(self, prepared: FreshReply) -> None:
         self.prepared = prepared
@@ -140,6 +139,18 @@ class ReplyRun:
         self._flush_lock = asyncio.Lock()
         # Set by the provider's first event: the stop flag is read after it (`_stop_recorded`).
         self.provider_answered = asyncio.Event()
+        # What the reply gathers as it streams (a run is started once).
+        self.text_parts: list[str] = []
+        self.length = 0  # characters so far: the `seq` of the latest delta
+        self.unflushed = 0
+        self.last_flush = float("-inf")  # the first text is persisted at once
+        self.parts: list[dict] = []  # this reply's stored reasoning, tool calls and results
+        self.citations: list[dict] = []
+        self.thought_seconds: float | None = None
+        self.reasoning_dropped: dict | None = None
+        self.refusal = False  # a `refusal` part streamed: the model declined (metadata.refusal)
+        self.incomplete_reason: str | None = None  # the provider cut the reply off (status `incomplete`)
+        self.history = prepared.request.messages  # the request before this reply's own parts
 
     def emit(self, name: str, data: dict) -> None:
         self.queue.put_nowait((name, data))
@@ -202,17 +213,6 @@ class ReplyRun:
     async def _run(self) -> None:
         prepared = self.prepared
         message_id = prepared.assistant_message_id
-        self.text_parts: list[str] = []
-        self.length = 0  # characters so far: the `seq` of the latest delta
-        self.unflushed = 0
-        self.last_flush = float("-inf")  # the first text is persisted at once
-        self.parts: list[dict] = []  # this reply's stored reasoning, tool calls and results
-        self.citations: list[dict] = []
-        self.thought_seconds: float | None = None
-        self.reasoning_dropped: dict | None = None
-        self.refusal = False  # a `refusal` part streamed: the model declined (metadata.refusal)
-        self.incomplete_reason: str | None = None  # the provider cut the reply off (status `incomplete`)
-        self.history = prepared.request.messages  # the request before this reply's own parts
         parts = self.parts
         usage: dict[str, int | None] = dict.fromkeys(USAGE_KEYS)
         loop = asyncio.get_running_loop()

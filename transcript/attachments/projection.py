@@ -8,7 +8,7 @@ attachment's verified bytes (seed 004, DESIGN.md "Attachments")."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from uuid import UUID
 
 from django.db.models import Q
@@ -54,16 +54,25 @@ def attachment_parts_verified(
     }
 
 
+class PreverifyStale(Exception):
+    """Under the lock, the branch lists an attachment the send did not verify before it (its manifests
+    changed in between): the send lets its transaction go and reads again (`conversations.sending.prepare`)."""
+
+
 def manifest_parts_verified(
-    conversation_id: UUID, wanted: Callable[[UUID], bool], *, verified: Mapping[UUID, dict], action: str = "send"
+    conversation_id: UUID,
+    wanted: Callable[[UUID], bool],
+    *,
+    preverified: PreverifiedAttachments | None,
+    action: str = "send",
 ) -> dict[UUID, tuple[dict, ...]]:
     """`attachment_parts_verified` of the manifests of the conversation's messages that are `wanted` (by id).
 
-    For the send under its lock: `verified` holds the parts its pre-lock
-    verification built (`attachments_preverify`), normally every attachment
-    the manifests list, so the manifests are read as (message, attachment)
-    ids alone, and only an attachment missing from `verified` is read whole,
-    verified now and refused (409, naming it) if its blob fails.
+    For the send under its lock (`preverified`: what it verified before the lock, `attachments_preverify`):
+    the manifests are read as (message, attachment) ids alone, one query, and every part comes from that
+    verification; an attachment that failed it is refused (409, naming it) from its verdict, and one it
+    never saw raises `PreverifyStale`. No blob is touched, so the lock holds no disk I/O. Without
+    `preverified` (a caller holding no lock), the attachments are read whole and verified now.
     """
     listed: dict[UUID, list[UUID]] = {}
     for message_id, attachment_id in (
@@ -73,13 +82,16 @@ def manifest_parts_verified(
     ):
         if wanted(message_id):
             listed.setdefault(message_id, []).append(attachment_id)
-    pending = {a for attachment_ids in listed.values() for a in attachment_ids if a not in verified}
+    if preverified is not None:
+        return {
+            message_id: tuple(preverified.part(a, action) for a in attachment_ids)
+            for message_id, attachment_ids in listed.items()
+        }
+    pending = {a for attachment_ids in listed.values() for a in attachment_ids}
     rows = Attachment.objects.in_bulk(pending) if pending else {}
     verdicts = blobs_verify(conversation_id, rows.values()) if rows else BlobVerdicts()
     return {
-        message_id: tuple(
-            verified[a] if a in verified else _part_verified(rows[a], verdicts, action) for a in attachment_ids
-        )
+        message_id: tuple(_part_verified(rows[a], verdicts, action) for a in attachment_ids)
         for message_id, attachment_ids in listed.items()
     }
 
@@ -136,32 +148,62 @@ _PART_FIELDS = ("sha256", "size", "name", "mime", "kind", "text")
 
 @dataclass(frozen=True)
 class PreverifiedAttachments:
-    """What a send verified before taking its conversation's lock."""
+    """What a send verified before taking its conversation's lock: all the disk work its lock would need."""
 
-    # Request parts by attachment id: every blob of the conversation's manifests that verified.
+    # Request parts by attachment id: every blob of the conversation's manifests that verified, and the new
+    # turn's uploads.
     parts: dict[UUID, dict]
-    # The new turn's uploads, already verified and copied into the conversation's store.
+    # The new turn's uploads whose blobs are in the conversation's store already (copied there now, or found
+    # there verified and touched): the manifest's write reads no blob (`attachments_commit`).
     imported: frozenset[UUID]
+    # The attachments whose blob failed, by id: the row (to name it) and why ("missing", "tampered").
+    problems: dict[UUID, tuple[Attachment, str]] = field(default_factory=dict)
+    # The new turn's uploads' names, in the order sent (a turn with no words takes its title from them).
+    names: tuple[str, ...] = ()
+
+    def part(self, attachment_id: UUID, action: str = "send") -> dict:
+        """The verified part of `attachment_id`; AttachmentUnavailable (409) if its blob failed, and
+        `PreverifyStale` if it was not verified before the lock."""
+        if attachment_id in self.parts:
+            return self.parts[attachment_id]
+        if attachment_id in self.problems:
+            row, reason = self.problems[attachment_id]
+            raise AttachmentUnavailable(row, reason, action)
+        raise PreverifyStale(attachment_id)
+
+    def new_turn_parts(self, attachment_ids: tuple[UUID, ...]) -> tuple[dict, ...]:
+        """A new user turn's parts, in the order sent: an upload whose blob failed is refused (409, naming
+        it); one that could not be claimed before the lock cannot be now (claims only ever close), has no
+        part, and writing the manifest refuses it (`attachments_commit`), rolling the send back."""
+        for attachment_id in attachment_ids:
+            if attachment_id in self.problems:
+                self.part(attachment_id)
+        return tuple(self.parts[pk] for pk in attachment_ids if pk in self.parts)
 
 
-def attachments_preverify(*, conversation_id: UUID, attachment_ids: tuple[UUID, ...]) -> PreverifiedAttachments:
+def attachments_preverify(
+    *, conversation_id: UUID, attachment_ids: tuple[UUID, ...], whole: bool = False
+) -> PreverifiedAttachments:
     """Before the lock: verify the blobs a send will project, so the lock holds no disk work.
 
     Verifies every blob the conversation's manifests list (the branch is only
     known under the lock): a stat() each while their recorded identities
     hold, a hash otherwise (`blobs_verify`), and copies the new turn's
     uploads, hashed in the upload store, into the conversation's store,
-    recording the copies' identities. Nothing here decides anything: a blob
-    that fails is left out, and the locked send checks it again (and
-    refuses, naming it) if its branch needs it; the claim and scope checks of
-    the uploads stay under the lock too (`attachments_commit`). A
-    conversation whose blob store does not exist has committed no attachment
-    (a commit and a fork write the store first), so it costs no query; if its
-    manifests say otherwise, the locked send finds them and refuses, as for
-    any missing blob.
+    recording the copies' identities (an upload whose bytes the upload store
+    lost may be in the conversation's store already: verified there, and
+    touched so the collector's grace period restarts). Nothing here decides
+    anything: a blob that fails is recorded with why, and the locked send
+    refuses it, naming it, only if its branch (or its new turn) needs it; the
+    claim and scope checks of the uploads stay under the lock
+    (`attachments_commit`). A conversation whose blob store does not exist
+    has committed no attachment (a commit and a fork write the store first),
+    so it costs no query unless `whole` (a second read, after the locked send
+    found manifests this one did not see: `PreverifyStale`).
     """
     conversation_store = store.conversation_store(conversation_id)
     parts: dict[UUID, dict] = {}
+    problems: dict[UUID, tuple[Attachment, str]] = {}
     rows = (
         {
             entry.attachment_id: entry.attachment
@@ -171,7 +213,7 @@ def attachments_preverify(*, conversation_id: UUID, attachment_ids: tuple[UUID, 
             .only("attachment", *(f"attachment__{name}" for name in _PART_FIELDS))
             .order_by()
         }
-        if conversation_store.is_dir()
+        if whole or conversation_store.is_dir()
         else {}
     )
     if rows:
@@ -179,22 +221,49 @@ def attachments_preverify(*, conversation_id: UUID, attachment_ids: tuple[UUID, 
         for attachment in rows.values():
             if attachment.sha256 in verdicts.verified:
                 parts[attachment.id] = attachment_part_encoded(attachment, verdicts.verified[attachment.sha256])
-    imported: set[UUID] = set()
-    if attachment_ids:
-        uploads = Attachment.objects.filter(
+            else:
+                problems[attachment.id] = (attachment, verdicts.problems[attachment.sha256])
+    imported, names = _uploads_import(conversation_id, attachment_ids, parts, problems) if attachment_ids else (set(), ())
+    return PreverifiedAttachments(parts=parts, imported=frozenset(imported), problems=problems, names=names)
+
+
+def _uploads_import(
+    conversation_id: UUID,
+    attachment_ids: tuple[UUID, ...],
+    parts: dict[UUID, dict],
+    problems: dict[UUID, tuple[Attachment, str]],
+) -> tuple[set[UUID], tuple[str, ...]]:
+    """The new turn's uploads that may still be claimed, verified and copied into the conversation's store
+    (their parts and problems into `parts` and `problems`): the ones now there, and their names."""
+    uploads = {
+        upload.id: upload
+        for upload in Attachment.objects.filter(
             Q(scope_conversation_id__isnull=True) | Q(scope_conversation_id=conversation_id),
             pk__in=attachment_ids,
             attached_at__isnull=True,
             gc_claimed_at__isnull=True,
         )
-        copied: dict[str, str] = {}
-        for upload in uploads:
-            try:
-                data = store.read_verified(store.upload_store(), upload.sha256, upload.size)
-            except store.BlobProblem:
-                continue  # the locked commit names it
-            copied[upload.sha256], url = blob_import_verified(conversation_id, upload, data)
-            parts[upload.id] = attachment_part_encoded(upload, url)
-            imported.add(upload.id)
-        identities_record(conversation_id, copied)
-    return PreverifiedAttachments(parts=parts, imported=frozenset(imported))
+    }
+    imported: set[UUID] = set()
+    copied: dict[str, str] = {}
+    lost: list[Attachment] = []
+    for upload in uploads.values():
+        try:
+            data = store.read_verified(store.upload_store(), upload.sha256, upload.size)
+        except store.BlobProblem:
+            lost.append(upload)
+            continue
+        copied[upload.sha256], url = blob_import_verified(conversation_id, upload, data)
+        parts[upload.id] = attachment_part_encoded(upload, url)
+        imported.add(upload.id)
+    identities_record(conversation_id, copied)
+    if lost:
+        verdicts = blobs_verify(conversation_id, lost)
+        for upload in lost:
+            if upload.sha256 in verdicts.verified:
+                store.touch(store.conversation_store(conversation_id), upload.sha256)
+                parts[upload.id] = attachment_part_encoded(upload, verdicts.verified[upload.sha256])
+                imported.add(upload.id)
+            else:
+                problems[upload.id] = (upload, verdicts.problems[upload.sha256])
+    return imported, tuple(uploads[pk].name for pk in attachment_ids if pk in uploads)
