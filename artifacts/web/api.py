@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from artifacts import services
-from conversations.web import schema as docs
+from elion.base.api_errors import ErrorSerializer
 
 
 class ArtifactSerializer(serializers.Serializer):
@@ -50,7 +50,7 @@ class ArtifactListView(APIView):
     @extend_schema(
         operation_id="artifacts_list",
         parameters=[OpenApiParameter("q", str, description="Words every listed artifact's title or text holds.")],
-        responses={200: ArtifactListSerializer, 400: docs.ErrorSerializer},
+        responses={200: ArtifactListSerializer, 400: ErrorSerializer},
     )
     def get(self, request: Request) -> Response:
         rows = services.artifacts_list(request.query_params.get("q", ""))
@@ -58,11 +58,11 @@ class ArtifactListView(APIView):
 
 
 class ArtifactDetailView(APIView):
-    @extend_schema(responses={200: ArtifactDetailSerializer, 404: docs.ErrorSerializer})
+    @extend_schema(responses={200: ArtifactDetailSerializer, 404: ErrorSerializer})
     def get(self, request: Request, artifact_id: str) -> Response:
         return Response(services.artifact_detail_repr(services.access_artifact(artifact_id)))
 
-    @extend_schema(responses={204: None, 404: docs.ErrorSerializer})
+    @extend_schema(responses={204: None, 404: ErrorSerializer})
     def delete(self, request: Request, artifact_id: str) -> Response:
         services.artifact_delete(artifact_id=artifact_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -9,8 +9,8 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
 from artifacts import services
-from conversations.web.rendering import render_markdown
 from elion.base.errors import ServiceError
+from elion.base.markdown_rendering import render_markdown
 
 
 @require_GET

@@ -16,10 +16,10 @@ from check_ins.models import CheckIn
 from check_ins.sending.run_now import check_in_run_now
 from check_ins.services.check_ins import access_check_in, check_in_create, check_in_delete, check_in_update
 from check_ins.web import serializers as s
-from conversations.web import schema as docs
+from elion.base.api_errors import ErrorSerializer
 from elion.base.errors import InvalidInput
 
-_ERRORS = {400: docs.ErrorSerializer, 404: docs.ErrorSerializer}
+_ERRORS = {400: ErrorSerializer, 404: ErrorSerializer}
 
 
 def _body(request: Request) -> dict:
@@ -33,13 +33,13 @@ class CheckInListView(APIView):
     def get(self, request: Request) -> Response:
         return Response({"results": [s.check_in_repr(c) for c in CheckIn.objects.order_by("id")]})
 
-    @extend_schema(request=s.CheckInWriteSerializer, responses={201: s.CheckInSerializer, 400: docs.ErrorSerializer})
+    @extend_schema(request=s.CheckInWriteSerializer, responses={201: s.CheckInSerializer, 400: ErrorSerializer})
     def post(self, request: Request) -> Response:
         return Response(s.check_in_repr(check_in_create(**_body(request))), status=status.HTTP_201_CREATED)
 
 
 class CheckInDetailView(APIView):
-    @extend_schema(responses={200: s.CheckInSerializer, 404: docs.ErrorSerializer})
+    @extend_schema(responses={200: s.CheckInSerializer, 404: ErrorSerializer})
     def get(self, request: Request, check_in_id: str) -> Response:
         return Response(s.check_in_repr(access_check_in(check_in_id)))
 
@@ -47,7 +47,7 @@ class CheckInDetailView(APIView):
     def patch(self, request: Request, check_in_id: str) -> Response:
         return Response(s.check_in_repr(check_in_update(check_in_id=check_in_id, **_body(request))))
 
-    @extend_schema(responses={204: None, 404: docs.ErrorSerializer})
+    @extend_schema(responses={204: None, 404: ErrorSerializer})
     def delete(self, request: Request, check_in_id: str) -> Response:
         check_in_delete(check_in_id=check_in_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -57,7 +57,7 @@ class CheckInRunView(APIView):
     @extend_schema(
         request=None,
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=True)],
-        responses={201: s.CheckInRunSerializer, 200: s.CheckInRunSerializer, 409: docs.ErrorSerializer, **_ERRORS},
+        responses={201: s.CheckInRunSerializer, 200: s.CheckInRunSerializer, 409: ErrorSerializer, **_ERRORS},
     )
     def post(self, request: Request, check_in_id: str) -> Response:
         """Run the check-in now; answers once its reply is stored (201), or names that reply again for a

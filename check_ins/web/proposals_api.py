@@ -25,7 +25,7 @@ from check_ins.web.serializers import (
     TargetSerializer,
     check_in_repr,
 )
-from conversations.web import schema as docs
+from elion.base.api_errors import ErrorSerializer
 from elion.base.errors import InvalidInput
 
 
@@ -101,7 +101,7 @@ class CheckInProposalListView(APIView):
     @extend_schema(
         operation_id="check_in_proposals_list",
         parameters=[OpenApiParameter("status", str, enum=ProposalStatus.values, required=False)],
-        responses={200: CheckInProposalListSerializer, 400: docs.ErrorSerializer},
+        responses={200: CheckInProposalListSerializer, 400: ErrorSerializer},
     )
     def get(self, request: Request) -> Response:
         rows = proposals.check_in_proposals_list(request.query_params.get("status"))
@@ -111,8 +111,8 @@ class CheckInProposalListView(APIView):
 class CheckInProposalApproveView(APIView):
     @extend_schema(
         request=CheckInProposalApproveSerializer,
-        responses={201: CheckInProposalApprovedSerializer, 400: docs.ErrorSerializer, 404: docs.ErrorSerializer,
-                   409: docs.ErrorSerializer},
+        responses={201: CheckInProposalApprovedSerializer, 400: ErrorSerializer, 404: ErrorSerializer,
+                   409: ErrorSerializer},
     )
     def post(self, request: Request, proposal_id: str) -> Response:
         check_in = proposals.check_in_proposal_approve(proposal_id=proposal_id, changes=_edits(request))
@@ -124,7 +124,7 @@ class CheckInProposalApproveView(APIView):
 class CheckInProposalDismissView(APIView):
     @extend_schema(
         request=None,
-        responses={200: CheckInProposalSerializer, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer},
+        responses={200: CheckInProposalSerializer, 404: ErrorSerializer, 409: ErrorSerializer},
     )
     def post(self, request: Request, proposal_id: str) -> Response:
         return Response(proposal_repr(proposals.check_in_proposal_dismiss(proposal_id=proposal_id)))

@@ -17,6 +17,7 @@ from continuity.services.branching import conversation_branch
 from continuity.services.cleanup import cleanup_available, continuity_cleanup_delete, continuity_cleanup_preview
 from conversations.web import schema as docs
 from conversations.web.serializers import conversation_repr
+from elion.base.api_errors import ErrorSerializer
 from elion.base.errors import InvalidInput
 
 
@@ -24,8 +25,8 @@ class ConversationBranchView(APIView):
     @extend_schema(
         request=None,
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=True)],
-        responses={201: docs.ConversationSerializer, 200: docs.ConversationSerializer, 400: docs.ErrorSerializer,
-                   404: docs.ErrorSerializer, 409: docs.ErrorSerializer},
+        responses={201: docs.ConversationSerializer, 200: docs.ConversationSerializer, 400: ErrorSerializer,
+                   404: ErrorSerializer, 409: ErrorSerializer},
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         destination, created = conversation_branch(
@@ -61,14 +62,14 @@ class ContinuityCleanupView(APIView):
     protection is not configured; the view only moves JSON.
     """
 
-    @extend_schema(responses={200: CleanupPreviewSerializer, 403: docs.ErrorSerializer})
+    @extend_schema(responses={200: CleanupPreviewSerializer, 403: ErrorSerializer})
     def get(self, request: Request) -> Response:
         return Response(continuity_cleanup_preview().as_dict())
 
     @extend_schema(
         request=CleanupDeleteSerializer,
-        responses={200: CleanupReceiptSerializer, 400: docs.ErrorSerializer, 403: docs.ErrorSerializer,
-                   409: docs.ErrorSerializer},
+        responses={200: CleanupReceiptSerializer, 400: ErrorSerializer, 403: ErrorSerializer,
+                   409: ErrorSerializer},
     )
     def post(self, request: Request) -> Response:
         cleanup_available()

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from continuity.rules.compaction import compaction_for_head, compaction_repr, conversation_compaction_undo
 from continuity.services.compaction import conversation_compact
-from conversations.web import schema as docs
+from elion.base.api_errors import ErrorSerializer
 from elion.base.errors import ServiceError
 from transcript.access import access_conversation
 
@@ -22,17 +22,17 @@ from transcript.access import access_conversation
 class ConversationCompactionView(APIView):
     """`GET` the compaction the next request would use; `POST` compacts; `DELETE` undoes."""
 
-    @extend_schema(responses={200: dict, 404: docs.ErrorSerializer})
+    @extend_schema(responses={200: dict, 404: ErrorSerializer})
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = access_conversation(conversation_id)
         return Response({"compaction": compaction_repr(compaction_for_head(conversation))})
 
-    @extend_schema(request=None, responses={201: dict, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer})
+    @extend_schema(request=None, responses={201: dict, 404: ErrorSerializer, 409: ErrorSerializer})
     def post(self, request: Request, conversation_id: str) -> Response:
         compaction = conversation_compact(conversation_id=conversation_id)
         return Response({"compaction": compaction_repr(compaction)}, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={200: dict, 404: docs.ErrorSerializer})
+    @extend_schema(responses={200: dict, 404: ErrorSerializer})
     def delete(self, request: Request, conversation_id: str) -> Response:
         return Response({"removed": conversation_compaction_undo(conversation_id=conversation_id)})
 

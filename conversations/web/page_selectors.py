@@ -26,8 +26,8 @@ from continuity.rules.eligibility import outside_quarantine
 from continuity.rules.labels import assistant_name
 from continuity.rules.request_policy import estimate_tokens
 from conversations.models import AssistantSettings
-from conversations.web.rendering import render_markdown
 from elion.base.errors import InvalidInput
+from elion.base.markdown_rendering import render_markdown
 from operations.usage import latest_reported_usage
 from transcript.attachments.generated import generated_image_records
 from transcript.attachments.manifests import manifests_for

@@ -12,11 +12,6 @@ from rest_framework import serializers
 from conversations.web.message_paging import PAGE_LIMIT_MAX
 
 
-class ErrorSerializer(serializers.Serializer):
-    error = serializers.CharField()
-    detail = serializers.CharField()
-
-
 class AttachmentUploadSerializer(serializers.Serializer):
     """`POST /api/attachments/`, a multipart form."""
 

@@ -7,7 +7,7 @@ import sys
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -82,3 +82,10 @@ def server_error(request: HttpRequest) -> HttpResponse:
     except Exception:  # noqa: BLE001 - the error page itself failed (a template, a missing static file)
         logger.exception("the 500 page failed to render on %s %s", request.method, request.path)
         return HttpResponse(PLAIN_SERVER_ERROR, status=500)
+
+
+# The error shape every API answer with a 4xx or 5xx carries, as the OpenAPI schema declares it (`Error`; no
+# docstring: drf-spectacular would publish it as the component's description).
+class ErrorSerializer(serializers.Serializer):
+    error = serializers.CharField()
+    detail = serializers.CharField()

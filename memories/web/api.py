@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from conversations.web import schema as docs
 from conversations.web.serializers import conversation_repr
+from elion.base.api_errors import ErrorSerializer
 from elion.base.errors import InvalidInput
 from memories.services import importing, proposals
 from memories.services import memory_writes as services
@@ -55,26 +56,26 @@ class MemoryListView(APIView):
     def get(self, request: Request) -> Response:
         return Response({"results": [s.memory_repr(m) for m in services.memories_list()]})
 
-    @extend_schema(request=s.MemoryWriteSerializer, responses={201: s.MemorySerializer, 400: docs.ErrorSerializer})
+    @extend_schema(request=s.MemoryWriteSerializer, responses={201: s.MemorySerializer, 400: ErrorSerializer})
     def post(self, request: Request) -> Response:
         memory = services.memory_add(**{"text": None, **memory_fields(request)})
         return Response(s.memory_repr(services.memory_with_counts(memory.pk)), status=status.HTTP_201_CREATED)
 
 
 class MemoryDetailView(APIView):
-    @extend_schema(responses={200: s.MemorySerializer, 404: docs.ErrorSerializer})
+    @extend_schema(responses={200: s.MemorySerializer, 404: ErrorSerializer})
     def get(self, request: Request, memory_id: str) -> Response:
         return Response(s.memory_repr(services.memory_with_counts(memory_id)))
 
     @extend_schema(
         request=s.MemoryWriteSerializer,
-        responses={200: s.MemorySerializer, 400: docs.ErrorSerializer, 404: docs.ErrorSerializer},
+        responses={200: s.MemorySerializer, 400: ErrorSerializer, 404: ErrorSerializer},
     )
     def patch(self, request: Request, memory_id: str) -> Response:
         memory = services.memory_edit(memory_id=memory_id, changes=memory_fields(request))
         return Response(s.memory_repr(services.memory_with_counts(memory.pk)))
 
-    @extend_schema(responses={204: None, 404: docs.ErrorSerializer})
+    @extend_schema(responses={204: None, 404: ErrorSerializer})
     def delete(self, request: Request, memory_id: str) -> Response:
         services.memory_delete(memory_id=memory_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -83,14 +84,14 @@ class MemoryDetailView(APIView):
 class MemoryImpactView(APIView):
     """How many existing threads an edit or delete of this memory would change."""
 
-    @extend_schema(responses={200: s.ImpactSerializer, 404: docs.ErrorSerializer})
+    @extend_schema(responses={200: s.ImpactSerializer, 404: ErrorSerializer})
     def get(self, request: Request, memory_id: str) -> Response:
         return Response({"threads": services.memory_edit_impact(memory_id)})
 
 
 class MemoryImportView(APIView):
     @extend_schema(
-        request=s.MemoryImportSerializer, responses={201: s.ImportResultSerializer, 400: docs.ErrorSerializer}
+        request=s.MemoryImportSerializer, responses={201: s.ImportResultSerializer, 400: ErrorSerializer}
     )
     def post(self, request: Request) -> Response:
         upload = request.FILES.get("file") if hasattr(request, "FILES") else None
@@ -104,7 +105,7 @@ class MemoryImportPreviewView(APIView):
     """Parses an import exactly like the import does, and saves nothing."""
 
     @extend_schema(
-        request=s.MemoryImportSerializer, responses={200: s.ImportPreviewSerializer, 400: docs.ErrorSerializer}
+        request=s.MemoryImportSerializer, responses={200: s.ImportPreviewSerializer, 400: ErrorSerializer}
     )
     def post(self, request: Request) -> Response:
         drafts = import_drafts(request)
@@ -122,7 +123,7 @@ class MemoryImportPreviewView(APIView):
 
 class MemoryReorderView(APIView):
     @extend_schema(
-        request=s.MemoryReorderSerializer, responses={200: s.MemoryListSerializer, 400: docs.ErrorSerializer}
+        request=s.MemoryReorderSerializer, responses={200: s.MemoryListSerializer, 400: ErrorSerializer}
     )
     def post(self, request: Request) -> Response:
         services.memories_reorder(ids=json_object(request).get("ids"))
@@ -132,7 +133,7 @@ class MemoryReorderView(APIView):
 class ConversationRefreshMemoryView(APIView):
     """Explicit Refresh memory: replace this thread's snapshot with the current eligible set."""
 
-    @extend_schema(request=None, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
+    @extend_schema(request=None, responses={200: docs.ConversationSerializer, 404: ErrorSerializer})
     def post(self, request: Request, conversation_id: str) -> Response:
         return Response(conversation_repr(snapshot_refresh(conversation_id)))
 
@@ -140,7 +141,7 @@ class ConversationRefreshMemoryView(APIView):
 class ConversationMemoriesView(APIView):
     """"Memories in this chat": the snapshot's memories with their current text (no timing, no stale flag)."""
 
-    @extend_schema(responses={200: s.ConversationMemoriesSerializer, 404: docs.ErrorSerializer})
+    @extend_schema(responses={200: s.ConversationMemoriesSerializer, 404: ErrorSerializer})
     def get(self, request: Request, conversation_id: str) -> Response:
         return Response({"results": [s.snapshot_member_repr(m) for m in snapshot_members(conversation_id)]})
 
@@ -151,7 +152,7 @@ class ConversationMemoriesView(APIView):
 class MemoryProposalListView(APIView):
     """Pending and dismissed proposals, newest first (`?status=` for one status)."""
 
-    @extend_schema(responses={200: s.ProposalListSerializer, 400: docs.ErrorSerializer})
+    @extend_schema(responses={200: s.ProposalListSerializer, 400: ErrorSerializer})
     def get(self, request: Request) -> Response:
         rows = proposals.proposals_list(request.query_params.get("status"))
         return Response({"results": [s.proposal_repr(p) for p in rows]})
@@ -160,8 +161,8 @@ class MemoryProposalListView(APIView):
 class MemoryProposalApproveView(APIView):
     @extend_schema(
         request=s.ProposalApproveSerializer,
-        responses={201: s.ProposalApprovedSerializer, 400: docs.ErrorSerializer, 404: docs.ErrorSerializer,
-                   409: docs.ErrorSerializer},
+        responses={201: s.ProposalApprovedSerializer, 400: ErrorSerializer, 404: ErrorSerializer,
+                   409: ErrorSerializer},
     )
     def post(self, request: Request, proposal_id: str) -> Response:
         data = json_object(request)
@@ -176,7 +177,7 @@ class MemoryProposalApproveView(APIView):
 class MemoryProposalDismissView(APIView):
     @extend_schema(
         request=None,
-        responses={200: s.ProposalSerializer, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer},
+        responses={200: s.ProposalSerializer, 404: ErrorSerializer, 409: ErrorSerializer},
     )
     def post(self, request: Request, proposal_id: str) -> Response:
         return Response(s.proposal_repr(proposals.proposal_dismiss(proposal_id=proposal_id)))

@@ -361,7 +361,7 @@ def test_property_heading_never_exceeds_200_characters_nor_breaks_an_escape(titl
 
 
 def test_heading_markdown_renders_as_text(db):
-    from conversations.web.rendering import render_markdown
+    from elion.base.markdown_rendering import render_markdown
 
     html = render_markdown(hp.visible_heading("**Loud** <script>x</script> _em_"))
     assert "<strong>" not in html and "<em>" not in html and "<script>" not in html

@@ -11,7 +11,7 @@ import threading
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.web.rendering import render_markdown, sanitised_html
+from elion.base.markdown_rendering import render_markdown, sanitised_html
 from tests.support.chat_page import seed_conversation, send, wait_settled
 from tests.support.dialogs import DialogWatch
 from tests.support.factories import wait_until

@@ -6,7 +6,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from conversations.web.rendering import render_markdown, sanitised_html
+from elion.base.markdown_rendering import render_markdown, sanitised_html
 
 
 def elements(html: str) -> list[tuple[str, dict[str, str]]]:

@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations.web import schema as docs
+from elion.base.api_errors import ErrorSerializer
 from elion.base.errors import InvalidInput
 from transcript.access import access_conversation
 from transcript.attachments.manifests import attachment_repr
@@ -34,8 +35,8 @@ class AttachmentUploadView(APIView):
     @extend_schema(
         description="multipart `file` (+ optional `conversation_id`: only that conversation may send it).",
         request={"multipart/form-data": docs.AttachmentUploadSerializer},
-        responses={201: docs.AttachmentSerializer, 400: docs.ErrorSerializer, 413: docs.ErrorSerializer,
-                   415: docs.ErrorSerializer},
+        responses={201: docs.AttachmentSerializer, 400: ErrorSerializer, 413: ErrorSerializer,
+                   415: ErrorSerializer},
     )
     def post(self, request: Request) -> Response:
         # Refuse an oversize body before Django spools it to disk.
@@ -56,7 +57,7 @@ class AttachmentUploadView(APIView):
 class AttachmentContentView(APIView):
     """The verified bytes of an attachment listed in this conversation."""
 
-    @extend_schema(responses={200: bytes, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer})
+    @extend_schema(responses={200: bytes, 404: ErrorSerializer, 409: ErrorSerializer})
     def get(self, request: Request, conversation_id: str, attachment_id: str) -> Response:
         conversation = access_conversation(conversation_id)
         attachment, data = attachment_verified_content(conversation_id=conversation.id, attachment_id=attachment_id)

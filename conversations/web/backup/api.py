@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.web import schema as docs
+from elion.base.api_errors import ErrorSerializer
 from operations.backup.listing import backups_listing
 from operations.backup.requests import backup_download, backup_now_request, backup_verify_request
 from operations.backup.writing import backup_chunks
@@ -116,7 +116,7 @@ class BackupsView(APIView):
 
     @extend_schema(
         operation_id="backups_create", request=None,
-        responses={202: BackupIdSerializer, 409: docs.ErrorSerializer},
+        responses={202: BackupIdSerializer, 409: ErrorSerializer},
     )
     def post(self, request: Request) -> Response:
         return Response({"id": str(backup_now_request().id)}, status=202)
@@ -125,7 +125,7 @@ class BackupsView(APIView):
 class BackupVerifyView(APIView):
     @extend_schema(
         operation_id="backups_verify", request=None,
-        responses={202: BackupIdSerializer, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer},
+        responses={202: BackupIdSerializer, 404: ErrorSerializer, 409: ErrorSerializer},
     )
     def post(self, request: Request, backup_id: str) -> Response:
         return Response({"id": str(backup_verify_request(backup_id).id)}, status=202)
@@ -138,7 +138,7 @@ class BackupDownloadView(APIView):
             (200, "application/octet-stream"): OpenApiResponse(
                 OpenApiTypes.BINARY, description="The stored backup file, age-encrypted."
             ),
-            404: docs.ErrorSerializer, 409: docs.ErrorSerializer,
+            404: ErrorSerializer, 409: ErrorSerializer,
         },
     )
     def get(self, request: Request, backup_id: str) -> StreamingHttpResponse:

@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.web import schema as docs
+from elion.base.api_errors import ErrorSerializer
 from elion.base.errors import InvalidInput
 from operations.backup.restore_requests import restore_from_backup_request, restore_run_get, restore_run_repr
 
@@ -47,8 +47,8 @@ class RestoreRunSerializer(serializers.Serializer):
 class BackupRestoreView(APIView):
     @extend_schema(
         operation_id="backups_restore", request=RestoreRequestSerializer,
-        responses={202: RestoreRunSerializer, 400: docs.ErrorSerializer, 404: docs.ErrorSerializer,
-                   409: docs.ErrorSerializer},
+        responses={202: RestoreRunSerializer, 400: ErrorSerializer, 404: ErrorSerializer,
+                   409: ErrorSerializer},
     )
     def post(self, request: Request, backup_id: str) -> Response:
         body = request.data
@@ -59,6 +59,6 @@ class BackupRestoreView(APIView):
 
 
 class RestoreRunView(APIView):
-    @extend_schema(operation_id="restores_retrieve", responses={200: RestoreRunSerializer, 404: docs.ErrorSerializer})
+    @extend_schema(operation_id="restores_retrieve", responses={200: RestoreRunSerializer, 404: ErrorSerializer})
     def get(self, request: Request, run_id: str) -> Response:
         return Response(restore_run_repr(restore_run_get(run_id)))

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations.services import characters
-from conversations.web import schema as docs
+from elion.base.api_errors import ErrorSerializer
 from elion.base.errors import InvalidInput
 
 
@@ -48,7 +48,7 @@ class CharacterListView(APIView):
     def get(self, request: Request) -> Response:
         return Response({"results": [characters.character_repr(c) for c in characters.characters_list()]})
 
-    @extend_schema(request=CharacterWriteSerializer, responses={201: CharacterSerializer, 400: docs.ErrorSerializer})
+    @extend_schema(request=CharacterWriteSerializer, responses={201: CharacterSerializer, 400: ErrorSerializer})
     def post(self, request: Request) -> Response:
         fields = character_fields(request)
         characters.clean_character_fields(fields, creating=True)  # unknown fields → 400 before writing
@@ -61,20 +61,20 @@ class CharacterListView(APIView):
 
 
 class CharacterDetailView(APIView):
-    @extend_schema(responses={200: CharacterSerializer, 404: docs.ErrorSerializer})
+    @extend_schema(responses={200: CharacterSerializer, 404: ErrorSerializer})
     def get(self, request: Request, character_id: str) -> Response:
         return Response(characters.character_repr(characters.access_character(character_id)))
 
     @extend_schema(
         request=CharacterWriteSerializer,
-        responses={200: CharacterSerializer, 400: docs.ErrorSerializer, 404: docs.ErrorSerializer},
+        responses={200: CharacterSerializer, 400: ErrorSerializer, 404: ErrorSerializer},
     )
     def patch(self, request: Request, character_id: str) -> Response:
         characters.access_character(character_id)  # an unknown id is a 404 whatever the body says
         character = characters.character_edit(character_id=character_id, changes=character_fields(request))
         return Response(characters.character_repr(character))
 
-    @extend_schema(responses={204: None, 404: docs.ErrorSerializer})
+    @extend_schema(responses={204: None, 404: ErrorSerializer})
     def delete(self, request: Request, character_id: str) -> Response:
         characters.character_delete(character_id=character_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

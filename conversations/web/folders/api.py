@@ -18,6 +18,7 @@ from conversations.services.threads.thread_writes import (
 )
 from conversations.web import schema as docs
 from conversations.web import serializers as s
+from elion.base.api_errors import ErrorSerializer
 from transcript.models import Folder
 
 
@@ -26,7 +27,7 @@ class FolderListView(APIView):
     def get(self, request: Request) -> Response:
         return Response({"results": [s.folder_repr(f) for f in Folder.objects.all()]})
 
-    @extend_schema(request=s.FolderSerializer, responses={201: docs.FolderOutSerializer, 400: docs.ErrorSerializer})
+    @extend_schema(request=s.FolderSerializer, responses={201: docs.FolderOutSerializer, 400: ErrorSerializer})
     def post(self, request: Request) -> Response:
         data = s.validated(s.FolderSerializer, request.data)
         folder = folder_create(name=data.get("name", ""), hidden=data.get("hidden", False))
@@ -34,12 +35,12 @@ class FolderListView(APIView):
 
 
 class FolderDetailView(APIView):
-    @extend_schema(request=s.FolderSerializer, responses={200: docs.FolderOutSerializer, 404: docs.ErrorSerializer})
+    @extend_schema(request=s.FolderSerializer, responses={200: docs.FolderOutSerializer, 404: ErrorSerializer})
     def patch(self, request: Request, folder_id: int) -> Response:
         changes = s.validated(s.FolderSerializer, s.patch_fields(request, ("name", "hidden")))
         return Response(s.folder_repr(folder_update(folder_id=folder_id, changes=changes)))
 
-    @extend_schema(responses={204: None, 404: docs.ErrorSerializer})
+    @extend_schema(responses={204: None, 404: ErrorSerializer})
     def delete(self, request: Request, folder_id: int) -> Response:
         folder_delete(folder_id=folder_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

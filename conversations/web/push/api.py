@@ -11,8 +11,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.web import schema as docs
 from conversations.web.serializers import validated
+from elion.base.api_errors import ErrorSerializer
 from operations.push.keys import application_server_key
 from operations.push.subscriptions import (
     push_subscription_delete,
@@ -76,7 +76,7 @@ class PushSubscriptionsView(APIView):
         operation_id="push_subscriptions_create",
         request=PushSubscriptionInSerializer,
         responses={201: PushSubscriptionSerializer, 200: PushSubscriptionSerializer,
-                   400: docs.ErrorSerializer, 409: docs.ErrorSerializer},
+                   400: ErrorSerializer, 409: ErrorSerializer},
     )
     def post(self, request: Request) -> Response:
         data = validated(PushSubscriptionInSerializer, request.data)
@@ -86,7 +86,7 @@ class PushSubscriptionsView(APIView):
 
 
 class PushSubscriptionView(APIView):
-    @extend_schema(operation_id="push_subscriptions_destroy", responses={204: None, 404: docs.ErrorSerializer})
+    @extend_schema(operation_id="push_subscriptions_destroy", responses={204: None, 404: ErrorSerializer})
     def delete(self, request: Request, subscription_id: str) -> Response:
         push_subscription_delete(subscription_id=subscription_id)
         return Response(status=204)

@@ -11,6 +11,7 @@ from continuity.rules.prompt_refresh import refreshed_after_commit
 from conversations.services.settings_writes import assistant_settings_update
 from conversations.web import schema as docs
 from conversations.web import serializers as s
+from elion.base.api_errors import ErrorSerializer
 from elion.base.assistant_settings import assistant_settings_get
 from operations.backup.scheduling import BACKUP_SETTINGS, backup_settings_update, schedule_sync
 
@@ -20,7 +21,7 @@ class SettingsView(APIView):
     def get(self, request: Request) -> Response:
         return Response(s.settings_repr(assistant_settings_get()))
 
-    @extend_schema(request=s.SettingsPatchSerializer, responses={200: docs.SettingsSerializer, 400: docs.ErrorSerializer})
+    @extend_schema(request=s.SettingsPatchSerializer, responses={200: docs.SettingsSerializer, 400: ErrorSerializer})
     def patch(self, request: Request) -> Response:
         changes = s.validated(s.SettingsPatchSerializer, request.data)
         backup = {name: changes.pop(name) for name in BACKUP_SETTINGS if name in changes}

@@ -28,6 +28,7 @@ from conversations.services.threads.thread_writes import (
 from conversations.web import schema as docs
 from conversations.web import serializers as s
 from conversations.web.threads import export as conversation_export
+from elion.base.api_errors import ErrorSerializer
 from elion.base.errors import InvalidInput
 from transcript.access import access_conversation
 from transcript.deletion import access_deletion, deletion_receipt
@@ -45,7 +46,7 @@ class ConversationListView(APIView):
             queryset = queryset.filter(trashed=False)
         return Response({"results": s.conversations_repr(list(queryset[:500]))})
 
-    @extend_schema(request=s.ConversationCreateSerializer, responses={201: docs.ConversationSerializer, 400: docs.ErrorSerializer})
+    @extend_schema(request=s.ConversationCreateSerializer, responses={201: docs.ConversationSerializer, 400: ErrorSerializer})
     def post(self, request: Request) -> Response:
         data = s.validated(s.ConversationCreateSerializer, request.data)
         conversation = conversation_create(
@@ -56,29 +57,29 @@ class ConversationListView(APIView):
 
 
 class ConversationDetailView(APIView):
-    @extend_schema(responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
+    @extend_schema(responses={200: docs.ConversationSerializer, 404: ErrorSerializer})
     def get(self, request: Request, conversation_id: str) -> Response:
         return Response(s.conversation_repr(access_conversation(conversation_id)))
 
-    @extend_schema(request=s.ConversationPatchSerializer, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
+    @extend_schema(request=s.ConversationPatchSerializer, responses={200: docs.ConversationSerializer, 404: ErrorSerializer})
     def patch(self, request: Request, conversation_id: str) -> Response:
         changes = s.validated(s.ConversationPatchSerializer, s.patch_fields(request, ("title", "folder_id", "unread")))
         return Response(s.conversation_repr(conversation_update(conversation_id=conversation_id, changes=changes)))
 
-    @extend_schema(responses={200: dict, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer})
+    @extend_schema(responses={200: dict, 404: ErrorSerializer, 409: ErrorSerializer})
     def delete(self, request: Request, conversation_id: str) -> Response:
         """Delete a trashed conversation forever; answers the receipt (counts only, no text)."""
         return Response(deletion_receipt(conversation_delete_forever(conversation_id=conversation_id)))
 
 
 class DeletionReceiptView(APIView):
-    @extend_schema(responses={200: dict, 404: docs.ErrorSerializer})
+    @extend_schema(responses={200: dict, 404: ErrorSerializer})
     def get(self, request: Request, deletion_id: str) -> Response:
         return Response(deletion_receipt(access_deletion(deletion_id)))
 
 
 class ConversationRewindView(APIView):
-    @extend_schema(request=s.RewindSerializer, responses={200: docs.ConversationSerializer, 404: docs.ErrorSerializer})
+    @extend_schema(request=s.RewindSerializer, responses={200: docs.ConversationSerializer, 404: ErrorSerializer})
     def post(self, request: Request, conversation_id: str) -> Response:
         data = s.validated(s.RewindSerializer, request.data)
         conversation = conversation_rewind(conversation_id=conversation_id, message_id=data["message_id"])
@@ -88,8 +89,8 @@ class ConversationRewindView(APIView):
 class ConversationSwitchView(APIView):
     @extend_schema(
         request=s.SwitchSerializer,
-        responses={200: docs.ConversationSerializer, 400: docs.ErrorSerializer, 404: docs.ErrorSerializer,
-                   409: docs.ErrorSerializer},
+        responses={200: docs.ConversationSerializer, 400: ErrorSerializer, 404: ErrorSerializer,
+                   409: ErrorSerializer},
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         """Show another version: the head moves to the newest end under `message_id`; nothing is deleted."""
@@ -102,8 +103,8 @@ class ConversationForkView(APIView):
     @extend_schema(
         request=dict,
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=True)],
-        responses={201: docs.ConversationSerializer, 200: docs.ConversationSerializer, 400: docs.ErrorSerializer,
-                   404: docs.ErrorSerializer, 409: docs.ErrorSerializer},
+        responses={201: docs.ConversationSerializer, 200: docs.ConversationSerializer, 400: ErrorSerializer,
+                   404: ErrorSerializer, 409: ErrorSerializer},
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         if not isinstance(request.data, dict):
@@ -119,7 +120,7 @@ class ConversationForkView(APIView):
 
 
 class ConversationExportView(APIView):
-    @extend_schema(responses={(200, 'text/markdown'): str, (200, 'application/json'): dict, 400: docs.ErrorSerializer})
+    @extend_schema(responses={(200, 'text/markdown'): str, (200, 'application/json'): dict, 400: ErrorSerializer})
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = access_conversation(conversation_id)
         fmt = request.query_params.get("format", "markdown")

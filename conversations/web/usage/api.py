@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.web import schema as docs
+from elion.base.api_errors import ErrorSerializer
 from operations import usage
 
 
@@ -117,7 +117,7 @@ class UsageView(APIView):
     @extend_schema(
         operation_id="usage_retrieve",
         parameters=[UsageQuerySerializer],
-        responses={200: UsageReportSerializer, 400: docs.ErrorSerializer},
+        responses={200: UsageReportSerializer, 400: ErrorSerializer},
     )
     def get(self, request: Request) -> Response:
         days = usage.period_count(

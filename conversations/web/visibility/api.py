@@ -17,6 +17,7 @@ from conversations.services.visibility import transitions as visibility
 from conversations.services.visibility.past_search import past_conversation_search
 from conversations.web import schema as docs
 from conversations.web.serializers import conversation_repr
+from elion.base.api_errors import ErrorSerializer
 from elion.base.errors import InvalidInput
 from elion.base.fulltext import query_terms
 
@@ -58,7 +59,7 @@ def search_query(value: str | None) -> str:
     return query
 
 
-_CONVERSATION_RESPONSES = {200: docs.ConversationSerializer, 404: docs.ErrorSerializer, 409: docs.ErrorSerializer}
+_CONVERSATION_RESPONSES = {200: docs.ConversationSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
 
 
 class ConversationTrashView(APIView):
@@ -92,7 +93,7 @@ class PastConversationSearchView(APIView):
             OpenApiParameter("include_shielded", bool, required=False, default=False),
             OpenApiParameter("include_private", bool, required=False, default=False),
         ],
-        responses={200: SearchResultsSerializer, 400: docs.ErrorSerializer},
+        responses={200: SearchResultsSerializer, 400: ErrorSerializer},
     )
     def get(self, request: Request) -> Response:
         query = search_query(request.query_params.get("q"))

@@ -31,9 +31,9 @@ from conversations.services.voice.speech import (
     speech_whole,
     voice_preview,
 )
-from conversations.web import schema as docs
 from conversations.web.messages.api import error_response
 from conversations.web.voice import schema as voice_docs
+from elion.base.api_errors import ErrorSerializer
 from elion.base.assistant_settings import assistant_settings_read
 from elion.base.errors import ServiceError
 from transcript.provider.audio import sdk_voices
@@ -79,8 +79,8 @@ class MessageSpeechSegmentsView(APIView):
         description="The reply's text prepared for speech, cut into segments (no provider request). While the "
         "reply streams: the segments its text has finished so far (`complete` false), the settled reply's first ones.",
         parameters=[voice_docs.SpeechQuerySerializer],
-        responses={200: voice_docs.SpeechSegmentsSerializer, 400: docs.ErrorSerializer, 404: docs.ErrorSerializer,
-                   409: docs.ErrorSerializer},
+        responses={200: voice_docs.SpeechSegmentsSerializer, 400: ErrorSerializer, 404: ErrorSerializer,
+                   409: ErrorSerializer},
     )
     def get(self, request: Request, conversation_id: str, message_id: str) -> Response:
         plan = speech_plan(

@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from continuity.services.health import reconciliation_status
 from conversations.web import schema as docs
 from elion.base import access
+from elion.base.api_errors import ErrorSerializer
 from elion.base.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded
 from elion.web.access.backup_health import backup_health
 
@@ -29,7 +30,7 @@ class LoginView(APIView):
     permission_classes = [AllowAny]
     authentication_classes: list = []
 
-    @extend_schema(request=docs.LoginSerializer, responses={200: docs.HealthSerializer, 401: docs.ErrorSerializer})
+    @extend_schema(request=docs.LoginSerializer, responses={200: docs.HealthSerializer, 401: ErrorSerializer})
     def post(self, request: Request) -> Response:
         retry_after = login_retry_after(request._request)
         if retry_after is not None:

@@ -1,6 +1,6 @@
 // Elion: assistant Markdown in the browser, rendered exactly like the server does.
 //
-// conversations/web/rendering.py renders settled replies (markdown-it-py, raw HTML
+// elion/base/markdown_rendering.py renders settled replies (markdown-it-py, raw HTML
 // off, then nh3 against an allow-list). A reply that is still streaming is rendered
 // here with the same parser and rules (markdown-it, vendored) and the same allow-list
 // (DOMPurify, vendored), so when the server's rendering replaces the live bubble at
