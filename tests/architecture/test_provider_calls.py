@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.architecture.test_layers import PACKAGES, ROOT
+from tests.support.send_trace import ROOT, contract_layers
 from transcript.provider import gateway
 from transcript.provider import request_builder as builder
+
+PACKAGES, _ = contract_layers()
 
 BUILDER = Path("transcript/provider/request_builder.py")
 BUILDERS = {"responses_request", "chat_request", "image_request", "transcription_request", "speech_request"}

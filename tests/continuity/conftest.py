@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.compaction import long_thread  # noqa: F401 - a fixture of the compaction tests
+
 
 @pytest.fixture
 def thread(make_conversation, make_turns):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from tests.continuity.test_compaction import compact, long_thread, send  # noqa: F401 - long_thread is a fixture
+from tests.support.compaction import compact, send
 from transcript.provider.request_builder import REASONING_INCLUDE, conversation_cache_key
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,7 +8,6 @@ page route the resolver knows, GET and POST, with each hostile value, and on the
 
 from __future__ import annotations
 
-import configparser
 import re
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
@@ -17,19 +16,13 @@ import pytest
 from django.test import Client
 
 from tests.support.routes import ROUTES
+from tests.support.send_trace import contract_layers
 
 pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[2]
-
-def _root_packages() -> tuple[str, ...]:
-    """Every package of the project (`.importlinter`'s root_packages), so a new app is read too."""
-    config = configparser.ConfigParser()
-    config.read(ROOT / ".importlinter")
-    return tuple(config["importlinter"]["root_packages"].split())
-
-
-PACKAGES = _root_packages()
+# Every package of the project (`.importlinter`'s root_packages), so a new app is read too.
+PACKAGES, _ = contract_layers(ROOT)
 HOSTILE = (
     "-1", "logout", "memory-suggestions", "//evil.example/", "https://evil.example/", "http:evil.example",
     "javascript:alert(1)", "/\\evil.example", "\\\\evil.example", "/ok\x00", "\x00", "/\r\nSet-Cookie:x=1",
