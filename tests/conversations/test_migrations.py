@@ -7,16 +7,9 @@ through the 0014 models (ids spread over several of the fill's batches), then mi
 
 from __future__ import annotations
 
-import json
-import os
-import uuid
-from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
-
 import pytest
-from django.db import connection
 
-from tests.operations.backup.conftest import FreshInstance
+from tests.support.migrating_instance import last_json, migrating_instance
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,29 +65,12 @@ print(json.dumps({"rows": rows, "null_accepted": inserted(None),
 """
 
 
-def last_json(instance: FreshInstance, code: str) -> object:
-    result = instance.manage("shell", "-c", code)
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
 
 @pytest.fixture
 def instance_at_0014(tmp_path):
-    data_dir = tmp_path / "migrating"
-    data_dir.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("ELION_ATTACHMENT_ROOT", "ELION_SQLITE_PATH", "DATABASE_URL")}
-    env["ELION_DATA_DIR"] = str(data_dir)
-    name = None
-    if connection.vendor == "postgresql":
-        name = f"elion_migrate_{uuid.uuid4().hex[:12]}"
-        with connection.cursor() as cursor:
-            cursor.execute(f'CREATE DATABASE "{name}"')
-        env["DATABASE_URL"] = urlunsplit(urlsplit(os.environ["DATABASE_URL"])._replace(path=f"/{name}"))
-    instance = FreshInstance(Path(data_dir), env)
-    instance.manage("migrate", "--noinput", "conversations", BEFORE)
-    yield instance
-    if name is not None:
-        with connection.cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{name}"')
+    with migrating_instance(tmp_path) as instance:
+        instance.manage("migrate", "--noinput", "conversations", BEFORE)
+        yield instance
 
 
 def test_migration_0015_gives_every_existing_manifest_entry_its_messages_conversation(instance_at_0014):

@@ -11,16 +11,9 @@ be there; then back to the state before the move, and forward again.
 
 from __future__ import annotations
 
-import json
-import os
-import uuid
-from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
-
 import pytest
-from django.db import connection
 
-from tests.operations.backup.conftest import FreshInstance
+from tests.support.migrating_instance import last_json, migrating_instance
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -135,29 +128,12 @@ print(json.dumps({"messages": messages, "labels": labels, "triggers": message_tr
 """
 
 
-def last_json(instance: FreshInstance, code: str) -> object:
-    result = instance.manage("shell", "-c", code)
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
 
 @pytest.fixture
 def instance_before_the_move(tmp_path):
-    data_dir = tmp_path / "migrating"
-    data_dir.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("ELION_ATTACHMENT_ROOT", "ELION_SQLITE_PATH", "DATABASE_URL")}
-    env["ELION_DATA_DIR"] = str(data_dir)
-    name = None
-    if connection.vendor == "postgresql":
-        name = f"elion_migrate_{uuid.uuid4().hex[:12]}"
-        with connection.cursor() as cursor:
-            cursor.execute(f'CREATE DATABASE "{name}"')
-        env["DATABASE_URL"] = urlunsplit(urlsplit(os.environ["DATABASE_URL"])._replace(path=f"/{name}"))
-    instance = FreshInstance(Path(data_dir), env)
-    assert last_json(instance, MIGRATE_TO_BEFORE + "\nprint(1)") == 1
-    yield instance
-    if name is not None:
-        with connection.cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{name}"')
+    with migrating_instance(tmp_path) as instance:
+        assert last_json(instance, MIGRATE_TO_BEFORE + "\nprint(1)") == 1
+        yield instance
 
 
 @pytest.mark.timeout(600)  # seven `manage.py` processes, three of them migrating: about 100 s on an idle machine
