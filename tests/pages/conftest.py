@@ -26,10 +26,10 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conftest import CHROMIUM_ARGS
+from tests.support.browser_waits import WAIT_MS
 
-# An `expect` waits up to 15 s for its condition: CI runs four test processes on two cores, where a page's
-# background job or a module script has taken longer than the 5 s default. A condition met sooner returns at once.
-expect.set_options(timeout=15_000)
+# Every `expect` and every page action waits up to WAIT_MS (tests/support/browser_waits.py).
+expect.set_options(timeout=WAIT_MS)
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -238,7 +238,7 @@ def browser():
 def page(browser, request):
     """A fresh browser context; a screenshot lands in test-artifacts/ when the test fails."""
     context = browser.new_context(viewport={"width": 1280, "height": 860})
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     page.js_errors = []
     page.on("pageerror", lambda error: page.js_errors.append(str(error)))

@@ -336,7 +336,7 @@ def test_copy_puts_the_code_blocks_text_on_the_clipboard(live_app, page: Page, s
     expect(buttons.last).to_have_text("Copied")
     assert page.evaluate("navigator.clipboard.readText()") == "plain\n"
     # The feedback goes away again.
-    expect(buttons.first).to_have_text("Copy python code", timeout=5000)
+    expect(buttons.first).to_have_text("Copy python code")
     # A page that loads with the reply already settled decorates it the same way.
     page.reload()
     expect(settled.locator("[data-code-copy]")).to_have_count(2)

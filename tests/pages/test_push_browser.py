@@ -28,6 +28,7 @@ from elion.models import PushSubscription
 from operations.push.keys import application_server_key
 from operations.push.replies import notify_reply
 from tests.pages.conftest import start_daphne, stop_daphne
+from tests.support.browser_waits import WAIT_MS, WAIT_SECONDS
 from tests.support.factories import thread
 from tests.support.push_service import PushService
 
@@ -60,7 +61,7 @@ def push_service(transactional_db, push_app, settings):
 def push_page(request, browser, push_app, push_service):
     context = browser.new_context(**VIEWPORTS[request.param])
     context.grant_permissions(["notifications"], origin=push_app.url)
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     page.errors = []
     page.on("pageerror", lambda error: page.errors.append(str(error)))
@@ -73,7 +74,7 @@ def push_page(request, browser, push_app, push_service):
 def worker_ready(page) -> dict:
     """Wait for the page to be controlled by the app's service worker; its script URL and scope."""
     # Polled from here: a string predicate polled in the page would be an eval, which the CSP refuses.
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + WAIT_SECONDS
     while not page.evaluate("navigator.serviceWorker.controller !== null"):
         assert time.monotonic() < deadline, "the page never came under the service worker"
         page.wait_for_timeout(50)
@@ -85,7 +86,7 @@ def worker_ready(page) -> dict:
 def shown_notifications(page, count: int) -> list[dict]:
     script = """navigator.serviceWorker.ready.then(r => r.getNotifications()).then(list => list.map(n => (
         {title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url})))"""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + WAIT_SECONDS
     while len(shown := page.evaluate(script)) < count:
         assert time.monotonic() < deadline, f"no notification shown: {shown}"
         page.wait_for_timeout(100)
@@ -98,7 +99,7 @@ def deliver_push(page, origin: str, data: bytes) -> None:
     registrations: list[dict] = []
     cdp.on("ServiceWorker.workerRegistrationUpdated", lambda event: registrations.extend(event["registrations"]))
     cdp.send("ServiceWorker.enable")
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + WAIT_SECONDS
     while not [r for r in registrations if r["scopeURL"] == f"{origin}/" and not r["isDeleted"]]:
         assert time.monotonic() < deadline, registrations
         page.wait_for_timeout(50)

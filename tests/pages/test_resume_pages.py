@@ -11,6 +11,7 @@ import threading
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.support.browser_waits import WAIT_MS
 from tests.support.chat_page import COMPOSER, seed_conversation, send, wait_settled
 from tests.support.factories import wait_until
 from tests.support.scripted_provider import ScriptedReply
@@ -77,7 +78,7 @@ def test_a_second_tab_sees_the_same_stream(live_app, page: Page, browser, script
     other = browser.new_context(viewport={"width": 1280, "height": 860})
     try:
         second = other.new_page()
-        second.set_default_timeout(10_000)
+        second.set_default_timeout(WAIT_MS)
         second.goto(f"{live_app.url}/c/{conversation.id}/")
         expect(live_body(second)).to_have_text("Patience ")
         second.wait_for_function("() => document.querySelector('[data-chat]').dataset.busy === 'true'")
@@ -134,7 +135,7 @@ def test_an_open_idle_tab_shows_a_reply_sent_from_another_tab(live_app, page: Pa
     other = browser.new_context(viewport={"width": 1280, "height": 860})
     try:
         sender = other.new_page()
-        sender.set_default_timeout(10_000)
+        sender.set_default_timeout(WAIT_MS)
         sender.goto(f"{live_app.url}/c/{conversation.id}/")
         send(sender, "Sent from the other tab")
         expect(live_body(page)).to_have_text("Patience ")

@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.pages.voice_browser import chromium_with_microphone
+from tests.support.browser_waits import WAIT_MS
 from tests.support.chat_page import SIZES, seed_conversation
 from tests.support.scripted_audio import ScriptedSpeech, ScriptedTranscription, tone_wav
 from tests.support.scripted_provider import ScriptedReply
@@ -50,7 +51,7 @@ proto.pause = function () {
 
 def talk_page(chromium, size="desktop"):
     context = chromium.new_context(viewport=SIZES[size], is_mobile=size == "phone", has_touch=size == "phone")
-    context.set_default_timeout(30_000)
+    context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     page.js_errors = []
     page.on("pageerror", lambda error: page.js_errors.append(str(error)))

@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.pages.voice_browser import chromium_with_microphone
+from tests.support.browser_waits import WAIT_MS
 from tests.support.chat_page import COMPOSER, SIZES, seed_conversation
 from tests.support.scripted_audio import ScriptedTranscription
 from transcript.models import Message
@@ -27,7 +28,7 @@ def microphone_browser(browser, tmp_path_factory):
 def voice_page(microphone_browser, request):
     size = getattr(request, "param", "desktop")
     context = microphone_browser.new_context(viewport=SIZES[size], is_mobile=size == "phone", has_touch=size == "phone")
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     page.js_errors = []
     page.on("pageerror", lambda error: page.js_errors.append(str(error)))
