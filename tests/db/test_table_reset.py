@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from django.apps import apps
 from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
-from django.db import connection
+from django.db import connection, connections, transaction
 from django.test import TransactionTestCase
 
 from tests.support.factories import thread
@@ -57,3 +59,37 @@ def test_the_reset_leaves_out_only_the_tables_migrate_alone_writes(db):
 def test_a_committing_test_ends_with_the_reset(db):
     """The session fixture put `empty_tables` in place of Django's flush for this run."""
     assert TransactionTestCase._fixture_teardown.__module__ == "tests.support.table_reset"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reset_ends_a_session_left_open_on_a_row_it_deletes_and_empties_the_tables(capfd):
+    """A subprocess or thread that outlives its test with a transaction open (here: a row locked and never
+    released) held the reset until the item's timeout in CI. The reset names it, ends it and goes on."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite: one writer at a time, and no session to end")
+    chat = thread(("user", "Still here?"), ("assistant", "Always."), title="Held")
+    locked, gone = threading.Event(), threading.Event()
+
+    def leaked_session():
+        try:
+            with transaction.atomic():
+                type(chat).objects.select_for_update().get(pk=chat.pk)
+                locked.set()
+                gone.wait(30)  # never released by the test: only its end lets this thread finish
+                list(type(chat).objects.all())  # the ended session's next query fails
+        except Exception:  # noqa: BLE001 - the session was ended under it, which is the point
+            pass
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=leaked_session)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        empty_tables(connection.alias, lock_wait="1s")
+        assert rows_per_table()["conversations_conversation"] == 0
+        assert "table reset: waited 1s for other sessions; ended" in capfd.readouterr().err
+    finally:
+        gone.set()
+        holder.join(30)
+
