@@ -36,7 +36,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from django.conf import settings
 
-from conversations.models import AudioCall, AudioUsage
+from elion.models import AudioCall, AudioUsage
 
 MILLION = Decimal(1_000_000)
 MINUTE = Decimal(60)

@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from archive.models import IMPORTED_ASSISTANT_NAMES, ArchiveChunk, ArchiveDocument, ChunkBranch
 from continuity.rules.handoff_policy import Handoff, SourceMessage, boundary_id_in, build_handoff, new_boundary_id
 from continuity.rules.handoff_store import handoff_limits, speaker_names, stored_prompts_read
-from conversations.models import AssistantSettings
+from elion.models import AssistantSettings
 from transcript.models import Message, MessageKind
 
 # Where a long archived turn's first piece occurs more than once, the occurrences tried.

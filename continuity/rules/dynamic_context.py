@@ -28,7 +28,7 @@ from continuity.rules.recall_store import (
     title_terms,
 )
 from continuity.rules.thread_handoff_store import thread_handoff_source_ids
-from conversations.models import AssistantSettings, Character
+from elion.models import AssistantSettings, Character
 from transcript.models import Conversation, Message, Role
 from transcript.models.messages import ends_birth_period
 

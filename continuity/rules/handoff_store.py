@@ -47,8 +47,8 @@ from continuity.rules.handoff_policy import (
     new_boundary_id,
     policy_marker,
 )
-from conversations.models import AssistantSettings
 from elion.base.assistant_settings import assistant_settings_read
+from elion.models import AssistantSettings
 from transcript.branch_rows import branch_rows_up
 from transcript.models import Conversation, ConversationOrigin, Message, Persona, Role
 from transcript.tree import BrokenTree

@@ -38,8 +38,8 @@ from continuity.rules.prompt_policy import (
     handoff_span,
 )
 from continuity.rules.thread_handoff_store import ThreadHandoffs
-from conversations.models import AssistantSettings, Character
 from elion.base.assistant_settings import assistant_settings_get
+from elion.models import AssistantSettings, Character
 from memories.models import Memory, MemoryCategory, SnapshotMembership
 from transcript.append import TranscriptAppend, transcript_write
 from transcript.models import Conversation, Message, MessageKind, Role

@@ -30,9 +30,9 @@ from continuity.rules.request_policy import (
     tool_definitions_text,
 )
 from continuity.rules.thread_handoff_store import ThreadHandoffs, thread_handoffs_read
-from conversations.models import AssistantSettings
 from elion.base.assistant_settings import assistant_settings_get
 from elion.base.errors import NotFound
+from elion.models import AssistantSettings
 from transcript.attachments.projection import PreverifiedAttachments, manifest_parts_verified
 from transcript.branch_rows import BranchStretch, branch_rows_up, stretch_extended
 from transcript.models import Conversation, Message, MessageKind, MessageStatus, Role

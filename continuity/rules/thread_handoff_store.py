@@ -10,8 +10,8 @@ from uuid import UUID
 from continuity.models import ThreadHandoff
 from continuity.rules.archive_handoff_store import archive_handoff_blocks_for, archive_handoff_blocks_from
 from continuity.rules.handoff_store import RETIRED_COLUMNS, handoff_blocks_for, handoff_blocks_from, uuid_or_none
-from conversations.models import AssistantSettings
 from elion.base.assistant_settings import assistant_settings_read
+from elion.models import AssistantSettings
 from transcript.models import Conversation, Message, MessageKind
 
 # --- One conversation's handoffs, as a send reads them ------------------------

@@ -36,10 +36,10 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from conversations.models import Character
 from conversations.sending.persist import persist
 from conversations.sending.tool_loop import AsyncTool, ToolContext, ToolResult
 from conversations.sending.tool_offer import GENERATE_IMAGE
+from elion.models import Character
 from transcript.attachments.generated import (
     GeneratedImageRejected,
     generated_image_bytes,

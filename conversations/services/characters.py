@@ -17,10 +17,10 @@ from uuid import UUID
 
 from continuity.rules.eligibility import outside_quarantine
 from continuity.rules.prompt_refresh import refreshes_stale_prompts
-from conversations.models import Character
 from elion.base.domain_events import character_changed
 from elion.base.errors import InvalidInput
 from elion.base.rows import access_row
+from elion.models import Character
 from memories.services.write_lock import global_write_lock
 from transcript.models import Attachment, MessageAttachment
 

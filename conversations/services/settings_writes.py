@@ -7,11 +7,11 @@ Reading it is `elion.base.assistant_settings` (the base layer).
 from __future__ import annotations
 
 from continuity.rules.prompt_refresh import refreshes_stale_prompts
-from conversations.models import AssistantSettings, Personality, ReasoningEffort, Verbosity
 from conversations.services.voice.settings import VOICE_FIELDS, VOICE_FLAGS, voice_settings_check
 from elion.base.domain_events import settings_saved
 from elion.base.errors import InvalidInput
 from elion.base.time_zones import time_zone_clean
+from elion.models import AssistantSettings, Personality, ReasoningEffort, Verbosity
 from memories.services.write_lock import global_write_lock
 
 EDITABLE_FIELDS = (

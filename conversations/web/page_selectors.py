@@ -25,9 +25,9 @@ from continuity.rules.compaction import COMPACT_MIN_TURNS, summary_system_text
 from continuity.rules.eligibility import outside_quarantine
 from continuity.rules.labels import assistant_name
 from continuity.rules.request_policy import estimate_tokens
-from conversations.models import AssistantSettings
 from elion.base.errors import InvalidInput
 from elion.base.markdown_rendering import render_markdown
+from elion.models import AssistantSettings
 from operations.usage import latest_reported_usage
 from transcript.attachments.generated import generated_image_records
 from transcript.attachments.manifests import manifests_for

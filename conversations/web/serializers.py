@@ -15,9 +15,9 @@ from continuity.services.selectors import (
     handoff_provenances,
     snapshot_timings,
 )
-from conversations.models import AssistantSettings
 from conversations.services.message_selectors import MessagePage, MessageShown
 from elion.base.errors import InvalidInput
+from elion.models import AssistantSettings
 from transcript.attachments.manifests import attachment_repr, manifests_for
 from transcript.citations import message_citations
 from transcript.models import Conversation, Folder, Message

@@ -7,7 +7,7 @@ Imports models only.
 
 from __future__ import annotations
 
-from conversations.models import AssistantSettings
+from elion.models import AssistantSettings
 
 
 def assistant_settings_get() -> AssistantSettings:

@@ -8,9 +8,8 @@ from zoneinfo import ZoneInfo
 from django.db.models import Max
 from django_q.models import Schedule
 
-from conversations.models import BackupSchedule
 from elion.base.assistant_settings import assistant_settings_read
-from elion.models import BackupRecord, BackupStatus
+from elion.models import BackupRecord, BackupSchedule, BackupStatus
 from operations.backup import runs
 from operations.backup.scheduling import SCHEDULE_NAME
 

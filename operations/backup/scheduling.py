@@ -28,9 +28,9 @@ from django.db import transaction
 from django.utils import timezone
 from django_q.models import Schedule
 
-from conversations.models import AssistantSettings, BackupSchedule
 from elion.base.assistant_settings import assistant_settings_get, assistant_settings_read
 from elion.base.errors import InvalidInput
+from elion.models import AssistantSettings, BackupSchedule
 from operations.backup import runs
 
 logger = logging.getLogger(__name__)

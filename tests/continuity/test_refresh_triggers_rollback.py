@@ -16,7 +16,6 @@ from collections.abc import Callable
 import pytest
 
 from continuity.rules import refresh_triggers
-from conversations.models import AssistantSettings, Character
 from conversations.services.characters import character_create, character_delete, character_edit
 from conversations.services.settings_writes import assistant_settings_update
 from conversations.services.threads.thread_writes import conversation_create
@@ -26,6 +25,7 @@ from conversations.services.visibility.transitions import (
     folder_hidden_set,
 )
 from elion.base.domain_events import DOMAIN_EVENTS
+from elion.models import AssistantSettings, Character
 from memories.models import ConversationMemorySnapshot, Memory, MemoryVersion, SnapshotMembership
 from memories.services.importing import memories_import
 from memories.services.memory_writes import MemoryDraft, memories_reorder, memory_add, memory_delete, memory_edit

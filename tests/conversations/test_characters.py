@@ -11,8 +11,8 @@ import pytest
 from django.db import transaction
 from django.test import Client
 
-from conversations.models import Character
 from conversations.services.characters import character_create
+from elion.models import Character
 from transcript.models import Message
 
 pytestmark = pytest.mark.django_db

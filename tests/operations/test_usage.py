@@ -13,13 +13,13 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from conversations.models import AudioCall, AudioUsage
 from conversations.services.visibility.transitions import (
     conversation_move_locked,
     conversation_trash,
     folder_hidden_set,
 )
 from elion.base import env
+from elion.models import AudioCall, AudioUsage
 from operations.usage import USAGE_KEYS, usage_report
 from tests.support.factories import thread, turns_append
 from tests.support.scripted_provider import ScriptedReply

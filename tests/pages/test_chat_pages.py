@@ -13,8 +13,8 @@ import threading
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations.models import AssistantSettings
 from conversations.services.threads.thread_writes import conversation_create
+from elion.models import AssistantSettings
 from tests.pages.conftest import OWNER_PASSWORD
 from tests.support.chat_page import (
     COMPOSER,

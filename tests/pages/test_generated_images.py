@@ -103,7 +103,7 @@ def test_a_characters_page_shows_its_gallery_of_images_from_visible_conversation
 
 @pytest.mark.django_db
 def test_the_settings_page_turns_image_generation_on_and_off(client):
-    from conversations.models import AssistantSettings
+    from elion.models import AssistantSettings
 
     form = {"owner_name": "AUMA", "display_name": "Elion Voicefire", "personality": "natural", "custom_instructions": ""}
     assert 'name="image_generation">' in client.get("/settings/").content.decode()  # unticked by default

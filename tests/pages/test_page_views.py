@@ -11,8 +11,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from conversations.models import AssistantSettings
 from conversations.web.page_selectors import sidebar_groups, thread_token_estimate
+from elion.models import AssistantSettings
 from transcript.leases import streams_interrupt_expired
 from transcript.models import Conversation, Folder, Message, MessageStatus, Role
 

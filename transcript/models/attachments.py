@@ -56,7 +56,7 @@ class Attachment(models.Model):
     generated = models.BooleanField(default=False)
     # Character Studio's character (the conversations app's row), named by label: transcript imports no app above it.
     generated_character = models.ForeignKey(
-        "conversations.Character", null=True, blank=True, on_delete=models.SET_NULL, related_name="generated_images"
+        "elion.Character", null=True, blank=True, on_delete=models.SET_NULL, related_name="generated_images"
     )
 
     class Meta:

@@ -6,7 +6,7 @@ replay from a stored blob cost nothing and are never recorded. `operations.audio
 
 from __future__ import annotations
 
-from conversations.models import AudioCall, AudioUsage
+from elion.models import AudioCall, AudioUsage
 from transcript.attachments.audio import wav_seconds
 from transcript.provider.audio import SPEECH_INPUT_LIMIT, TranscriptDone
 

@@ -22,9 +22,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from conversations.models import BackupSchedule
 from conversations.web.backup.restore_pages import identity_text
 from elion.base.errors import ServiceError
+from elion.models import BackupSchedule
 from operations.backup import descriptions, encryption, listing, requests, restore_requests, scheduling
 from operations.backup.restoring import BackupRefused, RestoreCheck, backup_restore, backup_restore_check
 

@@ -6,15 +6,15 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from conversations.models import (
-    Personality,
-    ReasoningEffort,
-    Verbosity,
-)
 from conversations.services.settings_writes import assistant_settings_update
 from elion.base.assistant_settings import assistant_settings_get
 from elion.base.errors import ServiceError
 from elion.base.time_zones import time_zone_names
+from elion.models import (
+    Personality,
+    ReasoningEffort,
+    Verbosity,
+)
 from operations.backup.scheduling import schedule_sync
 from operations.push.subscriptions import push_subscriptions_listing
 

@@ -11,7 +11,6 @@ from django.views.decorators.http import require_GET, require_POST
 
 from continuity.rules.eligibility import outside_quarantine
 from continuity.services.new_chat_handoff import new_chat_handoff_drop, new_chat_handoff_notice
-from conversations.models import AssistantSettings
 from conversations.services.characters import characters_list
 from conversations.services.message_selectors import message_window
 from conversations.services.threads.thread_writes import conversation_create, conversation_mark_read
@@ -21,6 +20,7 @@ from conversations.web import message_paging, page_selectors
 from conversations.web.serializers import conversation_in_view
 from elion.base.assistant_settings import assistant_settings_get
 from elion.base.errors import NotFound, ServiceError
+from elion.models import AssistantSettings
 from transcript.access import access_conversation
 from transcript.branch_window import BranchWindow
 from transcript.leases import stale_streams_read_as_interrupted

@@ -16,8 +16,7 @@ from django.db.models import Max
 from django.http import HttpRequest
 from django.utils import timezone
 
-from conversations.models import AssistantSettings, BackupSchedule
-from elion.models import BackupRecord, BackupStatus
+from elion.models import AssistantSettings, BackupRecord, BackupSchedule, BackupStatus
 
 STALE_AFTER = timedelta(hours=48)
 

@@ -19,7 +19,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from conversations.models import Character
+from elion.models import Character
 from tests.conftest import parse_sse, read_streaming
 from tests.support.factories import wait_for
 from tests.support.scripted_provider import ScriptedImage, ScriptedImageCall, ScriptedReply, tiny_png, tiny_png_b64

@@ -15,7 +15,7 @@ from asgiref.sync import sync_to_async
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import AsyncClient
 
-from conversations.models import AudioCall, AudioUsage
+from elion.models import AudioCall, AudioUsage
 from operations.audio_usage import AudioCallRow, call_cost, configured_audio_prices
 from tests.support.scripted_audio import ScriptedTranscription
 from tests.support.sending import create_conversation

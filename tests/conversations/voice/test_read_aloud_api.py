@@ -12,8 +12,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from conversations.models import AssistantSettings
 from conversations.services.voice.speech_text import CODE_BLOCK_SAID
+from elion.models import AssistantSettings
 from tests.support.scripted_audio import ScriptedSpeech
 from transcript.attachments import store
 from transcript.attachments.gc import attachment_garbage_collect

@@ -12,8 +12,8 @@ from asgiref.sync import sync_to_async
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import AsyncClient
 
-from conversations.models import AssistantSettings
 from elion.base.request_bounds import MULTIPART_OVERHEAD, body_limit, early_refusal
+from elion.models import AssistantSettings
 from tests.conftest import parse_sse, read_streaming
 from tests.support.scripted_audio import ScriptedTranscription, tone_wav
 from tests.support.sending import create_conversation, send_sse

@@ -59,7 +59,7 @@ def test_restored_instance_hands_out_ids_after_the_restored_ones(scripted_provid
     # PostgreSQL's sequences were moved past the explicit ids: new rows get fresh ones (SQLite does this by itself).
     created = fresh_instance.manage("shell", "-c", (
         "from django.db.models import Max; "
-        "from transcript.models import Folder; from conversations.models import Character; from memories.models import Memory; "
+        "from transcript.models import Folder; from elion.models import Character; from memories.models import Memory; "
         "from archive.models import LibraryFile; "
         "rows = [(M, M.objects.aggregate(m=Max('pk'))['m'], M.objects.create(**kw).pk) for M, kw in ["
         "(Folder, {'name': 'New'}), (Character, {'name': 'New'}), (Memory, {'text': 'New', 'position': 99}), "

@@ -1,4 +1,6 @@
-"""The assistant's settings (a singleton), its choices, and Character Studio's characters."""
+"""The assistant's settings (a singleton), its choices, and Character Studio's characters.
+
+The conversations app's rows until issue 45: the tables keep their `conversations_*` names (`db_table`)."""
 
 from __future__ import annotations
 
@@ -77,6 +79,7 @@ class AssistantSettings(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "conversations_assistantsettings"
         verbose_name = "assistant settings"
         verbose_name_plural = "assistant settings"
 
@@ -95,6 +98,7 @@ class Character(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "conversations_character"
         ordering = ["name", "id"]
 
     def __str__(self) -> str:

@@ -36,5 +36,8 @@ class AudioUsage(models.Model):
     characters = models.PositiveIntegerField(null=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
+    class Meta:
+        db_table = "conversations_audiousage"
+
     def __str__(self) -> str:
         return f"{self.kind} on {self.model} at {self.created_at:%Y-%m-%d %H:%M}"
