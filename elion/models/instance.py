@@ -1,7 +1,8 @@
 """Rows the project package itself keeps: failed owner logins (throttling), the record of each backup and of
 each restore started from Settings, and the browsers subscribed to Web Push.
 
-None is in a backup: each describes this installation, not the owner's life in it (operations.backup.members.INSTANCE_APPS).
+None is in a backup: each describes this installation, not the owner's life in it
+(operations.backup.members.INSTANCE_MODELS).
 """
 
 from __future__ import annotations

@@ -11,14 +11,14 @@ WORDS = (
     ("transcript.message", "message", "messages"),
     ("memories.memory", "memory", "memories"),
     ("transcript.folder", "folder", "folders"),
-    ("conversations.character", "character", "characters"),
+    ("elion.character", "character", "characters"),
     ("archive.archivedocument", "archive document", "archive documents"),
     ("archive.libraryfile", "Library file", "Library files"),
     ("artifacts.artifact", "artifact", "artifacts"),
 )
 # Rows that are not the owner's own things: the settings, locks and indexes every instance has.
 BOOKKEEPING = frozenset({
-    "conversations.assistantsettings", "memories.memorysetlock", "transcript.messagesearchentry",
+    "elion.assistantsettings", "memories.memorysetlock", "transcript.messagesearchentry",
     "continuity.promptreconciliationrun", "transcript.idempotentaction",
 })
 

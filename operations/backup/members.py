@@ -9,8 +9,8 @@
 
 The rows are chosen generically: every concrete model of the apps in `APPS`,
 so a model or a column added later is carried without touching this module.
-Only rows that describe this disk are left out (`NOT_BACKED_UP`, each with
-its reason).
+Only rows that describe this instance (`INSTANCE_MODELS`) or this disk
+(`NOT_BACKED_UP`) are left out, each with its reason.
 """
 
 from __future__ import annotations
@@ -27,19 +27,28 @@ from transcript.attachments import store
 
 FORMAT = "elion-backup"
 VERSION = 1
-APPS = ("transcript", "conversations", "continuity", "memories", "archive", "artifacts", "check_ins")
-# The transcript's rows were the conversations app's until issue 45 (same tables): a backup made before
-# names them `conversations.<model>`, and a restore reads them under their label now (`label_now`).
+APPS = ("transcript", "conversations", "continuity", "memories", "archive", "artifacts", "check_ins", "elion")
+# Rows that moved app in issue 45 (same tables): the transcript's, from conversations to `transcript`, and the
+# owner's settings rows (the assistant's settings, the characters, the audio usage), from conversations to
+# `elion`. A backup made before names them `conversations.<model>`, and a restore reads them under their label
+# now (`label_now`).
 MOVED_TO_TRANSCRIPT = (
     "attachment", "attachmentblobidentity", "conversation", "conversationdeletion", "folder", "idempotentaction",
     "message", "messageattachment", "messagesearchentry", "messagespeech",
 )
-LABELS_BEFORE_ISSUE_45 = {f"conversations.{name}": f"transcript.{name}" for name in MOVED_TO_TRANSCRIPT}
-# The project's apps a backup leaves out, each with its reason (tests/operations/backup/test_members.py:
-# every app of the project is in one list or the other).
-INSTANCE_APPS = {
-    "elion": "its rows describe this instance, not the owner's life: login failures, the backups' own records, "
-    "restore runs, and the push subscriptions of this server's browsers (each holds keys for this VAPID key)",
+MOVED_TO_ELION = ("assistantsettings", "audiousage", "character")
+LABELS_BEFORE_ISSUE_45 = {
+    **{f"conversations.{name}": f"transcript.{name}" for name in MOVED_TO_TRANSCRIPT},
+    **{f"conversations.{name}": f"elion.{name}" for name in MOVED_TO_ELION},
+}
+# The project's rows a backup leaves out, each with its reason: they describe this instance, not the owner's
+# life, so a restore neither replaces nor removes them (it records itself in one of them). Every other model
+# of `APPS` is backed up (tests/operations/backup/test_members.py: every app of the project is in `APPS`).
+INSTANCE_MODELS = {
+    "elion.loginfailure": "failed owner logins on this server (the login throttle's windows)",
+    "elion.backuprecord": "the record of each backup made here, and what its verification found",
+    "elion.restorerun": "the record of each restore run here, the one running included",
+    "elion.pushsubscription": "this server's browsers subscribed to Web Push: each holds keys for this VAPID key",
 }
 # label -> why the database or the app rebuilds it instead.
 NOT_BACKED_UP = {
@@ -47,7 +56,7 @@ NOT_BACKED_UP = {
     "another one; the first verification after a restore hashes the blob and records it again.",
 }
 # Rows a fresh instance creates on first use; a restore replaces them instead of refusing.
-SINGLETONS = frozenset({"conversations.assistantsettings", "memories.memorysetlock"})
+SINGLETONS = frozenset({"elion.assistantsettings", "memories.memorysetlock"})
 # Rows the database's triggers make while other rows are inserted (Past Conversation Search's index
 # rows, one per searchable message): a restore replaces them with the backed-up ones, so their ids,
 # and with them the order of search results, stay the same.
@@ -69,7 +78,7 @@ def model_label(model: type[Model]) -> str:
 
 def label_now(label: str) -> str:
     """A backup's model label as this version names the model: an older backup's `conversations.<model>`
-    of a row in `MOVED_TO_TRANSCRIPT` is `transcript.<model>`."""
+    of a row in `MOVED_TO_TRANSCRIPT` is `transcript.<model>`, of one in `MOVED_TO_ELION` `elion.<model>`."""
     return LABELS_BEFORE_ISSUE_45.get(label, label)
 
 
@@ -81,7 +90,7 @@ def _candidate_models() -> list[type[Model]]:
     found = []
     for label in APPS:
         for model in apps.get_app_config(label).get_models():
-            if model._meta.proxy or not model._meta.managed:
+            if model._meta.proxy or not model._meta.managed or model_label(model) in INSTANCE_MODELS:
                 continue
             found.append(model)
     return found

@@ -1,7 +1,8 @@
-"""A backup made before the transcript's rows moved to the `transcript` app (issue 45) still restores.
+"""A backup made before the transcript's rows moved to the `transcript` app and the owner's settings rows to
+the `elion` app (issue 45) still restores.
 
 Such a backup names the rows `conversations.<model>` (members, manifest entries and every row's label) and
-lists no transcript migration. The test writes one from this instance (the labels and the migrations list
+lists no transcript and no elion migration (the elion app was not backed up then). The test writes one from this instance (the labels and the migrations list
 turned back), restores it into a fresh instance and compares every row and every API answer.
 """
 
@@ -13,7 +14,7 @@ import json
 import pytest
 from django.test import Client
 
-from operations.backup.members import LABELS_BEFORE_ISSUE_45, MOVED_TO_TRANSCRIPT
+from operations.backup.members import LABELS_BEFORE_ISSUE_45, MOVED_TO_ELION, MOVED_TO_TRANSCRIPT
 from tests.operations.backup.conftest import backup_bytes, build_rich_instance
 from tests.support.backup_files import members_of, rewritten
 from tests.support.instance_answers import instance_answers
@@ -24,9 +25,11 @@ LABELS_BEFORE = {now: before for before, now in LABELS_BEFORE_ISSUE_45.items()}
 
 
 def as_made_before_issue_45(members: dict[str, bytes]) -> dict[str, bytes]:
-    """The backup as the version before the move wrote it: old labels everywhere, no transcript migrations."""
+    """The backup as the version before the moves wrote it: old labels everywhere, no transcript or elion
+    migrations."""
     manifest = json.loads(members["manifest.json"])
-    older = {name: data for name, data in members.items() if not name.startswith("models/transcript.")}
+    moved = {f"models/{now}.jsonl" for now in LABELS_BEFORE}
+    older = {name: data for name, data in members.items() if name not in moved}
     for entry in manifest["models"]:
         before = LABELS_BEFORE.get(entry["model"])
         if before is None:
@@ -39,6 +42,7 @@ def as_made_before_issue_45(members: dict[str, bytes]) -> dict[str, bytes]:
         older[member] = data
         entry["model"], entry["member"] = before, member
     manifest["migrations"].pop("transcript", None)
+    manifest["migrations"].pop("elion", None)
     manifest["migrations"]["conversations"] = [
         name for name in manifest["migrations"]["conversations"] if name <= "0032_message_read_aloud_at"
     ]
@@ -57,9 +61,13 @@ def test_a_backup_naming_the_rows_conversations_restores_every_row_and_answer(
     original = instance_answers()
     older_members = as_made_before_issue_45(members_of(path))
     # The file really is an old one: no member, entry or row names the transcript app.
-    assert not any(name.startswith("models/transcript.") for name in older_members)
-    assert all(f"models/conversations.{name}.jsonl" in older_members for name in ("conversation", "message"))
+    assert not any(name.startswith(("models/transcript.", "models/elion.")) for name in older_members)
+    assert all(
+        f"models/conversations.{name}.jsonl" in older_members
+        for name in ("conversation", "message", "assistantsettings", "character")
+    )
     assert b'"model": "transcript.' not in b"".join(older_members.values())
+    assert b'"model": "elion.' not in b"".join(older_members.values())
     older = rewritten(path, older_members, reseal=True)
 
     result = fresh_instance.restore(older)
@@ -70,6 +78,8 @@ def test_a_backup_naming_the_rows_conversations_restores_every_row_and_answer(
     assert {f"transcript.{name}" for name in MOVED_TO_TRANSCRIPT} - {"transcript.attachmentblobidentity"} <= set(
         restored["rows"]
     )
+    assert {f"elion.{name}" for name in MOVED_TO_ELION} <= set(restored["rows"])
+    assert original["rows"]["elion.character"], "the instance has a character, restored under elion.character"
     assert restored["stored_prompts"] == original["stored_prompts"]
     for path_, answer in original["api"].items():
         assert restored["api"][path_] == answer, path_
