@@ -13,32 +13,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.migrating_instance import last_json, migrating_instance
+from tests.support.migrating_instance import before_the_move, last_json, migrating_instance
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 MOVE = ("transcript", "0001_rows_from_conversations")
 
-# The last migration of every app that does not need the move (whatever was added after it).
-BEFORE_THE_MOVE = f"""
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
-executor = MigrationExecutor(connection)
-graph = executor.loader.graph
-after, todo = set(), [graph.node_map[{MOVE!r}]]
-while todo:
-    node = todo.pop()
-    if node.key not in after:
-        after.add(node.key)
-        todo.extend(node.children)
-targets = []
-for app, name in graph.leaf_nodes():
-    node = (app, name)
-    while node is not None and node in after:
-        node = next((parent for parent in graph.node_map[node].parents if parent[0] == app), None)
-    if node is not None:
-        targets.append(node)
-"""
+BEFORE_THE_MOVE = before_the_move(MOVE)
 
 MIGRATE_TO_BEFORE = BEFORE_THE_MOVE + """
 executor.migrate(targets)
