@@ -38,6 +38,6 @@ def test_the_size_check_reads_the_packages_bench_and_scripts_but_not_tests_or_mi
     paths = set(_checked_modules())
     for folder in CHECKED:
         assert any(path.startswith(folder + "/") for path in paths), f"no module read under {folder}/"
-    assert "conversations/models/__init__.py" in paths
+    assert "elion/models/__init__.py" in paths
     assert not any(path.startswith("tests/") or "/migrations/" in path for path in paths)
 

@@ -139,13 +139,13 @@ def test_page_lists_adds_edits_and_deletes(client, make_conversation):
 def test_admin_writes_go_through_the_services(client, make_conversation):
     conversation = make_conversation()
     stored_prompt_of(conversation)
-    response = client.post("/admin/conversations/character/add/", {"name": "Echo", "description": "", "image_guidance": "Blue."})
+    response = client.post("/admin/elion/character/add/", {"name": "Echo", "description": "", "image_guidance": "Blue."})
     assert response.status_code == 302, response.content.decode()[:2000]
     echo = Character.objects.get()
     assert "- Echo: Blue." in current_prompt(conversation)
-    client.post(f"/admin/conversations/character/{echo.pk}/change/", {"name": "Echo", "description": "", "image_guidance": "Red."})
+    client.post(f"/admin/elion/character/{echo.pk}/change/", {"name": "Echo", "description": "", "image_guidance": "Red."})
     assert "- Echo: Red." in current_prompt(conversation)
-    client.post(f"/admin/conversations/character/{echo.pk}/delete/", {"post": "yes"})
+    client.post(f"/admin/elion/character/{echo.pk}/delete/", {"post": "yes"})
     assert not Character.objects.exists() and "Echo" not in current_prompt(conversation)
 
 

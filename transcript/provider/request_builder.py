@@ -54,8 +54,8 @@ class RequestOptions:
 
 
 class OwnerRequestSettings(Protocol):
-    """What a request takes of the owner's settings row (`conversations.models.AssistantSettings`, an app above
-    the transcript: named by shape, not imported)."""
+    """What a request takes of the owner's settings row (`elion.models.AssistantSettings`, named by shape:
+    the request builder needs these four fields, not the row)."""
 
     provider_store_responses: bool
     reasoning_effort: str
