@@ -45,10 +45,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from uuid import UUID
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -96,14 +97,14 @@ class ToolInputError(Exception):
     """The model's arguments cannot be used; the model reads the message."""
 
 
-def _text_arg(args: dict, name: str) -> str:
+def text_arg(args: dict, name: str) -> str:
     value = args.get(name)
     if not isinstance(value, str) or not value.strip():
         raise ToolInputError(f"{name} must be a non-empty string.")
     return value
 
 
-def _int_arg(args: dict, name: str, default: int, low: int, high: int | None = None) -> int:
+def int_arg(args: dict, name: str, default: int, low: int, high: int | None = None) -> int:
     value = args.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ToolInputError(f"{name} must be an integer of at least {low}.")
@@ -139,9 +140,9 @@ def past_conversation_search(*, query: str, context: ToolContext, limit: int = P
 
 
 def _search_past_conversations(args: dict, context: ToolContext) -> str:
-    query = _text_arg(args, "query")
+    query = text_arg(args, "query")
     hits = past_conversation_search(
-        query=query, context=context, limit=_int_arg(args, "limit", PAST_SEARCH_LIMIT, 1, PAST_SEARCH_LIMIT)
+        query=query, context=context, limit=int_arg(args, "limit", PAST_SEARCH_LIMIT, 1, PAST_SEARCH_LIMIT)
     )
     grouped: dict[str, list[dict]] = {}
     for hit in hits:
@@ -153,11 +154,11 @@ def _search_past_conversations(args: dict, context: ToolContext) -> str:
 
 
 def _search_archive(args: dict, context: ToolContext) -> str:
-    query = _text_arg(args, "query")
+    query = text_arg(args, "query")
     collection = args.get("collection")
     if collection is not None and collection not in ArchiveCollection.values:
         raise ToolInputError(f"collection must be one of {', '.join(ArchiveCollection.values)}.")
-    limit = _int_arg(args, "limit", ARCHIVE_SEARCH_LIMIT, 1, ARCHIVE_SEARCH_LIMIT)
+    limit = int_arg(args, "limit", ARCHIVE_SEARCH_LIMIT, 1, ARCHIVE_SEARCH_LIMIT)
     hits = archive_search(query, limit=limit, collections=[collection] if collection else None)
     results = [
         {
@@ -183,9 +184,9 @@ def _list_library(args: dict, context: ToolContext) -> str:
 
 
 def _read_library_file(args: dict, context: ToolContext) -> str:
-    file_id = _int_arg(args, "file_id", -1, 0)
+    file_id = int_arg(args, "file_id", -1, 0)
     try:
-        page = library_page(access_library_file(file_id), offset=_int_arg(args, "offset", 0, 0))
+        page = library_page(access_library_file(file_id), offset=int_arg(args, "offset", 0, 0))
     except ServiceError as exc:
         raise ToolInputError(exc.detail) from exc
     return json.dumps(page, ensure_ascii=False)
@@ -219,7 +220,7 @@ def _create_artifact(args: dict, context: ToolContext) -> str:
 
 
 def _update_artifact(args: dict, context: ToolContext) -> str:
-    artifact_id = _int_arg(args, "artifact_id", -1, 1)
+    artifact_id = int_arg(args, "artifact_id", -1, 1)
     try:
         version = artifacts.artifact_update(
             artifact_id=artifact_id, content=args.get("content"), provenance=_provenance(context),
@@ -245,8 +246,8 @@ def _read_artifact(args: dict, context: ToolContext) -> str:
             for a in rows
         ]
         return json.dumps({"artifacts": listed}, ensure_ascii=False)
-    artifact_id = _int_arg(args, "artifact_id", -1, 1)
-    number = _int_arg(args, "version", 0, 1) if "version" in args else None
+    artifact_id = int_arg(args, "artifact_id", -1, 1)
+    number = int_arg(args, "version", 0, 1) if "version" in args else None
     try:
         artifact = artifacts.access_artifact(artifact_id, within=_readable_artifacts(context))
     except ServiceError as exc:
@@ -279,31 +280,63 @@ def _propose_check_in(args: dict, context: ToolContext) -> str:
         raise ToolInputError(exc.detail) from exc
 
 
-TOOL_FUNCTIONS: dict[str, Callable[[dict, ToolContext], str]] = {
-    "search_past_conversations": _search_past_conversations,
-    "search_archive": _search_archive,
-    "list_library": _list_library,
-    "read_library_file": _read_library_file,
-    "create_artifact": _create_artifact,
-    "update_artifact": _update_artifact,
-    "read_artifact": _read_artifact,
-    "propose_memory": _propose_memory,
-    "propose_check_in": _propose_check_in,
+# A tool's function: the call's arguments and context in, the result the model reads out; bad arguments raise
+# ToolInputError.
+ToolFunction = Callable[[dict, ToolContext], str]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A function tool the model may call: its name and the function that carries out a call.
+
+    `definition`: the definition offered for it, for a tool whose definition reads its app's rules (its
+    limits and choices), offered by `tool_offer.available_tools` from here; None for a tool whose neutral
+    definition `tool_offer` holds itself."""
+
+    name: str
+    run: ToolFunction
+    definition: dict | None = None
+
+
+# The table of tools a call may name: this app's own, and those the apps that own the rest add from their
+# `AppConfig.ready` (`tools_add`). Tests (tests/conversations/sending/test_tool_table.py) hold it to the list.
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in (
+        Tool("search_past_conversations", _search_past_conversations),
+        Tool("search_archive", _search_archive),
+        Tool("list_library", _list_library),
+        Tool("read_library_file", _read_library_file),
+        Tool("create_artifact", _create_artifact),
+        Tool("update_artifact", _update_artifact),
+        Tool("read_artifact", _read_artifact),
+        Tool("propose_memory", _propose_memory),
+        Tool("propose_check_in", _propose_check_in),
+    )
 }
+
+
+def tools_add(tools: Iterable[Tool]) -> None:
+    """Add an app's tools to the table. Adding the same tool again adds nothing (an app config made ready
+    twice); a second, different tool of a name already held is a mistake, raised at start-up."""
+    for tool in tools:
+        held = TOOLS.setdefault(tool.name, tool)
+        if held is not tool:
+            raise ImproperlyConfigured(f"Two tools are named {tool.name!r}: {held.run.__module__} and {tool.run.__module__}.")
 
 
 def run_tool(call: ToolCallRequested, *, offered: list[dict], context: ToolContext) -> ToolResult:
     """Run one call. Every failure is a result the model reads, never an exception."""
     offered_names = {tool["name"] for tool in offered if "name" in tool}
-    function = TOOL_FUNCTIONS.get(call.name)
-    if function is None or call.name not in offered_names:
+    tool = TOOLS.get(call.name)
+    if tool is None or call.name not in offered_names:
         available = ", ".join(sorted(offered_names)) or "none"
         return ToolResult(f"Tool error: there is no tool named {call.name!r} here. Available: {available}.", True)
     try:
         args = json.loads(call.arguments_json or "{}")
         if not isinstance(args, dict):
             raise ToolInputError("arguments must be a JSON object.")
-        content = function(args, replace(context, call_id=call.call_id))
+        content = tool.run(args, replace(context, call_id=call.call_id))
     except json.JSONDecodeError:
         return ToolResult("Tool error: the arguments are not valid JSON.", True)
     except ToolInputError as exc:
