@@ -20,6 +20,8 @@ from check_ins.models import ScheduleKind
 from check_ins.services.inputs import BRIEF_MAX, N_MAX, TITLE_MAX
 from check_ins.services.proposals import REASON_MAX, TOOL_TARGETS, check_in_propose
 from check_ins.services.schedule_policy import WEEKDAYS
+from conversations.sending.tool_loop import Tool, ToolContext, ToolInputError, tools_add
+from elion.base.errors import ServiceError
 
 PROPOSE_CHECK_IN = {
     "name": "propose_check_in",
@@ -79,3 +81,22 @@ def propose_check_in(args: dict, *, conversation_id: UUID, reply_id: UUID | None
     if outcome.proposal is not None:
         result["proposal_id"] = outcome.proposal.pk
     return json.dumps(result, ensure_ascii=False)
+
+
+def _propose_check_in(args: dict, context: ToolContext) -> str:
+    try:
+        return propose_check_in(
+            args, conversation_id=context.conversation_id, reply_id=context.message_id, call_id=context.call_id
+        )
+    except ServiceError as exc:
+        raise ToolInputError(exc.detail) from exc
+
+
+# What `check_ins.apps.CheckInsConfig.ready` adds (`check_in_tools_add`) to the send's table of tools (`tool_loop.TOOLS`), with the
+# definition `tool_offer.available_tools` offers: it reads the check-ins' limits and choices.
+CHECK_IN_TOOLS = (Tool("propose_check_in", _propose_check_in, definition=PROPOSE_CHECK_IN),)
+
+
+def check_in_tools_add() -> None:
+    """Add `CHECK_IN_TOOLS` to the send's table of tools (called by `check_ins.apps.CheckInsConfig.ready`)."""
+    tools_add(CHECK_IN_TOOLS)

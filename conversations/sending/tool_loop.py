@@ -53,12 +53,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from archive.models import ArchiveCollection
-from archive.services.library import access_library_file, library_file_repr, library_files, library_page
-from archive.services.search import archive_search
 from artifacts import services as artifacts
 from continuity.rules.eligibility import model_search_sources
-from conversations.sending import check_in_tool, memory_tool
+from conversations.sending import memory_tool
 from conversations.services.visibility.past_search import past_conversation_search as owner_search
 from elion.base.errors import ServiceError
 from transcript.models import Message
@@ -153,45 +150,6 @@ def _search_past_conversations(args: dict, context: ToolContext) -> str:
     )
 
 
-def _search_archive(args: dict, context: ToolContext) -> str:
-    query = text_arg(args, "query")
-    collection = args.get("collection")
-    if collection is not None and collection not in ArchiveCollection.values:
-        raise ToolInputError(f"collection must be one of {', '.join(ArchiveCollection.values)}.")
-    limit = int_arg(args, "limit", ARCHIVE_SEARCH_LIMIT, 1, ARCHIVE_SEARCH_LIMIT)
-    hits = archive_search(query, limit=limit, collections=[collection] if collection else None)
-    results = [
-        {
-            "cite_as": f"{hit.document_title} ({hit.collection}), chunk {hit.chunk}",
-            "document_title": hit.document_title,
-            "collection": hit.collection,
-            "chunk": hit.chunk,
-            "speaker": hit.speaker,
-            "excerpt": hit.excerpt,
-            "branch": hit.branch,
-        }
-        for hit in hits
-    ]
-    return json.dumps({"query": query, "results": results}, ensure_ascii=False)
-
-
-def _list_library(args: dict, context: ToolContext) -> str:
-    files = [
-        {k: v for k, v in library_file_repr(f).items() if k in ("id", "name", "kind", "characters")}
-        for f in library_files()
-    ]
-    return json.dumps({"files": files}, ensure_ascii=False)
-
-
-def _read_library_file(args: dict, context: ToolContext) -> str:
-    file_id = int_arg(args, "file_id", -1, 0)
-    try:
-        page = library_page(access_library_file(file_id), offset=int_arg(args, "offset", 0, 0))
-    except ServiceError as exc:
-        raise ToolInputError(exc.detail) from exc
-    return json.dumps(page, ensure_ascii=False)
-
-
 def _provenance(context: ToolContext) -> artifacts.Provenance:
     if context.message_id is None:
         raise ToolInputError("artifacts can only be written inside a reply.")
@@ -271,15 +229,6 @@ def _propose_memory(args: dict, context: ToolContext) -> str:
         raise ToolInputError(exc.detail) from exc
 
 
-def _propose_check_in(args: dict, context: ToolContext) -> str:
-    try:
-        return check_in_tool.propose_check_in(
-            args, conversation_id=context.conversation_id, reply_id=context.message_id, call_id=context.call_id
-        )
-    except ServiceError as exc:
-        raise ToolInputError(exc.detail) from exc
-
-
 # A tool's function: the call's arguments and context in, the result the model reads out; bad arguments raise
 # ToolInputError.
 ToolFunction = Callable[[dict, ToolContext], str]
@@ -304,14 +253,10 @@ TOOLS: dict[str, Tool] = {
     tool.name: tool
     for tool in (
         Tool("search_past_conversations", _search_past_conversations),
-        Tool("search_archive", _search_archive),
-        Tool("list_library", _list_library),
-        Tool("read_library_file", _read_library_file),
         Tool("create_artifact", _create_artifact),
         Tool("update_artifact", _update_artifact),
         Tool("read_artifact", _read_artifact),
         Tool("propose_memory", _propose_memory),
-        Tool("propose_check_in", _propose_check_in),
     )
 }
 

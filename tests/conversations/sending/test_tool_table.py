@@ -8,6 +8,7 @@ import json
 import uuid
 
 import pytest
+from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
 
 from conversations.sending import tool_loop
@@ -32,6 +33,28 @@ def _offered_everything(api_selector: str) -> list[dict]:
 def test_once_every_app_is_ready_the_table_holds_exactly_the_tools_it_held_before():
     assert set(TOOLS) == TOOLS_BEFORE_THE_TABLE
     assert all(tool.name == name for name, tool in TOOLS.items())
+
+
+# The apps whose `AppConfig.ready` adds tools, and the tools each adds.
+TOOLS_ADDED_BY_APP = {
+    "archive": {"search_archive", "list_library", "read_library_file"},
+    "check_ins": {"propose_check_in"},
+}
+PROJECT_PACKAGES = (
+    "elion", "operations", "conversations", "continuity", "memories", "archive", "artifacts", "transcript", "check_ins"
+)
+
+
+def test_each_app_adds_its_tools_when_it_is_ready(monkeypatch):
+    own = {name: tool for name, tool in TOOLS.items() if not any(name in added for added in TOOLS_ADDED_BY_APP.values())}
+    monkeypatch.setattr(tool_loop, "TOOLS", dict(own))
+    project_apps = [config for config in apps.get_app_configs() if config.name.split(".")[0] in PROJECT_PACKAGES]
+    assert set(TOOLS_ADDED_BY_APP) < {config.label for config in project_apps}
+    for config in project_apps:
+        before = set(tool_loop.TOOLS)
+        config.ready()
+        assert set(tool_loop.TOOLS) - before == TOOLS_ADDED_BY_APP.get(config.label, set()), config.label
+    assert tool_loop.TOOLS == TOOLS
 
 
 def test_every_function_tool_offered_has_its_entry_and_every_entry_is_offered():
