@@ -10,6 +10,6 @@ class CheckInsConfig(AppConfig):
     def ready(self) -> None:
         """Add the check-ins' tool (`propose_check_in`) to the send's table of tools."""
         # local import: the tool imports models, which are loaded only after every app config.
-        from conversations.sending.check_in_tool import check_in_tools_add
+        from check_ins.sending.tools import check_in_tools_add
 
         check_in_tools_add()

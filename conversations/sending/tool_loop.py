@@ -19,7 +19,7 @@ holds their neutral definitions as `provider_gateway.stream_reply` takes them):
   conversation may suggest (`conversations.sending.memory_tool`); it records
   a proposal for the owner, never a memory.
 * `propose_check_in`: under the same rules, with Settings → "Elion may propose
-  check-ins" (`conversations.sending.check_in_tool`); it records a proposal,
+  check-ins" (`check_ins.sending.tools`); it records a proposal,
   never a schedule.
 * Web search: the Responses API's built-in tool, only when enabled in
   Settings and the selector is `responses`.

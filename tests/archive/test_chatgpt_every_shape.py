@@ -8,11 +8,11 @@ import json
 import pytest
 
 from archive.models import ArchiveAttachment, ArchiveChunk, ArchiveDocument
+from archive.sending import tools as archive_tools
 from archive.services.blobs import archive_store
 from archive.services.import_runs import PROBLEMS_LISTED
 from archive.services.importers.chatgpt import parse as chatgpt
 from conversations.models import AssistantSettings
-from conversations.sending import archive_tools
 from tests.archive import chatgpt_export as export
 from tests.archive.conftest import make_zip
 from tests.support.json_fields import WRONG_TYPES, read_outcomes

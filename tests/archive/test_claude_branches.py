@@ -8,8 +8,8 @@ import json
 import pytest
 
 from archive.models import ArchiveDocument
+from archive.sending import tools as archive_tools
 from archive.services.importers.claude import parse as claude
-from conversations.sending import archive_tools
 from tests.archive import claude_export as export
 from tests.support.json_fields import WRONG_TYPES, read_outcomes
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from archive.models import ArchiveChunk, ArchiveDocument
+from archive.sending import tools as archive_tools
 from archive.services.importers.claude import parse as claude
-from conversations.sending import archive_tools
 from memories.models import Memory
 from tests.archive import claude_export as export
 from tests.archive.conftest import make_zip

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from archive.models import ArchiveChunk, ArchiveDocument
+from archive.sending import tools as archive_tools
 from archive.services import import_jobs
 from archive.services.importers.claude import parse as claude
-from conversations.sending import archive_tools
 from elion.base.assistant_settings import assistant_settings_get
 from tests.archive import claude_export as export
 from tests.archive.conftest import make_zip
