@@ -71,7 +71,8 @@ PROPOSE_CHECK_IN = {
 
 
 def propose_check_in(args: dict, *, conversation_id: UUID, reply_id: UUID | None, call_id: str) -> str:
-    """Run one call. Bad arguments raise `elion.base.errors.InvalidInput` (the tool loop makes it an error result)."""
+    """Run one call. Bad arguments raise `elion.base.errors.InvalidInput` (`_propose_check_in` makes it the tool's
+    input error, which the tool loop answers as an error result)."""
     outcome = check_in_propose(
         conversation_id=conversation_id, reply_id=reply_id, tool_call_id=call_id,
         title=args.get("title"), brief=args.get("brief"), schedule=args.get("schedule"),

@@ -1,15 +1,26 @@
 """The model's deliberate tools carried out, and the tool rounds inside a reply.
 
+Each tool is a value (`Tool`: its name and the function that carries out a
+call) in one table, `TOOLS`: the send's own tools below, and those the apps
+that own the rest add from their `AppConfig.ready` through `tools_add`
+(`archive.apps` adds `archive.sending.tools.ARCHIVE_TOOLS`, `check_ins.apps`
+adds `check_ins.sending.tools.CHECK_IN_TOOLS`), so this package imports
+neither app. `run_tool` finds a call's tool there, and answers a name it does
+not hold, or one not offered, with an error result.
+tests/conversations/sending/test_tool_table.py holds the table to its list.
+
 Tools (offered by `conversations.sending.tool_offer.available_tools`, which
-holds their neutral definitions as `provider_gateway.stream_reply` takes them):
+holds their neutral definitions as `provider_gateway.stream_reply` takes them;
+a definition that reads its app's rules comes with its `Tool`):
 
 * `search_past_conversations`: live-branch user/assistant speech of other
   conversations that may feed automatic continuity (never hidden, trashed,
   Continuity-Shielded, the other persona's, or the current conversation;
   never system prompts, handoff bubbles or tool output).
 * `search_archive`: only offered when Archive access is on; results cite the
-  document title, collection and chunk.
-* `list_library` / `read_library_file`: the Library, read a page at a time.
+  document title, collection and chunk (`archive.sending.tools`).
+* `list_library` / `read_library_file`: the Library, read a page at a time
+  (`archive.sending.tools`).
 * `create_artifact` / `update_artifact` / `read_artifact`: standalone pieces
   (poems, reflections, letters, stories) kept as artifacts with versions
   (`artifacts.services`); an update adds a version. `read_artifact` is the

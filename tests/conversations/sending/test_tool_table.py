@@ -53,7 +53,10 @@ def test_each_app_adds_its_tools_when_it_is_ready(monkeypatch):
     for config in project_apps:
         before = set(tool_loop.TOOLS)
         config.ready()
-        assert set(tool_loop.TOOLS) - before == TOOLS_ADDED_BY_APP.get(config.label, set()), config.label
+        added = set(tool_loop.TOOLS) - before
+        assert added == TOOLS_ADDED_BY_APP.get(config.label, set()), config.label
+        # Each tool an app adds is carried out in that app's own sending layer.
+        assert {tool_loop.TOOLS[name].run.__module__ for name in added} <= {f"{config.name}.sending.tools"}
     assert tool_loop.TOOLS == TOOLS
 
 
