@@ -109,26 +109,24 @@ def test_no_two_layer_packages_import_each_other_both_ways():
     assert _imports_both_ways(graph, sorted(packages)) == []
 
 
-# Top-level packages that still import each other both ways (13 before issue 45, 9 after it: the transcript's
+# Top-level packages that still import each other both ways (13 before issue 45, 7 after it: the transcript's
 # rows moved to the `transcript` app, so `transcript` imports no app above it; the lock, the settings reader and
 # upload reading left it; each app deletes its own rows of a conversation deleted forever; markdown rendering
-# and the error shape's serializer sit in `elion.base`, so `artifacts` needs nothing of `conversations`). What remains, by
-# the imports behind it:
+# and the error shape's serializer sit in `elion.base`, so `artifacts` needs nothing of `conversations`; the send's
+# tools are a table (`conversations.sending.tool_loop.TOOLS`) to which `archive` and `check_ins` add their own from
+# `AppConfig.ready`, so `conversations` imports neither). What remains, by the imports behind it:
 # - `elion` is both the project's top (`elion.web`: the URL root and routing, the login and the health check,
 #   which reads `continuity.services.health` and `conversations.web.schema`) and its base (`elion.base`);
-# - the send offers and runs other apps' tools (`conversations.sending.tool_loop`, `tool_offer`,
-#   `check_in_tool`, `memory_tool`: archive search, check-ins, memory proposals), while those apps' web
-#   layers answer with a conversation (`conversations.web.schema.ConversationSerializer`,
-#   `serializers.conversation_repr`), a check-in's turn runs a send
-#   (`check_ins.sending.turn`), and continuing an archive document creates a thread
-#   (`archive.services.continuation`);
+# - the send offers and runs memories' tool (`conversations.sending.memory_tool`: memory proposals) and the
+#   conversations services take memories' write lock and snapshots, while memories' web layer answers with a
+#   conversation (`conversations.web.schema.ConversationSerializer`, `serializers.conversation_repr`);
 # - continuity's stored prompt reads archive documents and memories (`continuity.rules.archive_handoff_store`,
 #   `prompt_store`), while archive and memories services call continuity's rules;
 # - the conversations transports (web, tasks, commands) drive `operations` (backups, push, usage), while
 #   `operations` reads the assistant settings and audio usage rows of `conversations.models`.
 # The list may only shrink.
 TOP_LEVEL_BOTH_WAYS = {
-    ("archive", "continuity"), ("archive", "conversations"), ("check_ins", "conversations"), ("continuity", "conversations"), ("continuity", "elion"), ("continuity", "memories"),
+    ("archive", "continuity"), ("continuity", "conversations"), ("continuity", "elion"), ("continuity", "memories"),
     ("conversations", "elion"), ("conversations", "memories"), ("conversations", "operations"),
 }
 
