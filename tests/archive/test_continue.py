@@ -22,9 +22,9 @@ from django.test.utils import CaptureQueriesContext
 from archive.models import ArchiveDocument
 from archive.services.continuation import archive_document_continue
 from archive.services.documents import archive_document_add_text, archive_document_delete
+from archive.services.handoff_store import archive_source_messages
 from continuity.rules import archive_handoff_store
 from continuity.rules.archive_handoff_store import archive_handoff_blocks_for
-from continuity.rules.archive_turns_store import archive_source_messages
 from continuity.rules.handoff_policy import build_handoff
 from continuity.rules.handoff_store import handoff_limits, speaker_names
 from continuity.rules.thread_handoff_store import handoff_block_for
