@@ -1,8 +1,8 @@
 """The archive's side of an archived conversation continued in a new chat (issue 21): a document's speaker
 turns as the handoff policy's plain source messages (`continuity.rules.handoff_policy`), read from its stored
 chunks. Continuity renders a continued chat's carried turns into its continuity slot
-(`continuity.rules.archive_handoff_store`) and reads them through `archived_turns`, the reader registered at
-start."""
+(`continuity.rules.archive_handoff_store`) and reads them through `archived_turns`, the reader this app
+registers at start (`archive.apps.ArchiveConfig.ready`), so continuity imports nothing of archive."""
 
 from __future__ import annotations
 
