@@ -104,21 +104,6 @@ class FolderListSerializer(serializers.Serializer):
     results = FolderOutSerializer(many=True)
 
 
-class LoginSerializer(serializers.Serializer):
-    password = serializers.CharField()
-
-
-class BackupHealthSerializer(serializers.Serializer):
-    last_verified_at = serializers.DateTimeField(allow_null=True)
-    stale = serializers.BooleanField()
-
-
-class HealthSerializer(serializers.Serializer):
-    status = serializers.CharField()
-    reconciliation = serializers.DictField()
-    backup = BackupHealthSerializer()
-
-
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
 
