@@ -29,7 +29,7 @@ from django.db import transaction
 
 from archive.models import ArchiveDocument
 from archive.services.documents import access_document
-from continuity.rules.archive_handoff_store import archive_document_handoff, archive_turn_numbers
+from archive.services.handoff_store import archive_document_handoff, archive_turn_numbers
 from continuity.services.branching import handoff_destination_create
 from conversations.services.threads.thread_writes import copy_title_for
 from elion.base.assistant_settings import assistant_settings_read

@@ -23,8 +23,7 @@ from archive.services.continuation import archive_document_continue
 from archive.services.importers.sources import importer_for
 from archive.services.search import archive_search
 from archive.web import schema as docs
-from conversations.web.schema import ConversationSerializer
-from conversations.web.serializers import conversation_repr
+from continuity.web.conversation_shape import ConversationSerializer, conversation_repr
 from elion.base.api_errors import ErrorSerializer
 from elion.base.errors import InvalidInput
 

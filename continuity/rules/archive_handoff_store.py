@@ -1,122 +1,46 @@
-"""The database side of an archived conversation continued in a new chat (issue 21): the bubble's
+"""The continuity slot of a chat continued from an archived conversation (issue 21): the bubble's
 `source_document_id` and `source_turns` metadata, no row. The document's turns go through the same
-policy (`continuity.rules.handoff_policy`) as a conversation's and render into the same slot."""
+policy (`continuity.rules.handoff_policy`) as a conversation's and render into the same slot.
+
+The turns themselves are the archive's rows, read by the archive's reader (`ArchivedTurnsReader`), which
+the app that owns the documents registers at start (`archived_turns_reader_register`): this package keeps
+the policy and the bubbles, and imports nothing of `archive`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from uuid import UUID
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db.models import QuerySet
 
-from archive.models import IMPORTED_ASSISTANT_NAMES, ArchiveChunk, ArchiveDocument, ChunkBranch
-from continuity.rules.handoff_policy import Handoff, SourceMessage, boundary_id_in, build_handoff, new_boundary_id
+from continuity.rules.handoff_policy import SourceMessage, boundary_id_in, build_handoff, new_boundary_id
 from continuity.rules.handoff_store import handoff_limits, speaker_names, stored_prompts_read
 from elion.models import AssistantSettings
 from transcript.models import Message, MessageKind
 
-# Where a long archived turn's first piece occurs more than once, the occurrences tried.
-ARCHIVE_TURN_SEARCH_ATTEMPTS = 20
+# The archive's reader: for each document id, the turn numbers wanted; answers each document still in the
+# archive with those turns as source messages (ids `<document id>:<turn>`), and leaves a removed one out.
+ArchivedTurnsReader = Callable[[dict[int, set[int]]], dict[int, list[SourceMessage]]]
+
+_READERS: dict[str, ArchivedTurnsReader] = {}
+
+
+def archived_turns_reader_register(reader: ArchivedTurnsReader) -> None:
+    """Set the reader of archived turns (once, at start, by the app that owns the documents)."""
+    _READERS["archived_turns"] = reader
+
+
+def _archived_turns(wanted: dict[int, set[int]]) -> dict[int, list[SourceMessage]]:
+    reader = _READERS.get("archived_turns")
+    if reader is None:
+        raise ImproperlyConfigured(
+            "No reader of archived turns is registered: the archive app registers it when Django starts."
+        )
+    return reader(wanted)
 
 
 # --- An archived conversation continued in a new chat ---------------------------
-
-
-def _without_whitespace(text: str) -> str:
-    return "".join(text.split())
-
-
-def _archive_turn_text(pieces: list[ArchiveChunk], document_text: str) -> str:
-    """A turn's exact text from its stored chunks.
-
-    A turn above the chunk maximum was stored as several chunks cut at
-    whitespace (or, with none, hard); its text is the stretch of the document
-    from its first piece to the end of its last, so the boundaries come back
-    as they were. A stretch is taken only when it differs from the pieces by
-    whitespace alone; otherwise (text stored with other newlines) the pieces
-    are joined by a blank line.
-    """
-    joined = "\n\n".join(piece.text for piece in pieces)
-    if len(pieces) == 1:
-        return joined
-    bare = "".join(_without_whitespace(piece.text) for piece in pieces)
-    start = document_text.find(pieces[0].text)
-    for _attempt in range(ARCHIVE_TURN_SEARCH_ATTEMPTS):
-        if start < 0:
-            break
-        end = start
-        for piece in pieces:
-            found = document_text.find(piece.text, end)
-            end = found + len(piece.text) if found >= 0 else -1
-            if end < 0:
-                return joined
-        if _without_whitespace(document_text[start:end]) == bare:
-            return document_text[start:end]
-        start = document_text.find(pieces[0].text, start + 1)
-    return joined
-
-
-def _imported_speaker(document: ArchiveDocument, chunk: ArchiveChunk) -> str:
-    """Another system's assistant keeps its own name in a handoff ("ChatGPT said:"); the owner's turns and
-    Elion's own documents keep the persona's labels (seed, "Archive Compatibility")."""
-    if document.source in IMPORTED_ASSISTANT_NAMES and chunk.role == "assistant":
-        return chunk.speaker or IMPORTED_ASSISTANT_NAMES[document.source]
-    return ""
-
-
-def _archive_turns(documents: dict[int, ArchiveDocument], turns: dict[int, set[int]] | None) -> dict[int, list[SourceMessage]]:
-    """Per document, its speaker turns (all, or only `turns[document id]`) as plain source messages.
-
-    One query for the chunks of every document, and one more only for the
-    rare documents whose carried turns were stored as several chunks.
-    """
-    # Only the branch the owner last saw is the conversation; other branches' turns are searchable, never carried.
-    chunks = ArchiveChunk.objects.filter(document_id__in=list(documents), turn__isnull=False, branch=ChunkBranch.CURRENT)
-    if turns is not None:
-        chunks = chunks.filter(turn__in=sorted(set().union(*turns.values())))
-    grouped: dict[int, dict[int, list[ArchiveChunk]]] = {document_id: {} for document_id in documents}
-    fields = ("document_id", "turn", "role", "speaker", "text", "spoken_at")
-    for chunk in chunks.order_by("document_id", "position").only(*fields):
-        if turns is None or chunk.turn in turns[chunk.document_id]:
-            grouped[chunk.document_id].setdefault(chunk.turn, []).append(chunk)
-    split = [document_id for document_id, by_turn in grouped.items() if any(len(p) > 1 for p in by_turn.values())]
-    texts = dict(ArchiveDocument.objects.filter(pk__in=split).values_list("pk", "text")) if split else {}
-    return {
-        document_id: [
-            SourceMessage(
-                id=f"{document_id}:{turn}",
-                role=pieces[0].role,
-                content=_archive_turn_text(pieces, texts.get(document_id, "")),
-                created_at=pieces[0].spoken_at or documents[document_id].created_at,
-                speaker=_imported_speaker(documents[document_id], pieces[0]),
-            )
-            for turn, pieces in by_turn.items()
-        ]
-        for document_id, by_turn in grouped.items()
-    }
-
-
-def archive_source_messages(document: ArchiveDocument) -> list[SourceMessage]:
-    """The document's speaker turns as the policy's plain source messages, in order.
-
-    One message per turn number, with the role its chunks were stored with (a
-    speaker the archive could not place has none, so the policy never carries
-    it); the time is the turn's own when the export gave one, else the
-    document's. Ids are `<document id>:<turn>`.
-    """
-    return _archive_turns({document.pk: document}, None)[document.pk]
-
-
-def archive_turn_numbers(handoff: Handoff) -> list[int]:
-    """The turn numbers a handoff built from `archive_source_messages` carries."""
-    return [int(message_id.rsplit(":", 1)[1]) for message_id in handoff.source_message_ids]
-
-
-def archive_document_handoff(document: ArchiveDocument, *, persona: str, settings_row: AssistantSettings) -> Handoff:
-    """The final-eight handoff of an archived conversation under the current limits and labels."""
-    return build_handoff(
-        archive_source_messages(document), limits=handoff_limits(), names=speaker_names(persona, settings_row)
-    )
 
 
 def archive_handoff_blocks_for(
@@ -151,20 +75,17 @@ def archive_handoff_blocks_from(
     handoff bubble recording a `source_document_id`, in seq order. `stored_prompts` as `handoff_blocks_from`."""
     if not bubbles:
         return {}
-    documents = ArchiveDocument.objects.defer("text").in_bulk(
-        {metadata.get("source_document_id") for _, _, metadata in bubbles if isinstance(metadata.get("source_document_id"), int)}
-    )
     if stored_prompts is None:
         stored_prompts = stored_prompts_read(list(dict.fromkeys(row[0] for row in bubbles)))
     carried = {
         conversation_id: (metadata.get("source_document_id"), {t for t in metadata.get("source_turns") or [] if isinstance(t, int)})
         for conversation_id, _, metadata in bubbles
     }
-    wanted: dict[int, set[int]] = {document_id: set() for document_id in documents}
+    wanted: dict[int, set[int]] = {document_id: set() for document_id, _ in carried.values() if isinstance(document_id, int)}
     for document_id, turns in carried.values():
         if document_id in wanted:
             wanted[document_id] |= turns
-    sources = _archive_turns(documents, wanted) if documents else {}
+    sources = _archived_turns(wanted)
     limits = handoff_limits()
     blocks: dict[UUID, str] = {}
     for conversation_id, persona, _ in bubbles:

@@ -15,8 +15,7 @@ from rest_framework.views import APIView
 
 from continuity.services.branching import conversation_branch
 from continuity.services.cleanup import cleanup_available, continuity_cleanup_delete, continuity_cleanup_preview
-from conversations.web import schema as docs
-from conversations.web.serializers import conversation_repr
+from continuity.web.conversation_shape import ConversationSerializer, conversation_repr
 from elion.base.api_errors import ErrorSerializer
 from elion.base.errors import InvalidInput
 
@@ -25,7 +24,7 @@ class ConversationBranchView(APIView):
     @extend_schema(
         request=None,
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=True)],
-        responses={201: docs.ConversationSerializer, 200: docs.ConversationSerializer, 400: ErrorSerializer,
+        responses={201: ConversationSerializer, 200: ConversationSerializer, 400: ErrorSerializer,
                    404: ErrorSerializer, 409: ErrorSerializer},
     )
     def post(self, request: Request, conversation_id: str) -> Response:

@@ -4,7 +4,8 @@ Owns the send command (`commands`), the locked prepare before any provider
 I/O (`prepare`), gathering the model request (`request`), the reply run and
 its persistence (`run`, `persist`), the event stream (`events`), the
 channel-layer broadcast (`broadcast`), watching and stopping a reply
-(`watch`, `stop`) and the tool rounds (`tool_loop`). The top service layer:
+(`watch`, `stop`) and the tool rounds with the table of tools (`tool_loop`;
+`archive.sending` and `check_ins.sending` add theirs). The top service layer:
 may import every layer below (services, continuity, base, models); only web
 imports it.
 """

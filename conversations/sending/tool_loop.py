@@ -1,15 +1,26 @@
 """The model's deliberate tools carried out, and the tool rounds inside a reply.
 
+Each tool is a value (`Tool`: its name and the function that carries out a
+call) in one table, `TOOLS`: the send's own tools below, and those the apps
+that own the rest add from their `AppConfig.ready` through `tools_add`
+(`archive.apps` adds `archive.sending.tools.ARCHIVE_TOOLS`, `check_ins.apps`
+adds `check_ins.sending.tools.CHECK_IN_TOOLS`), so this package imports
+neither app. `run_tool` finds a call's tool there, and answers a name it does
+not hold, or one not offered, with an error result.
+tests/conversations/sending/test_tool_table.py holds the table to its list.
+
 Tools (offered by `conversations.sending.tool_offer.available_tools`, which
-holds their neutral definitions as `provider_gateway.stream_reply` takes them):
+holds their neutral definitions as `provider_gateway.stream_reply` takes them;
+a definition that reads its app's rules comes with its `Tool`):
 
 * `search_past_conversations`: live-branch user/assistant speech of other
   conversations that may feed automatic continuity (never hidden, trashed,
   Continuity-Shielded, the other persona's, or the current conversation;
   never system prompts, handoff bubbles or tool output).
 * `search_archive`: only offered when Archive access is on; results cite the
-  document title, collection and chunk.
-* `list_library` / `read_library_file`: the Library, read a page at a time.
+  document title, collection and chunk (`archive.sending.tools`).
+* `list_library` / `read_library_file`: the Library, read a page at a time
+  (`archive.sending.tools`).
 * `create_artifact` / `update_artifact` / `read_artifact`: standalone pieces
   (poems, reflections, letters, stories) kept as artifacts with versions
   (`artifacts.services`); an update adds a version. `read_artifact` is the
@@ -19,7 +30,7 @@ holds their neutral definitions as `provider_gateway.stream_reply` takes them):
   conversation may suggest (`conversations.sending.memory_tool`); it records
   a proposal for the owner, never a memory.
 * `propose_check_in`: under the same rules, with Settings → "Elion may propose
-  check-ins" (`conversations.sending.check_in_tool`); it records a proposal,
+  check-ins" (`check_ins.sending.tools`); it records a proposal,
   never a schedule.
 * Web search: the Responses API's built-in tool, only when enabled in
   Settings and the selector is `responses`.
@@ -45,19 +56,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from uuid import UUID
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from archive.models import ArchiveCollection
-from archive.services.library import access_library_file, library_file_repr, library_files, library_page
-from archive.services.search import archive_search
 from artifacts import services as artifacts
 from continuity.rules.eligibility import model_search_sources
-from conversations.sending import check_in_tool, memory_tool
+from conversations.sending import memory_tool
 from conversations.services.visibility.past_search import past_conversation_search as owner_search
 from elion.base.errors import ServiceError
 from transcript.models import Message
@@ -96,14 +105,14 @@ class ToolInputError(Exception):
     """The model's arguments cannot be used; the model reads the message."""
 
 
-def _text_arg(args: dict, name: str) -> str:
+def text_arg(args: dict, name: str) -> str:
     value = args.get(name)
     if not isinstance(value, str) or not value.strip():
         raise ToolInputError(f"{name} must be a non-empty string.")
     return value
 
 
-def _int_arg(args: dict, name: str, default: int, low: int, high: int | None = None) -> int:
+def int_arg(args: dict, name: str, default: int, low: int, high: int | None = None) -> int:
     value = args.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ToolInputError(f"{name} must be an integer of at least {low}.")
@@ -139,9 +148,9 @@ def past_conversation_search(*, query: str, context: ToolContext, limit: int = P
 
 
 def _search_past_conversations(args: dict, context: ToolContext) -> str:
-    query = _text_arg(args, "query")
+    query = text_arg(args, "query")
     hits = past_conversation_search(
-        query=query, context=context, limit=_int_arg(args, "limit", PAST_SEARCH_LIMIT, 1, PAST_SEARCH_LIMIT)
+        query=query, context=context, limit=int_arg(args, "limit", PAST_SEARCH_LIMIT, 1, PAST_SEARCH_LIMIT)
     )
     grouped: dict[str, list[dict]] = {}
     for hit in hits:
@@ -150,45 +159,6 @@ def _search_past_conversations(args: dict, context: ToolContext) -> str:
         {"query": query, "conversations": [{"title": t, "excerpts": e} for t, e in grouped.items()]},
         ensure_ascii=False,
     )
-
-
-def _search_archive(args: dict, context: ToolContext) -> str:
-    query = _text_arg(args, "query")
-    collection = args.get("collection")
-    if collection is not None and collection not in ArchiveCollection.values:
-        raise ToolInputError(f"collection must be one of {', '.join(ArchiveCollection.values)}.")
-    limit = _int_arg(args, "limit", ARCHIVE_SEARCH_LIMIT, 1, ARCHIVE_SEARCH_LIMIT)
-    hits = archive_search(query, limit=limit, collections=[collection] if collection else None)
-    results = [
-        {
-            "cite_as": f"{hit.document_title} ({hit.collection}), chunk {hit.chunk}",
-            "document_title": hit.document_title,
-            "collection": hit.collection,
-            "chunk": hit.chunk,
-            "speaker": hit.speaker,
-            "excerpt": hit.excerpt,
-            "branch": hit.branch,
-        }
-        for hit in hits
-    ]
-    return json.dumps({"query": query, "results": results}, ensure_ascii=False)
-
-
-def _list_library(args: dict, context: ToolContext) -> str:
-    files = [
-        {k: v for k, v in library_file_repr(f).items() if k in ("id", "name", "kind", "characters")}
-        for f in library_files()
-    ]
-    return json.dumps({"files": files}, ensure_ascii=False)
-
-
-def _read_library_file(args: dict, context: ToolContext) -> str:
-    file_id = _int_arg(args, "file_id", -1, 0)
-    try:
-        page = library_page(access_library_file(file_id), offset=_int_arg(args, "offset", 0, 0))
-    except ServiceError as exc:
-        raise ToolInputError(exc.detail) from exc
-    return json.dumps(page, ensure_ascii=False)
 
 
 def _provenance(context: ToolContext) -> artifacts.Provenance:
@@ -219,7 +189,7 @@ def _create_artifact(args: dict, context: ToolContext) -> str:
 
 
 def _update_artifact(args: dict, context: ToolContext) -> str:
-    artifact_id = _int_arg(args, "artifact_id", -1, 1)
+    artifact_id = int_arg(args, "artifact_id", -1, 1)
     try:
         version = artifacts.artifact_update(
             artifact_id=artifact_id, content=args.get("content"), provenance=_provenance(context),
@@ -245,8 +215,8 @@ def _read_artifact(args: dict, context: ToolContext) -> str:
             for a in rows
         ]
         return json.dumps({"artifacts": listed}, ensure_ascii=False)
-    artifact_id = _int_arg(args, "artifact_id", -1, 1)
-    number = _int_arg(args, "version", 0, 1) if "version" in args else None
+    artifact_id = int_arg(args, "artifact_id", -1, 1)
+    number = int_arg(args, "version", 0, 1) if "version" in args else None
     try:
         artifact = artifacts.access_artifact(artifact_id, within=_readable_artifacts(context))
     except ServiceError as exc:
@@ -270,40 +240,59 @@ def _propose_memory(args: dict, context: ToolContext) -> str:
         raise ToolInputError(exc.detail) from exc
 
 
-def _propose_check_in(args: dict, context: ToolContext) -> str:
-    try:
-        return check_in_tool.propose_check_in(
-            args, conversation_id=context.conversation_id, reply_id=context.message_id, call_id=context.call_id
-        )
-    except ServiceError as exc:
-        raise ToolInputError(exc.detail) from exc
+# A tool's function: the call's arguments and context in, the result the model reads out; bad arguments raise
+# ToolInputError.
+ToolFunction = Callable[[dict, ToolContext], str]
 
 
-TOOL_FUNCTIONS: dict[str, Callable[[dict, ToolContext], str]] = {
-    "search_past_conversations": _search_past_conversations,
-    "search_archive": _search_archive,
-    "list_library": _list_library,
-    "read_library_file": _read_library_file,
-    "create_artifact": _create_artifact,
-    "update_artifact": _update_artifact,
-    "read_artifact": _read_artifact,
-    "propose_memory": _propose_memory,
-    "propose_check_in": _propose_check_in,
+@dataclass(frozen=True)
+class Tool:
+    """A function tool the model may call: its name and the function that carries out a call.
+
+    `definition`: the definition offered for it, for a tool whose definition reads its app's rules (its
+    limits and choices), offered by `tool_offer.available_tools` from here; None for a tool whose neutral
+    definition `tool_offer` holds itself."""
+
+    name: str
+    run: ToolFunction
+    definition: dict | None = None
+
+
+# The table of tools a call may name: this app's own, and those the apps that own the rest add from their
+# `AppConfig.ready` (`tools_add`). Tests (tests/conversations/sending/test_tool_table.py) hold it to the list.
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in (
+        Tool("search_past_conversations", _search_past_conversations),
+        Tool("create_artifact", _create_artifact),
+        Tool("update_artifact", _update_artifact),
+        Tool("read_artifact", _read_artifact),
+        Tool("propose_memory", _propose_memory),
+    )
 }
+
+
+def tools_add(tools: Iterable[Tool]) -> None:
+    """Add an app's tools to the table. Adding the same tool again adds nothing (an app config made ready
+    twice); a second, different tool of a name already held is a mistake, raised at start-up."""
+    for tool in tools:
+        held = TOOLS.setdefault(tool.name, tool)
+        if held is not tool:
+            raise ImproperlyConfigured(f"Two tools are named {tool.name!r}: {held.run.__module__} and {tool.run.__module__}.")
 
 
 def run_tool(call: ToolCallRequested, *, offered: list[dict], context: ToolContext) -> ToolResult:
     """Run one call. Every failure is a result the model reads, never an exception."""
     offered_names = {tool["name"] for tool in offered if "name" in tool}
-    function = TOOL_FUNCTIONS.get(call.name)
-    if function is None or call.name not in offered_names:
+    tool = TOOLS.get(call.name)
+    if tool is None or call.name not in offered_names:
         available = ", ".join(sorted(offered_names)) or "none"
         return ToolResult(f"Tool error: there is no tool named {call.name!r} here. Available: {available}.", True)
     try:
         args = json.loads(call.arguments_json or "{}")
         if not isinstance(args, dict):
             raise ToolInputError("arguments must be a JSON object.")
-        content = function(args, replace(context, call_id=call.call_id))
+        content = tool.run(args, replace(context, call_id=call.call_id))
     except json.JSONDecodeError:
         return ToolResult("Tool error: the arguments are not valid JSON.", True)
     except ToolInputError as exc:

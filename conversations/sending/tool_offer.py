@@ -1,5 +1,7 @@
 """The tools offered to the model for one reply (`available_tools`) and their neutral definitions, as
-`provider_gateway.stream_reply` takes them; `conversations.sending.tool_loop` runs the calls.
+`provider_gateway.stream_reply` takes them; `conversations.sending.tool_loop` runs the calls. A definition that
+reads its app's rules (`propose_check_in`: the check-ins' limits and choices) comes with its tool, from the
+table of tools (`tool_loop.TOOLS`).
 """
 
 from __future__ import annotations
@@ -7,8 +9,8 @@ from __future__ import annotations
 from django.conf import settings
 
 from artifacts.models import ArtifactKind
-from conversations.sending import check_in_tool, memory_tool
-from conversations.sending.tool_loop import ARCHIVE_SEARCH_LIMIT, PAST_SEARCH_LIMIT
+from conversations.sending import memory_tool
+from conversations.sending.tool_loop import ARCHIVE_SEARCH_LIMIT, PAST_SEARCH_LIMIT, TOOLS
 
 WEB_SEARCH_TOOL = {"type": "web_search"}
 
@@ -142,7 +144,7 @@ def available_tools(
     if memory_suggestions:
         tools.append(memory_tool.PROPOSE_MEMORY)
     if check_in_proposals:
-        tools.append(check_in_tool.PROPOSE_CHECK_IN)
+        tools.append(TOOLS["propose_check_in"].definition)
     if archive_access:
         tools.insert(1, SEARCH_ARCHIVE)
     if web_search and api_selector == "responses":

@@ -9,7 +9,7 @@ Conversation Search), `settings/`, `characters/`, `usage/`, `backup/` (download,
 `urls` gathers the resources' routes for `elion.web.urls`.
 
 Shared by the resources (they import it; it imports none of them): `serializers` (representations
-and input checks, shape only), `schema` (the OpenAPI description), `page_selectors` and `rendering`
+and input checks, shape only; a conversation's is `continuity.web.conversation_shape`), `schema` (the OpenAPI description), `page_selectors` and `rendering`
 (what pages show), `message_paging` (the paged messages query), `redirects` (where a form goes back to).
 
 Thin transports: each translates a request into a service call and a result into a response. The

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from rest_framework import serializers
 
+from continuity.web.conversation_shape import ConversationSerializer
 from conversations.web.message_paging import PAGE_LIMIT_MAX
 
 
@@ -26,42 +27,6 @@ class AttachmentSerializer(serializers.Serializer):
     mime = serializers.CharField()
     size = serializers.IntegerField()
     generated = serializers.BooleanField(help_text="An image a reply made; false for every upload.")
-
-
-class HandoffSerializer(serializers.Serializer):
-    source_conversation_id = serializers.UUIDField(allow_null=True)
-    source_message_ids = serializers.ListField(child=serializers.UUIDField())
-    # Only for an archived conversation continued in a new chat (then source_conversation_id is null).
-    source_document_id = serializers.IntegerField(required=False)
-
-
-class SnapshotTimingSerializer(serializers.Serializer):
-    captured_at = serializers.DateTimeField(allow_null=True)
-    refreshed_at = serializers.DateTimeField(allow_null=True)
-    provenance = serializers.ChoiceField(choices=["captured", "refreshed", "legacy"])
-
-
-class ProviderSerializer(serializers.Serializer):
-    id = serializers.CharField()
-    type = serializers.CharField()
-    model = serializers.CharField()
-
-
-class ConversationSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    title = serializers.CharField()
-    persona = serializers.ChoiceField(choices=["elion", "clipboard"])
-    folder_id = serializers.IntegerField(allow_null=True)
-    trashed = serializers.BooleanField()
-    shielded = serializers.BooleanField()
-    private = serializers.BooleanField()
-    origin = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-    handoff = HandoffSerializer(allow_null=True)
-    memory_snapshot = SnapshotTimingSerializer(allow_null=True)
-    provider = ProviderSerializer(allow_null=True)
-    unread = serializers.BooleanField(help_text="Elion wrote here by itself (a check-in) since the owner last opened it.")
 
 
 class ConversationListSerializer(serializers.Serializer):
@@ -137,21 +102,6 @@ class FolderOutSerializer(serializers.Serializer):
 
 class FolderListSerializer(serializers.Serializer):
     results = FolderOutSerializer(many=True)
-
-
-class LoginSerializer(serializers.Serializer):
-    password = serializers.CharField()
-
-
-class BackupHealthSerializer(serializers.Serializer):
-    last_verified_at = serializers.DateTimeField(allow_null=True)
-    stale = serializers.BooleanField()
-
-
-class HealthSerializer(serializers.Serializer):
-    status = serializers.CharField()
-    reconciliation = serializers.DictField()
-    backup = BackupHealthSerializer()
 
 
 _ERROR = {"$ref": "#/components/schemas/Error"}

@@ -12,8 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.web import schema as docs
-from conversations.web.serializers import conversation_repr
+from continuity.web.conversation_shape import ConversationSerializer, conversation_repr
 from elion.base.api_errors import ErrorSerializer
 from elion.base.errors import InvalidInput
 from memories.services import importing, proposals
@@ -133,7 +132,7 @@ class MemoryReorderView(APIView):
 class ConversationRefreshMemoryView(APIView):
     """Explicit Refresh memory: replace this thread's snapshot with the current eligible set."""
 
-    @extend_schema(request=None, responses={200: docs.ConversationSerializer, 404: ErrorSerializer})
+    @extend_schema(request=None, responses={200: ConversationSerializer, 404: ErrorSerializer})
     def post(self, request: Request, conversation_id: str) -> Response:
         return Response(conversation_repr(snapshot_refresh(conversation_id)))
 

@@ -109,27 +109,29 @@ def test_no_two_layer_packages_import_each_other_both_ways():
     assert _imports_both_ways(graph, sorted(packages)) == []
 
 
-# Top-level packages that still import each other both ways (13 before issue 45, 8 after it: the transcript's
+# Top-level packages that still import each other both ways (13 before issue 45, 4 after it: the transcript's
 # rows moved to the `transcript` app, so `transcript` imports no app above it; the lock, the settings reader and
 # upload reading left it; each app deletes its own rows of a conversation deleted forever; markdown rendering
-# and the error shape's serializer sit in `elion.base`, so `artifacts` needs nothing of `conversations`; the
-# owner's settings rows (assistant settings, characters, audio usage) moved to `elion.models`, so `operations`
-# and continuity's rules read nothing of `conversations`). What remains, by the imports behind it:
-# - `elion` is both the project's top (`elion.web`: the URL root and routing, the login and the health check,
-#   which reads `continuity.services.health` and `conversations.web.schema`; `elion.admin`, whose settings
-#   and characters pages write through `conversations.services`) and its base (`elion.base`, `elion.models`);
-# - the send offers and runs other apps' tools (`conversations.sending.tool_loop`, `tool_offer`,
-#   `check_in_tool`, `memory_tool`: archive search, check-ins, memory proposals), while those apps' web
-#   layers answer with a conversation (`conversations.web.schema.ConversationSerializer`,
-#   `serializers.conversation_repr`), a check-in's turn runs a send
-#   (`check_ins.sending.turn`), and continuing an archive document creates a thread
-#   (`archive.services.continuation`);
-# - continuity's stored prompt reads archive documents and memories (`continuity.rules.archive_handoff_store`,
-#   `prompt_store`), while archive and memories services call continuity's rules.
+# and the error shape's serializer sit in `elion.base`, so `artifacts` needs nothing of `conversations`; the send's
+# tools are a table (`conversations.sending.tool_loop.TOOLS`) to which `archive` and `check_ins` add their own from
+# `AppConfig.ready`, so `conversations` imports neither; the conversation's API shape sits in
+# `continuity.web.conversation_shape`, so `memories` needs nothing of `conversations`; the owner's settings rows
+# (assistant settings, characters, audio usage) are `elion.models`, so `operations` and continuity's stores read
+# nothing of `conversations`). What remains, by the imports behind it:
+# - `elion` is both the project's top (`elion.web`: the URL root and routing to the chat's consumer, the health
+#   check, which reads `continuity.services.health` and the settings row; `elion.admin`, whose settings and
+#   characters pages write through `conversations.services`) and its base (`elion.base`, `elion.models`);
+# - continuity's stored prompt reads memories (`continuity.rules.prompt_store`), while memories' services call
+#   continuity's rules (archive's documents reach the prompt through the reader `archive.apps` registers,
+#   `continuity.rules.archive_handoff_store.archived_turns_reader_register`, so `continuity` imports nothing of
+#   `archive`);
+# - continuity's branching creates a thread (`continuity.services.branching` ->
+#   `conversations.services.threads.thread_writes`), while the send and the conversations services call
+#   continuity's rules.
 # The list may only shrink.
 TOP_LEVEL_BOTH_WAYS = {
-    ("archive", "continuity"), ("archive", "conversations"), ("check_ins", "conversations"), ("continuity", "conversations"), ("continuity", "elion"), ("continuity", "memories"),
-    ("conversations", "elion"), ("conversations", "memories"),
+    ("continuity", "conversations"), ("continuity", "elion"), ("continuity", "memories"),
+    ("conversations", "elion"),
 }
 
 

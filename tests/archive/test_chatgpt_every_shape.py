@@ -8,10 +8,10 @@ import json
 import pytest
 
 from archive.models import ArchiveAttachment, ArchiveChunk, ArchiveDocument
+from archive.sending import tools as archive_tools
 from archive.services.blobs import archive_store
 from archive.services.import_runs import PROBLEMS_LISTED
 from archive.services.importers.chatgpt import parse as chatgpt
-from conversations.sending import tool_loop
 from elion.models import AssistantSettings
 from tests.archive import chatgpt_export as export
 from tests.archive.conftest import make_zip
@@ -190,7 +190,7 @@ def test_search_results_and_the_models_tool_say_which_branch(client, upload, exp
     assert left["branch"] == "alternate" and left["document_title"] == "Harbour at dusk" and left["chunk"] == 6
     (seen,) = client.get("/api/archive/search/", {"q": "close dusk"}).json()["results"]
     assert seen["branch"] == "current" and seen["chunk"] == 2
-    tool_answer = json.loads(tool_loop._search_archive({"query": "boats bay"}, None))
+    tool_answer = json.loads(archive_tools.search_archive({"query": "boats bay"}, None))
     assert [r["branch"] for r in tool_answer["results"]] == ["alternate"]
 
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from archive.models import ArchiveDocument
+from archive.sending import tools as archive_tools
 from archive.services.importers.claude import parse as claude
-from conversations.sending import tool_loop
 from tests.archive import claude_export as export
 from tests.support.json_fields import WRONG_TYPES, read_outcomes
 
@@ -80,7 +80,7 @@ def test_search_results_and_the_models_tool_say_which_branch(client, upload):
     assert "ORIGINALREPLY" in left["excerpt"]
     (seen,) = client.get("/api/archive/search/", {"q": "fifteen years"}).json()["results"]
     assert seen["branch"] == "current"
-    tool_answer = json.loads(tool_loop._search_archive({"query": "ORIGINALTAIL"}, None))
+    tool_answer = json.loads(archive_tools.search_archive({"query": "ORIGINALTAIL"}, None))
     assert [r["branch"] for r in tool_answer["results"]] == ["alternate"]
     detail = client.get(f"/api/archive/documents/{ArchiveDocument.objects.get().pk}/").json()
     assert [c["branch"] for c in detail["chunk_list"]] == ["current"] * 5 + ["alternate"] * 3

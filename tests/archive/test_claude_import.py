@@ -8,8 +8,8 @@ import json
 import pytest
 
 from archive.models import ArchiveChunk, ArchiveDocument
+from archive.sending import tools as archive_tools
 from archive.services.importers.claude import parse as claude
-from conversations.sending import tool_loop
 from memories.models import Memory
 from tests.archive import claude_export as export
 from tests.archive.conftest import make_zip
@@ -121,7 +121,7 @@ def test_attached_files_text_is_kept_apart_labelled_as_the_file_never_as_the_own
     # Searchable, and the hit names the file as its speaker.
     (hit,) = client.get("/api/archive/search/", {"q": "wick trimmed"}).json()["results"]
     assert hit["speaker"] == "Attachment: lantern-notes.txt" and hit["document_title"] == "Lantern by the sea"
-    tool_answer = json.loads(tool_loop._search_archive({"query": "oil refilled"}, None))
+    tool_answer = json.loads(archive_tools.search_archive({"query": "oil refilled"}, None))
     assert [r["speaker"] for r in tool_answer["results"]] == ["Attachment: lantern-notes.txt"]
 
 

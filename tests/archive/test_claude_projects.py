@@ -9,9 +9,9 @@ import json
 import pytest
 
 from archive.models import ArchiveChunk, ArchiveDocument
+from archive.sending import tools as archive_tools
 from archive.services import import_jobs
 from archive.services.importers.claude import parse as claude
-from conversations.sending import tool_loop
 from elion.base.assistant_settings import assistant_settings_get
 from tests.archive import claude_export as export
 from tests.archive.conftest import make_zip
@@ -62,7 +62,7 @@ def test_project_docs_are_found_by_search_and_the_models_tool_under_the_files_na
     (hit,) = client.get("/api/archive/search/", {"q": "chalky compost"}).json()["results"]
     assert (hit["speaker"], hit["document_title"], hit["branch"]) == ("Project file: soil.txt", "Project: Garden",
                                                                        "current")
-    tool_answer = json.loads(tool_loop._search_archive({"query": "north wall lavender"}, None))
+    tool_answer = json.loads(archive_tools.search_archive({"query": "north wall lavender"}, None))
     assert [r["speaker"] for r in tool_answer["results"]] == ["Project file: lavender.md"]
 
 

@@ -14,6 +14,7 @@ import json
 import threading
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -21,7 +22,9 @@ from django.test.utils import CaptureQueriesContext
 from archive.models import ArchiveDocument
 from archive.services.continuation import archive_document_continue
 from archive.services.documents import archive_document_add_text, archive_document_delete
-from continuity.rules.archive_handoff_store import archive_handoff_blocks_for, archive_source_messages
+from archive.services.handoff_store import archive_source_messages
+from continuity.rules import archive_handoff_store
+from continuity.rules.archive_handoff_store import archive_handoff_blocks_for
 from continuity.rules.handoff_policy import build_handoff
 from continuity.rules.handoff_store import handoff_limits, speaker_names
 from continuity.rules.thread_handoff_store import handoff_block_for
@@ -260,3 +263,18 @@ def test_rebuilding_many_continued_chats_takes_a_fixed_number_of_queries(client)
     # Each block carries its own long turn whole, rebuilt from its two chunks.
     carried = sorted(n for block in many_blocks.values() for n in range(4) if json.dumps(long_turn + str(n)) in block)
     assert carried == [0, 1, 2, 3]
+
+
+def test_continuity_reads_the_turns_through_the_reader_the_archive_registers_and_refuses_to_guess_without_it(
+    client, monkeypatch
+):
+    """Continuity imports nothing of `archive`: the archive hands it its reader when Django starts. A continued
+    chat's slot holds the document's turns through that reader; with none registered, rebuilding the slot fails
+    loudly rather than dropping the turns the owner asked for."""
+    document = archived_conversation(3)
+    conversation = Conversation.objects.get(pk=continue_document(client, document.pk)["id"])
+    assert json.dumps(turn_text(3), ensure_ascii=False) in handoff_block_for(conversation)
+
+    monkeypatch.setattr(archive_handoff_store, "_READERS", {})
+    with pytest.raises(ImproperlyConfigured, match="reader of archived turns"):
+        handoff_block_for(conversation)

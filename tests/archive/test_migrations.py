@@ -15,9 +15,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from archive.services.search import search_text_for
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# Each test migrates a throwaway database in `manage.py` subprocesses: under CI's load a whole `migrate` can pass
+# the suite's 120 s timeout (tests/conversations/test_migrations.py did once).
+pytestmark = pytest.mark.timeout(600)
 
 
 def manage(data_dir: Path, *args: str) -> None:

@@ -11,7 +11,9 @@ import pytest
 
 from tests.support.migrating_instance import last_json, migrating_instance
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Each test migrates a fresh instance in `manage.py` subprocesses (about 10 s idle): CI's load once took one
+# past the suite's 120 s timeout (a whole `migrate` from 0014 on PostgreSQL, with other processes testing).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 
 BEFORE = "0014_image_generation"
 

@@ -3,7 +3,7 @@
 `SCENARIOS[name]` is the list of replies to script for it (`provider.script(*SCENARIOS[name])`);
 `SELECTOR_SCENARIOS` says on which API selectors each one exists (the Responses API's built-in items
 and phases have no Chat Completions form). The tests that walk the library are in
-`tests/conversations/provider/test_scenarios.py`.
+`tests/transcript/provider/test_scenarios.py`.
 """
 
 from __future__ import annotations

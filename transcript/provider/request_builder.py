@@ -101,7 +101,7 @@ ENDPOINTS = frozenset({
 # client's CPU to the first delta against 18 ms as `extra_body` (`bench/send_overhead.py --window 2400`,
 # bench/results/send_overhead.md, 2026-12-03). The SDK offers no other way past it (a tuple would skip
 # the walk only because the field is typed `List`, which a tuple is not). The items are built to the SDK's types
-# all the same: tests/conversations/provider/test_gateway.py asks the SDK's own transform that it
+# all the same: tests/transcript/provider/test_gateway.py asks the SDK's own transform that it
 # leaves every item shape unchanged, and the scripted provider checks every body against those types.
 WIRE_AS_IS_FIELDS = frozenset({"input", "messages"})
 

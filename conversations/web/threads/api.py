@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from continuity.web.conversation_shape import ConversationSerializer, conversation_repr, conversations_repr
 from conversations.services.deletion import conversation_delete_forever
 from conversations.services.threads.fork import conversation_fork
 from conversations.services.threads.thread_writes import (
@@ -44,27 +45,27 @@ class ConversationListView(APIView):
             queryset = queryset.filter(trashed=True)
         elif request.query_params.get("trashed") != "all":
             queryset = queryset.filter(trashed=False)
-        return Response({"results": s.conversations_repr(list(queryset[:500]))})
+        return Response({"results": conversations_repr(list(queryset[:500]))})
 
-    @extend_schema(request=s.ConversationCreateSerializer, responses={201: docs.ConversationSerializer, 400: ErrorSerializer})
+    @extend_schema(request=s.ConversationCreateSerializer, responses={201: ConversationSerializer, 400: ErrorSerializer})
     def post(self, request: Request) -> Response:
         data = s.validated(s.ConversationCreateSerializer, request.data)
         conversation = conversation_create(
             persona=data.get("persona") or "elion", title=data.get("title"), folder_id=data.get("folder_id"),
             private=data["private"], use_memories=data["use_memories"],
         )
-        return Response(s.conversation_repr(conversation), status=status.HTTP_201_CREATED)
+        return Response(conversation_repr(conversation), status=status.HTTP_201_CREATED)
 
 
 class ConversationDetailView(APIView):
-    @extend_schema(responses={200: docs.ConversationSerializer, 404: ErrorSerializer})
+    @extend_schema(responses={200: ConversationSerializer, 404: ErrorSerializer})
     def get(self, request: Request, conversation_id: str) -> Response:
-        return Response(s.conversation_repr(access_conversation(conversation_id)))
+        return Response(conversation_repr(access_conversation(conversation_id)))
 
-    @extend_schema(request=s.ConversationPatchSerializer, responses={200: docs.ConversationSerializer, 404: ErrorSerializer})
+    @extend_schema(request=s.ConversationPatchSerializer, responses={200: ConversationSerializer, 404: ErrorSerializer})
     def patch(self, request: Request, conversation_id: str) -> Response:
         changes = s.validated(s.ConversationPatchSerializer, s.patch_fields(request, ("title", "folder_id", "unread")))
-        return Response(s.conversation_repr(conversation_update(conversation_id=conversation_id, changes=changes)))
+        return Response(conversation_repr(conversation_update(conversation_id=conversation_id, changes=changes)))
 
     @extend_schema(responses={200: dict, 404: ErrorSerializer, 409: ErrorSerializer})
     def delete(self, request: Request, conversation_id: str) -> Response:
@@ -79,31 +80,31 @@ class DeletionReceiptView(APIView):
 
 
 class ConversationRewindView(APIView):
-    @extend_schema(request=s.RewindSerializer, responses={200: docs.ConversationSerializer, 404: ErrorSerializer})
+    @extend_schema(request=s.RewindSerializer, responses={200: ConversationSerializer, 404: ErrorSerializer})
     def post(self, request: Request, conversation_id: str) -> Response:
         data = s.validated(s.RewindSerializer, request.data)
         conversation = conversation_rewind(conversation_id=conversation_id, message_id=data["message_id"])
-        return Response(s.conversation_repr(conversation))
+        return Response(conversation_repr(conversation))
 
 
 class ConversationSwitchView(APIView):
     @extend_schema(
         request=s.SwitchSerializer,
-        responses={200: docs.ConversationSerializer, 400: ErrorSerializer, 404: ErrorSerializer,
+        responses={200: ConversationSerializer, 400: ErrorSerializer, 404: ErrorSerializer,
                    409: ErrorSerializer},
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         """Show another version: the head moves to the newest end under `message_id`; nothing is deleted."""
         data = s.validated(s.SwitchSerializer, request.data)
         conversation = conversation_switch(conversation_id=conversation_id, message_id=data["message_id"])
-        return Response(s.conversation_repr(conversation))
+        return Response(conversation_repr(conversation))
 
 
 class ConversationForkView(APIView):
     @extend_schema(
         request=dict,
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=True)],
-        responses={201: docs.ConversationSerializer, 200: docs.ConversationSerializer, 400: ErrorSerializer,
+        responses={201: ConversationSerializer, 200: ConversationSerializer, 400: ErrorSerializer,
                    404: ErrorSerializer, 409: ErrorSerializer},
     )
     def post(self, request: Request, conversation_id: str) -> Response:
@@ -115,7 +116,7 @@ class ConversationForkView(APIView):
             idempotency_key=request.headers.get("Idempotency-Key"),
         )
         return Response(
-            s.conversation_repr(destination), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+            conversation_repr(destination), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )
 
 

@@ -19,7 +19,8 @@ from rest_framework.renderers import JSONRenderer
 
 from artifacts.services import artifacts_export
 from continuity.rules.labels import speaker_label
-from conversations.web.serializers import conversation_repr, message_repr
+from continuity.web.conversation_shape import conversation_repr
+from conversations.web.serializers import message_repr
 from elion.base.assistant_settings import assistant_settings_get
 from transcript.attachments.manifests import manifests_for
 from transcript.branch_window import live_branch_batches

@@ -11,13 +11,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from continuity.rules.eligibility import outside_quarantine
 from continuity.services.new_chat_handoff import new_chat_handoff_drop, new_chat_handoff_notice
+from continuity.web.conversation_shape import conversation_in_view
 from conversations.services.characters import characters_list
 from conversations.services.message_selectors import message_window
 from conversations.services.threads.thread_writes import conversation_create, conversation_mark_read
 from conversations.services.visibility.past_search import quoted_excerpt
 from conversations.services.visibility.selectors import chat_visibility
 from conversations.web import message_paging, page_selectors
-from conversations.web.serializers import conversation_in_view
 from elion.base.assistant_settings import assistant_settings_get
 from elion.base.errors import NotFound, ServiceError
 from elion.models import AssistantSettings

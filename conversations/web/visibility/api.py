@@ -13,10 +13,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from continuity.web.conversation_shape import ConversationSerializer, conversation_repr
 from conversations.services.visibility import transitions as visibility
 from conversations.services.visibility.past_search import past_conversation_search
-from conversations.web import schema as docs
-from conversations.web.serializers import conversation_repr
 from elion.base.api_errors import ErrorSerializer
 from elion.base.errors import InvalidInput
 from elion.base.fulltext import query_terms
@@ -59,7 +58,7 @@ def search_query(value: str | None) -> str:
     return query
 
 
-_CONVERSATION_RESPONSES = {200: docs.ConversationSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
+_CONVERSATION_RESPONSES = {200: ConversationSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
 
 
 class ConversationTrashView(APIView):

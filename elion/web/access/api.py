@@ -3,25 +3,39 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from continuity.services.health import reconciliation_status
-from conversations.web import schema as docs
 from elion.base import access
 from elion.base.api_errors import ErrorSerializer
 from elion.base.login_throttle import login_device_remember, login_failed, login_retry_after, login_succeeded
 from elion.web.access.backup_health import backup_health
 
 
+class LoginSerializer(serializers.Serializer):
+    password = serializers.CharField()
+
+
+class BackupHealthSerializer(serializers.Serializer):
+    last_verified_at = serializers.DateTimeField(allow_null=True)
+    stale = serializers.BooleanField()
+
+
+class HealthSerializer(serializers.Serializer):
+    status = serializers.CharField()
+    reconciliation = serializers.DictField()
+    backup = BackupHealthSerializer()
+
+
 class HealthView(APIView):
     permission_classes = [AllowAny]
     authentication_classes: list = []
 
-    @extend_schema(responses=docs.HealthSerializer)
+    @extend_schema(responses=HealthSerializer)
     def get(self, request: Request) -> Response:
         return Response({"status": "ok", "reconciliation": reconciliation_status(), "backup": backup_health()})
 
@@ -30,7 +44,7 @@ class LoginView(APIView):
     permission_classes = [AllowAny]
     authentication_classes: list = []
 
-    @extend_schema(request=docs.LoginSerializer, responses={200: docs.HealthSerializer, 401: ErrorSerializer})
+    @extend_schema(request=LoginSerializer, responses={200: HealthSerializer, 401: ErrorSerializer})
     def post(self, request: Request) -> Response:
         retry_after = login_retry_after(request._request)
         if retry_after is not None:

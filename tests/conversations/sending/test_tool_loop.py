@@ -221,7 +221,7 @@ async def test_a_tool_that_raises_gives_the_model_an_error_result(scripted_provi
     def broken(args, context):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setitem(tool_loop.TOOL_FUNCTIONS, "list_library", broken)
+    monkeypatch.setitem(tool_loop.TOOLS, "list_library", tool_loop.Tool("list_library", broken))
     scripted_provider.script(
         ScriptedReply(tool_calls=[{"name": "list_library", "arguments": {}, "call_id": "call_b"}]),
         ScriptedReply(text="The Library is unavailable right now."),

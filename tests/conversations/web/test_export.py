@@ -17,8 +17,9 @@ from rest_framework.renderers import JSONRenderer
 
 from artifacts.services import artifacts_export
 from continuity.rules.labels import speaker_label
+from continuity.web.conversation_shape import conversation_repr
 from conversations.services.threads.thread_writes import conversation_rewind
-from conversations.web.serializers import conversation_repr, message_repr
+from conversations.web.serializers import message_repr
 from conversations.web.threads.export import EXPORT_BATCH
 from elion.base.assistant_settings import assistant_settings_get
 from tests.support.factories import thread, turns_append

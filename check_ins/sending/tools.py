@@ -20,6 +20,8 @@ from check_ins.models import ScheduleKind
 from check_ins.services.inputs import BRIEF_MAX, N_MAX, TITLE_MAX
 from check_ins.services.proposals import REASON_MAX, TOOL_TARGETS, check_in_propose
 from check_ins.services.schedule_policy import WEEKDAYS
+from conversations.sending.tool_loop import Tool, ToolContext, ToolInputError, tools_add
+from elion.base.errors import ServiceError
 
 PROPOSE_CHECK_IN = {
     "name": "propose_check_in",
@@ -69,7 +71,8 @@ PROPOSE_CHECK_IN = {
 
 
 def propose_check_in(args: dict, *, conversation_id: UUID, reply_id: UUID | None, call_id: str) -> str:
-    """Run one call. Bad arguments raise `elion.base.errors.InvalidInput` (the tool loop makes it an error result)."""
+    """Run one call. Bad arguments raise `elion.base.errors.InvalidInput` (`_propose_check_in` makes it the tool's
+    input error, which the tool loop answers as an error result)."""
     outcome = check_in_propose(
         conversation_id=conversation_id, reply_id=reply_id, tool_call_id=call_id,
         title=args.get("title"), brief=args.get("brief"), schedule=args.get("schedule"),
@@ -79,3 +82,22 @@ def propose_check_in(args: dict, *, conversation_id: UUID, reply_id: UUID | None
     if outcome.proposal is not None:
         result["proposal_id"] = outcome.proposal.pk
     return json.dumps(result, ensure_ascii=False)
+
+
+def _propose_check_in(args: dict, context: ToolContext) -> str:
+    try:
+        return propose_check_in(
+            args, conversation_id=context.conversation_id, reply_id=context.message_id, call_id=context.call_id
+        )
+    except ServiceError as exc:
+        raise ToolInputError(exc.detail) from exc
+
+
+# What `check_ins.apps.CheckInsConfig.ready` adds (`check_in_tools_add`) to the send's table of tools (`tool_loop.TOOLS`), with the
+# definition `tool_offer.available_tools` offers: it reads the check-ins' limits and choices.
+CHECK_IN_TOOLS = (Tool("propose_check_in", _propose_check_in, definition=PROPOSE_CHECK_IN),)
+
+
+def check_in_tools_add() -> None:
+    """Add `CHECK_IN_TOOLS` to the send's table of tools (called by `check_ins.apps.CheckInsConfig.ready`)."""
+    tools_add(CHECK_IN_TOOLS)

@@ -493,7 +493,7 @@ async def test_http_control_api_scripts_replies_records_requests_and_releases_na
 
 
 def test_standalone_server_serves_models_and_stops_cleanly_on_sigterm():
-    root_dir = Path(__file__).resolve().parents[3]  # the project root (tests/conversations/provider/ is three below)
+    root_dir = Path(__file__).resolve().parents[3]  # the project root (tests/transcript/provider/ is three below)
     env = {**os.environ, "PYTHONPATH": str(root_dir)}
     cmd = [sys.executable, "-m", "tests.support.scripted_provider", "--port", "0"]
     with subprocess.Popen(cmd, cwd=root_dir, env=env, stdout=subprocess.PIPE, text=True) as proc:
