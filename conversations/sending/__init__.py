@@ -1,7 +1,8 @@
 """Sending: a turn from the owner to a stored, streamed reply.
 
 Owns the send command (`commands`), the locked prepare before any provider
-I/O (`prepare`), gathering the model request (`request`), the reply run and
+I/O (`prepare`, which asks `continuity.rules.request_store` for the model
+request), the offered tools (`tool_offer`), the reply run and
 its persistence (`run`, `persist`), the event stream (`events`), the
 channel-layer broadcast (`broadcast`), watching and stopping a reply
 (`watch`, `stop`) and the tool rounds with the table of tools (`tool_loop`;
