@@ -109,6 +109,13 @@ class ProviderSerializer(serializers.Serializer):
     model = serializers.CharField()
 
 
+class InViewSerializer(serializers.Serializer):
+    first_message_id = serializers.UUIDField(
+        allow_null=True, help_text="The first message the last send's request carried after trimming; null: all."
+    )
+    out_of_view = serializers.IntegerField(help_text="How many messages of that branch lie above it.")
+
+
 class ConversationSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     title = serializers.CharField()
@@ -123,4 +130,5 @@ class ConversationSerializer(serializers.Serializer):
     handoff = HandoffSerializer(allow_null=True)
     memory_snapshot = SnapshotTimingSerializer(allow_null=True)
     provider = ProviderSerializer(allow_null=True)
+    in_view = InViewSerializer(help_text="Where the last send's request began (docs/api.md).")
     unread = serializers.BooleanField(help_text="Elion wrote here by itself (a check-in) since the owner last opened it.")

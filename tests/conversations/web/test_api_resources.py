@@ -7,6 +7,7 @@ import json
 import pytest
 from django.test import Client
 
+from continuity.web.conversation_shape import ConversationSerializer
 from transcript.models import Conversation, Message, Role
 
 pytestmark = pytest.mark.django_db
@@ -95,6 +96,9 @@ def test_conversation_representation_has_the_contract_fields(client):
         "id", "title", "persona", "folder_id", "trashed", "shielded", "private", "origin", "created_at", "updated_at",
         "handoff", "memory_snapshot", "provider", "in_view", "unread",
     }
+    # The published schema's `Conversation` declares every field the answer holds (it once lacked `in_view`).
+    assert set(ConversationSerializer().fields) == set(body)
+    assert set(ConversationSerializer().fields["in_view"].fields) == set(body["in_view"])
     assert body["persona"] == "clipboard" and body["title"] == "Notes" and body["origin"] == "new_chat"
     patched = client.patch(f"/api/conversations/{body['id']}/", {"title": "Renamed"}, content_type="application/json")
     assert patched.json()["title"] == "Renamed"
