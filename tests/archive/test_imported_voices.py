@@ -9,13 +9,13 @@ import importlib
 import json
 
 import pytest
-from django.apps import apps
 from django.test import Client
 
 from archive.models import ArchiveChunk, ArchiveDocument
 from archive.services.documents import archive_document_add_text
 from continuity.rules.thread_handoff_store import handoff_block_for
 from tests.support.factories import sent_and_answered
+from tests.support.migration_state import apps_at
 from transcript.models import Conversation, Message, MessageKind
 
 pytestmark = pytest.mark.django_db
@@ -83,7 +83,7 @@ def test_migration_relabels_what_was_imported_with_elions_name(upload, chatgpt_j
     ArchiveChunk.objects.filter(document=document, role="assistant").update(speaker="Elion Voicefire")
     ArchiveDocument.objects.filter(pk=document.pk).update(text=document.text.replace("ChatGPT said:", "Elion Voicefire said:"))
 
-    relabel.relabel_imported_voices(apps, None)
+    relabel.relabel_imported_voices(apps_at("archive", "0007_imported_voices"), None)
     document.refresh_from_db()
     assert "Elion Voicefire" not in document.text and "\n\nChatGPT said:\nI remember" in document.text
     assert set(document.chunks.filter(role="assistant").values_list("speaker", flat=True)) == {"ChatGPT"}

@@ -17,6 +17,7 @@ from django.utils import timezone
 from conversations.services.deletion import STEP_NAMES, deletion_run, deletions_finish
 from conversations.services.visibility.transitions import conversation_trash
 from memories.models import ConversationMemorySnapshot
+from tests.support.migration_state import apps_at
 from transcript.deletion import conversation_deletion_intent
 from transcript.models import Conversation, ConversationDeletion, Message, MessageSearchEntry
 
@@ -154,14 +155,13 @@ def test_trash_page_deletes_forever_after_confirmation(trashed):
 def test_queue_schedule_finishes_pending_deletions(trashed):
     import importlib
 
-    from django.apps import apps
     from django_q.models import Schedule
 
     from conversations.tasks import finish_pending_deletions
 
     migration = importlib.import_module("conversations.migrations.0006_conversation_permanent_deletion")
-    migration.add_schedule(apps, None)
-    migration.add_schedule(apps, None)
+    migration.add_schedule(apps_at("conversations", "0006_conversation_permanent_deletion"), None)
+    migration.add_schedule(apps_at("conversations", "0006_conversation_permanent_deletion"), None)
     schedule = Schedule.objects.get(name="finish pending conversation deletions")
     assert schedule.func == "conversations.tasks.finish_pending_deletions" and schedule.minutes == 1
     conversation = trashed()

@@ -17,6 +17,7 @@ from conversations.services.threads.thread_writes import conversation_create
 from tests.support.crash_recovery import app_env
 from tests.support.factories import wait_until
 from tests.support.live_server import LiveApp
+from tests.support.migration_state import apps_at
 from tests.support.scripted_provider import ScriptedReply
 from transcript.models import Message, MessageStatus, Role
 
@@ -124,7 +125,6 @@ def test_queue_schedule_sweeps_stale_streams(make_conversation, make_turns):
     """A django-q2 schedule (created by a migration) runs the sweep every minute."""
     import importlib
 
-    from django.apps import apps
     from django_q.models import Schedule
 
     from conversations.tasks import interrupt_stale_streams
@@ -132,8 +132,8 @@ def test_queue_schedule_sweeps_stale_streams(make_conversation, make_turns):
     # Transactional tests flush migration-created rows, so apply the data
     # migration's function again (it is idempotent) and check what it made.
     migration = importlib.import_module("conversations.migrations.0002_schedule_stale_stream_sweep")
-    migration.add_schedule(apps, None)
-    migration.add_schedule(apps, None)
+    migration.add_schedule(apps_at("conversations", "0002_schedule_stale_stream_sweep"), None)
+    migration.add_schedule(apps_at("conversations", "0002_schedule_stale_stream_sweep"), None)
     schedule = Schedule.objects.get(name="interrupt stale streams")
     assert schedule.func == "conversations.tasks.interrupt_stale_streams" and schedule.minutes == 1
     conversation = make_conversation()

@@ -8,10 +8,10 @@ from __future__ import annotations
 import importlib
 
 import pytest
-from django.apps import apps
 from django.test import Client
 
 from tests.support.factories import thread
+from tests.support.migration_state import apps_at
 from transcript.models import Conversation, ConversationOrigin, Message, MessageKind
 
 pytestmark = pytest.mark.django_db
@@ -22,18 +22,8 @@ RAW = "## Show me code please\n\n# Heading one two\n\n```python\ndef hi(): retur
 OLD_TITLE = " ".join(RAW.split())[:60]
 
 
-class AppsAtTheMigration:
-    """The live registry, answering the app label the migration was written with: the rows it asks for as
-    `conversations.<Model>` are the `transcript` app's since issue 45 (same tables)."""
-
-    def get_model(self, app_label: str, model_name: str):
-        if app_label == "conversations":
-            return apps.get_model("transcript", model_name)
-        return apps.get_model(app_label, model_name)
-
-
 def rewritten(conversation: Conversation) -> Conversation:
-    migration.rewrite_auto_titles(AppsAtTheMigration(), None)
+    migration.rewrite_auto_titles(apps_at("conversations", "0020_title_words"), None)
     conversation.refresh_from_db()
     return conversation
 

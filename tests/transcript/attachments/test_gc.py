@@ -19,6 +19,7 @@ from conversations.sending.prepare import send_prepare
 from conversations.services.threads.thread_writes import conversation_create
 from elion.base.errors import Conflict
 from tests.support.attachment_files import png_bytes
+from tests.support.migration_state import apps_at
 from transcript.attachments import store
 from transcript.attachments.gc import attachment_garbage_collect
 from transcript.attachments.upload import attachment_upload
@@ -165,13 +166,12 @@ def test_two_collectors_at_once_remove_each_upload_exactly_once(attachment_root)
 def test_gc_schedule_is_created_by_the_migration():
     import importlib
 
-    from django.apps import apps
     from django_q.models import Schedule
 
     # Transactional tests flush migration-created rows: apply the (idempotent) data migration again.
     migration = importlib.import_module("conversations.migrations.0005_attachments_and_garbage_collection_schedule")
-    migration.add_gc_schedule(apps, None)
-    migration.add_gc_schedule(apps, None)
+    migration.add_gc_schedule(apps_at("conversations", "0005_attachments_and_garbage_collection_schedule"), None)
+    migration.add_gc_schedule(apps_at("conversations", "0005_attachments_and_garbage_collection_schedule"), None)
     schedule = Schedule.objects.get(name="collect attachment garbage")
     assert schedule.func == "conversations.tasks.collect_attachment_garbage"
     from conversations.tasks import collect_attachment_garbage

@@ -19,7 +19,6 @@ import os
 from pathlib import Path
 
 import pytest
-from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.db import connection
@@ -35,6 +34,7 @@ from conversations.services.visibility.transitions import conversation_trash
 from conversations.tasks import rehash_attachment_blobs
 from elion.base.assistant_settings import assistant_settings_get
 from tests.support.attachment_files import png_bytes
+from tests.support.migration_state import apps_at
 from transcript.attachments import store
 from transcript.attachments.encoded_cache import EncodedBlobCache, encoded_blobs
 from transcript.attachments.upload import attachment_upload
@@ -252,8 +252,8 @@ def _forge_identity(conversation: Conversation, attachment: Attachment) -> None:
 def test_the_daily_job_rehashes_every_blob_and_revokes_a_tampered_ones_identity(hashed):
     # Transactional tests flush migration-created rows: apply the (idempotent) data migration again.
     migration = importlib.import_module("conversations.migrations.0011_attachment_blob_identity")
-    migration.add_rehash_schedule(apps, None)
-    migration.add_rehash_schedule(apps, None)
+    migration.add_rehash_schedule(apps_at("conversations", "0011_attachment_blob_identity"), None)
+    migration.add_rehash_schedule(apps_at("conversations", "0011_attachment_blob_identity"), None)
     schedule = Schedule.objects.get(name="re-hash attachment blobs")
     assert (schedule.func, schedule.schedule_type) == ("conversations.tasks.rehash_attachment_blobs", "D")
 
