@@ -59,11 +59,6 @@ def talk_page(chromium, size="desktop"):
     return page
 
 
-# The recorded owner pauses this long between two sentences. The first sentence's whole turn (end of speech
-# heard, transcription, send, the reply's first sentence read aloud) must reach "speaking" inside the pause,
-# or the second sentence is heard first. 14 s was beaten once with the machine at load 11 on 2 cores.
-TURN_GAP_SECONDS = 24.0
-
 def transcriptions(server):
     return server.requests_to("/v1/audio/transcriptions")
 
@@ -76,7 +71,7 @@ def voice_turns(conversation):
 @pytest.mark.parametrize("size", ["desktop", "phone"])
 def test_talk_sends_a_spoken_turn_reads_the_reply_and_barge_in_stops_it(live_app, browser, scripted_server, tmp_path, size):
     speech = spoken_wav()
-    microphone = joined(speech, silence(TURN_GAP_SECONDS, speech), speech, silence(30.0, speech))
+    microphone = joined(speech, silence(14.0, speech), speech, silence(30.0, speech))
     scripted_server.script_transcriptions(ScriptedTranscription(text="What should I plant this spring?"),
                                           ScriptedTranscription(text="Wait, tell me about tomatoes."))
     scripted_server.script_speech(ScriptedSpeech(audio=tone_wav(30.0)))
@@ -146,7 +141,7 @@ def test_playback_alone_never_creates_a_turn(live_app, browser, scripted_server,
 
 def test_failures_end_the_state_with_a_message(live_app, browser, scripted_server, tmp_path):
     speech = spoken_wav()
-    microphone = joined(speech, silence(TURN_GAP_SECONDS, speech), speech, silence(30.0, speech))
+    microphone = joined(speech, silence(14.0, speech), speech, silence(30.0, speech))
     scripted_server.script_transcriptions(ScriptedTranscription(status=500, error_message="stt down"),
                                           ScriptedTranscription(text="Second try works."))
     scripted_server.script_speech(ScriptedSpeech(status=500, error_message="tts down"))
