@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import uuid
 from pathlib import Path
 
 import pyrage
@@ -45,8 +46,8 @@ def backup_env(settings, tmp_path) -> dict[str, str]:
 
 
 def stored(plain: Path, keys: encryption.BackupKeys | None = None, *, encrypted: bool = True) -> BackupRecord:
-    """`plain` (a backup zip) encrypted with `keys` (the configured ones by default) and stored at the destination,
-    recorded as a stored backup (not yet verified)."""
+    """`plain` (a backup zip) encrypted with `keys` (the configured ones by default) and stored at the destination
+    under a name of its own, recorded as a stored backup (not yet verified)."""
     source = plain
     if encrypted:
         source = plain.with_suffix(".zip.age")
@@ -54,7 +55,8 @@ def stored(plain: Path, keys: encryption.BackupKeys | None = None, *, encrypted:
             encryption.encrypt_stream(iter([plain.read_bytes()]), out, keys or encryption.configured_keys())
     destination = destinations.configured_destination()
     record = BackupRecord.objects.create(destination=destination.description, encrypted=encrypted, stored=True,
-                                         status=BackupStatus.FAILED, key=f"elion-backup-{source.name}")
+                                         status=BackupStatus.FAILED,
+                                         key=f"elion-backup-{uuid.uuid4().hex}-{source.name}")
     record.size = destination.store(source, record.key)
     record.sha256 = hashlib.sha256(source.read_bytes()).hexdigest()
     record.save()
@@ -94,10 +96,12 @@ def test_a_missing_or_wrong_confirmation_and_every_bad_file_are_refused_before_a
     tampered = stored(plain)
     (Path(backup_env["ELION_BACKUP_DIR"]) / tampered.key).write_bytes(bytes(data))
     refused(restore(client, tampered, confirm="replace"), 409, "backup_refused", "it was altered")
-    # Truncated (its recorded sha256 that of the cut file, so the decryption is what finds it).
+    # Truncated (its recorded sha256 that of the cut file, so the decryption is what finds it). Cut from its own
+    # file: age's header holds a random-length grease stanza, so two encryptions of one zip differ in length.
     truncated = stored(plain)
-    cut = destination_file.read_bytes()[: len(data) - 100]
-    (Path(backup_env["ELION_BACKUP_DIR"]) / truncated.key).write_bytes(cut)
+    truncated_file = Path(backup_env["ELION_BACKUP_DIR"]) / truncated.key
+    cut = truncated_file.read_bytes()[:-100]
+    truncated_file.write_bytes(cut)
     BackupRecord.objects.filter(pk=truncated.pk).update(sha256=hashlib.sha256(cut).hexdigest())
     refused(restore(client, truncated, confirm="replace"), 409, "backup_refused", "truncated or altered")
     # Another passphrase than this server's.
