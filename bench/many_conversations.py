@@ -2,7 +2,10 @@
 
 For each size one state is built once (in a child process, with the app's own prompt builders,
 snapshot rows, handoff rows, search index triggers: `bench/many_conversations_build.py`) and copied per run; a Daphne server
-serves the copy with the scripted provider on loopback. Then, in rounds (medians of `--rounds`),
+serves the copy with the scripted provider on loopback. `--database postgres`: the state is built in a fresh
+PostgreSQL database (DATABASE_URL's server, else a throwaway one from scripts/pg_tmp.sh, stopped on the way
+out) and cached as a `pg_dump -Fc`; each run restores it into a fresh database (`pg_restore`, then `VACUUM
+ANALYZE`), dropped after the run. Then, in rounds (medians of `--rounds`),
 over HTTP as a client sees it:
 
 - the operations the seed ties to the conversations they affect: Settings save (every stored
@@ -19,9 +22,11 @@ over HTTP as a client sees it:
     .venv/bin/python -m bench.many_conversations                         # this tree
     .venv/bin/python -m bench.many_conversations --baseline /tmp/main    # another tree's server and builder
     .venv/bin/python -m bench.many_conversations --before /tmp/main --only-refreshes   # side by side
+    .venv/bin/python -m bench.many_conversations --database postgres --sizes 100 --rounds 1
 
-SQLite only (the issue's measurements are SQLite's). A benchmark, not a test: it asserts nothing
-about timing; it fails when a request answers an error.
+SQLite by default (`--database sqlite`), or PostgreSQL (`--database postgres`): one database per run, named
+in the summary line. With `--before`, both trees serve the same state, copied or restored (each migrates it).
+A benchmark, not a test: it asserts nothing about timing; it fails when a request answers an error.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -156,21 +162,31 @@ async def with_concurrent_sends(client, operation, chats: list[str] | list[list[
     return seconds[0], waits
 
 
-def prompts_marked_stale(db_path: Path, chats: list[str]) -> None:
+def prompts_marked_stale(database: Path | str, chats: list[str]) -> None:
     """Mark these chats' stored prompts stale, as a marking operation does, with no refresh after it: the next
     send into each rebuilds its prompt (seed 000's freshness rule), the baseline of a send into a chat in an
-    operation's scope."""
-    import sqlite3
+    operation's scope. `database`: the SQLite file, or the run's PostgreSQL DATABASE_URL (the same UPDATE)."""
     import uuid
 
-    with sqlite3.connect(db_path, timeout=60) as database:
-        database.execute(
+    if isinstance(database, str):
+        import psycopg
+
+        with psycopg.connect(database, autocommit=True) as connection:
+            connection.execute(
+                f"UPDATE conversations_conversation SET prompt_stale = TRUE WHERE id IN ({', '.join(['%s'] * len(chats))})",
+                [uuid.UUID(chat) for chat in chats],
+            )
+        return
+    import sqlite3
+
+    with sqlite3.connect(database, timeout=60) as connection:
+        connection.execute(
             f"UPDATE conversations_conversation SET prompt_stale = 1 WHERE id IN ({', '.join('?' * len(chats))})",
             [uuid.UUID(chat).hex for chat in chats],
         )
 
 
-async def stale_sends(client, db_path: Path, chats: list[str], rounds: int = 2) -> list[float]:
+async def stale_sends(client, db_path: Path | str, chats: list[str], rounds: int = 2) -> list[float]:
     """Idle sends into stale chats: each chat marked, then one send into each, one after another; `rounds` times."""
     waits: list[float] = []
     for _ in range(rounds):
@@ -188,7 +204,7 @@ async def chats_made(client, sends, count: int, **fields) -> list[str]:
     return chats
 
 
-async def measure(base_url: str, rounds: int, seed: int, db_path: Path, *, only_refreshes: bool = False
+async def measure(base_url: str, rounds: int, seed: int, db_path: Path | str, *, only_refreshes: bool = False
                   ) -> dict[str, dict]:
     """The sends during an operation go, in turn, to chats in its scope (`in`: each send rebuilds its own marked
     prompt unless a batch did first) and, where there are any, to chats outside it (`out`). Each is held against
@@ -289,17 +305,39 @@ async def measure(base_url: str, rounds: int, seed: int, db_path: Path, *, only_
     return results
 
 
-def run_size(root: Path, state: Path, work: Path, rounds: int, seed: int, *, only_refreshes: bool = False
-             ) -> dict[str, dict]:
-    from bench.servers import app_env, collect_static, start_daphne, start_provider, stop_process
+def state_restored(server_url: str, dump: Path) -> tuple[str, str]:
+    """The cached PostgreSQL state restored into a fresh database on `server_url`: (its URL, its name to drop)."""
+    from bench.servers import pg_bin, pg_create_database, pg_drop_database
+
+    database_url, created = pg_create_database(server_url)
+    if created is None:
+        raise SystemExit("the bench needs a fresh database; DATABASE_URL's server refused to create one")
+    try:
+        subprocess.run([pg_bin("pg_restore"), "--no-owner", "--no-privileges", "-d", database_url, str(dump)],
+                       check=True, capture_output=True)
+        subprocess.run([pg_bin("psql"), database_url, "-q", "-c", "VACUUM ANALYZE"], check=True, capture_output=True)
+    except BaseException:
+        pg_drop_database(server_url, created)
+        raise
+    return database_url, created
+
+
+def run_size(root: Path, state: Path, work: Path, rounds: int, seed: int, *, only_refreshes: bool = False,
+             server_url: str | None = None) -> dict[str, dict]:
+    """One run on a copy of `state` (with `server_url`: its PostgreSQL dump restored into a fresh database there,
+    dropped afterwards), served by the tree `root`."""
+    from bench.servers import app_env, collect_static, pg_drop_database, start_daphne, start_provider, stop_process
 
     run_dir = work / f"run-{state.name}"
     shutil.rmtree(run_dir, ignore_errors=True)
-    shutil.copytree(state, run_dir)
+    shutil.copytree(state, run_dir, ignore=shutil.ignore_patterns("elion.dump"))
     provider = daphne = None
+    database_url = created = None
     try:
+        if server_url:
+            database_url, created = state_restored(server_url, state / "elion.dump")
         provider, provider_url = start_provider(work)
-        env = app_env(run_dir, None, provider_url)
+        env = app_env(run_dir, database_url, provider_url)
         subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=root, env=env, check=True)
         # As a deployment's scheduled tick does within its first minute: every prompt is current, so this
         # records the reconciliation's completion (and /api/health/ then answers from that record).
@@ -307,10 +345,13 @@ def run_size(root: Path, state: Path, work: Path, rounds: int, seed: int, *, onl
                        capture_output=True)
         collect_static(root, env)
         daphne, base_url = start_daphne(work, env, False, log_name=f"daphne-{state.name}.log", root=root)
-        return asyncio.run(measure(base_url, rounds, seed, run_dir / "elion.sqlite3", only_refreshes=only_refreshes))
+        return asyncio.run(measure(base_url, rounds, seed, database_url or run_dir / "elion.sqlite3",
+                                   only_refreshes=only_refreshes))
     finally:
         stop_process(daphne)
         stop_process(provider)
+        if created:
+            pg_drop_database(server_url, created)
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
@@ -329,11 +370,17 @@ def main() -> None:
                         help="only the idle send and the operations that refresh prompts, with sends meanwhile")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "elion-many-conversations",
                         help="where built states are kept between runs")
+    parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite",
+                        help="the database the state is built in and served from (postgres: DATABASE_URL's server, "
+                             "else a throwaway one from scripts/pg_tmp.sh)")
     args = parser.parse_args()
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from bench.many_conversations_build import state_dir
     from bench.many_conversations_report import report
+    from bench.servers import postgres_server
+
+    # A `kill` (SIGTERM) unwinds like Ctrl-C: the servers it started are stopped, its databases dropped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     root = (args.baseline or ROOT).resolve()
     trees = {"before": args.before.resolve(), "after": root} if args.before else {"": root}
     builder = next(iter(trees.values()))  # with --before, its tree builds the state both serve (each migrates it)
@@ -342,26 +389,11 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="elion-many-"))
     loads: list[float] = []
     try:
-        results: dict[str, dict[int, dict[str, dict]]] = {label: {} for label in trees}
-        for size in sizes:
-            state = state_dir(args.cache, builder, size, args.seed)
-            rounds = args.rounds_largest if size == max(sizes) and args.rounds_largest else args.rounds
-            for label, tree in trees.items():
-                print(f"{size:,} conversations, {label or 'tree'} ({tree}) …", flush=True)
-                loads.append(os.getloadavg()[0])
-                FAILED_SENDS.clear()
-                by_size = results[label]
-                by_size[size] = run_size(tree, state, work, rounds, args.seed, only_refreshes=args.only_refreshes)
-                loads.append(os.getloadavg()[0])
-                for line in report([size], by_size):
-                    print("  " + line)
-                if FAILED_SENDS:
-                    print(f"  sends made meanwhile that failed: {len(FAILED_SENDS)}, e.g. {FAILED_SENDS[0]}")
-                    by_size[size]["failed sends"] = {"times": [float(len(FAILED_SENDS))]}
-                print("  " + json.dumps({k: [round(t, 3) for t in v["times"]] for k, v in by_size[size].items()}),
-                      flush=True)
+        with postgres_server(args.database) as server_url:
+            results = measured(args, trees, builder, sizes, work, loads, server_url)
         print()
-        print(f"many_conversations {time.strftime('%Y-%m-%d %H:%M')}, SQLite, medians of {args.rounds} "
+        print(f"many_conversations {time.strftime('%Y-%m-%d %H:%M')}, "
+              f"{'PostgreSQL' if args.database == 'postgres' else 'SQLite'}, medians of {args.rounds} "
               f"({args.rounds_largest or args.rounds} at {max(sizes):,}), 1-minute load average between "
               f"{min(loads):.1f} and {max(loads):.1f} on {os.cpu_count()} CPUs")
         for label, tree in trees.items():
@@ -375,6 +407,35 @@ def main() -> None:
                           f"{results[label][size]['failed sends']['times'][0]:.0f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def measured(args, trees: dict[str, Path], builder: Path, sizes: list[int], work: Path, loads: list[float],
+             server_url: str | None) -> dict[str, dict[int, dict[str, dict]]]:
+    """Each size's state (built or from the cache; with `server_url`, PostgreSQL's), each tree's run on it, their
+    tables printed as they end."""
+    from bench.many_conversations_build import state_dir
+    from bench.many_conversations_report import report
+
+    results: dict[str, dict[int, dict[str, dict]]] = {label: {} for label in trees}
+    for size in sizes:
+        state = state_dir(args.cache, builder, size, args.seed, server_url=server_url)
+        rounds = args.rounds_largest if size == max(sizes) and args.rounds_largest else args.rounds
+        for label, tree in trees.items():
+            print(f"{size:,} conversations, {label or 'tree'} ({tree}) …", flush=True)
+            loads.append(os.getloadavg()[0])
+            FAILED_SENDS.clear()
+            by_size = results[label]
+            by_size[size] = run_size(tree, state, work, rounds, args.seed, only_refreshes=args.only_refreshes,
+                                     server_url=server_url)
+            loads.append(os.getloadavg()[0])
+            for line in report([size], by_size):
+                print("  " + line)
+            if FAILED_SENDS:
+                print(f"  sends made meanwhile that failed: {len(FAILED_SENDS)}, e.g. {FAILED_SENDS[0]}")
+                by_size[size]["failed sends"] = {"times": [float(len(FAILED_SENDS))]}
+            print("  " + json.dumps({k: [round(t, 3) for t in v["times"]] for k, v in by_size[size].items()}),
+                  flush=True)
+    return results
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """The states `bench/many_conversations.py` measures: 100 / 1,000 / 10,000 conversations, 50 memories.
 
 Built once per size, in a child process running this file in the tree under test (`--build`, with that
-tree first on the path), and kept in a cache directory between runs.
+tree first on the path), and kept in a cache directory between runs: SQLite's file as it is, PostgreSQL's
+database (built in a fresh database on the given server, then dropped) as a `pg_dump -Fc` (`elion.dump`),
+restored per run (`bench/many_conversations.py`).
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ MESSAGES = 6  # per conversation: three user/assistant pairs
 HELD_BY_ALL = 0.9  # the share of snapshots holding every memory (the others hold 40 of them)
 
 
-def build(size: int, data_dir: Path, seed: int, messages_each: int = MESSAGES) -> None:
-    """The state for `size` conversations, in `data_dir` (run in the tree under test: `--build`)."""
+def build(size: int, data_dir: Path, seed: int, messages_each: int = MESSAGES, database_url: str | None = None
+          ) -> None:
+    """The state for `size` conversations, in `data_dir` (SQLite) or the database `database_url` names (run in
+    the tree under test: `--build`)."""
     from bench.common import setup_django, synthetic_vocabulary, zipf_weights
 
-    setup_django(data_dir, None)
+    setup_django(data_dir, database_url)
     from django.db import connection, transaction
 
     from continuity.models import ThreadHandoff
@@ -105,31 +109,60 @@ def build(size: int, data_dir: Path, seed: int, messages_each: int = MESSAGES) -
                     content=built.text, metadata=prompt_metadata(built),
                 ))
             Message.objects.bulk_create(prompts, batch_size=1_000)
-    while message_search_index_sync():
+    while message_search_index_sync():  # both databases: PostgreSQL's vector is generated from search_text
         pass
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+        cursor.execute("VACUUM ANALYZE" if connection.vendor == "postgresql" else "ANALYZE")
     connection.close()
 
 
-def state_dir(cache: Path, root: Path, size: int, seed: int, messages_each: int = MESSAGES) -> Path:
-    """The built state for `size` under the tree `root` (built once, by a child process in that tree)."""
-    target = cache / (f"{root.name}-{size}" if messages_each == MESSAGES else f"{root.name}-{size}x{messages_each}")
-    if (target / "elion.sqlite3").exists():
+def state_dir(cache: Path, root: Path, size: int, seed: int, messages_each: int = MESSAGES, *,
+              server_url: str | None = None) -> Path:
+    """The built state for `size` under the tree `root` (built once, by a child process in that tree): the data
+    dir, with SQLite's `elion.sqlite3`, or with `server_url` (a PostgreSQL server) PostgreSQL's `elion.dump`."""
+    name = f"{root.name}-{size}" if messages_each == MESSAGES else f"{root.name}-{size}x{messages_each}"
+    if server_url is None:
+        target = cache / name
+        if (target / "elion.sqlite3").exists():
+            return target
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        _built(target, None, root, size, seed, messages_each)
         return target
+    from bench.servers import pg_bin, pg_create_database, pg_drop_database
+
+    target = cache / f"postgres-{name}"
+    if (target / "elion.dump").exists():
+        return target
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    database_url, created = pg_create_database(server_url)
+    if created is None:
+        raise SystemExit("building a PostgreSQL state needs a fresh database; the server refused to create one")
+    try:
+        _built(partial, database_url, root, size, seed, messages_each)
+        subprocess.run([pg_bin("pg_dump"), "-Fc", "--no-owner", "-f", str(partial / "elion.dump"), database_url],
+                       check=True, capture_output=True)
+    finally:
+        pg_drop_database(server_url, created)
     shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
+    partial.rename(target)
+    return target
+
+
+def _built(data_dir: Path, database_url: str | None, root: Path, size: int, seed: int, messages_each: int) -> None:
+    """Run the builder in a child process in the tree `root`."""
     started = time.perf_counter()
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ELION_SQLITE_PATH", "ELION_TESTING")}
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--build", str(size), "--data-dir", str(target),
-         "--root", str(root), "--seed", str(seed), "--messages", str(messages_each)],
-        cwd=root, env=env, capture_output=True, text=True,
-    )
+    command = [sys.executable, str(Path(__file__).resolve()), "--build", str(size), "--data-dir", str(data_dir),
+               "--root", str(root), "--seed", str(seed), "--messages", str(messages_each)]
+    if database_url:
+        command += ["--database-url", database_url]
+    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"building {size} conversations failed:\n{done.stderr[-4000:]}")
     print(f"  built {size:,} conversations in {time.perf_counter() - started:.0f} s", flush=True)
-    return target
 
 
 def main() -> None:
@@ -139,9 +172,10 @@ def main() -> None:
     parser.add_argument("--root", type=Path, required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--messages", type=int, default=MESSAGES)
+    parser.add_argument("--database-url", default=None, help="build in this PostgreSQL database (default SQLite)")
     args = parser.parse_args()
     sys.path.insert(0, str(args.root))
-    build(args.build, args.data_dir, args.seed, args.messages)
+    build(args.build, args.data_dir, args.seed, args.messages, args.database_url)
 
 
 if __name__ == "__main__":

@@ -154,6 +154,16 @@ def postgres_server(database: str) -> Iterator[str | None]:
             subprocess.run(["bash", "scripts/pg_tmp.sh", "stop", pg_dir], cwd=ROOT, check=False)
 
 
+def pg_bin(name: str) -> str:
+    """A PostgreSQL client program, from the newest server's bin dir (as scripts/pg_tmp.sh finds it)."""
+    found = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), key=lambda p: int(p.parts[-3]))
+    if found:
+        return str(found[-1])
+    if shutil.which(name):
+        return name
+    raise BenchError(f"{name} not found (apt-get install -y postgresql)")
+
+
 def pg_create_database(url: str) -> tuple[str, str | None]:
     """A fresh database on the server DATABASE_URL names; (url to use, name to drop)."""
     import psycopg

@@ -88,6 +88,7 @@ from bench.servers import (  # noqa: E402
     BenchError,
     app_env,
     collect_static,
+    pg_bin,
     pg_create_database,
     pg_drop_database,
     postgres_server,
@@ -114,16 +115,6 @@ def cache_key(args) -> str:
     for path in shaping:
         digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
-
-
-def pg_bin(name: str) -> str:
-    """A PostgreSQL client program, from the newest server's bin dir (as scripts/pg_tmp.sh finds it)."""
-    found = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), key=lambda p: int(p.parts[-3]))
-    if found:
-        return str(found[-1])
-    if shutil.which(name):
-        return name
-    raise BenchError(f"{name} not found (apt-get install -y postgresql)")
 
 
 def spec(args) -> dict:
