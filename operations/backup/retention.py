@@ -2,8 +2,9 @@
 
 As restic's `forget --keep-daily/weekly/monthly`: of the verified backups,
 the newest of each of the `backup_keep_daily` most recent days that have
-one is kept, and likewise for ISO weeks and calendar months (in the server's
-time zone); one backup may be kept by several rules. Pruning deletes only
+one is kept, and likewise for ISO weeks and calendar months, on the owner's
+clock (Settings' `time_zone`, as the backup hour is); one backup may be kept by
+several rules. Pruning deletes only
 backups that were verified, and never the newest verified one: a running or
 failed backup is never pruned (a failed one stays, shown in red, until the
 owner deletes it by hand).
@@ -15,6 +16,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from django.utils import timezone
 
@@ -30,23 +32,26 @@ class KeepPolicy:
     daily: int = 7
     weekly: int = 4
     monthly: int = 12
+    # The zone whose days, weeks and months the rules count (an IANA name: the owner's Settings `time_zone`).
+    time_zone: str = "UTC"
 
 
-def _day(moment: datetime) -> tuple:
-    return timezone.localtime(moment).date().timetuple()[:3]
+def _day(local: datetime) -> tuple:
+    return local.date().timetuple()[:3]
 
 
-def _week(moment: datetime) -> tuple:
-    return tuple(timezone.localtime(moment).date().isocalendar()[:2])
+def _week(local: datetime) -> tuple:
+    return tuple(local.date().isocalendar()[:2])
 
 
-def _month(moment: datetime) -> tuple:
-    local = timezone.localtime(moment)
+def _month(local: datetime) -> tuple:
     return (local.year, local.month)
 
 
 def kept(backups: Iterable[tuple[object, datetime]], policy: KeepPolicy) -> set:
-    """The ids the policy keeps among `(id, created_at)` of verified backups (the newest always)."""
+    """The ids the policy keeps among `(id, created_at)` of verified backups (the newest always), each backup's
+    day, week and month read on the policy's clock."""
+    zone = ZoneInfo(policy.time_zone)
     newest_first = sorted(backups, key=lambda item: item[1], reverse=True)
     keep = {newest_first[0][0]} if newest_first else set()
     rules: list[tuple[Callable[[datetime], tuple], int]] = [
@@ -57,7 +62,7 @@ def kept(backups: Iterable[tuple[object, datetime]], policy: KeepPolicy) -> set:
         for backup_id, created_at in newest_first:
             if len(seen) >= count:
                 break
-            key = bucket(created_at)
+            key = bucket(created_at.astimezone(zone))
             if key not in seen:
                 seen.add(key)
                 keep.add(backup_id)
@@ -66,7 +71,7 @@ def kept(backups: Iterable[tuple[object, datetime]], policy: KeepPolicy) -> set:
 
 def current_policy() -> KeepPolicy:
     row = assistant_settings_read()
-    return KeepPolicy(row.backup_keep_daily, row.backup_keep_weekly, row.backup_keep_monthly)
+    return KeepPolicy(row.backup_keep_daily, row.backup_keep_weekly, row.backup_keep_monthly, row.time_zone)
 
 
 def backups_prune(policy: KeepPolicy | None = None) -> list[BackupRecord]:

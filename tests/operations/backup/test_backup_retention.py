@@ -3,13 +3,14 @@ verified one, and never a running or failed one."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
 
+from conversations.services.settings_writes import assistant_settings_update
 from elion.models import BackupRecord, BackupStatus
-from operations.backup.retention import KeepPolicy, backups_prune, kept
+from operations.backup.retention import KeepPolicy, backups_prune, current_policy, kept
 
 START = datetime(2026, 1, 1, 3, 0, tzinfo=timezone.get_default_timezone())
 
@@ -80,3 +81,26 @@ def test_pruning_deletes_only_verified_files_the_policy_drops(settings, tmp_path
     }
     # Nothing left to prune: a second pass deletes nothing.
     assert backups_prune(KeepPolicy(daily=1, weekly=0, monthly=0)) == []
+
+
+def test_days_weeks_and_months_are_counted_on_the_owners_clock(settings):
+    """Two backups on 1 December in UTC fall on one day in Auckland (UTC+13 in summer) with the next one; the
+    server's own TIME_ZONE counts for nothing."""
+    settings.TIME_ZONE = "America/Los_Angeles"
+    backups = [
+        ("a", datetime(2026, 12, 1, 10, 0, tzinfo=UTC)),  # Auckland: 1 Dec 23:00
+        ("b", datetime(2026, 12, 1, 12, 0, tzinfo=UTC)),  # Auckland: 2 Dec 01:00
+        ("c", datetime(2026, 12, 2, 9, 0, tzinfo=UTC)),   # Auckland: 2 Dec 22:00
+    ]
+    assert kept(backups, KeepPolicy(daily=2, weekly=0, monthly=0, time_zone="UTC")) == {"b", "c"}
+    assert kept(backups, KeepPolicy(daily=2, weekly=0, monthly=0, time_zone="Pacific/Auckland")) == {"a", "c"}
+    # A month's end: 30 November 20:00 in Los Angeles is already December in UTC.
+    month_end = [("nov", datetime(2026, 12, 1, 4, 0, tzinfo=UTC)), ("dec", datetime(2026, 12, 2, 4, 0, tzinfo=UTC))]
+    assert kept(month_end, KeepPolicy(daily=0, weekly=0, monthly=2, time_zone="UTC")) == {"dec"}
+    assert kept(month_end, KeepPolicy(daily=0, weekly=0, monthly=2, time_zone="America/Los_Angeles")) == {"nov", "dec"}
+
+
+@pytest.mark.django_db
+def test_the_policy_takes_the_owners_time_zone_from_settings():
+    assistant_settings_update(time_zone="Pacific/Auckland")
+    assert current_policy().time_zone == "Pacific/Auckland"
