@@ -307,15 +307,13 @@ async def measure(base_url: str, rounds: int, seed: int, db_path: Path | str, *,
 
 def state_restored(server_url: str, dump: Path) -> tuple[str, str]:
     """The cached PostgreSQL state restored into a fresh database on `server_url`: (its URL, its name to drop)."""
-    from bench.servers import pg_bin, pg_create_database, pg_drop_database
+    from bench.servers import pg_create_database, pg_drop_database, pg_restore_file
 
     database_url, created = pg_create_database(server_url)
     if created is None:
         raise SystemExit("the bench needs a fresh database; DATABASE_URL's server refused to create one")
     try:
-        subprocess.run([pg_bin("pg_restore"), "--no-owner", "--no-privileges", "-d", database_url, str(dump)],
-                       check=True, capture_output=True)
-        subprocess.run([pg_bin("psql"), database_url, "-q", "-c", "VACUUM ANALYZE"], check=True, capture_output=True)
+        pg_restore_file(database_url, dump)
     except BaseException:
         pg_drop_database(server_url, created)
         raise

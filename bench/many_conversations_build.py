@@ -129,7 +129,7 @@ def state_dir(cache: Path, root: Path, size: int, seed: int, messages_each: int 
         target.mkdir(parents=True)
         _built(target, None, root, size, seed, messages_each)
         return target
-    from bench.servers import pg_bin, pg_create_database, pg_drop_database
+    from bench.servers import pg_create_database, pg_drop_database, pg_dump_file
 
     target = cache / f"postgres-{name}"
     if (target / "elion.dump").exists():
@@ -142,8 +142,7 @@ def state_dir(cache: Path, root: Path, size: int, seed: int, messages_each: int 
         raise SystemExit("building a PostgreSQL state needs a fresh database; the server refused to create one")
     try:
         _built(partial, database_url, root, size, seed, messages_each)
-        subprocess.run([pg_bin("pg_dump"), "-Fc", "--no-owner", "-f", str(partial / "elion.dump"), database_url],
-                       check=True, capture_output=True)
+        pg_dump_file(database_url, partial / "elion.dump")
     finally:
         pg_drop_database(server_url, created)
     shutil.rmtree(target, ignore_errors=True)

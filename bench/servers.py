@@ -164,6 +164,19 @@ def pg_bin(name: str) -> str:
     raise BenchError(f"{name} not found (apt-get install -y postgresql)")
 
 
+def pg_dump_file(database_url: str, dump: Path) -> None:
+    """The database `database_url` names, written to `dump` (`pg_dump -Fc`: a bench's cached state)."""
+    subprocess.run([pg_bin("pg_dump"), "-Fc", "--no-owner", "-f", str(dump), database_url], check=True,
+                   capture_output=True)
+
+
+def pg_restore_file(database_url: str, dump: Path) -> None:
+    """A `pg_dump_file` dump restored into the (fresh) database `database_url` names, its statistics taken."""
+    subprocess.run([pg_bin("pg_restore"), "--no-owner", "--no-privileges", "-d", database_url, str(dump)],
+                   check=True, capture_output=True)
+    subprocess.run([pg_bin("psql"), database_url, "-q", "-c", "VACUUM ANALYZE"], check=True, capture_output=True)
+
+
 def pg_create_database(url: str) -> tuple[str, str | None]:
     """A fresh database on the server DATABASE_URL names; (url to use, name to drop)."""
     import psycopg

@@ -88,9 +88,10 @@ from bench.servers import (  # noqa: E402
     BenchError,
     app_env,
     collect_static,
-    pg_bin,
     pg_create_database,
     pg_drop_database,
+    pg_dump_file,
+    pg_restore_file,
     postgres_server,
     start_daphne,
     start_provider,
@@ -132,11 +133,7 @@ def prepared_database(database: str, env: dict[str, str], data_dir: Path, args, 
         if database == "sqlite":
             shutil.copy2(entry / "elion.sqlite3", data_dir / "elion.sqlite3")
         else:
-            restore = [pg_bin("pg_restore"), "--no-owner", "--no-privileges", "-d", env["DATABASE_URL"],
-                       str(entry / "elion.dump")]
-            subprocess.run(restore, check=True, capture_output=True)
-            subprocess.run([pg_bin("psql"), env["DATABASE_URL"], "-q", "-c", "VACUUM ANALYZE"], check=True,
-                           capture_output=True)
+            pg_restore_file(env["DATABASE_URL"], entry / "elion.dump")
         return json.loads(built_file.read_text())
     print(f"{database}: building threads of {', '.join(f'{n:,}' for n in args.sizes)} messages "
           f"through message_append (cache key {key}) …", flush=True)
@@ -149,8 +146,7 @@ def prepared_database(database: str, env: dict[str, str], data_dir: Path, args, 
     if database == "sqlite":
         shutil.copy2(data_dir / "elion.sqlite3", partial / "elion.sqlite3")
     else:
-        dump = [pg_bin("pg_dump"), "-Fc", "--no-owner", "-f", str(partial / "elion.dump"), env["DATABASE_URL"]]
-        subprocess.run(dump, check=True, capture_output=True)
+        pg_dump_file(env["DATABASE_URL"], partial / "elion.dump")
     (partial / "built.json").write_text(json.dumps(built))
     shutil.rmtree(entry, ignore_errors=True)
     partial.rename(entry)
