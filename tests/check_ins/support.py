@@ -16,9 +16,13 @@ BRIEF = "ask how the lighthouse interview went"
 
 def check_in_due(*, target: dict | None = None, brief: str = BRIEF, title: str = "Interview", late: timedelta = timedelta(minutes=1),
                  **fields) -> CheckIn:
-    """A daily check-in whose next due time is `late` ago (the injected clock: its `next_run_at`)."""
+    """A daily check-in whose next due time is `late` ago (the injected clock: its `next_run_at`).
+
+    Its daily time is twelve hours from now, so its own schedule is never due while a test runs: a fixed
+    09:00 made a second run whenever the suite passed 09:00 UTC between the injection and the claim."""
+    far_from_now = (timezone.now() + timedelta(hours=12)).strftime("%H:%M")
     check_in = check_in_create(
-        title=title, brief=brief, schedule={"kind": "daily", "at": "09:00"}, time_zone="UTC",
+        title=title, brief=brief, schedule={"kind": "daily", "at": far_from_now}, time_zone="UTC",
         target=target or {"kind": "new_chat"}, **fields,
     )
     due = (timezone.now() - late).replace(microsecond=0)
