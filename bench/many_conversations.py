@@ -321,21 +321,30 @@ def state_restored(server_url: str, dump: Path) -> tuple[str, str]:
 
 
 def run_size(root: Path, state: Path, work: Path, rounds: int, seed: int, *, only_refreshes: bool = False,
-             server_url: str | None = None) -> dict[str, dict]:
+             server_url: str | None = None, extra_env: dict[str, str] | None = None) -> dict[str, dict]:
     """One run on a copy of `state` (with `server_url`: its PostgreSQL dump restored into a fresh database there,
-    dropped afterwards), served by the tree `root`."""
-    from bench.servers import app_env, collect_static, pg_drop_database, start_daphne, start_provider, stop_process
+    dropped afterwards), served by the tree `root` as `make run` serves it: Daphne and a django-q2 cluster."""
+    from bench.servers import (
+        app_env,
+        collect_static,
+        pg_drop_database,
+        start_daphne,
+        start_provider,
+        start_queue_cluster,
+        stop_process,
+        stop_queue_cluster,
+    )
 
     run_dir = work / f"run-{state.name}"
     shutil.rmtree(run_dir, ignore_errors=True)
     shutil.copytree(state, run_dir, ignore=shutil.ignore_patterns("elion.dump"))
-    provider = daphne = None
+    provider = daphne = cluster = None
     database_url = created = None
     try:
         if server_url:
             database_url, created = state_restored(server_url, state / "elion.dump")
         provider, provider_url = start_provider(work)
-        env = app_env(run_dir, database_url, provider_url)
+        env = {**app_env(run_dir, database_url, provider_url), **(extra_env or {})}
         subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=root, env=env, check=True)
         # As a deployment's scheduled tick does within its first minute: every prompt is current, so this
         # records the reconciliation's completion (and /api/health/ then answers from that record).
@@ -343,9 +352,11 @@ def run_size(root: Path, state: Path, work: Path, rounds: int, seed: int, *, onl
                        capture_output=True)
         collect_static(root, env)
         daphne, base_url = start_daphne(work, env, False, log_name=f"daphne-{state.name}.log", root=root)
+        cluster = start_queue_cluster(work, env, log_name=f"qcluster-{state.name}.log", root=root)
         return asyncio.run(measure(base_url, rounds, seed, database_url or run_dir / "elion.sqlite3",
                                    only_refreshes=only_refreshes))
     finally:
+        stop_queue_cluster(cluster)
         stop_process(daphne)
         stop_process(provider)
         if created:
@@ -364,6 +375,9 @@ def main() -> None:
     parser.add_argument("--before", type=Path, default=None,
                         help="another tree (e.g. main's, `git archive`d) measured first at each size on the same state "
                              "(built by it), then this tree: before and after side by side in one run")
+    parser.add_argument("--refresh-on", default=None,
+                        help="web,queue: each tree served twice side by side, its large refreshes run in the web "
+                             "process (ELION_PROMPT_REFRESH_ON_QUEUE=0) and on the queue's worker (=1)")
     parser.add_argument("--only-refreshes", action="store_true",
                         help="only the idle send and the operations that refresh prompts, with sends meanwhile")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "elion-many-conversations",
@@ -381,7 +395,10 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     root = (args.baseline or ROOT).resolve()
     trees = {"before": args.before.resolve(), "after": root} if args.before else {"": root}
-    builder = next(iter(trees.values()))  # with --before, its tree builds the state both serve (each migrates it)
+    builder = next(iter(trees.values()))
+    if args.refresh_on:
+        trees = {f"{label} refresh on {where}".strip(): tree for label, tree in trees.items()
+                 for where in args.refresh_on.split(",")}  # with --before, its tree builds the state both serve (each migrates it)
     sizes = [int(s) for s in args.sizes.split(",")]
     args.cache.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="elion-many-"))
@@ -424,7 +441,7 @@ def measured(args, trees: dict[str, Path], builder: Path, sizes: list[int], work
             FAILED_SENDS.clear()
             by_size = results[label]
             by_size[size] = run_size(tree, state, work, rounds, args.seed, only_refreshes=args.only_refreshes,
-                                     server_url=server_url)
+                                     server_url=server_url, extra_env=_refresh_env(label))
             loads.append(os.getloadavg()[0])
             for line in report([size], by_size):
                 print("  " + line)
@@ -434,6 +451,15 @@ def measured(args, trees: dict[str, Path], builder: Path, sizes: list[int], work
             print("  " + json.dumps({k: [round(t, 3) for t in v["times"]] for k, v in by_size[size].items()}),
                   flush=True)
     return results
+
+
+def _refresh_env(label: str) -> dict[str, str]:
+    """`--refresh-on`'s variant, from the label `measured` gave it."""
+    if label.endswith("refresh on web"):
+        return {"ELION_PROMPT_REFRESH_ON_QUEUE": "0"}
+    if label.endswith("refresh on queue"):
+        return {"ELION_PROMPT_REFRESH_ON_QUEUE": "1"}
+    return {}
 
 
 if __name__ == "__main__":

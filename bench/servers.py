@@ -9,6 +9,7 @@ import math
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -116,6 +117,29 @@ def start_daphne(
     )
     wait_for_port(port, process, log)
     return process, f"http://127.0.0.1:{port}"
+
+
+def start_queue_cluster(tmp: Path, env: dict[str, str], log_name: str = "qcluster.log",
+                        root: Path = ROOT) -> subprocess.Popen:
+    """`manage.py qcluster` in the tree at `root` with `env`, as `make run` starts it beside Daphne."""
+    log = tmp / log_name
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=root,
+        env=env,
+        stdout=open(log, "wb"),  # noqa: SIM115 - lives as long as the process
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def stop_queue_cluster(cluster: subprocess.Popen | None) -> None:
+    """The cluster, and its own processes (its sentinel and workers can outlive the parent)."""
+    if cluster is None:
+        return
+    stop_process(cluster)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(cluster.pid, signal.SIGKILL)
 
 
 def collect_static(root: Path, env: dict[str, str]) -> None:

@@ -10,8 +10,10 @@ candidates remain. Nothing here runs when the web server starts.
 
 from __future__ import annotations
 
+import time
 from uuid import UUID
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django_q.tasks import async_task
@@ -47,6 +49,17 @@ def prompts_reconcile_tick() -> bool:
         return False
     enqueue(BATCH_TASK)
     return True
+
+
+def stale_prompts_refresh_slice() -> int:
+    """Queued by an operation whose refresh scope is large (`prompt_refresh.stale_prompts_settle`, which waits
+    for the marks to clear): rebuild marked prompts for at most `ELION_PROMPT_REFRESH_SLICE_SECONDS`, then queue
+    the next slice while any is still marked. Returns how many this slice rewrote."""
+    until = time.monotonic() + settings.ELION_PROMPT_REFRESH_SLICE_SECONDS
+    rewritten = prompt_refresh.stale_prompts_refresh(until=until)
+    if prompt_refresh.stale_prompts_waiting():
+        async_task(prompt_refresh.REFRESH_TASK, task_name=prompt_refresh.REFRESH_TASK_NAME)
+    return rewritten
 
 
 def reconcile_prompt_batch(batch_size: int | None = None, after: str | None = None) -> dict:

@@ -353,6 +353,16 @@ ELION_RECONCILE_BATCH_SIZE = env.integer("ELION_RECONCILE_BATCH_SIZE", 200, mini
 # Stored prompts rebuilt per batch after a settings save, memory edit/delete or visibility change
 # (`continuity.rules.prompt_refresh`): a concurrent send waits for at most one batch's write.
 ELION_PROMPT_REFRESH_BATCH = env.integer("ELION_PROMPT_REFRESH_BATCH", 50, minimum=1)
+# From this many marked prompts on, the batches run on the queue's worker while the operation waits for them
+# (`prompt_refresh.stale_prompts_settle`); fewer are rebuilt in the operation's own process. About 4 ms each
+# (bench/results/many_conversations.md), so the default keeps a web-side refresh under half a second.
+ELION_PROMPT_REFRESH_ON_QUEUE = env.boolean("ELION_PROMPT_REFRESH_ON_QUEUE", True)
+ELION_PROMPT_REFRESH_QUEUE_FROM = env.integer("ELION_PROMPT_REFRESH_QUEUE_FROM", 100, minimum=1)
+# Milliseconds without progress after which the operation stops waiting for the worker and rebuilds the rest
+# itself (no cluster running, every worker busy). The ORM broker polls every 0.2 s and a batch takes about 0.2 s.
+ELION_PROMPT_REFRESH_QUEUE_PATIENCE_MS = env.integer("ELION_PROMPT_REFRESH_QUEUE_PATIENCE_MS", 3000, minimum=1)
+# The queue's task rebuilds for at most this long, then queues the next slice (within Q_CLUSTER's timeout).
+ELION_PROMPT_REFRESH_SLICE_SECONDS = env.integer("ELION_PROMPT_REFRESH_SLICE_SECONDS", 60, minimum=1)
 ELION_RECONCILE_MAX_ATTEMPTS = env.integer("ELION_RECONCILE_MAX_ATTEMPTS", 5, minimum=1)
 ELION_RECONCILE_RETRY_SECONDS = env.integer("ELION_RECONCILE_RETRY_SECONDS", 60, minimum=0)
 

@@ -15,8 +15,10 @@ grow with the owner's conversations, so they are refreshed in two steps:
    the send rebuilds it from the current rows under the conversation's lock
    before it can reach the model (and clears the mark).
 2. **Rebuild in batches** before the operation returns
-   (`stale_prompts_refresh`, through `refreshes_stale_prompts` on the
-   service): `ELION_PROMPT_REFRESH_BATCH` marked conversations at a time, in id
+   (`stale_prompts_settle`, through `refreshes_stale_prompts` on the
+   service): a large scope on the queue's worker while the operation waits for
+   the marks to clear, a small one in the operation's own process
+   (`stale_prompts_refresh`); `ELION_PROMPT_REFRESH_BATCH` marked conversations at a time, in id
    order. Each batch reads its sources and builds its prompts holding no lock
    (on SQLite: no write transaction), then writes in one short transaction that
    locks only the batch's rows: the new texts of those still marked, and their
@@ -39,6 +41,7 @@ import contextlib
 import functools
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import ParamSpec, TypeVar
@@ -47,6 +50,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, QuerySet
+from django_q.tasks import async_task
 
 from continuity.rules.prompt_store import prompt_rows_read, prompt_rows_rebuilt, prompt_rows_write
 from memories.models import MemorySetLock
@@ -121,8 +125,10 @@ def _gives_way_to_requests() -> Iterator[None]:
                 sys.setswitchinterval(_giving_way["interval"])
 
 
-def stale_prompts_refresh(*, batch_size: int | None = None) -> int:
-    """Rebuild every marked prompt in batches (step 2 above); returns how many were rewritten.
+def stale_prompts_refresh(*, batch_size: int | None = None, until: float | None = None) -> int:
+    """Rebuild every marked prompt in batches (step 2 above), in this process; returns how many were rewritten.
+    With `until` (a `time.monotonic()` instant), no batch starts after it: the queue's task runs in slices
+    and leaves what is still marked to its next slice.
 
     Precondition: the caller's own transaction, if any, holds no lock another writer needs: a service calls
     this after its atomic block (`refreshes_stale_prompts`). Inside an outer transaction (a test) each batch
@@ -130,24 +136,25 @@ def stale_prompts_refresh(*, batch_size: int | None = None) -> int:
     """
     batch_size = max(int(batch_size or settings.ELION_PROMPT_REFRESH_BATCH), 1)
     with _gives_way_to_requests():
-        return _batches_refresh(batch_size)
+        return _batches_refresh(batch_size, until)
 
 
-def _batches_refresh(batch_size: int) -> int:
+def _batches_refresh(batch_size: int, until: float | None) -> int:
     rewritten = 0
     after: UUID | None = None
-    while True:
+    while until is None or time.monotonic() < until:
         marked = Conversation.all_objects.filter(prompt_stale=True)
         if after is not None:
             marked = marked.filter(pk__gt=after)
         ids = list(marked.order_by("pk").values_list("pk", flat=True)[:batch_size])
         if not ids:
-            return rewritten
+            break
         done = None
         while done is None:
             done = _batch_refresh(ids)
         rewritten += done
         after = ids[-1]
+    return rewritten
 
 
 def _batch_refresh(ids: list[UUID]) -> int | None:
@@ -174,9 +181,65 @@ def _batch_refresh(ids: list[UUID]) -> int | None:
     return len(rows)
 
 
+# The queue's task (`continuity.tasks`): named, not imported, since tasks sit above every layer.
+REFRESH_TASK = "continuity.tasks.stale_prompts_refresh_slice"
+REFRESH_TASK_NAME = "refresh stored prompts"
+_MARKS_POLL_SECONDS = 0.1
+
+
+def stale_prompts_settle() -> None:
+    """Step 2 as an operation runs it, after its transaction committed: when it returns, no prompt is marked.
+
+    A scope of fewer than `ELION_PROMPT_REFRESH_QUEUE_FROM` marked prompts is rebuilt here, in the operation's
+    process: a queue round trip would cost it more than the batches. A larger one is handed to the queue's
+    worker (`REFRESH_TASK`), a process of its own, so the web server's interpreter stays free for the sends
+    made meanwhile (in the server's own threads they got about half of it: bench/results/many_conversations.md),
+    and the operation waits, holding nothing, until the marks are gone. A worker that makes no progress for
+    `ELION_PROMPT_REFRESH_QUEUE_PATIENCE_MS` (no cluster running, every worker busy, a task that failed)
+    is not waited for: the rest is rebuilt here (`marks_wait_or_refresh`). Inside a transaction (a test's) the
+    worker could not see the marks, so the batches run here too.
+    """
+    if not settings.ELION_PROMPT_REFRESH_ON_QUEUE or connection.in_atomic_block:
+        stale_prompts_refresh()
+        return
+    marked = stale_prompts_count()
+    if marked == 0:
+        return
+    if marked < settings.ELION_PROMPT_REFRESH_QUEUE_FROM:
+        stale_prompts_refresh()
+        return
+    async_task(REFRESH_TASK, task_name=REFRESH_TASK_NAME)
+    marks_wait_or_refresh(marked, patience=settings.ELION_PROMPT_REFRESH_QUEUE_PATIENCE_MS / 1000)
+
+
+def stale_prompts_count() -> int:
+    """How many stored prompts are marked stale (the partial index `conversation_prompt_stale` holds exactly
+    those rows)."""
+    return Conversation.all_objects.filter(prompt_stale=True).count()
+
+
+def marks_wait_or_refresh(marked: int, *, patience: float) -> bool:
+    """Wait until no prompt is marked; whenever the count has not fallen for `patience` seconds, rebuild the
+    rest here instead. Returns whether the marks were cleared elsewhere (by the worker, or sends).
+
+    Both may run at once (the worker's task picked up late): each batch locks its rows and writes only those
+    still marked, so a prompt is rewritten once and never from older sources (`_batch_refresh`)."""
+    last_progress = time.monotonic()
+    while marked:
+        time.sleep(_MARKS_POLL_SECONDS)
+        now_marked = stale_prompts_count()
+        if now_marked < marked:
+            last_progress = time.monotonic()
+        elif time.monotonic() - last_progress >= patience:
+            stale_prompts_refresh()
+            return False
+        marked = now_marked
+    return True
+
+
 def refreshes_stale_prompts(service: Callable[P, R]) -> Callable[P, R]:
     """A service whose change marks prompts stale: its body runs atomically (as `@transaction.atomic`), then
-    the marked prompts are rebuilt in batches (`stale_prompts_refresh`) before it returns, outside its
+    the marked prompts are rebuilt in batches (`stale_prompts_settle`) before it returns, outside its
     transaction, so no lock of it is held across the batches. Called from another such service, or inside
     `refreshed_after_commit`, the rebuild is left to the outermost one, after its transaction commits."""
     atomic_service = transaction.atomic(service)
@@ -186,7 +249,7 @@ def refreshes_stale_prompts(service: Callable[P, R]) -> Callable[P, R]:
         with _refresh_deferred() as outermost:
             result = atomic_service(*args, **kwargs)
         if outermost:
-            stale_prompts_refresh()
+            stale_prompts_settle()
         return result
 
     return refreshed
@@ -202,7 +265,7 @@ def refreshed_after_commit() -> Iterator[None]:
     with _refresh_deferred() as outermost, transaction.atomic():
         yield
     if outermost:
-        stale_prompts_refresh()
+        stale_prompts_settle()
 
 
 @contextlib.contextmanager
