@@ -357,6 +357,8 @@ ELION_PROMPT_REFRESH_BATCH = env.integer("ELION_PROMPT_REFRESH_BATCH", 50, minim
 # (`prompt_refresh.stale_prompts_settle`); fewer are rebuilt in the operation's own process. About 4 ms each
 # (bench/results/many_conversations.md), so the default keeps a web-side refresh under half a second.
 ELION_PROMPT_REFRESH_ON_QUEUE = env.boolean("ELION_PROMPT_REFRESH_ON_QUEUE", True)
+# In the cluster's own processes an operation's refresh runs in place: its worker is the one it would wait for.
+ELION_PROMPT_REFRESH_IN_PLACE = len(sys.argv) > 1 and sys.argv[1] == "qcluster"
 ELION_PROMPT_REFRESH_QUEUE_FROM = env.integer("ELION_PROMPT_REFRESH_QUEUE_FROM", 100, minimum=1)
 # Milliseconds without progress after which the operation stops waiting for the worker and rebuilds the rest
 # itself (no cluster running, every worker busy). The ORM broker polls every 0.2 s and a batch takes about 0.2 s.

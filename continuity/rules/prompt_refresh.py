@@ -197,9 +197,14 @@ def stale_prompts_settle() -> None:
     and the operation waits, holding nothing, until the marks are gone. A worker that makes no progress for
     `ELION_PROMPT_REFRESH_QUEUE_PATIENCE_MS` (no cluster running, every worker busy, a task that failed)
     is not waited for: the rest is rebuilt here (`marks_wait_or_refresh`). Inside a transaction (a test's) the
-    worker could not see the marks, so the batches run here too.
+    worker could not see the marks, and inside the cluster (an operation a task runs) this process is a worker
+    itself, so the batches run here.
     """
-    if not settings.ELION_PROMPT_REFRESH_ON_QUEUE or connection.in_atomic_block:
+    if (
+        not settings.ELION_PROMPT_REFRESH_ON_QUEUE
+        or settings.ELION_PROMPT_REFRESH_IN_PLACE
+        or connection.in_atomic_block
+    ):
         stale_prompts_refresh()
         return
     marked = stale_prompts_count()

@@ -157,3 +157,14 @@ def test_waiting_takes_over_only_when_the_marks_stop_falling(large_scope):
     cleared_elsewhere = prompt_refresh.marks_wait_or_refresh(1, patience=5)
     clearer.join()
     assert cleared_elsewhere is True, "the marks cleared by another process were waited for"
+
+
+def test_an_operation_the_cluster_runs_rebuilds_its_refresh_in_place(large_scope):
+    """In the cluster's own processes (`manage.py qcluster` sets `ELION_PROMPT_REFRESH_IN_PLACE`) an operation
+    a task runs would wait for a worker like itself: its batches run where it runs."""
+    large_scope.ELION_PROMPT_REFRESH_IN_PLACE = True
+    large_scope.ELION_PROMPT_REFRESH_QUEUE_PATIENCE_MS = 120_000
+    threads_with_prompts(THREADS)
+    assistant_settings_update(custom_instructions="Answer in riddles.")
+    assert all("Answer in riddles." in text for text in prompts())
+    assert queued_refreshes() == 0
