@@ -19,13 +19,14 @@ def _p90(values: list[float]) -> float:
 
 
 def _against(waits: list[float] | None, own: list[float] | None) -> list[str]:
-    """Sends meanwhile (median / p90 / longest (n)), the idle sends they are held against (median / p90), and
-    the two ratios: p90 ÷ idle p90, longest ÷ idle median."""
+    """Sends meanwhile (median / p90 / longest (n)), the idle sends they are held against (median / p90 /
+    longest: an idle send's own longest against its median is the floor of the second ratio), and the two
+    ratios: p90 ÷ idle p90, longest ÷ idle median."""
     if not waits or not own:
         return ["", "", "", ""]
     return [
         f"{_ms(statistics.median(waits))} / {_ms(_p90(waits))} / {_ms(max(waits))} ms ({len(waits)})",
-        f"{_ms(statistics.median(own))} / {_ms(_p90(own))} ms ({len(own)})",
+        f"{_ms(statistics.median(own))} / {_ms(_p90(own))} / {_ms(max(own))} ms ({len(own)})",
         f"×{_p90(waits) / _p90(own):.1f}",
         f"×{max(waits) / statistics.median(own):.1f}",
     ]
@@ -34,7 +35,7 @@ def _against(waits: list[float] | None, own: list[float] | None) -> list[str]:
 def report(sizes: list[int], by_size: dict[int, dict[str, dict]]) -> list[str]:
     first, last = sizes[0], sizes[-1]
     names = [name for name in by_size[first] if name != "failed sends"]
-    scoped = ["meanwhile: median / p90 / longest (n)", "idle: median / p90 (n)", "p90 ÷ idle p90",
+    scoped = ["meanwhile: median / p90 / longest (n)", "idle: median / p90 / longest (n)", "p90 ÷ idle p90",
               "longest ÷ idle median"]
     head = ("| operation | " + " | ".join(f"{s:,}" for s in sizes) + f" | {last:,} ÷ {first:,} | per affected chat at "
             f"{last:,} | " + " | ".join(f"in scope, {c}" for c in scoped) + " | in scope: p90 ÷ idle p90 (prompt "

@@ -71,12 +71,13 @@ async def send_first_event(client, conversation_id: str, content: str, *, failur
 
 
 async def sends_one_after_another(client, chats: list[str] | list[list[str]], *, until: asyncio.Event | None = None,
-                                   count: int = 0) -> list[float] | list[list[float]]:
+                                   count: int = 0, starts: list[tuple[float, float]] | None = None
+                                   ) -> list[float] | list[list[float]]:
     """Sends made one after another (`count` of them, or until `until` is set), each into a chat whose previous
     reply has ended: the next starts as soon as the previous one's first event arrived, so a reply that cannot
     finish (its last write waiting) never hides how long the next send waits. Returns each send's seconds to its
     first event. `chats` as groups (a list of lists): the sends go to each group in turn, and the seconds are
-    returned per group."""
+    returned per group. `starts`: given (start, seconds) of every send, its start by `time.perf_counter()`."""
     grouped = bool(chats) and isinstance(chats[0], list)
     groups: list[list[str]] = chats if grouped else [chats]  # type: ignore[assignment]
     free: list[asyncio.Queue[str]] = [asyncio.Queue() for _ in groups]
@@ -97,8 +98,11 @@ async def sends_one_after_another(client, chats: list[str] | list[list[str]], *,
         group = index % len(groups)
         chat = await free[group].get()
         first = asyncio.get_running_loop().create_future()
+        started = time.perf_counter()
         streams.append(asyncio.create_task(one(chat, index, first, free[group])))
         waits[group].append(await first)
+        if starts is not None:
+            starts.append((started, waits[group][-1]))
         index += 1
     await asyncio.gather(*streams)
     return waits if grouped else waits[0]
@@ -106,9 +110,13 @@ async def sends_one_after_another(client, chats: list[str] | list[list[str]], *,
 
 async def with_concurrent_sends(client, operation, chats: list[str] | list[list[str]]) -> tuple[float, list]:
     """Run `operation` (a coroutine factory returning its seconds) while sends are made one after another
-    (`sends_one_after_another`); returns (the operation's seconds, each send's seconds to its first event)."""
+    (`sends_one_after_another`); returns (the operation's seconds, each send's seconds to its first event).
+    Prints the three longest waits and when each started in the operation (where a wait comes from: the
+    operation's own transaction at its start, or its refresh after)."""
     done = asyncio.Event()
     seconds: list[float] = []
+    starts: list[tuple[float, float]] = []
+    began = time.perf_counter()
 
     async def run() -> None:
         try:
@@ -117,8 +125,11 @@ async def with_concurrent_sends(client, operation, chats: list[str] | list[list[
             done.set()
 
     task = asyncio.create_task(run())
-    waits = await sends_one_after_another(client, chats, until=done)
+    waits = await sends_one_after_another(client, chats, until=done, starts=starts)
     await task
+    longest = sorted(starts, key=lambda start: -start[1])[:3]
+    where = ", ".join(f"{wait * 1000:.0f} at {(start - began) * 1000:.0f}" for start, wait in longest)
+    print(f"    longest waits (ms, started at ms of the operation's {seconds[0] * 1000:.0f}): {where}", flush=True)
     return seconds[0], waits
 
 
