@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import sys
 import threading
 import time
@@ -56,6 +57,7 @@ from continuity.rules.prompt_store import prompt_rows_read, prompt_rows_rebuilt,
 from memories.models import MemorySetLock
 from transcript.models import Conversation, Message, Role
 
+logger = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -196,7 +198,8 @@ def stale_prompts_settle() -> None:
     made meanwhile (in the server's own threads they got about half of it: bench/results/many_conversations.md),
     and the operation waits, holding nothing, until the marks are gone. A worker that makes no progress for
     `ELION_PROMPT_REFRESH_QUEUE_PATIENCE_MS` (no cluster running, every worker busy, a task that failed)
-    is not waited for: the rest is rebuilt here (`marks_wait_or_refresh`). Inside a transaction (a test's) the
+    is not waited for: the rest is rebuilt here (`marks_wait_or_refresh`); a queue that refuses the task (its
+    broker away) leaves it all here. Inside a transaction (a test's) the
     worker could not see the marks, and inside the cluster (an operation a task runs) this process is a worker
     itself, so the batches run here.
     """
@@ -213,7 +216,13 @@ def stale_prompts_settle() -> None:
     if marked < settings.ELION_PROMPT_REFRESH_QUEUE_FROM:
         stale_prompts_refresh()
         return
-    async_task(REFRESH_TASK, task_name=REFRESH_TASK_NAME)
+    try:
+        async_task(REFRESH_TASK, task_name=REFRESH_TASK_NAME)
+    except Exception:  # any broker's refusal (Redis away): the operation has committed; rebuild here
+        logger.warning("the queue refused the prompt refresh task; the operation rebuilds its prompts itself",
+                       exc_info=True)
+        stale_prompts_refresh()
+        return
     marks_wait_or_refresh(marked, patience=settings.ELION_PROMPT_REFRESH_QUEUE_PATIENCE_MS / 1000)
 
 

@@ -26,6 +26,7 @@ from conversations.services.settings_writes import assistant_settings_update
 from elion.base.assistant_settings import assistant_settings_get
 from elion.models import AssistantSettings
 from tests.support.factories import thread
+from tests.support.live_server import free_port
 from tests.support.queue_cluster import queue_cluster
 from transcript.models import Conversation, Message, Role
 
@@ -168,3 +169,20 @@ def test_an_operation_the_cluster_runs_rebuilds_its_refresh_in_place(large_scope
     assistant_settings_update(custom_instructions="Answer in riddles.")
     assert all("Answer in riddles." in text for text in prompts())
     assert queued_refreshes() == 0
+
+
+def test_a_queue_that_refuses_the_task_leaves_the_refresh_to_the_operation(large_scope, monkeypatch):
+    """The broker away (Redis on a port nobody listens on): the operation has committed its change, so it answers
+    as it did before the queue, with every prompt rebuilt by itself, and raises nothing."""
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "ORM", None)
+    monkeypatch.setattr(Conf, "DJANGO_REDIS", None)
+    monkeypatch.setattr(Conf, "REDIS", f"redis://127.0.0.1:{free_port()}/0")
+    large_scope.ELION_PROMPT_REFRESH_QUEUE_PATIENCE_MS = 120_000
+    threads_with_prompts(THREADS)
+    started = time.monotonic()
+    assistant_settings_update(custom_instructions="Answer in riddles.")
+    assert time.monotonic() - started < 60, "it did not wait out its patience for a task that was never queued"
+    assert all("Answer in riddles." in text for text in prompts())
+    assert not Conversation.objects.filter(prompt_stale=True).exists()
