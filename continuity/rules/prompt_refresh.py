@@ -196,12 +196,13 @@ def stale_prompts_settle() -> None:
     process: a queue round trip would cost it more than the batches. A larger one is handed to the queue's
     worker (`REFRESH_TASK`), a process of its own, so the web server's interpreter stays free for the sends
     made meanwhile (in the server's own threads they got about half of it: bench/results/many_conversations.md),
-    and the operation waits, holding nothing, until the marks are gone. A worker that makes no progress for
-    `ELION_PROMPT_REFRESH_QUEUE_PATIENCE_MS` (no cluster running, every worker busy, a task that failed)
-    is not waited for: the rest is rebuilt here (`marks_wait_or_refresh`); a queue that refuses the task (its
-    broker away) leaves it all here. Inside a transaction (a test's) the
-    worker could not see the marks, and inside the cluster (an operation a task runs) this process is a worker
-    itself, so the batches run here.
+    and the operation waits, holding nothing, until the marks are gone.
+
+    The batches run here instead when the worker cannot take them: when it makes no progress for
+    `ELION_PROMPT_REFRESH_QUEUE_PATIENCE_MS` (no cluster running, every worker busy, a task that failed; the
+    rest, `marks_wait_or_refresh`), when the queue refuses the task (its broker away), inside a transaction (a
+    test's: the worker could not see the marks), and inside the cluster itself (an operation a task runs: this
+    process is the worker it would wait for).
     """
     if (
         not settings.ELION_PROMPT_REFRESH_ON_QUEUE
