@@ -15,30 +15,18 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from continuity.rules import prompt_refresh, prompt_store
-from continuity.rules.prompt_store import static_prompt_ensure
 from continuity.tasks import prompts_reconcile_tick
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from conversations.services.settings_writes import assistant_settings_update
 from memories.models import Memory, MemorySetLock
 from memories.services.memory_writes import memory_add, memory_delete, memory_edit
-from tests.support.factories import thread
-from transcript.models import Conversation, Message, Role
+from tests.continuity.stored_prompts import prompts, threads_with_prompts
+from transcript.models import Conversation
 
 pytestmark = pytest.mark.django_db
 
 BATCH = 4
-
-
-def threads_with_prompts(count: int) -> list[Conversation]:
-    conversations = [thread(("user", f"Hello {i}"), ("assistant", "Hello back.")) for i in range(count)]
-    for conversation in conversations:
-        static_prompt_ensure(conversation)
-    return conversations
-
-
-def prompts() -> list[str]:
-    return list(Message.objects.filter(role=Role.SYSTEM).values_list("content", flat=True))
 
 
 def statements(operation) -> int:

@@ -20,30 +20,18 @@ from django_q.brokers import get_broker
 from django_q.models import Success
 
 from continuity.rules import prompt_refresh
-from continuity.rules.prompt_store import static_prompt_ensure
 from continuity.tasks import stale_prompts_refresh_slice
 from conversations.services.settings_writes import assistant_settings_update
 from elion.base.assistant_settings import assistant_settings_get
 from elion.models import AssistantSettings
-from tests.support.factories import thread
+from tests.continuity.stored_prompts import prompts, threads_with_prompts
 from tests.support.live_server import free_port
 from tests.support.queue_cluster import queue_cluster
-from transcript.models import Conversation, Message, Role
+from transcript.models import Conversation
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
 THREADS = 12
-
-
-def threads_with_prompts(count: int) -> list[Conversation]:
-    conversations = [thread(("user", f"Hello {i}"), ("assistant", "Hello back.")) for i in range(count)]
-    for conversation in conversations:
-        static_prompt_ensure(conversation)
-    return conversations
-
-
-def prompts() -> list[str]:
-    return list(Message.objects.filter(role=Role.SYSTEM).values_list("content", flat=True))
 
 
 def queued_refreshes() -> int:
