@@ -105,13 +105,15 @@ TEMPLATES = [
     },
 ]
 
+# This process is the django-q2 cluster (`manage.py qcluster`), not a web server.
+_IN_QUEUE_CLUSTER = len(sys.argv) > 1 and sys.argv[1] == "qcluster"
+
 _database_url = env.optional_text("DATABASE_URL")
 if _database_url:
     DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=0)}
     # Not in `qcluster`: django-q2 forks its workers, and a pool's open
     # connections must not be shared across a fork (PostgreSQL protocol errors).
-    _forking_queue = len(sys.argv) > 1 and sys.argv[1] == "qcluster"
-    if DATABASES["default"]["ENGINE"].endswith("postgresql") and not _forking_queue:
+    if DATABASES["default"]["ENGINE"].endswith("postgresql") and not _IN_QUEUE_CLUSTER:
         # A pool: opening a PostgreSQL connection per request cost ~5 ms a send
         # (bench/send_overhead.py). A connection is checked out only while a request
         # or a reply's write runs, never across provider I/O (docs/operations-database.md
@@ -358,7 +360,7 @@ ELION_PROMPT_REFRESH_BATCH = env.integer("ELION_PROMPT_REFRESH_BATCH", 50, minim
 # (bench/results/many_conversations.md), so the default keeps a web-side refresh under half a second.
 ELION_PROMPT_REFRESH_ON_QUEUE = env.boolean("ELION_PROMPT_REFRESH_ON_QUEUE", True)
 # In the cluster's own processes an operation's refresh runs in place: its worker is the one it would wait for.
-ELION_PROMPT_REFRESH_IN_PLACE = len(sys.argv) > 1 and sys.argv[1] == "qcluster"
+ELION_PROMPT_REFRESH_IN_PLACE = _IN_QUEUE_CLUSTER
 ELION_PROMPT_REFRESH_QUEUE_FROM = env.integer("ELION_PROMPT_REFRESH_QUEUE_FROM", 100, minimum=1)
 # Milliseconds without progress after which the operation stops waiting for the worker and rebuilds the rest
 # itself (no cluster running, every worker busy). The ORM broker polls every 0.2 s and a batch takes about 0.2 s.
