@@ -107,7 +107,6 @@ TEMPLATES = [
 
 # This process is the django-q2 cluster (`manage.py qcluster`), not a web server.
 _IN_QUEUE_CLUSTER = len(sys.argv) > 1 and sys.argv[1] == "qcluster"
-
 _database_url = env.optional_text("DATABASE_URL")
 if _database_url:
     DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=0)}
