@@ -46,6 +46,15 @@ proto.pause = function () {
   if (this.__record && !this.ended) this.__record.stopped = true;
   return pause.call(this);
 };
+// Every Talk state the page shows, in order: a state as short as a loaded machine's poll interval
+// is still seen.
+window.__talkStates = [];
+new MutationObserver((changes) => {
+  for (const change of changes) {
+    const next = change.target.dataset.talkState;
+    if (next && next !== window.__talkStates.at(-1)) window.__talkStates.push(next);
+  }
+}).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-talk-state"] });
 """
 
 
@@ -88,7 +97,7 @@ def test_talk_sends_a_spoken_turn_reads_the_reply_and_barge_in_stops_it(live_app
         chat = page.locator("[data-chat]")
 
         expect(page.locator(".message-user [data-voice-mark]")).to_have_count(1, timeout=30_000)
-        expect(chat).to_have_attribute("data-talk-state", "speaking", timeout=30_000)
+        page.wait_for_function("() => window.__talkStates.includes('speaking')", timeout=30_000)
         page.wait_for_function("() => window.__played.length >= 1")
         # Playback began while the reply was still being written (the provider holds its third sentence).
         assert page.evaluate("window.__plays[0].whileStreaming") is True
@@ -102,6 +111,10 @@ def test_talk_sends_a_spoken_turn_reads_the_reply_and_barge_in_stops_it(live_app
         expect(page.locator(".message-user [data-voice-mark]")).to_have_count(2, timeout=30_000)
         first = page.evaluate("window.__plays[0]")
         assert first == {"ended": False, "stopped": True, "whileStreaming": True}  # cut off, not played out
+        states = page.evaluate("window.__talkStates")
+        speaking = states.index("speaking")
+        assert states[speaking - 2:speaking] == ["hearing", "thinking"]  # a spoken turn, then its reply read
+        assert states[speaking + 1] == "hearing"  # the owner's voice ended the reading (barge-in)
         assert voice_turns(conversation)[:2] == ["What should I plant this spring?", "Wait, tell me about tomatoes."]
         assert len(transcriptions(scripted_server)) >= 2
 
