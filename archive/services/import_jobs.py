@@ -35,7 +35,6 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from archive.models import ArchiveDocument, ImportJob, ImportState
 from archive.services import upload_pieces
@@ -50,6 +49,7 @@ from archive.services.importers import export_steps
 from archive.services.importers.sources import IMPORTERS, importer_for
 from elion.base.errors import Conflict, ServiceError
 from elion.base.rows import access_row
+from elion.base.task_queue import task_queue_after_commit
 from elion.base.uploads import closing_upload
 
 logger = logging.getLogger(__name__)
@@ -69,10 +69,23 @@ def access_import_job(job_id: object) -> ImportJob:
     )
 
 
-def _enqueue(job: ImportJob) -> None:
+def _enqueue(job: ImportJob, *, new: bool = False) -> None:
+    """Queue the job's run once the transaction commits. When the broker refuses it (503): a `new` job is
+    forgotten (its request failed whole: the caller removes its files, pieces stay for another try); any
+    other is left failed with its files, so it resumes (`import_job_resume`) once the queue is back."""
     job_id = str(job.pk)
-    # After commit: the task must find the job it runs.
-    transaction.on_commit(lambda: async_task(RUN_TASK, job_id, task_name=f"import {job.kind} {job_id}"))
+
+    def refused(detail: str) -> None:
+        if new:
+            ImportJob.objects.filter(pk=job.pk).delete()
+            return
+        now = timezone.now()
+        ImportJob.objects.filter(pk=job.pk, state__in=ACTIVE_STATES).update(
+            state=ImportState.FAILED, runner="", error={"error": "queue_unavailable", "detail": detail},
+            finished_at=now, updated_at=now)
+
+    task_queue_after_commit(RUN_TASK, job_id, task_name=f"import {job.kind} {job_id}", what="The import",
+                            refused=refused)
 
 
 def _save_uploads(folder: Path, uploads: Sequence[UploadedFile]) -> list[dict]:
@@ -101,7 +114,7 @@ def import_job_create(*, kind: str, uploads: Sequence[UploadedFile | None], opti
             with transaction.atomic():
                 job.files = _save_uploads(folder, uploads)
                 job.save()
-                _enqueue(job)
+                _enqueue(job, new=True)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise

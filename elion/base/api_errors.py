@@ -46,7 +46,7 @@ def _flatten(detail: object) -> str:
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, ServiceError):
-        return Response(exc.as_dict(), status=exc.status)
+        return Response(exc.as_dict(), status=exc.status, headers=exc.headers())
     if isinstance(exc, Http404):
         return Response({"error": "not_found", "detail": "No such object."}, status=status.HTTP_404_NOT_FOUND)
     response = drf_exception_handler(exc, context)

@@ -1,8 +1,9 @@
 """Errors a service raises when a request cannot be honoured.
 
 Every interface turns them into the same shape: HTTP 4xx with
-`{"error": code, "detail": sentence}`, an `error` stream event, or a
-management-command failure. A 500 is a bug, never a service error.
+`{"error": code, "detail": sentence}` (503 when something the request needs is
+away for now), an `error` stream event, or a management-command failure. A 500
+is a bug, never a service error.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ class ServiceError(Exception):
     def as_dict(self) -> dict[str, str]:
         return {"error": self.code, "detail": self.detail}
 
+    def headers(self) -> dict[str, str]:
+        """Headers the HTTP answer carries besides the body (none but `Unavailable`'s `Retry-After`)."""
+        return {}
+
 
 class InvalidInput(ServiceError):
     status = 400
@@ -42,3 +47,14 @@ class Conflict(ServiceError):
 class Forbidden(ServiceError):
     status = 403
     code = "forbidden"
+
+
+class Unavailable(ServiceError):
+    """Something the request needs is away for now (the task queue's broker): 503 with `Retry-After`."""
+
+    status = 503
+    code = "unavailable"
+    retry_after_seconds = 5
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after_seconds)}

@@ -48,7 +48,8 @@ class ServiceErrorMiddleware(MiddlewareMixin):
                 return JsonResponse(INTERNAL_ERROR, status=500)
             return None
         if request.path.startswith("/api/"):
-            return JsonResponse(exception.as_dict(), status=exception.status)
+            return JsonResponse(exception.as_dict(), status=exception.status, headers=exception.headers())
         if isinstance(exception, NotFound):
             return page_not_found(request, Http404(exception.detail))
-        return HttpResponse(exception.detail, status=exception.status, content_type="text/plain; charset=utf-8")
+        return HttpResponse(exception.detail, status=exception.status, content_type="text/plain; charset=utf-8",
+                            headers=exception.headers())

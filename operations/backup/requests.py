@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from django.db import transaction
-from django_q.tasks import async_task
-
 from elion.base.errors import Conflict, NotFound
+from elion.base.task_queue import task_queue_after_commit
 from elion.models import BackupRecord, BackupStatus
 from operations.backup import destinations, runs
 
@@ -28,7 +26,13 @@ def backup_now_request() -> BackupRecord:
         record = runs.backup_start()
     except runs.BackupNotConfigured as exc:
         raise Conflict(str(exc), code="backups_not_configured") from exc
-    transaction.on_commit(lambda: async_task(NOW_TASK, str(record.id), task_name=f"backup {record.id}"))
+
+    def refused(detail: str) -> None:
+        # The request answers 503 whole: no running record is left that nothing will ever write.
+        BackupRecord.objects.filter(pk=record.pk, status=BackupStatus.RUNNING, stored=False).delete()
+
+    task_queue_after_commit(NOW_TASK, str(record.id), task_name=f"backup {record.id}", what="The backup",
+                            refused=refused)
     return record
 
 
@@ -36,7 +40,9 @@ def backup_verify_request(backup_id: object) -> BackupRecord:
     record = _record(backup_id)
     if record.status == BackupStatus.RUNNING or not record.stored:
         raise Conflict("This backup is still being written, or never reached its destination.", code="backup_not_stored")
-    transaction.on_commit(lambda: async_task(VERIFY_TASK, str(record.id), task_name=f"verify backup {record.id}"))
+    # Refused: nothing was written, and the backup keeps what its last verification found.
+    task_queue_after_commit(VERIFY_TASK, str(record.id), task_name=f"verify backup {record.id}",
+                            what="The verification")
     return record
 
 

@@ -35,11 +35,10 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from elion.base.errors import Conflict, InvalidInput, NotFound
+from elion.base.task_queue import task_queue_after_commit
 from elion.models import BackupRecord, RestoreRun, RestoreStatus
 from operations.backup import descriptions, destinations, encryption, replacing
 from operations.backup.refusals import BackupRefused
@@ -115,9 +114,14 @@ def opened_backup(source: Path, target: Path, identities: list) -> None:
 
 def _queued(run: RestoreRun) -> RestoreRun:
     run_id = str(run.id)
-    transaction.on_commit(
-        lambda: async_task(RESTORE_TASK, run_id, task_name=f"restore {run_id}", timeout=TIMEOUT_SECONDS)
-    )
+
+    def refused(detail: str) -> None:
+        # The request answers 503 whole: no queued run is left to block the next try, no staged copy kept.
+        RestoreRun.objects.filter(pk=run.pk, status=RestoreStatus.QUEUED).delete()
+        _staged_path(run.id).unlink(missing_ok=True)
+
+    task_queue_after_commit(RESTORE_TASK, run_id, task_name=f"restore {run_id}", what="The restore",
+                            refused=refused, timeout=TIMEOUT_SECONDS)
     return run
 
 
