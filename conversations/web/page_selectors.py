@@ -12,6 +12,7 @@ aggregate over the whole branch inside the database): docs/transcript.md.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -191,9 +192,10 @@ class Bubble:
             if isinstance(record.get("error"), dict)
         ]
 
-    @property
+    @functools.cached_property
     def tool_rounds(self) -> list[dict]:
-        """Each stored tool call with its result (if any), for the compact view."""
+        """Each stored tool call with its result (if any), for the compact view; read once per bubble (the
+        template asks up to three times: the cards are rendered only for a reply with tool calls)."""
         parts = self.message.parts or []
         results = {p.get("call_id"): p for p in parts if p.get("type") == "tool_result"}
         return [
