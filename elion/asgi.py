@@ -11,13 +11,18 @@ django.setup(set_prefix=False)  # what `get_asgi_application` does before buildi
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from elion.base.loopback_guard import LoopbackGuard  # noqa: E402
+from elion.base.malloc_arenas import malloc_arenas_cap  # noqa: E402
 from elion.web import daphne_bounds  # noqa: E402
 from elion.web.body_guard import BodyGuard  # noqa: E402
 from elion.web.host_guard import HostGuard  # noqa: E402
 from elion.web.request_end import ConnectionReleasingASGIHandler  # noqa: E402
 from elion.web.routing import websocket_urlpatterns  # noqa: E402
+
+# Before the server starts its threads: each would otherwise keep an arena of its own (the module says why).
+malloc_arenas_cap(settings.ELION_MALLOC_ARENAS)
 
 # Django's handler, and a request's connections handed back however it ends (an error page that raises too).
 django_asgi_app = ConnectionReleasingASGIHandler()

@@ -110,8 +110,7 @@ _IN_QUEUE_CLUSTER = len(sys.argv) > 1 and sys.argv[1] == "qcluster"
 _database_url = env.optional_text("DATABASE_URL")
 if _database_url:
     DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=0)}
-    # Not in `qcluster`: django-q2 forks its workers, and a pool's open
-    # connections must not be shared across a fork (PostgreSQL protocol errors).
+    # Not in `qcluster`: its forked workers must not share a pool's connections (PostgreSQL protocol errors).
     if DATABASES["default"]["ENGINE"].endswith("postgresql") and not _IN_QUEUE_CLUSTER:
         # A pool: opening a PostgreSQL connection per request cost ~5 ms a send
         # (bench/send_overhead.py). A connection is checked out only while a request
@@ -348,12 +347,13 @@ ELION_ATTACHMENT_ENCODED_CACHE_BYTES = env.integer("ELION_ATTACHMENT_ENCODED_CAC
 # --- Continuity -------------------------------------------------------------
 HANDOFF_PER_MESSAGE_CHARACTER_LIMIT = env.int_or_default("HANDOFF_PER_MESSAGE_CHARACTER_LIMIT", 20_000)
 HANDOFF_TOTAL_CHARACTER_BUDGET = env.int_or_default("HANDOFF_TOTAL_CHARACTER_BUDGET", 60_000)
-# Legacy stored-prompt reconciliation (django-q2 jobs, never at start-up):
-# prompts per batch, attempts per failing prompt, first retry delay (doubling).
+# Legacy prompt reconciliation (django-q2 jobs, never at start-up): batch, attempts a prompt, first delay (doubling).
 ELION_RECONCILE_BATCH_SIZE = env.integer("ELION_RECONCILE_BATCH_SIZE", 200, minimum=1)
 # Stored prompts rebuilt per batch after a settings save, memory edit/delete or visibility change
 # (`continuity.rules.prompt_refresh`): a concurrent send waits for at most one batch's write.
 ELION_PROMPT_REFRESH_BATCH = env.integer("ELION_PROMPT_REFRESH_BATCH", 50, minimum=1)
+# glibc malloc arenas of a web server process (`elion.base.malloc_arenas`, 0: glibc's own cap).
+ELION_MALLOC_ARENAS = env.integer("ELION_MALLOC_ARENAS", 2, minimum=0)
 # From this many marked prompts on, the batches run on the queue's worker while the operation waits for them
 # (`prompt_refresh.stale_prompts_settle`); fewer are rebuilt in the operation's own process. About 4 ms each
 # (bench/results/many_conversations.md), so the default keeps a web-side refresh under half a second.
