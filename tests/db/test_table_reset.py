@@ -10,6 +10,7 @@ from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection, connections, transaction
 from django.test import TransactionTestCase
+from django.test.utils import CaptureQueriesContext
 
 from tests.support.factories import thread
 from tests.support.table_reset import KEPT_TABLES, emptied_tables, empty_tables
@@ -48,6 +49,26 @@ def test_a_reset_empties_every_table_the_app_writes_and_keeps_what_migrate_wrote
     assert (ContentType.objects.count(), Permission.objects.count()) == (kinds, permissions)
     # The kept rows are the ones migrate writes: a content type for every model of every app.
     assert kinds == len(apps.get_models())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reset_of_many_rows_empties_every_table_the_same_way(monkeypatch):
+    """PostgreSQL truncates from `TRUNCATE_FROM_ROWS` on (lowered here to the thread's size); the same end."""
+    from tests.support import table_reset
+
+    monkeypatch.setattr(table_reset, "TRUNCATE_FROM_ROWS", 3)
+    kinds, permissions = ContentType.objects.count(), Permission.objects.count()
+    thread(*[("user" if n % 2 == 0 else "assistant", f"the tide, turn {n}") for n in range(6)], title="Tides")
+    assert rows_per_table()["conversations_message"] == 6
+
+    with CaptureQueriesContext(connection) as statements:
+        empty_tables(connection.alias)
+
+    truncated = [q["sql"] for q in statements.captured_queries if q["sql"].startswith("TRUNCATE")]
+    assert len(truncated) == (1 if connection.vendor == "postgresql" else 0)
+    assert {table: count for table, count in rows_per_table().items() if count and table not in KEPT_TABLES} == {}
+    assert search_index_rows() == 0
+    assert (ContentType.objects.count(), Permission.objects.count()) == (kinds, permissions)
 
 
 def test_the_reset_leaves_out_only_the_tables_migrate_alone_writes(db):

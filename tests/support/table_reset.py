@@ -45,13 +45,33 @@ _OPEN_TRANSACTIONS = """
 """
 
 
+# PostgreSQL: from this many rows in the largest tables on, one TRUNCATE of every table instead of the DELETEs.
+# The DELETEs' commit checks each deleted row's deferred foreign keys against tables full of the rows the same
+# transaction deleted: for the 20,000 stored prompts of the reconciliation test, past 600 s on a loaded machine.
+TRUNCATE_FROM_ROWS = 5_000
+_LARGEST_TABLES = ("conversations_message", "conversations_conversation")
+
+
+def _holds_many_rows(cursor, connection, tables: list[str]) -> bool:
+    for table in _LARGEST_TABLES:
+        if table in tables:
+            cursor.execute(f"SELECT 1 FROM {connection.ops.quote_name(table)} LIMIT 1 OFFSET %s", [TRUNCATE_FROM_ROWS])
+            if cursor.fetchone():
+                return True
+    return False
+
+
 def _delete_every_row(connection, using: str, lock_wait: str) -> None:
     from django.db import transaction
 
     with transaction.atomic(using=using), connection.cursor() as cursor:
+        tables = emptied_tables(connection)
         if connection.vendor == "postgresql":
             cursor.execute(f"SET LOCAL lock_timeout = '{lock_wait}'")
-        for table in emptied_tables(connection):
+            if _holds_many_rows(cursor, connection, tables):
+                cursor.execute("TRUNCATE " + ", ".join(connection.ops.quote_name(table) for table in tables))
+                return
+        for table in tables:
             cursor.execute(f"DELETE FROM {connection.ops.quote_name(table)}")
 
 
