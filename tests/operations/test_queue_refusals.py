@@ -18,11 +18,11 @@ from django_q.models import OrmQ
 
 from archive.models import ImportJob, ImportState
 from elion.models import BackupRecord, BackupStatus, RestoreRun
-from tests.operations.backup.test_restore_over_instance import backup_env, stored  # noqa: F401 - a fixture
 from tests.support.backup_files import backup_file
 from tests.support.factories import thread
 from tests.support.import_jobs import IMPORT, job_url
 from tests.support.live_server import ROOT, free_port
+from tests.support.stored_backups import stored
 
 # The modules that call `async_task` themselves, each with its reason; every request goes through
 # `task_queue_after_commit`.
@@ -98,7 +98,7 @@ def test_a_resumed_import_refused_is_left_failed_with_its_files_and_resumes_late
 
 
 @pytest.mark.django_db(transaction=True)
-def test_back_up_now_answers_503_and_leaves_no_running_backup(refusing_broker, backup_env):  # noqa: F811
+def test_back_up_now_answers_503_and_leaves_no_running_backup(refusing_broker, backup_env):
     client = Client()
     unavailable(client.post("/api/backups/"))
     assert not BackupRecord.objects.exists()
@@ -109,7 +109,7 @@ def test_back_up_now_answers_503_and_leaves_no_running_backup(refusing_broker, b
 
 
 @pytest.mark.django_db(transaction=True)
-def test_verify_again_answers_503_and_the_backup_keeps_what_it_had(refusing_broker, backup_env, tmp_path):  # noqa: F811
+def test_verify_again_answers_503_and_the_backup_keeps_what_it_had(refusing_broker, backup_env, tmp_path):
     thread(("user", "the ferry at dawn"), ("assistant", "the keeper waves"))
     record = stored(backup_file(tmp_path))
     BackupRecord.objects.filter(pk=record.pk).update(status=BackupStatus.VERIFIED)
@@ -119,7 +119,7 @@ def test_verify_again_answers_503_and_the_backup_keeps_what_it_had(refusing_brok
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_restore_answers_503_and_leaves_no_queued_run_nor_staged_copy(refusing_broker, backup_env, tmp_path):  # noqa: F811
+def test_a_restore_answers_503_and_leaves_no_queued_run_nor_staged_copy(refusing_broker, backup_env, tmp_path):
     thread(("user", "the ferry at dawn"), ("assistant", "the keeper waves"))
     record = stored(backup_file(tmp_path))
     client = Client()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import uuid
 from pathlib import Path
 
 import pyrage
@@ -19,48 +18,14 @@ from django.core.management import call_command
 from django.test import Client
 from django_q.models import OrmQ
 
-from elion.models import BackupRecord, BackupStatus, RestoreRun
-from operations.backup import destinations, encryption, members
+from elion.models import BackupRecord, RestoreRun
+from operations.backup import encryption, members
 from tests.support.backup_files import backup_file, members_of, rewritten
 from tests.support.factories import api_call, thread
 from tests.support.queue_cluster import QueueCluster
+from tests.support.stored_backups import stored
 from transcript.attachments import store
 from transcript.models import Conversation, Message
-
-PASSPHRASE = "the keeper's lamp"
-
-
-@pytest.fixture
-def backup_env(settings, tmp_path) -> dict[str, str]:
-    env = {
-        "ELION_BACKUP_PASSPHRASE": PASSPHRASE,
-        "ELION_BACKUP_RECIPIENTS": "",
-        "ELION_BACKUP_DIR": str(tmp_path / "backups"),
-        "ELION_BACKUP_STAGING_DIR": str(tmp_path / "staging"),
-        "ELION_ATTACHMENT_ROOT": str(tmp_path / "attachments"),
-        "ELION_BACKUP_S3_BUCKET": "",
-    }
-    for name, value in env.items():
-        setattr(settings, name, value)
-    return env
-
-
-def stored(plain: Path, keys: encryption.BackupKeys | None = None, *, encrypted: bool = True) -> BackupRecord:
-    """`plain` (a backup zip) encrypted with `keys` (the configured ones by default) and stored at the destination
-    under a name of its own, recorded as a stored backup (not yet verified)."""
-    source = plain
-    if encrypted:
-        source = plain.with_suffix(".zip.age")
-        with source.open("wb") as out:
-            encryption.encrypt_stream(iter([plain.read_bytes()]), out, keys or encryption.configured_keys())
-    destination = destinations.configured_destination()
-    record = BackupRecord.objects.create(destination=destination.description, encrypted=encrypted, stored=True,
-                                         status=BackupStatus.FAILED,
-                                         key=f"elion-backup-{uuid.uuid4().hex}-{source.name}")
-    record.size = destination.store(source, record.key)
-    record.sha256 = hashlib.sha256(source.read_bytes()).hexdigest()
-    record.save()
-    return record
 
 
 def restore(client: Client, record: BackupRecord, **body):
