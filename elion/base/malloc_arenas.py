@@ -16,7 +16,6 @@ before the server starts its threads, through glibc's `mallopt(M_ARENA_MAX)`, th
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 
 logger = logging.getLogger(__name__)
@@ -29,7 +28,8 @@ def malloc_arenas_cap(arenas: int) -> bool:
     if arenas <= 0:
         return False
     try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+        # The process's own symbols, libc's among them: no library search (`find_library` runs ldconfig).
+        mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
