@@ -79,7 +79,7 @@ def test_after_an_outage_the_page_shows_the_stored_reply_interrupted_with_retry(
             own_postgres.up()
             # The server's circuit breaker (issue 41, item 16) serves again within a probe of the database's
             # return; the page is reloaded once it does.
-            wait_until(lambda: client.get("/api/health/").status_code == 200, 15)
+            wait_until(lambda: client.get("/api/health/").status_code == 200)
             page.reload()
             reply = page.locator(".message-assistant").last
             expect(reply.locator(".message-body")).to_have_text("one two")

@@ -58,7 +58,7 @@ def test_an_index_timeout_after_a_reply_logs_one_line_and_the_minute_job_indexes
     with caplog.at_level(logging.INFO):
         body = sent_and_answered(conversation, "Tell me about tomatoes")
         # The indexing runs after `done` is sent.
-        wait_until(lambda: [r for r in caplog.records if "indexing after reply" in r.getMessage()], 10)
+        wait_until(lambda: [r for r in caplog.records if "indexing after reply" in r.getMessage()])
     assert body["assistant_message"]["status"] == "complete"
     about_indexing = [r for r in caplog.records if "indexing after reply" in r.getMessage()]
     assert len(about_indexing) == 1, [r.getMessage() for r in about_indexing]
@@ -87,6 +87,6 @@ def test_any_other_failure_of_the_indexing_still_logs_its_traceback(scripted_pro
     scripted_provider.script(ScriptedReply(text="Fine."))
     with caplog.at_level(logging.INFO):
         sent_and_answered(thread(), "Hello")
-        wait_until(lambda: [r for r in caplog.records if "indexing after reply" in r.getMessage()], 10)
+        wait_until(lambda: [r for r in caplog.records if "indexing after reply" in r.getMessage()])
     failures = [r for r in caplog.records if "indexing after reply" in r.getMessage()]
     assert len(failures) == 1 and failures[0].levelno == logging.ERROR and failures[0].exc_info is not None
