@@ -27,7 +27,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from tests.support.factories import thread
-from transcript.models import Message
+from tests.support.statement_work import SLACK, assert_same_work, read_statements_work, statistics_as_deployed
 
 pytestmark = pytest.mark.django_db
 
@@ -35,60 +35,12 @@ def pairs(count: int) -> list[tuple[str, str]]:
     return [("user", f"question {i}") if i % 2 == 0 else ("assistant", f"answer {i} " + "r" * 300) for i in range(count)]
 
 
-def _sqlite_work(sql: str) -> int:
-    raw = connection.connection
-    steps = [0]
-
-    def count() -> int:
-        steps[0] += 1
-        return 0
-
-    raw.set_progress_handler(count, 10)
-    try:
-        raw.execute(sql).fetchall()
-    finally:
-        raw.set_progress_handler(None, 10)
-    return steps[0] * 10
-
-
-def _postgres_work(sql: str) -> int:
-    """The buffers the statement touched (`EXPLAIN (ANALYZE, BUFFERS)`, every node's, planning aside)."""
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql)
-        (plan,) = cursor.fetchone()[0]
-    top = plan["Plan"]
-    return int(top.get("Shared Hit Blocks", 0) + top.get("Shared Read Blocks", 0))
-
-
-def statistics_as_deployed() -> None:
-    """PostgreSQL: the statistics autovacuum keeps (see the module docstring); SQLite: none, as the app runs."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(f"ANALYZE {connection.ops.quote_name(Message._meta.db_table)}")
-
-
 def statement_work(client: Client, path: str) -> list[tuple[str, int]]:
     """Each read statement `path` ran, with its work when run again alone."""
     with CaptureQueriesContext(connection) as queries:
         response = client.get(path)
         assert response.status_code == 200
-    measure = _sqlite_work if connection.vendor == "sqlite" else _postgres_work
-    return [
-        (query["sql"], measure(query["sql"]))
-        for query in queries.captured_queries
-        if query["sql"].lstrip().upper().startswith(("SELECT", "WITH")) and "%s" not in query["sql"]
-    ]
-
-
-def assert_same_work(short: list[tuple[str, int]], long: list[tuple[str, int]], slack: int) -> None:
-    assert len(short) == len(long)
-    for (_, short_work), (long_sql, long_work) in zip(short, long, strict=True):
-        assert long_work <= 2 * short_work + slack, (long_sql[:300], short_work, long_work)
-
-
-# Enough for the window's own rows and the longer thread's (cosmetic) differences, far below 2,000
-# messages' worth: a walk of the whole branch costs tens of thousands of steps or thousands of tuples.
-SLACK = {"sqlite": 3_000, "postgresql": 150}
+    return read_statements_work(queries.captured_queries)
 
 
 @pytest.mark.parametrize("path", ["/c/{id}/", "/api/conversations/{id}/messages/?limit=50", "/c/{id}/window/"])
