@@ -97,8 +97,12 @@ class Message(models.Model):
             models.Index(fields=["status", "lease_expires_at"], name="message_status_lease"),
             # A conversation's rows by when they changed (migration 0013; the tree cache that read it is gone).
             models.Index(fields=["conversation", "updated_at"], name="message_conversation_changed"),
+            # A partial index keyed by its own condition's column too: SQLite without planner statistics (the
+            # app never runs ANALYZE) ranks indexes by how many key columns a query's terms fix, and chose the
+            # (conversation, parent) index over a partial one on the conversation alone, reading every row.
             models.Index(
-                fields=["conversation"], condition=Q(status="streaming"), name="message_conversation_streaming"
+                fields=["conversation", "status"], condition=Q(status="streaming"),
+                name="message_conversation_streaming",
             ),
             # A send's binding gate: two probes, the thread's least and greatest binding
             # (`transcript.provider.binding.provider_binding_gate_probed`).
@@ -115,7 +119,8 @@ class Message(models.Model):
             models.Index(fields=["conversation", "parent"], name="message_conversation_parent"),
             # Keyword recall's read of where this thread's handoffs came from.
             models.Index(
-                fields=["conversation"], condition=Q(kind="handoff_artifact"), name="message_conversation_handoff"
+                fields=["conversation", "kind"], condition=Q(kind="handoff_artifact"),
+                name="message_conversation_handoff",
             ),
         ]
 

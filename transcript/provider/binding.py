@@ -266,7 +266,9 @@ def _binding_ends(conversation: Conversation) -> list[tuple[str, str, str, str]]
     """The least and the greatest binding tuple among the conversation's transcript rows (none: no rows)."""
     table = connection.ops.quote_name(Message._meta.db_table)
     columns = ", ".join(connection.ops.quote_name(c) for c in BINDING_ONLY)
-    where = f"conversation_id = %s AND role <> '{Role.SYSTEM}'"
+    # The partial index's own predicate, word for word: SQLite uses a partial index only for a query whose
+    # WHERE states its condition as written (`role <> 'system'` is not), and reads every row otherwise.
+    where = f"conversation_id = %s AND NOT ({connection.ops.quote_name('role')} = '{Role.SYSTEM}')"
     ascending = ", ".join(connection.ops.quote_name(c) for c in BINDING_ONLY)
     descending = ", ".join(f"{connection.ops.quote_name(c)} DESC" for c in BINDING_ONLY)
     sql = (

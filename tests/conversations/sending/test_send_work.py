@@ -1,0 +1,56 @@
+"""A send does the same work at any thread length, statement by statement (issue 40).
+
+The statement-count tests (`tests/transcript/test_branch_columns.py`) cannot see a statement whose
+plan reads the whole thread: it is still one statement. Here every read statement of a send is run again
+alone and its work measured (`tests.support.statement_work`: SQLite's virtual-machine steps, PostgreSQL's
+buffers), for two threads that both fill the window: each statement of the 3,000-message thread's send
+must cost what the 600-message thread's does. SQLite has no planner statistics here, as in the app, so a
+query it can only answer by reading the thread's rows is caught (the binding gate's ends once were: their
+`role <> 'system'` did not match the partial index's `NOT (role = 'system')`, so SQLite read every row).
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from conversations.sending.commands import SendCommand
+from conversations.sending.prepare import send_prepare
+from tests.support.factories import thread
+from tests.support.statement_work import SLACK, assert_same_work, read_statements_work, statistics_as_deployed
+from transcript.models import Message, MessageStatus
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def turns(count: int) -> list[tuple[str, str]]:
+    pairs = []
+    for n in range(count // 2):
+        pairs += [("user", f"Question {n} about the orchard " * 3), ("assistant", f"Answer {n} about pears " * 4)]
+    return pairs
+
+
+def send_work(conversation) -> list[tuple[str, int]]:
+    """A thread's second send (the first stores its prompt), each read statement with its work."""
+    for content in ("A first send stores the prompt.", "What did we say about the pears?"):
+        with CaptureQueriesContext(connection) as queries:
+            send_prepare(SendCommand(conversation_id=conversation.id, content=content))
+        Message.objects.filter(conversation=conversation, status=MessageStatus.STREAMING).update(
+            status=MessageStatus.COMPLETE, content="Done.", lease_expires_at=None
+        )
+    return read_statements_work(queries.captured_queries)
+
+
+def test_no_statement_of_a_send_does_more_work_at_3000_messages_than_at_600(settings):
+    # 4,000 tokens: the stretch a send reads (budget, twice the trim step, a margin) is ~250 of these
+    # messages, so both threads fill the window and only the thread's length differs.
+    settings.ELION_INPUT_BUDGET_TOKENS = 4_000
+    short = thread(*turns(600))
+    statistics_as_deployed()
+    short_work = send_work(short)
+    long = thread(*turns(3_000))
+    statistics_as_deployed()
+    long_work = send_work(long)
+    assert len(short_work) >= 8
+    assert_same_work(short_work, long_work, SLACK[connection.vendor])
