@@ -1,4 +1,4 @@
-"""A send does the same work at any thread length, statement by statement (issue 40).
+"""A send and a retry do the same work at any thread length, statement by statement (issue 40).
 
 The statement-count tests (`tests/transcript/test_branch_columns.py`) cannot see a statement whose
 plan reads the whole thread: it is still one statement. Here every read statement of a send is run again
@@ -16,7 +16,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from conversations.sending.commands import SendCommand
-from conversations.sending.prepare import send_prepare
+from conversations.sending.prepare import retry_prepare, send_prepare
 from tests.support.factories import thread
 from tests.support.statement_work import SLACK, assert_same_work, read_statements_work, statistics_as_deployed
 from transcript.models import Message, MessageStatus
@@ -31,26 +31,41 @@ def turns(count: int) -> list[tuple[str, str]]:
     return pairs
 
 
-def send_work(conversation) -> list[tuple[str, int]]:
-    """A thread's second send (the first stores its prompt), each read statement with its work."""
-    for content in ("A first send stores the prompt.", "What did we say about the pears?"):
-        with CaptureQueriesContext(connection) as queries:
-            send_prepare(SendCommand(conversation_id=conversation.id, content=content))
-        Message.objects.filter(conversation=conversation, status=MessageStatus.STREAMING).update(
-            status=MessageStatus.COMPLETE, content="Done.", lease_expires_at=None
-        )
+def reply_finished(conversation) -> Message:
+    reply = Message.objects.get(conversation=conversation, status=MessageStatus.STREAMING)
+    Message.objects.filter(pk=reply.pk).update(status=MessageStatus.COMPLETE, content="Done.", lease_expires_at=None)
+    return reply
+
+
+def send(conversation) -> None:
+    send_prepare(SendCommand(conversation_id=conversation.id, content="What did we say about the pears?"))
+
+
+def retry(conversation) -> None:
+    conversation.refresh_from_db()
+    retry_prepare(conversation_id=conversation.id, message_id=conversation.head_id)
+
+
+def work_of(prepare, conversation) -> list[tuple[str, int]]:
+    """`prepare` on a thread whose prompt a first send stored, each read statement with its work."""
+    send_prepare(SendCommand(conversation_id=conversation.id, content="A first send stores the prompt."))
+    reply_finished(conversation)
+    with CaptureQueriesContext(connection) as queries:
+        prepare(conversation)
+    reply_finished(conversation)
     return read_statements_work(queries.captured_queries)
 
 
-def test_no_statement_of_a_send_does_more_work_at_3000_messages_than_at_600(settings):
+@pytest.mark.parametrize("prepare", [send, retry])
+def test_no_statement_of_a_send_or_a_retry_does_more_work_at_3000_messages_than_at_600(settings, prepare):
     # 4,000 tokens: the stretch a send reads (budget, twice the trim step, a margin) is ~250 of these
     # messages, so both threads fill the window and only the thread's length differs.
     settings.ELION_INPUT_BUDGET_TOKENS = 4_000
     short = thread(*turns(600))
     statistics_as_deployed()
-    short_work = send_work(short)
+    short_work = work_of(prepare, short)
     long = thread(*turns(3_000))
     statistics_as_deployed()
-    long_work = send_work(long)
+    long_work = work_of(prepare, long)
     assert len(short_work) >= 8
     assert_same_work(short_work, long_work, SLACK[connection.vendor])
