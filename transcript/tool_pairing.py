@@ -82,6 +82,8 @@ def project_tool_parts(parts: list[dict]) -> list[dict]:
     `web_search_call`) travels in its place too (`output_item_part`); an
     `image_generation_call` is kept but not sent (`REPLAYED_ITEM_TYPES`).
     """
+    if not parts:
+        return []  # most turns: a send projects a window of them
     results = {p["call_id"]: p for p in parts if p.get("type") == "tool_result"}
     rounds: dict[int, list[dict]] = {}
     items: dict[int, list[dict]] = {}
