@@ -21,6 +21,7 @@ from django_q.tasks import async_task
 from continuity.rules import prompt_refresh
 from continuity.rules.policies import policy_markers
 from continuity.services import reconciliation
+from memories.services import memory_writes
 
 TICK_TASK = "continuity.tasks.prompts_reconcile_tick"
 BATCH_TASK = "continuity.tasks.reconcile_prompt_batch"
@@ -34,7 +35,10 @@ def enqueue(func: str, *args: object) -> None:
 def prompts_reconcile_tick() -> bool:
     """Scheduled: refresh the prompts an operation marked stale and could not rebuild before it returned (its
     process died between its commit and its batches: `continuity.rules.prompt_refresh`); then start a chain
-    of legacy-prompt batches if there is work and no other cluster runs one."""
+    of legacy-prompt batches if there is work and no other cluster runs one. First, a memory deletion whose
+    process died after its first transaction is finished (its snapshot rows and its row:
+    `memory_writes.memory_deletions_finish`)."""
+    memory_writes.memory_deletions_finish()
     if prompt_refresh.stale_prompts_waiting():
         prompt_refresh.stale_prompts_refresh()
     markers = policy_markers()

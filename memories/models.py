@@ -59,6 +59,19 @@ class MemorySource(models.TextChoices):
 SOURCE_FILE_MAX = 255
 
 
+class RemainingMemoryManager(models.Manager):
+    """Memories that are not being deleted: the default manager.
+
+    A deletion takes its memory out of every list, snapshot, prompt and edit the moment its first
+    transaction commits (`deleting_since` set, `memories.services.memory_writes.memory_delete`); its
+    snapshot rows are purged in bounded batches after it, then the row. The purge and its crash recovery
+    use `Memory.all_objects`, as related-object access does.
+    """
+
+    def get_queryset(self) -> models.QuerySet:
+        return super().get_queryset().filter(deleting_since__isnull=True)
+
+
 class Memory(models.Model):
     text = models.TextField()
     category = models.CharField(max_length=30, choices=MemoryCategory.choices, default=MemoryCategory.GENERAL)
@@ -71,8 +84,14 @@ class Memory(models.Model):
     source_file = models.CharField(max_length=SOURCE_FILE_MAX, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Set by a deletion's first transaction; the row is gone once its snapshot rows are purged.
+    deleting_since = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = RemainingMemoryManager()
+    all_objects = models.Manager()
 
     class Meta:
+        base_manager_name = "all_objects"
         ordering = ["position", "id"]
         verbose_name_plural = "memories"
         constraints = [

@@ -5,7 +5,8 @@
 - Editing rebuilds the prompts of threads whose snapshot holds the id, and
   nothing else; no newer memory is pulled in.
 - Deleting removes the id from every snapshot and rebuilds every affected
-  prompt before it returns.
+  prompt before it returns; the snapshot rows go in bounded batches after
+  its first transaction (`memory_delete`).
 - Reordering changes the global order prompts list memories in, so threads
   holding a moved memory are rebuilt like an edit.
 - Every memory records its source (typed, imported with its file, or an
@@ -184,24 +185,70 @@ def memory_edit(*, memory_id: int | str, changes: dict) -> Memory:
     return memory
 
 
-@refreshes_stale_prompts
 def memory_delete(*, memory_id: int | str) -> int:
     """Delete a memory: purge its id from every snapshot, rebuild every affected prompt.
 
-    Returns how many threads held it. The memory is first taken out of the
-    prompts (inactive) and `memory_deleted` sent while the holders' membership
-    rows still name them (its receiver rebuilds their prompts); then the rows
-    go. One transaction, so no reader ever sees a prompt that disagrees with
-    its snapshot.
+    Returns how many threads held it. Three steps, all before it returns:
+
+    1. One transaction (`_memory_deletion_start`): the memory leaves the prompts (inactive) and every
+       list, snapshot view and edit (`deleting_since`, the default manager's filter), and `memory_deleted`
+       marks its holders' prompts stale while their snapshot rows still name them. After it commits the
+       holders' prompts are rebuilt without it (`refreshes_stale_prompts`).
+    2. Its snapshot rows are deleted `SNAPSHOT_PURGE_BATCH` at a time, each batch a transaction of its own
+       (`memory_deletion_finish`): a memory held by 10,000 threads has 10,000 rows scattered over the
+       membership table, and deleting them in the first transaction held the database's write lock
+       (SQLite) for most of a second while every send waited.
+    3. The memory row goes, its versions and approved proposal with it.
+
+    A crash between the steps leaves the memory invisible and its rows waiting; the reconciliation tick
+    finishes it (`memory_deletions_finish`). No reader sees a prompt that disagrees with its snapshot: the
+    snapshot views and the prompts both skip a memory being deleted.
     """
+    held_by, memory_pk = _memory_deletion_start(memory_id=memory_id)
+    memory_deletion_finish(memory_pk)
+    return held_by
+
+
+@refreshes_stale_prompts
+def _memory_deletion_start(*, memory_id: int | str) -> tuple[int, int]:
     global_write_lock()
     memory = access_memory(memory_id, lock=True)
     held_by = SnapshotMembership.objects.filter(memory=memory).count()
-    Memory.objects.filter(pk=memory.pk).update(active=False)
+    Memory.objects.filter(pk=memory.pk).update(active=False, deleting_since=timezone.now())
     memory_deleted.send(sender=Memory, memory_id=memory.pk)
-    SnapshotMembership.objects.filter(memory=memory).delete()
-    Memory.objects.filter(pk=memory.pk).delete()
-    return held_by
+    return held_by, memory.pk
+
+
+# Snapshot rows deleted per transaction: each batch holds the write lock for a few milliseconds.
+SNAPSHOT_PURGE_BATCH = 500
+
+
+def memory_deletion_finish(memory_pk: int) -> None:
+    """Steps 2 and 3 of `memory_delete` for a memory whose deletion started: its snapshot rows a batch per
+    transaction, then the row. Safe to run twice at once (each batch deletes what is still there)."""
+    while True:
+        with transaction.atomic():
+            global_write_lock()
+            batch = list(
+                SnapshotMembership.objects.filter(memory_id=memory_pk).values_list("pk", flat=True)[
+                    :SNAPSHOT_PURGE_BATCH
+                ]
+            )
+            SnapshotMembership.objects.filter(pk__in=batch).delete()
+        if len(batch) < SNAPSHOT_PURGE_BATCH:
+            break
+    with transaction.atomic():
+        global_write_lock()
+        Memory.all_objects.filter(pk=memory_pk, deleting_since__isnull=False).delete()
+
+
+def memory_deletions_finish() -> int:
+    """Finish every deletion a process left part-way (it died after step 1): the reconciliation tick's.
+    Returns how many it finished."""
+    started = list(Memory.all_objects.filter(deleting_since__isnull=False).values_list("pk", flat=True))
+    for memory_pk in started:
+        memory_deletion_finish(memory_pk)
+    return len(started)
 
 
 @refreshes_stale_prompts
