@@ -62,6 +62,15 @@ def thread(*pairs: tuple[str, str], persona: str = "elion", title: str = "", bin
     return conversation
 
 
+def orchard_thread(turns: int, **kwargs):
+    """A thread of `turns` messages of a steady size (~25 tokens each), questions and answers alternating:
+    the long threads of the per-statement work and branch-column tests."""
+    pairs = []
+    for n in range(turns // 2):
+        pairs += [("user", f"Question {n} about the orchard " * 3), ("assistant", f"Answer {n} about pears " * 4)]
+    return thread(*pairs, **kwargs)
+
+
 def sent_and_answered(conversation, content: str) -> dict:
     """One send through the JSON API (`?stream=false`), answered 200: the user turn and the finished reply."""
     response = Client().post(

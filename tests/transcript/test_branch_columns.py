@@ -33,7 +33,7 @@ from continuity.rules.request_store import reply_request_build, send_context_loa
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import send_prepare
 from elion.base.assistant_settings import assistant_settings_get
-from tests.support.factories import thread
+from tests.support.factories import orchard_thread, thread
 from tests.support.prompt_sections import prior_thread_section_in
 from transcript.append import APPENDED_FIELDS, message_append
 from transcript.attachments.manifests import attachments_commit, manifests_for
@@ -44,13 +44,6 @@ from transcript.models.messages import ends_birth_period, stored_turn_tokens
 from transcript.tree import live_branch, tree_messages, walk_to_root
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def long_thread(turns: int, **kwargs):
-    pairs = []
-    for n in range(turns // 2):
-        pairs += [("user", f"Question {n} about the orchard " * 3), ("assistant", f"Answer {n} about pears " * 4)]
-    return thread(*pairs, **kwargs)
 
 
 def columns_from_scratch(conversation) -> dict:
@@ -194,7 +187,7 @@ def test_branch_columns_of_a_fork_and_a_finished_reply_equal_a_walk_from_scratch
     measure is added when it is finalised, before anything is appended under it."""
     from conversations.services.threads.fork import conversation_fork
 
-    source = long_thread(12)
+    source = orchard_thread(12)
     prepared = send_prepare(SendCommand(conversation_id=source.id, content="One more question about pears?"))
     from conversations.sending.run import _finalise
 
@@ -221,7 +214,7 @@ def statements_of_a_send(conversation, content: str) -> list[str]:
 def test_a_sends_statement_count_is_the_same_at_10_and_4000_messages():
     counts = {}
     for turns in (10, 4_000):
-        conversation = long_thread(turns)
+        conversation = orchard_thread(turns)
         statements_of_a_send(conversation, "A first send stores the prompt.")
         counts[turns] = len(statements_of_a_send(conversation, "Then count a send."))
     assert counts[10] == counts[4_000], counts
@@ -245,7 +238,7 @@ def test_a_send_reads_the_stretch_its_request_can_carry_not_the_thread(rows_read
     """With a 4,000-token budget a send of a 4,000-message thread reads about the rows that fit (the
     budget, twice the trim step and a margin, in stored tokens), never the thread."""
     settings.ELION_INPUT_BUDGET_TOKENS = 4_000
-    conversation = long_thread(4_000)
+    conversation = orchard_thread(4_000)
     send_prepare(SendCommand(conversation_id=conversation.id, content="A first send stores the prompt."))
     Message.objects.filter(conversation=conversation, status="streaming").update(
         status=MessageStatus.COMPLETE, content="Done.", lease_expires_at=None)
@@ -259,7 +252,7 @@ def test_a_new_chats_handoff_reads_the_sources_final_messages_not_the_thread(row
     only while they hold fewer than eight eligible ones), never the whole source thread."""
     from continuity.rules.handoff_store import live_branch_handoff
 
-    source = long_thread(2_000)
+    source = orchard_thread(2_000)
     rows_read.clear()
     handoff = live_branch_handoff(source, settings_row=assistant_settings_get())
     assert len(handoff.turns) == 8 and handoff.turns[-1].message.content.startswith("Answer 999 ")

@@ -17,18 +17,11 @@ from django.test.utils import CaptureQueriesContext
 
 from conversations.sending.commands import SendCommand
 from conversations.sending.prepare import retry_prepare, send_prepare
-from tests.support.factories import thread
+from tests.support.factories import orchard_thread
 from tests.support.statement_work import SLACK, assert_same_work, read_statements_work, statistics_as_deployed
 from transcript.models import Message, MessageStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def turns(count: int) -> list[tuple[str, str]]:
-    pairs = []
-    for n in range(count // 2):
-        pairs += [("user", f"Question {n} about the orchard " * 3), ("assistant", f"Answer {n} about pears " * 4)]
-    return pairs
 
 
 def reply_finished(conversation) -> Message:
@@ -61,10 +54,10 @@ def test_no_statement_of_a_send_or_a_retry_does_more_work_at_3000_messages_than_
     # 4,000 tokens: the stretch a send reads (budget, twice the trim step, a margin) is ~250 of these
     # messages, so both threads fill the window and only the thread's length differs.
     settings.ELION_INPUT_BUDGET_TOKENS = 4_000
-    short = thread(*turns(600))
+    short = orchard_thread(600)
     statistics_as_deployed()
     short_work = work_of(prepare, short)
-    long = thread(*turns(3_000))
+    long = orchard_thread(3_000)
     statistics_as_deployed()
     long_work = work_of(prepare, long)
     assert len(short_work) >= 8

@@ -13,18 +13,11 @@ from django.test.utils import CaptureQueriesContext
 
 from continuity.services.branching import conversation_branch
 from conversations.services.threads.thread_writes import conversation_rewind, conversation_switch
-from tests.support.factories import thread
+from tests.support.factories import orchard_thread
 from tests.support.statement_work import SLACK, assert_same_work, read_statements_work, statistics_as_deployed
 from transcript.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def turns(count: int) -> list[tuple[str, str]]:
-    pairs = []
-    for n in range(count // 2):
-        pairs += [("user", f"Question {n} about the orchard " * 3), ("assistant", f"Answer {n} about pears " * 4)]
-    return pairs
 
 
 def newest(conversation, role: str, skip: int = 0) -> Message:
@@ -47,7 +40,7 @@ def branch(conversation) -> None:
 def test_no_statement_of_a_rewind_a_switch_or_a_branch_does_more_work_at_3000_messages_than_at_600(operation):
     works = []
     for count in (600, 3_000):
-        conversation = thread(*turns(count))
+        conversation = orchard_thread(count)
         statistics_as_deployed()
         with CaptureQueriesContext(connection) as queries:
             operation(conversation)
