@@ -38,16 +38,10 @@ def child(entry: Path, rounds: int) -> dict[str, float]:
     scratch = Path(tempfile.mkdtemp(prefix="send-compose-"))
     try:
         shutil.copy(entry / "elion.sqlite3", scratch / "elion.sqlite3")
-        os.environ.update({"ELION_DATA_DIR": str(scratch), "DJANGO_SETTINGS_MODULE": "elion.settings",
-                           "OPENAI_API_KEY": "bench", "ELION_LOG_LEVEL": "WARNING"})
-        for name in ("DATABASE_URL", "ELION_TESTING"):
-            os.environ.pop(name, None)
-        import django
+        os.environ["OPENAI_API_KEY"] = "bench"
+        from bench.common import setup_django
 
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
+        setup_django(scratch, None)
         from conversations.sending.commands import SendCommand
         from conversations.sending.prepare import send_prepare
         from transcript.models import Conversation, Message

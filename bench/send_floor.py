@@ -52,17 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="send-floor-"))
     try:
         shutil.copy(args.entry / "elion.sqlite3", scratch / "elion.sqlite3")
-        os.environ.update({"ELION_DATA_DIR": str(scratch), "DJANGO_SETTINGS_MODULE": "elion.settings",
-                           "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "bench"), "ELION_LOG_LEVEL": "WARNING"})
-        for name in ("DATABASE_URL", "ELION_TESTING"):
-            os.environ.pop(name, None)
-        import django
+        os.environ.setdefault("OPENAI_API_KEY", "bench")
+        from bench.common import setup_django
 
-        django.setup()
+        setup_django(scratch, None)
         from django.conf import settings
-        from django.core.management import call_command
 
-        call_command("migrate", verbosity=0)
         from continuity.rules.request_store import STRETCH_MARGIN_TOKENS, trim_step_tokens
         from conversations.sending.commands import SendCommand
         from conversations.sending.prepare import send_prepare
