@@ -80,6 +80,12 @@ def test_a_deletion_a_dead_process_left_after_its_first_step_is_invisible_and_th
     patch = client.patch(f"/api/memories/{deleted.pk}/", {"text": "Back again"}, content_type="application/json")
     assert patch.status_code == 404
     assert client.delete(f"/api/memories/{deleted.pk}/").status_code == 404
+    assert client.get(f"/api/memories/{deleted.pk}/impact/").status_code == 404
+    for page in (f"/memories/{deleted.pk}/", f"/memories/{deleted.pk}/edit/", f"/memories/{deleted.pk}/delete/"):
+        assert client.get(page).status_code == 404, page
+    for page in ("/memories/", f"/memories/in/{threads[2].pk}/"):
+        response = client.get(page)
+        assert response.status_code == 200 and "Deleted fact" not in response.content.decode(), page
     prompts_reconcile_tick()
     assert not Memory.all_objects.filter(pk=deleted.pk).exists()
     assert not SnapshotMembership.objects.filter(memory_id=deleted.pk).exists()
