@@ -16,7 +16,8 @@ of its floors at a step that breaks it raises `BrokenTree`, as every walk does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -68,17 +69,95 @@ def branch_rows_up(
     rows = list(
         Message.objects.raw(sql, [_prep(tip_id), _prep(conversation_id), token_floor, depth_floor, max_rows])
     )
+    return _walk_checked(rows, conversation_id, tip_id, token_floor=token_floor, depth_floor=depth_floor,
+                         row_limited=len(rows) >= max_rows)
+
+
+@dataclass(frozen=True, eq=False)
+class StretchMessage:
+    """A message as a send reads its branch (`branch_stretch_up`): the columns composing its request needs, as
+    plain data, not a model instance. A window holds thousands of them, and building a model instance (every
+    column converted, a descriptor per field) cost more than the rest of the composition. `metadata` is
+    decoded when asked for: only an app event's and the new turn's ever are."""
+
+    id: UUID
+    parent_id: UUID | None
+    conversation_id: UUID
+    seq: int
+    role: str
+    kind: str
+    status: str
+    content: str
+    branch_depth: int
+    branch_tokens: int
+    branch_born: bool
+    parts: list
+    stored_metadata: object  # the column as the driver gave it: JSON text, or (a driver that decodes) the value
+
+    @property
+    def metadata(self) -> dict:
+        return _json_value(self.stored_metadata, empty=dict)
+
+
+def _json_value(stored: object, *, empty: Callable[[], object]) -> object:
+    """A JSON column as the driver gave it (text on SQLite), decoded; its empty value without decoding."""
+    if stored is None or stored in ("[]", "{}", ""):
+        return empty()
+    return json.loads(stored) if isinstance(stored, str) else stored
+
+
+_STRETCH_COLUMNS = (
+    "m.id, m.parent_id, m.seq, m.role, m.kind, m.status, m.content, m.branch_depth, m.branch_tokens,"
+    " m.branch_born, m.parts, m.metadata"
+)
+
+
+def branch_stretch_up(
+    conversation_id: UUID, tip_id: UUID, *, token_floor: int, depth_floor: int = 0
+) -> list[StretchMessage]:
+    """`branch_rows_up`'s walk, its rows as `StretchMessage`s: what a send composes its request from.
+
+    One statement. `BrokenTree` as `branch_rows_up`.
+    """
+    table = connection.ops.quote_name(MESSAGE_TABLE)
+    token_floor = max(token_floor, -1)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _walk_sql(f"SELECT {_STRETCH_COLUMNS} FROM w JOIN {table} m ON m.id = w.id"),
+            [_prep(tip_id), _prep(conversation_id), token_floor, depth_floor, NO_ROW_LIMIT],
+        )
+        fetched = cursor.fetchall()
+    rows = [
+        StretchMessage(
+            _as_uuid(row[0]), _as_uuid(row[1]) if row[1] is not None else None, conversation_id, row[2], row[3],
+            row[4], row[5], row[6], row[7], row[8], bool(row[9]), _json_value(row[10], empty=list), row[11],
+        )
+        for row in fetched
+    ]
+    return _walk_checked(rows, conversation_id, tip_id, token_floor=token_floor, depth_floor=depth_floor)
+
+
+def _as_uuid(value: object) -> UUID:
+    """A UUID column as the driver gave it: a UUID (PostgreSQL), or 32 hex digits (SQLite)."""
+    return value if isinstance(value, UUID) else UUID(value)
+
+
+def _walk_checked(
+    rows: list, conversation_id: UUID, tip_id: UUID, *, token_floor: int, depth_floor: int, row_limited: bool = False
+) -> list:
+    """A walk's rows oldest first, once they are known to form the branch: `BrokenTree` for a missing tip, a
+    walk that ended above its floors (unless the row limit ended it), or rows that do not form one chain."""
     if not rows:
         raise BrokenTree(TreeBreak("missing_tip", conversation_id, tip_id, tip_id,
                                    f"missing message {tip_id} on the path to the root"))
     rows.sort(key=lambda message: message.branch_depth)
-    if len(rows) < max_rows:
+    if not row_limited:
         _check_walk_end(rows[0], token_floor=token_floor, depth_floor=depth_floor)
     _check_depths(rows)
     return rows
 
 
-def _check_walk_end(oldest: Message, *, token_floor: int, depth_floor: int) -> None:
+def _check_walk_end(oldest: Message | StretchMessage, *, token_floor: int, depth_floor: int) -> None:
     """A walk that ended above its floors ended at a step that breaks the tree: raise naming it."""
     if oldest.parent_id is None or oldest.branch_tokens <= token_floor or oldest.branch_depth <= depth_floor:
         return
@@ -90,7 +169,7 @@ def _check_walk_end(oldest: Message, *, token_floor: int, depth_floor: int) -> N
                                          f"message {oldest.id}'s stored depth does not match its branch"))
 
 
-def _check_depths(rows: list[Message]) -> None:
+def _check_depths(rows: list[Message] | list[StretchMessage]) -> None:
     """The rows read form one chain, each one deeper than its parent (the branch columns are sound)."""
     for parent, child in zip(rows, rows[1:], strict=False):
         if child.parent_id != parent.id or child.branch_depth != parent.branch_depth + 1:
@@ -112,8 +191,8 @@ def ancestor_at_depth(conversation_id: UUID, tip_id: UUID, depth: int) -> UUID |
 
 @dataclass(frozen=True)
 class BranchStretch:
-    """A stretch of one branch, oldest first, as a send reads it (`branch_rows_up`), with its tip possibly a
-    message composed by the send and not yet written.
+    """A stretch of one branch, oldest first, as a send reads it (`branch_stretch_up`), with its tip possibly a
+    message composed by the send and not yet written (a model instance: both have the columns a send reads).
 
     `reaches_root`: the stretch starts at the branch's root. `positions` answers where a message lies on the
     branch (its depth) for the stretch's own messages, and for any other message by asking the database
@@ -121,7 +200,7 @@ class BranchStretch:
     """
 
     conversation_id: UUID
-    messages: list[Message]
+    messages: list[StretchMessage | Message]
 
     @property
     def reaches_root(self) -> bool:
@@ -152,6 +231,6 @@ class BranchStretch:
         return cached
 
 
-def stretch_extended(stretch: BranchStretch, more: Iterable[Message]) -> BranchStretch:
+def stretch_extended(stretch: BranchStretch, more: Iterable[StretchMessage | Message]) -> BranchStretch:
     """`stretch` with `more` (older messages, oldest first) put before it."""
     return BranchStretch(stretch.conversation_id, [*more, *stretch.messages])

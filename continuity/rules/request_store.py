@@ -34,7 +34,7 @@ from elion.base.assistant_settings import assistant_settings_get
 from elion.base.errors import NotFound
 from elion.models import AssistantSettings
 from transcript.attachments.projection import PreverifiedAttachments, manifest_parts_verified
-from transcript.branch_rows import BranchStretch, branch_rows_up, stretch_extended
+from transcript.branch_rows import BranchStretch, branch_stretch_up, stretch_extended
 from transcript.models import Conversation, Message, MessageKind, MessageStatus, Role
 
 
@@ -205,7 +205,7 @@ def branch_read(context: SendContext, user_message: Message, *, history_budget: 
     stored_tip = user_message if context.new_turn is None or user_message.id != context.new_turn.id else None
     above = user_message.parent if stored_tip is None else stored_tip
     rows = (
-        branch_rows_up(conversation.id, above.id, token_floor=user_message.branch_tokens - span)
+        branch_stretch_up(conversation.id, above.id, token_floor=user_message.branch_tokens - span)
         if above is not None else []
     )
     stretch = BranchStretch(conversation.id, rows + ([user_message] if stored_tip is None else []))
@@ -223,8 +223,8 @@ def branch_read(context: SendContext, user_message: Message, *, history_budget: 
             break
         oldest = stretch.messages[0]
         span *= 2
-        more = branch_rows_up(conversation.id, oldest.parent_id, token_floor=user_message.branch_tokens - span,
-                              depth_floor=compacted.first_index)
+        more = branch_stretch_up(conversation.id, oldest.parent_id, token_floor=user_message.branch_tokens - span,
+                                 depth_floor=compacted.first_index)
         stretch = stretch_extended(stretch, more)
     # Whether a finished reply lies above the stretch (the rest is decided over the stretch itself).
     born = bool(stretch.messages) and stretch.messages[0].branch_born

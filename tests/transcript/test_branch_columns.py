@@ -35,6 +35,7 @@ from conversations.sending.prepare import send_prepare
 from elion.base.assistant_settings import assistant_settings_get
 from tests.support.factories import orchard_thread, thread
 from tests.support.prompt_sections import prior_thread_section_in
+from transcript import branch_rows
 from transcript.append import APPENDED_FIELDS, message_append
 from transcript.attachments.manifests import attachments_commit, manifests_for
 from transcript.attachments.projection import attachment_parts_verified
@@ -222,15 +223,22 @@ def test_a_sends_statement_count_is_the_same_at_10_and_4000_messages():
 
 @pytest.fixture
 def rows_read(monkeypatch) -> list:
-    """Every message row read from the database from now on (its values), in order."""
+    """Every message row read from the database from now on (its values), in order: as a model instance, or
+    as a send's plain stretch row (`transcript.branch_rows.StretchMessage`)."""
     read = []
     from_db = Message.from_db.__func__
+    stretch_row = branch_rows.StretchMessage
 
     def counting(cls, db, field_names, values):
         read.append(values)
         return from_db(cls, db, field_names, values)
 
+    def stretch_row_counted(*values):
+        read.append(values)
+        return stretch_row(*values)
+
     monkeypatch.setattr(Message, "from_db", classmethod(counting))
+    monkeypatch.setattr(branch_rows, "StretchMessage", stretch_row_counted)
     return read
 
 

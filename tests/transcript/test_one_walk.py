@@ -21,9 +21,9 @@ from continuity.rules.request_policy import estimate_tokens
 from elion.base.assistant_settings import assistant_settings_read
 from elion.base.errors import NotFound
 from tests.support.broken_trees import BREAKS
-from tests.support.factories import thread
+from tests.support.factories import thread, turns_append
 from transcript import branch_window
-from transcript.branch_rows import branch_rows_up
+from transcript.branch_rows import StretchMessage, branch_rows_up, branch_stretch_up
 from transcript.integrity import transcript_problems
 from transcript.models import Message, Role
 from transcript.tree import BrokenTree, live_ids_among, tree_messages, tree_problems, walk_to_root, walk_up
@@ -61,8 +61,35 @@ def test_a_broken_step_is_explained_by_the_sends_stretch_read(make_broken_thread
     broken = make_broken_thread(kind)
     expected = outcome(lambda: walk_to_root(tree_messages(broken.conversation), broken.conversation.head_id))
     assert expected[0] == "broken" and expected[1].message_id == broken.broken_at.id
-    read = outcome(lambda: branch_rows_up(broken.conversation.id, broken.conversation.head_id, token_floor=-1))
-    assert read[0] == "broken" and read[1].message_id == broken.broken_at.id
+    for read_up in (branch_rows_up, branch_stretch_up):
+        read = outcome(lambda read_up=read_up: read_up(broken.conversation.id, broken.conversation.head_id, token_floor=-1))
+        assert read[0] == "broken" and read[1].message_id == broken.broken_at.id, read_up.__name__
+
+
+STRETCH_COLUMNS = [name for name in StretchMessage.__dataclass_fields__ if name != "stored_metadata"] + ["metadata"]
+
+
+def test_a_sends_plain_stretch_rows_carry_what_the_model_instances_carry():
+    """A send reads its stretch as plain rows (`branch_stretch_up`), not model instances: every column it
+    reads, JSON ones included (tool rounds in `parts`, an app event's and a pinned turn's `metadata`, empty
+    ones), equals the model's value, row for row, on either database's driver."""
+    conversation = thread(("user", "Hello"), ("assistant", "Hi"))
+    tail = conversation.head
+    tail.parts = [{"type": "function_call", "call_id": "c1", "name": "search_past", "arguments": "{\"q\": \"pears\"}"}]
+    tail.metadata = {"diagnostics": {"estimated_tokens": 12, "nested": [1, {"x": None}]}}
+    tail.save(update_fields=["parts", "metadata"])
+    conversation.refresh_from_db()
+    turns_append(conversation, ("user", "Pinned question"), metadata={"pinned_character": 7, "voice": True})
+    turns_append(conversation, ("assistant", "Übersetzt — ünïcode ✓"), ("user", ""))
+    conversation.refresh_from_db()
+    models = branch_rows_up(conversation.id, conversation.head_id, token_floor=-1)
+    plain = branch_stretch_up(conversation.id, conversation.head_id, token_floor=-1)
+    assert len(plain) == len(models) == 5
+    for row, model in zip(plain, models, strict=True):
+        assert {name: getattr(row, name) for name in STRETCH_COLUMNS} == {
+            name: getattr(model, name) for name in STRETCH_COLUMNS
+        }, model.id
+    assert plain[1].parts[0]["call_id"] == "c1" and plain[2].metadata["pinned_character"] == 7
 
 
 @pytest.mark.parametrize("kind", BREAKS)
