@@ -37,16 +37,19 @@ def _prep(value: UUID) -> object:
 NO_ROW_LIMIT = 2**31 - 1
 
 
-def _walk_sql(select: str) -> str:
+def _walk_sql(select: str, carried: tuple[str, ...] = ()) -> str:
     """Parameters: tip id, conversation id, token floor, depth floor, row limit; `select` reads the walk as
-    `w`."""
+    `w`. `carried`: more columns of each row the walk steps on, carried along as columns of `w` (read where
+    the step already reads the row, rather than by a second lookup of each row after the walk)."""
     table = connection.ops.quote_name(MESSAGE_TABLE)
+    names = "".join(f", {column}" for column in carried)
+    values = "".join(f", m.{column}" for column in carried)
     return (
-        f"WITH RECURSIVE w(id, parent_id, seq, conversation_id, branch_tokens, branch_depth, steps) AS ("
-        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, m.branch_tokens, m.branch_depth, 1 FROM {table} m"
-        f" WHERE m.id = %s AND m.conversation_id = %s"
+        f"WITH RECURSIVE w(id, parent_id, seq, conversation_id, branch_tokens, branch_depth, steps{names}) AS ("
+        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, m.branch_tokens, m.branch_depth, 1{values}"
+        f" FROM {table} m WHERE m.id = %s AND m.conversation_id = %s"
         f" UNION ALL"
-        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, m.branch_tokens, m.branch_depth, w.steps + 1"
+        f" SELECT m.id, m.parent_id, m.seq, m.conversation_id, m.branch_tokens, m.branch_depth, w.steps + 1{values}"
         f" FROM {table} m JOIN w ON m.id = w.parent_id"
         f" WHERE m.conversation_id = w.conversation_id AND m.seq < w.seq"
         f" AND w.branch_tokens > %s AND w.branch_depth > %s AND w.steps < %s"
@@ -106,10 +109,8 @@ def _json_value(stored: object, *, empty: Callable[[], object]) -> object:
     return json.loads(stored) if isinstance(stored, str) else stored
 
 
-_STRETCH_COLUMNS = (
-    "m.id, m.parent_id, m.seq, m.role, m.kind, m.status, m.content, m.branch_depth, m.branch_tokens,"
-    " m.branch_born, m.parts, m.metadata"
-)
+# The columns of a `StretchMessage` the walk does not read already, carried along by it.
+_STRETCH_CARRIED = ("role", "kind", "status", "content", "branch_born", "parts", "metadata")
 
 
 def branch_stretch_up(
@@ -119,11 +120,14 @@ def branch_stretch_up(
 
     One statement. `BrokenTree` as `branch_rows_up`.
     """
-    table = connection.ops.quote_name(MESSAGE_TABLE)
     token_floor = max(token_floor, -1)
+    select = (
+        "SELECT w.id, w.parent_id, w.seq, w.role, w.kind, w.status, w.content, w.branch_depth, w.branch_tokens,"
+        " w.branch_born, w.parts, w.metadata FROM w"
+    )
     with connection.cursor() as cursor:
         cursor.execute(
-            _walk_sql(f"SELECT {_STRETCH_COLUMNS} FROM w JOIN {table} m ON m.id = w.id"),
+            _walk_sql(select, carried=_STRETCH_CARRIED),
             [_prep(tip_id), _prep(conversation_id), token_floor, depth_floor, NO_ROW_LIMIT],
         )
         fetched = cursor.fetchall()
