@@ -76,12 +76,13 @@ def branch_rows_up(
                          row_limited=len(rows) >= max_rows)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(slots=True, eq=False)
 class StretchMessage:
     """A message as a send reads its branch (`branch_stretch_up`): the columns composing its request needs, as
     plain data, not a model instance. A window holds thousands of them, and building a model instance (every
-    column converted, a descriptor per field) cost more than the rest of the composition. `metadata` is
-    decoded when asked for: only an app event's and the new turn's ever are."""
+    column converted, a descriptor per field) cost more than the rest of the composition; so does a frozen
+    dataclass's (a `object.__setattr__` per field), and nothing changes these rows. `metadata` is decoded
+    when asked for: only an app event's and the new turn's ever are."""
 
     id: UUID
     parent_id: UUID | None
@@ -131,19 +132,24 @@ def branch_stretch_up(
             [_prep(tip_id), _prep(conversation_id), token_floor, depth_floor, NO_ROW_LIMIT],
         )
         fetched = cursor.fetchall()
-    rows = [
-        StretchMessage(
-            _as_uuid(row[0]), _as_uuid(row[1]) if row[1] is not None else None, conversation_id, row[2], row[3],
-            row[4], row[5], row[6], row[7], row[8], bool(row[9]), _json_value(row[10], empty=list), row[11],
+    rows: list[StretchMessage] = []
+    above = None  # the row before (one step nearer the root) and its id as the driver gave it
+    for row in sorted(fetched, key=lambda row: row[7]):
+        # On a sound chain a row's parent is the row before it: that id is reused, not converted again
+        # (`_check_depths` still compares the two).
+        parent_id = above[0].id if above is not None and row[1] == above[1] else _as_uuid(row[1])
+        message = StretchMessage(
+            _as_uuid(row[0]), parent_id, conversation_id, row[2], row[3], row[4], row[5], row[6], row[7], row[8],
+            bool(row[9]), _json_value(row[10], empty=list), row[11],
         )
-        for row in fetched
-    ]
+        rows.append(message)
+        above = (message, row[0])
     return _walk_checked(rows, conversation_id, tip_id, token_floor=token_floor, depth_floor=depth_floor)
 
 
-def _as_uuid(value: object) -> UUID:
-    """A UUID column as the driver gave it: a UUID (PostgreSQL), or 32 hex digits (SQLite)."""
-    return value if isinstance(value, UUID) else UUID(value)
+def _as_uuid(value: object) -> UUID | None:
+    """A UUID column as the driver gave it: a UUID (PostgreSQL), 32 hex digits (SQLite), or NULL."""
+    return value if value is None or isinstance(value, UUID) else UUID(value)
 
 
 def _walk_checked(

@@ -13,9 +13,12 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from itertools import accumulate
 from typing import Protocol
+
+# Django's, not functools': it takes no lock (Python 3.11's does), and a send computes one for each of its
+# window's ~2,000 turns.
+from django.utils.functional import cached_property
 
 from continuity.rules.recall_policy import contains_recall_section
 from transcript.provider.wire import OUTPUT_ITEM_ROLE, REASONING_ROLE, output_message_text
