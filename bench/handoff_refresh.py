@@ -33,12 +33,13 @@ def child(data_dir: Path, rounds: int) -> None:
 
     setup_django(data_dir, None)
     from continuity.rules.prompt_refresh import stale_prompts_refresh
-    from transcript.models import Conversation, Message, Role
+    from transcript.models import Message, Role, StalePrompt
 
     prompted = Message.objects.filter(role=Role.SYSTEM).values("conversation_id")
     walls, cpus = [], []
     for _ in range(rounds):
-        count = Conversation.all_objects.filter(pk__in=prompted).update(prompt_stale=True)
+        marks = [StalePrompt(conversation_id=pk) for pk in prompted.values_list("conversation_id", flat=True)]
+        count = len(StalePrompt.objects.bulk_create(marks, ignore_conflicts=True))
         wall, cpu = time.perf_counter(), time.process_time()
         stale_prompts_refresh()
         walls.append((time.perf_counter() - wall) * 1000 / count)

@@ -136,25 +136,33 @@ async def with_concurrent_sends(client, operation, chats: list[str] | list[list[
 def prompts_marked_stale(database: Path | str, chats: list[str]) -> None:
     """Mark these chats' stored prompts stale, as a marking operation does, with no refresh after it: the next
     send into each rebuilds its prompt (seed 000's freshness rule), the baseline of a send into a chat in an
-    operation's scope. `database`: the SQLite file, or the run's PostgreSQL DATABASE_URL (the same UPDATE)."""
+    operation's scope. `database`: the SQLite file, or the run's PostgreSQL DATABASE_URL. A tree before the
+    marks had rows of their own (`transcript_stale_prompt`, migration `transcript/0005`) sets the column."""
     import uuid
 
     if isinstance(database, str):
         import psycopg
 
+        ids = [uuid.UUID(chat) for chat in chats]
         with psycopg.connect(database, autocommit=True) as connection:
-            connection.execute(
-                f"UPDATE conversations_conversation SET prompt_stale = TRUE WHERE id IN ({', '.join(['%s'] * len(chats))})",
-                [uuid.UUID(chat) for chat in chats],
-            )
+            rows = connection.execute("SELECT to_regclass('transcript_stale_prompt') IS NOT NULL").fetchone()
+            if rows[0]:
+                connection.execute("INSERT INTO transcript_stale_prompt (conversation_id) SELECT unnest(%s::uuid[])"
+                                   " ON CONFLICT DO NOTHING", [ids])
+            else:
+                connection.execute("UPDATE conversations_conversation SET prompt_stale = TRUE WHERE id = ANY(%s)", [ids])
         return
     import sqlite3
 
+    ids = [uuid.UUID(chat).hex for chat in chats]
     with sqlite3.connect(database, timeout=60) as connection:
-        connection.execute(
-            f"UPDATE conversations_conversation SET prompt_stale = 1 WHERE id IN ({', '.join('?' * len(chats))})",
-            [uuid.UUID(chat).hex for chat in chats],
-        )
+        if connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'transcript_stale_prompt'").fetchone():
+            connection.executemany(
+                "INSERT INTO transcript_stale_prompt (conversation_id) VALUES (?) ON CONFLICT DO NOTHING",
+                [(chat,) for chat in ids])
+        else:
+            connection.execute(
+                f"UPDATE conversations_conversation SET prompt_stale = 1 WHERE id IN ({', '.join('?' * len(ids))})", ids)
 
 
 async def stale_sends(client, db_path: Path | str, chats: list[str], rounds: int = 2) -> list[float]:

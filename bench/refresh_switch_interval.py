@@ -56,7 +56,7 @@ def measure(data_dir: Path, rounds: int) -> None:
     from django.db import connection
 
     from continuity.rules import prompt_refresh
-    from transcript.models import Conversation, Message, Role
+    from transcript.models import Conversation, Message, Role, StalePrompt
 
     # The refresh's own interval would override the one measured: here it leaves the interval as set.
     prompt_refresh._gives_way_to_requests = contextlib.nullcontext
@@ -76,7 +76,10 @@ def measure(data_dir: Path, rounds: int) -> None:
             if not running.is_set():
                 time.sleep(0.01)
                 continue
-            Conversation.all_objects.filter(pk__in=prompted).update(prompt_stale=True)
+            StalePrompt.objects.bulk_create(
+                [StalePrompt(conversation_id=pk) for pk in prompted.values_list("conversation_id", flat=True)],
+                ignore_conflicts=True,
+            )
             prompt_refresh.stale_prompts_refresh()
         connection.close()
 

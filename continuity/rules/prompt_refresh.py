@@ -7,9 +7,10 @@ prompt freshness", "Hidden Folders and Continuity Quarantine"). Those scopes
 grow with the owner's conversations, so they are refreshed in two steps:
 
 1. **Mark**, inside the operation's own transaction, after its writes and
-   under `global_write_lock()` (`static_prompts_mark_stale`): one statement
-   sets `Conversation.prompt_stale` on every conversation in scope that has a
-   stored prompt, and the lock row's `prompt_generation` is bumped. From the
+   under `global_write_lock()` (`static_prompts_mark_stale`): the scope's
+   conversation rows are locked, one statement inserts a `StalePrompt` row for
+   every conversation in scope that has a stored prompt, and the lock row's
+   `prompt_generation` is bumped. From the
    moment the operation commits, no send can use one of those prompts:
    `prompt_store.prompt_is_current` refuses a marked conversation's prompt, so
    the send rebuilds it from the current rows under the conversation's lock
@@ -55,7 +56,7 @@ from django_q.tasks import async_task
 
 from continuity.rules.prompt_store import prompt_rows_read, prompt_rows_rebuilt, prompt_rows_write
 from memories.models import MemorySetLock
-from transcript.models import Conversation, Message, Role
+from transcript.models import Conversation, Message, Role, StalePrompt
 
 logger = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -85,17 +86,26 @@ def static_prompts_mark_stale(conversations: QuerySet[Conversation] | Iterable[U
     if connection.features.has_select_for_update:
         list(Conversation.all_objects.select_for_update().filter(pk__in=scope).order_by("pk").values_list("pk"))
     has_prompt = Message.objects.filter(conversation_id=OuterRef("pk"), role=Role.SYSTEM)
-    Conversation.all_objects.filter(pk__in=scope, prompt_stale=False).filter(Exists(has_prompt)).update(
-        prompt_stale=True
-    )
+    prompted = Conversation.all_objects.filter(pk__in=scope).filter(Exists(has_prompt)).order_by().values("pk")
+    _marks_insert(prompted)
     # Bumped even when every prompt in scope was already marked: a batch that read them before this
     # operation's writes must read them again.
     MemorySetLock.objects.filter(pk=1).update(prompt_generation=F("prompt_generation") + 1)
 
 
+def _marks_insert(conversations: QuerySet) -> None:
+    """A `StalePrompt` row for each of `conversations` (a query of their ids) not marked yet: one
+    `INSERT … SELECT`, so no id travels through Python (the ORM inserts only the rows it is handed)."""
+    select, params = conversations.query.sql_with_params()
+    table = connection.ops.quote_name(StalePrompt._meta.db_table)
+    column = connection.ops.quote_name(StalePrompt._meta.pk.column)
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {table} ({column}) {select} ON CONFLICT DO NOTHING", params)
+
+
 def stale_prompts_waiting() -> bool:
     """Whether any conversation's stored prompt is marked stale (the reconciliation tick's question)."""
-    return Conversation.all_objects.filter(prompt_stale=True).exists()
+    return StalePrompt.objects.exists()
 
 
 # While a refresh runs, the interpreter hands the GIL to another thread that asks for it after this long
@@ -145,7 +155,7 @@ def _batches_refresh(batch_size: int, until: float | None) -> int:
     rewritten = 0
     after: UUID | None = None
     while until is None or time.monotonic() < until:
-        marked = Conversation.all_objects.filter(prompt_stale=True)
+        marked = StalePrompt.objects.all()
         if after is not None:
             marked = marked.filter(pk__gt=after)
         ids = list(marked.order_by("pk").values_list("pk", flat=True)[:batch_size])
@@ -166,12 +176,11 @@ def _batch_refresh(ids: list[UUID]) -> int | None:
     prompts = prompt_rows_read(ids)
     rows = prompt_rows_rebuilt(prompts)
     with transaction.atomic():
-        locked = set(
-            Conversation.all_objects.select_for_update()
-            .filter(pk__in=ids, prompt_stale=True)
-            .order_by("pk")
-            .values_list("pk", flat=True)
-        )
+        # The rows first, then which of them are still marked, in a statement of its own: a mark a send or
+        # a rebuild removed while this waited for its row lock must be seen gone (on PostgreSQL a condition
+        # in the locking statement itself is judged as of before the wait).
+        held = list(Conversation.all_objects.select_for_update().filter(pk__in=ids).order_by("pk").values_list("pk"))
+        locked = set(StalePrompt.objects.filter(pk__in=[pk for pk, in held]).values_list("pk", flat=True))
         if not locked:
             return 0  # a send or another batch rebuilt them all meanwhile
         if prompt_generation() != generation:
@@ -179,7 +188,7 @@ def _batch_refresh(ids: list[UUID]) -> int | None:
         by_conversation = {pk: conversation_id for pk, conversation_id, *_ in prompts}
         rows = [row for row in rows if by_conversation[row[0]] in locked]
         prompt_rows_write(rows)
-        Conversation.all_objects.filter(pk__in=locked).update(prompt_stale=False)
+        StalePrompt.objects.filter(pk__in=locked).delete()
     return len(rows)
 
 
@@ -228,9 +237,8 @@ def stale_prompts_settle() -> None:
 
 
 def stale_prompts_count() -> int:
-    """How many stored prompts are marked stale (the partial index `conversation_prompt_stale` holds exactly
-    those rows)."""
-    return Conversation.all_objects.filter(prompt_stale=True).count()
+    """How many stored prompts are marked stale (their `StalePrompt` rows)."""
+    return StalePrompt.objects.count()
 
 
 def marks_wait_or_refresh(marked: int, *, patience: float) -> bool:

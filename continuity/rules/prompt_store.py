@@ -9,7 +9,7 @@ transaction that made the change (a bounded scope: one thread, one batch), or
 marks them stale there and rebuilds them in batches before the operation
 returns (`continuity.rules.prompt_refresh`, every stored prompt or every holder
 of a memory). A prompt whose policy markers are stale, or whose conversation
-is marked `prompt_stale`, is rebuilt on the next send before it can reach the
+is marked stale (`StalePrompt`), is rebuilt on the next send before it can reach the
 model.
 """
 
@@ -42,7 +42,7 @@ from elion.base.assistant_settings import assistant_settings_get
 from elion.models import AssistantSettings, Character
 from memories.models import Memory, MemoryCategory, SnapshotMembership
 from transcript.append import TranscriptAppend, transcript_write
-from transcript.models import Conversation, Message, MessageKind, Role
+from transcript.models import Conversation, Message, MessageKind, Role, StalePrompt
 
 __all__ = [
     "conversation_snapshot_memories",
@@ -223,7 +223,7 @@ def static_prompt_ensure(conversation: Conversation) -> Message:
     `static_prompt_compose`.
     """
     existing = Message.objects.filter(conversation=conversation, role=Role.SYSTEM).first()
-    conversation.prompt_stale = Conversation.all_objects.filter(pk=conversation.pk, prompt_stale=True).exists()
+    conversation.prompt_stale = StalePrompt.objects.filter(pk=conversation.pk).exists()
     return static_prompt_ready(conversation, existing, settings_row=assistant_settings_get())
 
 
@@ -237,7 +237,9 @@ def static_prompt_built(inputs: PromptInputs) -> BuiltPrompt:
 def prompt_is_current(prompt: Message | None, conversation: Conversation) -> bool:
     """A stored prompt a send reuses as stored: built under the current policy, with its handoff span recorded
     (a prompt stored before spans were is rebuilt once, like a stale one), and its conversation (read under
-    its row lock) not marked `prompt_stale` by a change of its sources whose refresh has not reached it yet."""
+    its row lock; `conversation.prompt_stale`, its mark read after that lock: `request_store.send_context_load`,
+    `static_prompt_ensure`) not marked stale (`StalePrompt`) by a change of its sources whose refresh has not
+    reached it yet."""
     return (
         prompt is not None
         and not conversation.prompt_stale
@@ -306,7 +308,7 @@ def static_prompt_rewrite(prompt: Message) -> None:
     """Save a stored prompt `static_prompt_compose` rebuilt in place, and clear its conversation's stale mark
     (the rebuild read the current sources under the conversation's row lock)."""
     prompt.save(update_fields=["content", "metadata", "updated_at"])
-    Conversation.objects.filter(pk=prompt.conversation_id, prompt_stale=True).update(prompt_stale=False)
+    StalePrompt.objects.filter(pk=prompt.conversation_id).delete()
 
 
 def static_prompt_store(conversation: Conversation, existing: Message | None, inputs: PromptInputs) -> Message:
@@ -349,7 +351,7 @@ def static_prompts_rebuild(conversations: QuerySet[Conversation] | Iterable[Conv
         return 0
     rows = prompt_rows_rebuilt(prompt_rows_read(locked))
     prompt_rows_write(rows)
-    Conversation.all_objects.filter(pk__in=locked, prompt_stale=True).update(prompt_stale=False)
+    StalePrompt.objects.filter(pk__in=locked).delete()
     return len(rows)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from uuid import UUID
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Exists, Q
 
 from continuity.rules.compaction import CompactionOnBranch, compaction_on_branch
 from continuity.rules.dynamic_context import dynamic_context_build, recall_may_ask
@@ -35,7 +35,7 @@ from elion.base.errors import NotFound
 from elion.models import AssistantSettings
 from transcript.attachments.projection import PreverifiedAttachments, manifest_parts_verified
 from transcript.branch_rows import BranchStretch, branch_stretch_up, stretch_extended
-from transcript.models import Conversation, Message, MessageKind, MessageStatus, Role
+from transcript.models import Conversation, Message, MessageKind, MessageStatus, Role, StalePrompt
 
 
 @dataclass(frozen=True)
@@ -104,11 +104,15 @@ def send_context_load(conversation: Conversation, *, preverified: PreverifiedAtt
         Message.objects.filter(
             (mine & Q(role=Role.SYSTEM)) | (mine & Q(status=MessageStatus.STREAMING))
             | (mine & Q(kind=MessageKind.HANDOFF_ARTIFACT)) | (mine & head)
-        ).order_by()
+        ).annotate(conversation_marked=Exists(StalePrompt.objects.filter(pk=conversation.id))).order_by()
     )
+    prompt = next((m for m in rows if m.role == Role.SYSTEM), None)
+    # Whether the stored prompt is marked stale (`StalePrompt`) comes with the rows, read after the row lock
+    # (a mark committed while the send waited for it is seen); without a stored prompt it does not matter.
+    conversation.prompt_stale = prompt is not None and prompt.conversation_marked
     return SendContext(
         conversation=conversation,
-        prompt=next((m for m in rows if m.role == Role.SYSTEM), None),
+        prompt=prompt,
         settings_row=assistant_settings_get(),
         streaming=[m for m in rows if m.status == MessageStatus.STREAMING and m.role != Role.SYSTEM],
         handoff_bubbles=[m for m in rows if m.kind == MessageKind.HANDOFF_ARTIFACT],

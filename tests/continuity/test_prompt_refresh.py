@@ -22,7 +22,7 @@ from conversations.services.settings_writes import assistant_settings_update
 from memories.models import Memory, MemorySetLock
 from memories.services.memory_writes import memory_add, memory_delete, memory_edit
 from tests.continuity.stored_prompts import prompts, threads_with_prompts
-from transcript.models import Conversation
+from transcript.models import Conversation, StalePrompt
 
 pytestmark = pytest.mark.django_db
 
@@ -61,7 +61,7 @@ def test_a_refresh_costs_statements_per_batch_never_per_conversation(operation, 
     settings.ELION_PROMPT_REFRESH_BATCH = 4 * BATCH
     assert statements(lambda: operation(5)) == one, "a batch's statements do not grow with its conversations"
     assert len(prompts()) == 4 * BATCH and all("5" in text for text in prompts())
-    assert not Conversation.objects.filter(prompt_stale=True).exists()
+    assert not StalePrompt.objects.exists()
 
 
 def test_saving_settings_unchanged_rebuilds_nothing():
@@ -70,7 +70,7 @@ def test_saving_settings_unchanged_rebuilds_nothing():
     generation = MemorySetLock.objects.get(pk=1).prompt_generation
     assistant_settings_update(custom_instructions="Answer in riddles.")
     assert MemorySetLock.objects.get(pk=1).prompt_generation == generation
-    assert not Conversation.objects.get(pk=conversation.pk).prompt_stale
+    assert not StalePrompt.objects.filter(pk=conversation.pk).exists()
 
 
 def test_a_send_never_uses_a_prompt_marked_stale_whose_batch_has_not_run(monkeypatch):
@@ -79,13 +79,13 @@ def test_a_send_never_uses_a_prompt_marked_stale_whose_batch_has_not_run(monkeyp
     conversation = threads_with_prompts(1)[0]
     monkeypatch.setattr(prompt_refresh, "stale_prompts_refresh", lambda **_: 0)
     assistant_settings_update(custom_instructions="Answer in riddles.")
-    assert Conversation.objects.get(pk=conversation.pk).prompt_stale
+    assert StalePrompt.objects.filter(pk=conversation.pk).exists()
     assert "riddles" not in prompts()[0], "not rebuilt yet"
 
     prepared = send_prepare(SendCommand(conversation_id=conversation.pk, content="And now?"))
     assert "Answer in riddles." in str(prepared.request)
     assert "Answer in riddles." in prompts()[0]
-    assert not Conversation.objects.get(pk=conversation.pk).prompt_stale
+    assert not StalePrompt.objects.filter(pk=conversation.pk).exists()
 
 
 def test_the_reconciliation_tick_finishes_what_an_interrupted_refresh_left(monkeypatch):
@@ -97,10 +97,10 @@ def test_the_reconciliation_tick_finishes_what_an_interrupted_refresh_left(monke
     with monkeypatch.context() as patched:
         patched.setattr(prompt_refresh, "stale_prompts_refresh", lambda **_: 0)
         memory_delete(memory_id=doomed.pk)
-    assert Conversation.objects.filter(prompt_stale=True).count() == 3
+    assert StalePrompt.objects.count() == 3
     prompts_reconcile_tick()
     assert not any("secret garden" in text for text in prompts())
-    assert not Conversation.objects.filter(prompt_stale=True).exists()
+    assert not StalePrompt.objects.exists()
 
 
 def test_a_batch_that_read_before_another_marking_reads_again(monkeypatch):
@@ -125,4 +125,4 @@ def test_a_batch_that_read_before_another_marking_reads_again(monkeypatch):
     memory_edit(memory_id=memory.pk, changes={"text": "Loves the river"})
     assert len(calls) == 2, "the first read was thrown away"
     assert all("Loves the mountains" in text for text in prompts())
-    assert not Conversation.objects.filter(prompt_stale=True).exists()
+    assert not StalePrompt.objects.exists()

@@ -16,7 +16,7 @@ from continuity.rules import prompt_refresh
 from continuity.rules.prompt_store import static_prompt_ensure
 from conversations.services.settings_writes import assistant_settings_update
 from tests.support.factories import thread
-from transcript.models import Conversation
+from transcript.models import StalePrompt
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +43,7 @@ def test_a_refresh_runs_at_the_short_interval_and_puts_the_interpreters_back(own
 
     monkeypatch.setattr(prompt_refresh, "prompt_rows_rebuilt", watched)
     assistant_settings_update(custom_instructions="Answer in riddles.")
-    assert not Conversation.objects.filter(prompt_stale=True).exists()
+    assert not StalePrompt.objects.exists()
     assert seen and all(value == pytest.approx(prompt_refresh.REFRESH_SWITCH_INTERVAL) for value in seen)
     assert sys.getswitchinterval() == pytest.approx(own_interval)
 

@@ -25,9 +25,10 @@ from conversations.services.settings_writes import assistant_settings_update
 from elion.base.assistant_settings import assistant_settings_get
 from elion.models import AssistantSettings
 from tests.continuity.stored_prompts import prompts, threads_with_prompts
+from tests.support.factories import prompts_marked
 from tests.support.live_server import free_port
 from tests.support.queue_cluster import queue_cluster
-from transcript.models import Conversation
+from transcript.models import Conversation, StalePrompt
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
@@ -69,7 +70,7 @@ def test_settings_saves_still_refresh_existing_elion_prompts_on_the_worker_befor
     threads_with_prompts(THREADS)
     with queue_cluster({"ELION_PROMPT_REFRESH_BATCH": "4"}) as cluster:
         assistant_settings_update(custom_instructions="Answer in riddles.")
-        assert not Conversation.objects.filter(prompt_stale=True).exists(), "no prompt is marked when it returns"
+        assert not StalePrompt.objects.exists(), "no prompt is marked when it returns"
         texts = prompts()
         assert len(texts) == THREADS and all("Answer in riddles." in text for text in texts)
         assert worker_rewrites(THREADS) == THREADS, "the worker's process rewrote every prompt"
@@ -82,7 +83,7 @@ def test_a_refresh_no_worker_takes_is_rebuilt_by_the_operation_after_its_patienc
     started = time.monotonic()
     assistant_settings_update(custom_instructions="Answer in riddles.")
     waited = time.monotonic() - started
-    assert not Conversation.objects.filter(prompt_stale=True).exists()
+    assert not StalePrompt.objects.exists()
     assert all("Answer in riddles." in text for text in prompts())
     assert queued_refreshes() == 1, "the task was queued; with no cluster running nobody took it"
     assert waited >= 0.3, "the operation waited for the worker before it took the batches over"
@@ -93,7 +94,7 @@ def test_a_scope_smaller_than_the_queue_threshold_is_rebuilt_in_the_operation_wi
     threads_with_prompts(THREADS)
     assistant_settings_update(custom_instructions="Answer in riddles.")
     assert all("Answer in riddles." in text for text in prompts())
-    assert not Conversation.objects.filter(prompt_stale=True).exists()
+    assert not StalePrompt.objects.exists()
     assert queued_refreshes() == 0
 
 
@@ -114,15 +115,15 @@ def test_the_workers_task_runs_in_slices_and_queues_the_next_while_prompts_are_m
     # The settings changed underneath (no service, no refresh) and the prompts marked, as a save would mark them.
     assistant_settings_get()
     AssistantSettings.objects.filter(pk=1).update(custom_instructions="Answer in riddles.")
-    Conversation.all_objects.update(prompt_stale=True)
+    prompts_marked(Conversation.all_objects.all())
     large_scope.ELION_PROMPT_REFRESH_SLICE_SECONDS = 0  # the slice ends before its first batch
     assert stale_prompts_refresh_slice() == 0
     assert queued_refreshes() == 1, "the marks still waiting got the next slice"
-    assert Conversation.objects.filter(prompt_stale=True).count() == THREADS
+    assert StalePrompt.objects.count() == THREADS
     large_scope.ELION_PROMPT_REFRESH_SLICE_SECONDS = 60
     assert stale_prompts_refresh_slice() == THREADS
     assert queued_refreshes() == 1, "nothing left marked: no further slice"
-    assert not Conversation.objects.filter(prompt_stale=True).exists()
+    assert not StalePrompt.objects.exists()
     assert all("Answer in riddles." in text for text in prompts())
 
 
@@ -130,15 +131,15 @@ def test_waiting_takes_over_only_when_the_marks_stop_falling(large_scope):
     """`marks_wait_or_refresh` keeps waiting while the count falls (a worker at work) and rebuilds the rest
     itself once it has not fallen for its patience."""
     conversations = threads_with_prompts(THREADS)
-    Conversation.all_objects.update(prompt_stale=True)
+    prompts_marked(Conversation.all_objects.all())
     assert prompt_refresh.marks_wait_or_refresh(THREADS, patience=0.2) is False
-    assert not Conversation.objects.filter(prompt_stale=True).exists()
+    assert not StalePrompt.objects.exists()
 
-    Conversation.all_objects.filter(pk=conversations[0].pk).update(prompt_stale=True)
+    prompts_marked([conversations[0]])
 
     def clear_soon():
         time.sleep(0.3)
-        Conversation.all_objects.update(prompt_stale=False)
+        StalePrompt.objects.all().delete()
         connection.close()
 
     clearer = threading.Thread(target=clear_soon)
@@ -173,4 +174,4 @@ def test_a_queue_that_refuses_the_task_leaves_the_refresh_to_the_operation(large
     assistant_settings_update(custom_instructions="Answer in riddles.")
     assert time.monotonic() - started < 60, "it did not wait out its patience for a task that was never queued"
     assert all("Answer in riddles." in text for text in prompts())
-    assert not Conversation.objects.filter(prompt_stale=True).exists()
+    assert not StalePrompt.objects.exists()

@@ -27,7 +27,7 @@ from conversations.services.threads.thread_writes import conversation_create
 from memories.models import Memory
 from memories.services.memory_writes import memory_add, memory_delete, memory_edit
 from tests.support.racing import Gate, run_paused
-from transcript.models import Conversation, Message, Role
+from transcript.models import Conversation, Message, Role, StalePrompt
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -78,7 +78,7 @@ def test_a_send_during_the_refresh_runs_through_and_never_composes_with_a_stale_
     requests: list[str] = []
 
     def send_into_the_last():
-        assert Conversation.objects.get(pk=last.pk).prompt_stale, "the operation committed its marks before its batches"
+        assert StalePrompt.objects.filter(pk=last.pk).exists(), "the operation committed its marks before its batches"
         prepared = send_prepare(SendCommand(conversation_id=last.pk, content="And now?"))
         requests.append(str(prepared.request))
 
@@ -90,7 +90,7 @@ def test_a_send_during_the_refresh_runs_through_and_never_composes_with_a_stale_
     (request,) = requests
     assert carried in request and gone not in request
     assert all(carried in text and gone not in text for text in stored_prompts())
-    assert not Conversation.objects.filter(prompt_stale=True).exists()
+    assert not StalePrompt.objects.exists()
 
 
 def stored_prompt(conversation: Conversation) -> str:

@@ -33,7 +33,7 @@ from memories.services.memory_writes import memory_add, memory_delete, memory_ed
 from memories.services.snapshots import snapshot_refresh
 from tests.memories.conftest import fresh_prompt, member_ids, memory_texts, stored_prompt
 from tests.support.racing import Gate, MarkGate, run_paused, run_together
-from transcript.models import Conversation, Message, Role
+from transcript.models import Conversation, Message, Role, StalePrompt
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -204,7 +204,7 @@ def test_two_edits_of_one_memory_leave_the_last_committed_text(monkeypatch, paus
     assert not errors
     assert Memory.objects.get(pk=memory.pk).text == "v2"
     assert memory_texts(stored_prompt(conversation)) == ["v2"]
-    assert not Conversation.objects.get(pk=conversation.pk).prompt_stale
+    assert not StalePrompt.objects.filter(pk=conversation.pk).exists()
 
 
 def test_concurrent_first_sends_store_exactly_one_system_message():

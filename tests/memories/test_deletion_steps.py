@@ -16,6 +16,7 @@ from memories.models import Memory, SnapshotMembership
 from memories.services import memory_writes
 from memories.services.snapshots import snapshot_refresh
 from tests.memories.conftest import fresh_prompt, member_ids, memory_texts, stored_prompt
+from transcript.models import StalePrompt
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,7 +50,8 @@ def test_a_memory_deletion_purges_snapshot_rows_a_bounded_batch_per_transaction(
     monkeypatch.setattr(memory_writes, "SNAPSHOT_PURGE_BATCH", 3)
     assert memory_writes.memory_delete(memory_id=deleted.pk) == 10
     table = SnapshotMembership._meta.db_table
-    mark = next(block for sql, block in statement_blocks if sql.startswith("UPDATE") and "prompt_stale" in sql)
+    mark = next(block for sql, block in statement_blocks
+                if sql.startswith("INSERT") and StalePrompt._meta.db_table in sql)
     purges = [(sql, block) for sql, block in statement_blocks
               if sql.startswith("DELETE") and table in sql and '"id" IN' in sql]
     assert len(purges) == 4  # 10 rows, 3 a batch (then the memory's own delete, which finds none left)

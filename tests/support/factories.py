@@ -121,3 +121,13 @@ def request_for(conversation):
 
     context = send_context_load(conversation)
     return reply_request_build(context, context.get(conversation.head_id), tools=[])
+
+
+def prompts_marked(conversations) -> None:
+    """Mark these conversations' stored prompts stale as a marking operation does (a `StalePrompt` row each),
+    with no refresh after it."""
+    from transcript.models import StalePrompt
+
+    StalePrompt.objects.bulk_create(
+        [StalePrompt(conversation_id=conversation.pk) for conversation in conversations], ignore_conflicts=True
+    )

@@ -34,6 +34,7 @@ from transcript.models.threads import (
     IdempotentAction,
     Persona,
     SelectableConversationManager,
+    StalePrompt,
 )
 
 __all__ = [
@@ -57,5 +58,6 @@ __all__ = [
     "Persona",
     "Role",
     "SelectableConversationManager",
+    "StalePrompt",
     "manifest_entries_conversation_settle",
 ]

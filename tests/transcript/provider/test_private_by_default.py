@@ -72,11 +72,11 @@ def test_saving_the_store_setting_alone_rebuilds_no_stored_prompt():
         assistant_settings_update(provider_store_responses=True)
     touched = [
         q["sql"] for q in queries.captured_queries
-        if ('"conversations_conversation"' in q["sql"] or '"conversations_message"' in q["sql"])
-        # The look for prompts marked stale that a refresh owes (none here: nothing was marked).
-        and not (q["sql"].startswith("SELECT") and '"prompt_stale"' in q["sql"])
+        if '"conversations_conversation"' in q["sql"] or '"conversations_message"' in q["sql"]
+        # A stale mark written (the look for marks a refresh owes only reads them: none here).
+        or ('"transcript_stale_prompt"' in q["sql"] and not q["sql"].startswith("SELECT"))
     ]
-    assert touched == []  # no conversation locked, no stored prompt rebuilt
+    assert touched == []  # no conversation locked or marked, no stored prompt rebuilt
     assert assistant_settings_get().provider_store_responses is True
     with CaptureQueriesContext(connection) as queries:
         assistant_settings_update(web_search=True)  # a setting the stored prompt reads: every prompt rebuilt
