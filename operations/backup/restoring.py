@@ -35,7 +35,7 @@ from django.db.models import Model
 from operations.backup import members
 from operations.backup.refusals import BackupRefused
 from transcript.attachments import store
-from transcript.models import MessageAttachment, manifest_entries_conversation_settle
+from transcript.models import MessageAttachment, StalePrompt, manifest_entries_conversation_settle
 
 __all__ = ["BackupRefused", "RestoreCheck", "RestoreReport", "backup_restore", "backup_restore_check"]
 
@@ -283,6 +283,31 @@ def _insert_batch(model: type[Model], batch: list[Model]) -> None:
         model._base_manager._insert(batch[start : start + size], fields=fields, raw=True)
 
 
+# The migration that moved a stored prompt's stale mark from its conversation's `prompt_stale` column to a
+# `StalePrompt` row of its own (issue 40).
+STALE_MARKS_MOVED = ("transcript", "0005_stale_prompts_in_their_own_rows")
+
+
+def _stale_marks_from_column(archive: zipfile.ZipFile, manifest: dict) -> None:
+    """A backup made before `STALE_MARKS_MOVED` keeps its marks in the conversation rows' `prompt_stale`, which
+    the deserializer passes over (this version has no such column): each marked conversation gets its
+    `StalePrompt` row, so its next send still rebuilds the prompt."""
+    app, name = STALE_MARKS_MOVED
+    if name in manifest["migrations"].get(app, []):
+        return
+    labels = {"transcript.conversation", "conversations.conversation"}
+    entry = next((entry for entry in manifest["models"] if entry["model"] in labels), None)
+    if entry is None:
+        return
+    marked = []
+    with archive.open(entry["member"]) as raw:
+        for line in io.TextIOWrapper(raw, encoding="utf-8"):
+            row = json.loads(line)  # the rows were read whole already: every line is a row
+            if row.get("fields", {}).get("prompt_stale") is True:
+                marked.append(StalePrompt(conversation_id=row["pk"]))
+    StalePrompt.objects.bulk_create(marked, ignore_conflicts=True)
+
+
 def insert_rows(archive: zipfile.ZipFile, manifest: dict) -> dict[str, int]:
     """Insert every backed-up row, models in dependency order, keys kept; the count per model. Runs inside
     the caller's transaction."""
@@ -311,6 +336,7 @@ def insert_rows(archive: zipfile.ZipFile, manifest: dict) -> dict[str, int]:
         if count != entry["count"]:
             raise BackupRefused(f"{entry['member']} holds {count} rows; the manifest says {entry['count']}.")
         restored[label] = count
+    _stale_marks_from_column(archive, manifest)
     with connection.cursor() as cursor:
         for statement in connection.ops.sequence_reset_sql(no_style(), order):
             cursor.execute(statement)

@@ -17,25 +17,43 @@ from django.test import Client
 from operations.backup.members import LABELS_BEFORE_ISSUE_45, MOVED_TO_ELION, MOVED_TO_TRANSCRIPT
 from tests.operations.backup.conftest import backup_bytes, build_rich_instance
 from tests.support.backup_files import members_of, rewritten
+from tests.support.factories import prompts_marked
 from tests.support.instance_answers import instance_answers
+from transcript.models import Conversation, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 LABELS_BEFORE = {now: before for before, now in LABELS_BEFORE_ISSUE_45.items()}
 
 
+STALE_MARKS = "models/transcript.staleprompt.jsonl"
+
+
+def _stale_marks_in_conversations(line: str, marked: set[str]) -> dict:
+    """A conversation row as the version before transcript 0005 wrote it: its stale mark a field of its own."""
+    row = json.loads(line)
+    if row["model"] == "transcript.conversation":
+        row["fields"]["prompt_stale"] = row["pk"] in marked
+    return row
+
+
 def as_made_before_issue_45(members: dict[str, bytes]) -> dict[str, bytes]:
     """The backup as the version before the moves wrote it: old labels everywhere, no transcript or elion
-    migrations."""
+    migrations, and (as before transcript 0005) a conversation's stale mark in its row, not a row of its own."""
     manifest = json.loads(members["manifest.json"])
-    moved = {f"models/{now}.jsonl" for now in LABELS_BEFORE}
+    marked = {json.loads(line)["pk"] for line in members.get(STALE_MARKS, b"").decode().splitlines()}
+    manifest["models"] = [entry for entry in manifest["models"] if entry["member"] != STALE_MARKS]
+    manifest["members"].pop(STALE_MARKS, None)
+    moved = {f"models/{now}.jsonl" for now in LABELS_BEFORE} | {STALE_MARKS}
     older = {name: data for name, data in members.items() if name not in moved}
     for entry in manifest["models"]:
         before = LABELS_BEFORE.get(entry["model"])
         if before is None:
             continue
         lines = members[entry["member"]].decode().splitlines()
-        data = "".join(json.dumps({**json.loads(line), "model": before}) + "\n" for line in lines).encode()
+        data = "".join(
+            json.dumps({**_stale_marks_in_conversations(line, marked), "model": before}) + "\n" for line in lines
+        ).encode()
         member = f"models/{before}.jsonl"
         del manifest["members"][entry["member"]]
         manifest["members"][member] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
@@ -56,10 +74,15 @@ def test_a_backup_naming_the_rows_conversations_restores_every_row_and_answer(
 ):
     client = Client()
     build_rich_instance(client, scripted_provider)
+    # One stored prompt marked stale (its refresh not done when the backup was made): marked after the restore.
+    prompted = Conversation.objects.filter(messages__role=Role.SYSTEM).first()
+    prompts_marked([prompted])
     path = tmp_path / "backup.zip"
     path.write_bytes(backup_bytes(client))
     original = instance_answers()
+    assert original["rows"]["transcript.staleprompt"], "the mark is one of the rows compared after the restore"
     older_members = as_made_before_issue_45(members_of(path))
+    assert b'"prompt_stale": true' in older_members["models/conversations.conversation.jsonl"]
     # The file really is an old one: no member, entry or row names the transcript app.
     assert not any(name.startswith(("models/transcript.", "models/elion.")) for name in older_members)
     assert all(
