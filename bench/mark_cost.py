@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -114,38 +113,23 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not (args.dump and args.baseline):
         parser.error("--dump and --baseline are required")
+    from bench.common import THIS_TREE, baseline_tree, load_line, medians_of, pair_ratios_line, trees_alternated
     from bench.servers import postgres_server
 
-    scratch = Path(tempfile.mkdtemp(prefix="mark-cost-trees-"))
-    try:
-        baseline = scratch / "baseline"
-        baseline.mkdir()
-        archive = subprocess.run(["git", "archive", args.baseline], cwd=ROOT, check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
-        shutil.copy(Path(__file__), baseline / "bench" / "mark_cost.py")
-        trees = {args.baseline: baseline, "this tree": ROOT}
-        results: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
-        with postgres_server("postgres") as server_url:
-            for pair in range(args.pairs):
-                for name, tree in trees.items():
-                    results[name].append(run_tree(tree, server_url, args.dump.resolve(), args.rounds))
-                    figures = results[name][-1]
-                    print(f"pair {pair + 1} {name}: delete {figures['delete']:.0f} ms, mark {figures['mark']:.0f} ms",
-                          flush=True)
-        holders = results["this tree"][0]["holders"]
-        print(f"\n| tree | memory delete's first transaction ({holders:,} holders), ms | every prompt's mark, ms |")
-        print("|---|---|---|")
-        for name in trees:
-            cells = [statistics.median(run[kind] for run in results[name]) for kind in ("delete", "mark")]
-            print(f"| {name} | {cells[0]:.0f} | {cells[1]:.0f} |")
-        for kind in ("delete", "mark"):
-            ratios = sorted(mine[kind] / theirs[kind]
-                            for mine, theirs in zip(results["this tree"], results[args.baseline], strict=True))
-            print(f"this tree ÷ {args.baseline}, {kind}, pair by pair: " + ", ".join(f"×{r:.2f}" for r in ratios))
-        print(f"{args.rounds} rolled-back transactions per kind and process, {args.pairs} processes per tree; "
-              f"load average {os.getloadavg()[0]:.1f}")
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    with baseline_tree(args.baseline, Path(__file__).resolve()) as baseline, \
+            postgres_server("postgres") as server_url:
+        trees = {args.baseline: baseline, THIS_TREE: ROOT}
+        results = trees_alternated(trees, args.pairs,
+                                   lambda tree: run_tree(tree, server_url, args.dump.resolve(), args.rounds))
+    holders = results[THIS_TREE][0]["holders"]
+    print(f"\n| tree | memory delete's first transaction ({holders:,} holders), ms | every prompt's mark, ms |")
+    print("|---|---|---|")
+    for name in trees:
+        cells = medians_of(results[name], ["delete", "mark"])
+        print(f"| {name} | {cells[0]:.0f} | {cells[1]:.0f} |")
+    for kind in ("delete", "mark"):
+        print(pair_ratios_line(results, args.baseline, kind, f"{args.baseline}, {kind}"))
+    print(load_line(f"{args.rounds} rolled-back transactions per kind and process, {args.pairs} processes per tree"))
     return 0
 
 

@@ -97,37 +97,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.baseline:
         parser.error("--baseline is required")
-    scratch = Path(tempfile.mkdtemp(prefix="send-compose-trees-"))
-    try:
-        baseline = scratch / "baseline"
-        baseline.mkdir()
-        archive = subprocess.run(["git", "archive", args.baseline], cwd=ROOT, check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
-        if not (baseline / "bench" / "send_compose.py").exists():
-            shutil.copy(Path(__file__), baseline / "bench" / "send_compose.py")
-        trees = {"baseline": baseline, "this tree": ROOT}
-        results: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
-        for pair in range(args.pairs):
-            for name, tree in trees.items():
-                results[name].append(run_tree(tree, args.entry.resolve(), args.rounds))
-                figures = results[name][-1]
-                print(f"pair {pair + 1} {name}: " + ", ".join(f"{k} {v:.1f} ms" for k, v in figures.items()),
-                      flush=True)
-        labels = list(results["this tree"][0])
-        print(f"\n| tree | {' | '.join(f'{label} messages, ms' for label in labels)} | {labels[-1]} ÷ {labels[0]} |")
-        print("|---|" + "---|" * (len(labels) + 1))
-        for name in trees:
-            cells = [statistics.median(run[label] for run in results[name]) for label in labels]
-            print(f"| {name} | {' | '.join(f'{cell:.1f}' for cell in cells)} | ×{cells[-1] / cells[0]:.1f} |")
-        this_large = [run[labels[-1]] for run in results["this tree"]]
-        base_large = [run[labels[-1]] for run in results["baseline"]]
-        ratios = sorted(mine / theirs for mine, theirs in zip(this_large, base_large, strict=True))
-        print(f"\nthis tree ÷ {args.baseline} at {labels[-1]} messages, pair by pair: "
-              + ", ".join(f"×{ratio:.2f}" for ratio in ratios))
-        print(f"{args.rounds} sends per thread and process, {args.pairs} processes per tree; "
-              f"load average {os.getloadavg()[0]:.1f}")
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    from bench.common import THIS_TREE, baseline_tree, load_line, medians_of, pair_ratios_line, trees_alternated
+
+    with baseline_tree(args.baseline, Path(__file__).resolve()) as baseline:
+        trees = {"baseline": baseline, THIS_TREE: ROOT}
+        results = trees_alternated(trees, args.pairs, lambda tree: run_tree(tree, args.entry.resolve(), args.rounds))
+    labels = list(results[THIS_TREE][0])
+    print(f"\n| tree | {' | '.join(f'{label} messages, ms' for label in labels)} | {labels[-1]} ÷ {labels[0]} |")
+    print("|---|" + "---|" * (len(labels) + 1))
+    for name in trees:
+        cells = medians_of(results[name], labels)
+        print(f"| {name} | {' | '.join(f'{cell:.1f}' for cell in cells)} | ×{cells[-1] / cells[0]:.1f} |")
+    print()
+    print(pair_ratios_line(results, "baseline", labels[-1], f"{args.baseline} at {labels[-1]} messages"))
+    print(load_line(f"{args.rounds} sends per thread and process, {args.pairs} processes per tree"))
     return 0
 
 
