@@ -1,7 +1,7 @@
 """Automatic keyword recall, the pure core's overlap check (seed "Layer 2 — Dynamic Context"): the text
-already carried in the request indexed by word n-grams (`ContextText`), and `select_excerpts`, which ranks the hits (`continuity.rules.recall_policy`), cuts each to
-about 300 characters around its first match, drops those that substantially overlap that text, and keeps at
-most ten. Nothing here touches the database.
+already carried in the request, searched for word n-grams (`ContextText`), and `select_excerpts`, which
+ranks the hits (`continuity.rules.recall_policy`), cuts each to about 300 characters around its first match,
+drops those that substantially overlap that text, and keeps at most ten. Nothing here touches the database.
 """
 
 from __future__ import annotations
@@ -22,67 +22,77 @@ from continuity.rules.recall_policy import (
 
 
 class ContextText:
-    """Text already carried in the request, indexed for overlap checks.
+    """Text already carried in the request, for overlap checks.
 
-    Built lazily, on the first check: most sends recall nothing, and the carried history is then never
+    Read lazily, on the first check: most sends recall nothing, and the carried history is then never
     tokenised for this. `texts[0]` is the stored prompt, the rest the history the request can carry (a
     send's stretch of its branch: bounded by the input budget, so nothing is kept between sends).
+
+    The context is never indexed whole: it is a window's worth of text (~190,000 tokens at the default
+    budget), and a set of its every n-gram cost more than the rest of the send's composition. The n-grams
+    of the excerpts being checked are looked up instead, all of a batch in one pass over the context's
+    words (`grams_look_up`), and each answer is kept for the next check.
     """
 
     def __init__(self, texts: Iterable[str], n: int = OVERLAP_NGRAM) -> None:
         self.n = n
         self._texts = list(texts)
-        self._grams: set[tuple[str, ...]] | None = None
-        self._parts: list[str] = []
+        self._words: list[str] | None = None
+        self._looked_up: set[tuple[str, ...]] = set()
+        self._found: set[tuple[str, ...]] = set()
 
-    def _index(self) -> set[tuple[str, ...]]:
-        if self._grams is None:
-            self._grams, self._parts = _grams_and_parts(self._texts, self.n)
-        return self._grams
+    def _stream(self) -> list[str]:
+        """The context's words, text after text, with `TEXT_BREAK` between two texts: no word holds one, so no
+        n-gram of an excerpt matches across two texts."""
+        if self._words is None:
+            stream: list[str] = []
+            for text in self._texts:
+                stream.extend(_words_kept(text) if len(text) >= TEXT_WORDS_KEPT_FROM else words(text))
+                stream.append(TEXT_BREAK)
+            self._words = stream
+        return self._words
 
     @cached_property
     def _joined(self) -> str:
-        return _joined(self._parts)
+        """The context's words joined by spaces, each text's apart: a phrase padded with spaces is found in it
+        only within one text (the separator holds a line break, which no phrase of words does)."""
+        return " " + " ".join(self._stream()) + " "
+
+    def grams_look_up(self, texts: Iterable[str]) -> None:
+        """Find which n-grams of `texts` occur in the context: those not looked up before, in one pass."""
+        wanted = {gram for text in texts for gram in _ngrams(words(text), self.n)} - self._looked_up
+        if not wanted:
+            return
+        stream = self._stream()
+        # The context's n-grams are made and matched one at a time inside `zip` and `intersection`, never kept.
+        self._found |= wanted.intersection(zip(*(stream[i:] for i in range(self.n)), strict=False))
+        self._looked_up |= wanted
 
     def overlap(self, text: str) -> float:
         """The share of `text`'s word n-grams found in the context (0.0 to 1.0)."""
         tokens = words(text)
         if not tokens:
             return 0.0
-        grams = self._index()
         if len(tokens) < self.n:
             # A phrase shorter than an n-gram: found when its words (space-padded) lie within one text.
             return 1.0 if f" {' '.join(tokens)} " in self._joined else 0.0
-        own = [tuple(tokens[i : i + self.n]) for i in range(len(tokens) - self.n + 1)]
-        return sum(1 for gram in own if gram in grams) / len(own)
+        own = _ngrams(tokens, self.n)
+        self.grams_look_up([text])
+        return sum(1 for gram in own if gram in self._found) / len(own)
 
 
-def _grams_and_parts(texts: Iterable[str], n: int) -> tuple[set[tuple[str, ...]], list[str]]:
-    grams: set[tuple[str, ...]] = set()
-    parts = []
-    for text in texts:
-        text_grams, part = _text_grams(text, n) if len(text) >= TEXT_GRAMS_KEPT_FROM else _grams_of(text, n)
-        parts.append(part)
-        grams |= text_grams
-    return grams, parts
+# Between two texts in the context's word stream (see `ContextText._stream`).
+TEXT_BREAK = "\n"
 
 
-def _joined(parts: Sequence[str]) -> str:
-    """Texts' words, each text's apart: a phrase padded with spaces is found in it only within one text
-    (the separator holds a line break, which no phrase of words does)."""
-    return " " + " \n ".join(parts) + " "
-
-
-def _grams_of(text: str, n: int) -> tuple[frozenset[tuple[str, ...]], str]:
-    """`text`'s word n-grams, and its words joined by spaces."""
-    tokens = words(text)
-    return frozenset(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)), " ".join(tokens)
+def _ngrams(tokens: Sequence[str], n: int) -> list[tuple[str, ...]]:
+    return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
 
 
 # A long text is usually a stored prompt, the same on every send of its thread (and much the same in
-# every thread): its n-grams are kept, by text, instead of being made on every send.
-TEXT_GRAMS_KEPT_FROM = 2_000
-_text_grams = lru_cache(maxsize=16)(_grams_of)
+# every thread): its words are kept, by text, instead of being found on every send.
+TEXT_WORDS_KEPT_FROM = 2_000
+_words_kept = lru_cache(maxsize=16)(lambda text: tuple(words(text)))
 
 
 def select_excerpts(
@@ -105,10 +115,11 @@ def select_excerpts(
     for start in range(0, len(ranked), batch):
         part = ranked[start : start + batch]
         allowed = keep(part) if keep is not None else None
-        for hit in part:
-            if allowed is not None and hit.message_id not in allowed:
-                continue
-            text = excerpt_around(hit.content, terms)
+        cut = [(hit, excerpt_around(hit.content, terms)) for hit in part
+               if allowed is None or hit.message_id in allowed]
+        if context is not None:
+            context.grams_look_up(text for _, text in cut)  # the batch's in one pass over the context
+        for hit, text in cut:
             if context is not None and context.overlap(text) >= OVERLAP_THRESHOLD:
                 continue
             chosen.append(Excerpt(hit=hit, text=text))

@@ -42,6 +42,9 @@ OVERLAP_THRESHOLD = 0.5
 RECALL_END = "=== END AUTO-RECALLED CONTEXT ==="
 
 _WORD = re.compile(r"[^\W_]+")
+# Every ASCII character that is not a lower-case letter or a digit, as a space.
+_ASCII_SEPARATORS = str.maketrans({chr(code): " " for code in range(128)
+                                   if not (chr(code).isdigit() or "a" <= chr(code) <= "z")})
 
 
 def _vocabulary(text: str) -> frozenset[str]:
@@ -104,8 +107,13 @@ _IGNORED = STOP_WORDS | RELATIONAL_WORDS | CUE_WORDS
 
 
 def words(text: str) -> list[str]:
-    """Runs of letters and digits, lower-cased (the tokens both search backends index)."""
-    return _WORD.findall((text or "").lower())
+    """Runs of letters and digits, lower-cased (the tokens both search backends index). An ASCII text's are
+    found by splitting: the same words (every other ASCII character is a separator), at about half the
+    regular expression's cost over the ~700 KB a send's overlap check reads (`recall_overlap`)."""
+    lowered = (text or "").lower()
+    if lowered.isascii():
+        return lowered.translate(_ASCII_SEPARATORS).split()
+    return _WORD.findall(lowered)
 
 
 def _is_keyword(token: str) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -59,6 +60,42 @@ def test_selected_excerpts_are_bounded_ranked_and_never_repeat_carried_text(hits
     for excerpt in chosen:
         assert len(excerpt.text) <= kr.EXCERPT_CHARACTERS + 2
         assert context.overlap(excerpt.text) < kr.OVERLAP_THRESHOLD
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(st.characters(max_codepoint=127), max_size=200), st.text(max_size=200)))
+def test_words_are_the_runs_of_letters_and_digits_lower_cased_for_any_text(text):
+    """ASCII text takes the split path, any other the regular expression: the same words either way."""
+    assert kr.words(text) == re.findall(r"[^\W_]+", text.lower())
+
+
+def overlap_from_scratch(carried: list[str], text: str, n: int = kr.OVERLAP_NGRAM) -> float:
+    """The rule as it reads: the share of `text`'s word n-grams that occur within one carried text (a phrase
+    shorter than n words: found whole within one)."""
+    tokens = kr.words(text)
+    if not tokens:
+        return 0.0
+    if len(tokens) < n:
+        return 1.0 if any(f" {' '.join(tokens)} " in f" {' '.join(kr.words(c))} " for c in carried) else 0.0
+    carried_grams = {tuple(w[i : i + n]) for c in carried for w in [kr.words(c)] for i in range(len(w) - n + 1)}
+    own = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+    return sum(gram in carried_grams for gram in own) / len(own)
+
+
+few_words = st.lists(st.sampled_from(["pear", "Orchard", "the", "we", "said", "heron,", "12", "\n", "é", "_"]),
+                     max_size=14).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(few_words, max_size=6), st.lists(few_words, min_size=1, max_size=6), st.booleans())
+def test_overlap_is_the_share_of_ngrams_found_within_one_carried_text_whatever_the_order_of_checks(
+        carried, checked, batch_first):
+    """Looked up a batch at a time or one by one, in any order, each answer is the rule's from scratch."""
+    context = overlap.ContextText(carried, n=3)
+    if batch_first:
+        context.grams_look_up(checked[: len(checked) // 2])
+    for text in checked:
+        assert context.overlap(text) == overlap_from_scratch(carried, text, n=3)
 
 
 @settings(max_examples=40, deadline=None)
