@@ -235,6 +235,9 @@ def main() -> None:
     parser.add_argument("--refresh-on", default=None,
                         help="web,queue: each tree served twice side by side, its large refreshes run in the web "
                              "process (ELION_PROMPT_REFRESH_ON_QUEUE=0) and on the queue's worker (=1)")
+    parser.add_argument("--server-env", default=None, metavar="NAME=A,B",
+                        help="each tree served once per value of the environment variable NAME, side by side "
+                             "(e.g. ELION_GC_FREEZE=0,1)")
     parser.add_argument("--only-refreshes", action="store_true",
                         help="only the idle send and the operations that refresh prompts, with sends meanwhile")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "elion-many-conversations",
@@ -256,6 +259,9 @@ def main() -> None:
     if args.refresh_on:
         trees = {f"{label} refresh on {where}".strip(): tree for label, tree in trees.items()
                  for where in args.refresh_on.split(",")}  # with --before, its tree builds the state both serve (each migrates it)
+    if args.server_env:
+        name, values = args.server_env.split("=", 1)
+        trees = {f"{label} {name}={value}".strip(): tree for label, tree in trees.items() for value in values.split(",")}
     sizes = [int(s) for s in args.sizes.split(",")]
     args.cache.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="elion-many-"))
@@ -311,7 +317,12 @@ def measured(args, trees: dict[str, Path], builder: Path, sizes: list[int], work
 
 
 def _refresh_env(label: str) -> dict[str, str]:
-    """`--refresh-on`'s variant, from the label `measured` gave it."""
+    """`--refresh-on`'s and `--server-env`'s variant, from the label `measured` gave it."""
+    last = label.rsplit(" ", 1)[-1]
+    if "=" in last:
+        name, value = last.split("=", 1)
+        rest = label.rsplit(" ", 1)[0] if " " in label else ""
+        return {name: value, **_refresh_env(rest)}
     if label.endswith("refresh on web"):
         return {"ELION_PROMPT_REFRESH_ON_QUEUE": "0"}
     if label.endswith("refresh on queue"):

@@ -11,9 +11,17 @@ class ElionConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Register the owner's authentication as the OpenAPI schema declares it (a drf-spectacular extension)."""
+        """Register the owner's authentication as the OpenAPI schema declares it (a drf-spectacular extension).
+        In the queue's cluster, freeze the startup objects before it forks its workers
+        (`elion.base.startup_objects`)."""
         # local import: drf-spectacular's extensions read DRF's settings, which need the apps loaded.
+        from django.conf import settings
+
+        from elion.base.startup_objects import startup_objects_freeze
         from elion.web import api_schema  # noqa: F401
+
+        if settings.ELION_QUEUE_CLUSTER_PROCESS:
+            startup_objects_freeze(settings.ELION_GC_FREEZE)
 
 
 class StaticFilesConfig(BaseStaticFilesConfig):

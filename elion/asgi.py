@@ -15,6 +15,7 @@ from django.conf import settings  # noqa: E402
 
 from elion.base.loopback_guard import LoopbackGuard  # noqa: E402
 from elion.base.malloc_arenas import malloc_arenas_cap  # noqa: E402
+from elion.base.startup_objects import startup_objects_freeze  # noqa: E402
 from elion.web import daphne_bounds  # noqa: E402
 from elion.web.body_guard import BodyGuard  # noqa: E402
 from elion.web.host_guard import HostGuard  # noqa: E402
@@ -41,3 +42,6 @@ application = LoopbackGuard(
         )
     )
 )
+
+# Last: everything loading made stays out of the collector's full passes (the module says why).
+startup_objects_freeze(settings.ELION_GC_FREEZE)

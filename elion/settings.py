@@ -354,6 +354,12 @@ ELION_RECONCILE_BATCH_SIZE = env.integer("ELION_RECONCILE_BATCH_SIZE", 200, mini
 ELION_PROMPT_REFRESH_BATCH = env.integer("ELION_PROMPT_REFRESH_BATCH", 50, minimum=1)
 # glibc malloc arenas of a web server process (`elion.base.malloc_arenas`, 0: glibc's own cap).
 ELION_MALLOC_ARENAS = env.integer("ELION_MALLOC_ARENAS", 2, minimum=0)
+# A web server process's startup objects frozen out of the cyclic collector's full passes
+# (`elion.base.startup_objects`).
+ELION_GC_FREEZE = env.boolean("ELION_GC_FREEZE", True)
+# This process is the queue's cluster: it freezes its startup objects when the apps are ready, before it forks
+# its workers (a web server does when the ASGI application has loaded).
+ELION_QUEUE_CLUSTER_PROCESS = _IN_QUEUE_CLUSTER
 # From this many marked prompts on, the batches run on the queue's worker while the operation waits for them
 # (`prompt_refresh.stale_prompts_settle`); fewer are rebuilt in the operation's own process. About 4 ms each
 # (bench/results/many_conversations.md), so the default keeps a web-side refresh under half a second.
