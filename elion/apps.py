@@ -1,6 +1,8 @@
 from django.apps import AppConfig
 from django.contrib.staticfiles.apps import StaticFilesConfig as BaseStaticFilesConfig
 
+from elion.base.startup_objects import startup_objects_freeze
+
 
 class ElionConfig(AppConfig):
     """The project package as an app: it owns the login throttle's rows."""
@@ -14,10 +16,9 @@ class ElionConfig(AppConfig):
         """Register the owner's authentication as the OpenAPI schema declares it (a drf-spectacular extension).
         In the queue's cluster, freeze the startup objects before it forks its workers
         (`elion.base.startup_objects`)."""
-        # local import: drf-spectacular's extensions read DRF's settings, which need the apps loaded.
         from django.conf import settings
 
-        from elion.base.startup_objects import startup_objects_freeze
+        # local import: drf-spectacular's extensions read DRF's settings, which need the apps loaded.
         from elion.web import api_schema  # noqa: F401
 
         if settings.ELION_QUEUE_CLUSTER_PROCESS:

@@ -349,20 +349,14 @@ HANDOFF_PER_MESSAGE_CHARACTER_LIMIT = env.int_or_default("HANDOFF_PER_MESSAGE_CH
 HANDOFF_TOTAL_CHARACTER_BUDGET = env.int_or_default("HANDOFF_TOTAL_CHARACTER_BUDGET", 60_000)
 # Legacy prompt reconciliation (django-q2 jobs, never at start-up): batch, attempts a prompt, first delay (doubling).
 ELION_RECONCILE_BATCH_SIZE = env.integer("ELION_RECONCILE_BATCH_SIZE", 200, minimum=1)
-# Stored prompts rebuilt per batch after a settings save, memory edit/delete or visibility change
-# (`continuity.rules.prompt_refresh`): a concurrent send waits for at most one batch's write.
+# Stored prompts rebuilt per batch by a refresh: a concurrent send waits for at most one batch's write.
 ELION_PROMPT_REFRESH_BATCH = env.integer("ELION_PROMPT_REFRESH_BATCH", 50, minimum=1)
-# glibc malloc arenas of a web server process (`elion.base.malloc_arenas`, 0: glibc's own cap).
-ELION_MALLOC_ARENAS = env.integer("ELION_MALLOC_ARENAS", 2, minimum=0)
-# A web server process's startup objects frozen out of the cyclic collector's full passes
-# (`elion.base.startup_objects`).
+ELION_MALLOC_ARENAS = env.integer("ELION_MALLOC_ARENAS", 2, minimum=0)  # a web server's (`elion.base.malloc_arenas`)
+# Server processes freeze their startup objects out of the collector's full passes (`elion.base.startup_objects`).
 ELION_GC_FREEZE = env.boolean("ELION_GC_FREEZE", True)
-# This process is the queue's cluster: it freezes its startup objects when the apps are ready, before it forks
-# its workers (a web server does when the ASGI application has loaded).
-ELION_QUEUE_CLUSTER_PROCESS = _IN_QUEUE_CLUSTER
-# From this many marked prompts on, the batches run on the queue's worker while the operation waits for them
-# (`prompt_refresh.stale_prompts_settle`); fewer are rebuilt in the operation's own process. About 4 ms each
-# (bench/results/many_conversations.md), so the default keeps a web-side refresh under half a second.
+ELION_QUEUE_CLUSTER_PROCESS = _IN_QUEUE_CLUSTER  # this process is the queue's cluster (it freezes at ready)
+# From this many marked prompts on, the batches run on the queue's worker (`prompt_refresh.stale_prompts_settle`);
+# fewer, about 4 ms each, in the operation's own process (under half a second at the default).
 ELION_PROMPT_REFRESH_ON_QUEUE = env.boolean("ELION_PROMPT_REFRESH_ON_QUEUE", True)
 # In the cluster's own processes an operation's refresh runs in place: its worker is the one it would wait for.
 ELION_PROMPT_REFRESH_IN_PLACE = _IN_QUEUE_CLUSTER
