@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 from django.db import connection
@@ -57,32 +58,14 @@ def _walk_sql(select: str, carried: tuple[str, ...] = ()) -> str:
     )
 
 
-def branch_rows_up(
-    conversation_id: UUID, tip_id: UUID, *, token_floor: int, depth_floor: int = 0, max_rows: int = NO_ROW_LIMIT
-) -> list[Message]:
-    """The branch from `tip_id` up to the first message whose `branch_tokens` is at or below `token_floor`
-    or whose depth is `depth_floor` (that message included; the root ends every walk), or `max_rows`
-    messages, oldest first.
-
-    One statement. `BrokenTree` when a step breaks the tree before a floor or the row limit is reached.
-    """
-    table = connection.ops.quote_name(MESSAGE_TABLE)
-    sql = _walk_sql(f"SELECT m.* FROM w JOIN {table} m ON m.id = w.id")
-    token_floor = max(token_floor, -1)  # a budget larger than any thread: walk to the root
-    rows = list(
-        Message.objects.raw(sql, [_prep(tip_id), _prep(conversation_id), token_floor, depth_floor, max_rows])
-    )
-    return _walk_checked(rows, conversation_id, tip_id, token_floor=token_floor, depth_floor=depth_floor,
-                         row_limited=len(rows) >= max_rows)
-
-
 @dataclass(slots=True, eq=False)
 class StretchMessage:
-    """A message as a send reads its branch (`branch_stretch_up`): the columns composing its request needs, as
-    plain data, not a model instance. A window holds thousands of them, and building a model instance (every
-    column converted, a descriptor per field) cost more than the rest of the composition; so does a frozen
-    dataclass's (a `object.__setattr__` per field), and nothing changes these rows. `metadata` is decoded
-    when asked for: only an app event's and the new turn's ever are."""
+    """A message as a send or a handoff reads its branch (`branch_stretch_up`): the columns composing a request
+    or a handoff needs, as plain data, not a model instance. A window holds thousands of them, and building a
+    model instance (every column converted, a descriptor per field) cost more than the rest of the
+    composition; so does a frozen dataclass's (a `object.__setattr__` per field), and nothing changes these
+    rows. `metadata` and `created_at` are decoded when asked for: only an app event's and the new turn's
+    metadata ever are, and only a handoff's few rows' times."""
 
     id: UUID
     parent_id: UUID | None
@@ -97,10 +80,15 @@ class StretchMessage:
     branch_born: bool
     parts: list
     stored_metadata: object  # the column as the driver gave it: JSON text, or (a driver that decodes) the value
+    stored_created_at: object  # the column as the driver gave it: text (SQLite) or a datetime
 
     @property
     def metadata(self) -> dict:
         return _json_value(self.stored_metadata, empty=dict)
+
+    @property
+    def created_at(self) -> datetime:
+        return _datetime_value(self.stored_created_at)
 
 
 def _json_value(stored: object, *, empty: Callable[[], object]) -> object:
@@ -110,26 +98,37 @@ def _json_value(stored: object, *, empty: Callable[[], object]) -> object:
     return json.loads(stored) if isinstance(stored, str) else stored
 
 
+def _datetime_value(stored: object) -> datetime:
+    """A datetime column as the driver gave it, as the model's value: PostgreSQL's driver gives an aware
+    datetime already; SQLite's backend converts its text or naive datetime (UTC) as it does for a model."""
+    if isinstance(stored, datetime) and stored.tzinfo is not None:
+        return stored
+    return connection.ops.convert_datetimefield_value(stored, None, connection)
+
+
 # The columns of a `StretchMessage` the walk does not read already, carried along by it.
-_STRETCH_CARRIED = ("role", "kind", "status", "content", "branch_born", "parts", "metadata")
+_STRETCH_CARRIED = ("role", "kind", "status", "content", "branch_born", "parts", "metadata", "created_at")
 
 
 def branch_stretch_up(
-    conversation_id: UUID, tip_id: UUID, *, token_floor: int, depth_floor: int = 0
+    conversation_id: UUID, tip_id: UUID, *, token_floor: int, depth_floor: int = 0, max_rows: int = NO_ROW_LIMIT
 ) -> list[StretchMessage]:
-    """`branch_rows_up`'s walk, its rows as `StretchMessage`s: what a send composes its request from.
+    """The branch from `tip_id` up to the first message whose `branch_tokens` is at or below `token_floor`
+    or whose depth is `depth_floor` (that message included; the root ends every walk), or `max_rows`
+    messages, oldest first, as `StretchMessage`s: what a send composes its request from, and what a handoff
+    reads its final exchange from.
 
-    One statement. `BrokenTree` as `branch_rows_up`.
+    One statement. `BrokenTree` when a step breaks the tree before a floor or the row limit is reached.
     """
-    token_floor = max(token_floor, -1)
+    token_floor = max(token_floor, -1)  # a budget larger than any thread: walk to the root
     select = (
         "SELECT w.id, w.parent_id, w.seq, w.role, w.kind, w.status, w.content, w.branch_depth, w.branch_tokens,"
-        " w.branch_born, w.parts, w.metadata FROM w"
+        " w.branch_born, w.parts, w.metadata, w.created_at FROM w"
     )
     with connection.cursor() as cursor:
         cursor.execute(
             _walk_sql(select, carried=_STRETCH_CARRIED),
-            [_prep(tip_id), _prep(conversation_id), token_floor, depth_floor, NO_ROW_LIMIT],
+            [_prep(tip_id), _prep(conversation_id), token_floor, depth_floor, max_rows],
         )
         fetched = cursor.fetchall()
     rows: list[StretchMessage] = []
@@ -140,11 +139,12 @@ def branch_stretch_up(
         parent_id = above[0].id if above is not None and row[1] == above[1] else _as_uuid(row[1])
         message = StretchMessage(
             _as_uuid(row[0]), parent_id, conversation_id, row[2], row[3], row[4], row[5], row[6], row[7], row[8],
-            bool(row[9]), _json_value(row[10], empty=list), row[11],
+            bool(row[9]), _json_value(row[10], empty=list), row[11], row[12],
         )
         rows.append(message)
         above = (message, row[0])
-    return _walk_checked(rows, conversation_id, tip_id, token_floor=token_floor, depth_floor=depth_floor)
+    return _walk_checked(rows, conversation_id, tip_id, token_floor=token_floor, depth_floor=depth_floor,
+                         row_limited=len(rows) >= max_rows)
 
 
 def _as_uuid(value: object) -> UUID | None:

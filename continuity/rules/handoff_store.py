@@ -49,7 +49,7 @@ from continuity.rules.handoff_policy import (
 )
 from elion.base.assistant_settings import assistant_settings_read
 from elion.models import AssistantSettings
-from transcript.branch_rows import branch_rows_up
+from transcript.branch_rows import StretchMessage, branch_stretch_up
 from transcript.models import Conversation, ConversationOrigin, Message, Persona, Role
 from transcript.tree import BrokenTree
 
@@ -93,7 +93,7 @@ def speaker_names(persona: str, settings_row: AssistantSettings) -> SpeakerNames
     return SpeakerNames(persona=persona, owner_name=settings_row.owner_name, display_name=settings_row.display_name)
 
 
-def source_message(message: Message) -> SourceMessage:
+def source_message(message: Message | StretchMessage) -> SourceMessage:
     return SourceMessage(
         id=str(message.id),
         role=message.role,
@@ -122,7 +122,7 @@ def _final_sources(conversation: Conversation) -> list[SourceMessage]:
         return []
     rows = HANDOFF_TAIL_ROWS
     while True:
-        tail = branch_rows_up(conversation.id, conversation.head_id, token_floor=-1, max_rows=rows)
+        tail = branch_stretch_up(conversation.id, conversation.head_id, token_floor=-1, max_rows=rows)
         sources = [source_message(message) for message in tail if message.role != Role.SYSTEM]
         if len(tail) < rows or tail[0].parent_id is None or sum(map(is_eligible, sources)) >= FINAL_MESSAGE_COUNT:
             return sources

@@ -23,7 +23,7 @@ from elion.base.errors import NotFound
 from tests.support.broken_trees import BREAKS
 from tests.support.factories import thread, turns_append
 from transcript import branch_window
-from transcript.branch_rows import StretchMessage, branch_rows_up, branch_stretch_up
+from transcript.branch_rows import StretchMessage, branch_stretch_up
 from transcript.integrity import transcript_problems
 from transcript.models import Message, Role
 from transcript.tree import BrokenTree, live_ids_among, tree_messages, tree_problems, walk_to_root, walk_up
@@ -61,12 +61,16 @@ def test_a_broken_step_is_explained_by_the_sends_stretch_read(make_broken_thread
     broken = make_broken_thread(kind)
     expected = outcome(lambda: walk_to_root(tree_messages(broken.conversation), broken.conversation.head_id))
     assert expected[0] == "broken" and expected[1].message_id == broken.broken_at.id
-    for read_up in (branch_rows_up, branch_stretch_up):
-        read = outcome(lambda read_up=read_up: read_up(broken.conversation.id, broken.conversation.head_id, token_floor=-1))
-        assert read[0] == "broken" and read[1].message_id == broken.broken_at.id, read_up.__name__
+    # A whole walk, and one with a row limit the break lies within (the handoff's read).
+    for max_rows in ({}, {"max_rows": len(broken.messages)}):
+        read = outcome(lambda max_rows=max_rows: branch_stretch_up(
+            broken.conversation.id, broken.conversation.head_id, token_floor=-1, **max_rows))
+        assert read[0] == "broken" and read[1].message_id == broken.broken_at.id, max_rows
 
 
-STRETCH_COLUMNS = [name for name in StretchMessage.__dataclass_fields__ if name != "stored_metadata"] + ["metadata"]
+STRETCH_COLUMNS = [
+    name for name in StretchMessage.__dataclass_fields__ if not name.startswith("stored_")
+] + ["metadata", "created_at"]
 
 
 def test_a_sends_plain_stretch_rows_carry_what_the_model_instances_carry():
@@ -82,14 +86,19 @@ def test_a_sends_plain_stretch_rows_carry_what_the_model_instances_carry():
     turns_append(conversation, ("user", "Pinned question"), metadata={"pinned_character": 7, "voice": True})
     turns_append(conversation, ("assistant", "Übersetzt — ünïcode ✓"), ("user", ""))
     conversation.refresh_from_db()
-    models = branch_rows_up(conversation.id, conversation.head_id, token_floor=-1)
     plain = branch_stretch_up(conversation.id, conversation.head_id, token_floor=-1)
-    assert len(plain) == len(models) == 5
+    by_id = Message.objects.in_bulk([row.id for row in plain])
+    models = [by_id[row.id] for row in plain]
+    assert len(plain) == len(models) == 5 and [m.branch_depth for m in models] == [0, 1, 2, 3, 4]
     for row, model in zip(plain, models, strict=True):
         assert {name: getattr(row, name) for name in STRETCH_COLUMNS} == {
             name: getattr(model, name) for name in STRETCH_COLUMNS
         }, model.id
     assert plain[1].parts[0]["call_id"] == "c1" and plain[2].metadata["pinned_character"] == 7
+    assert plain[0].created_at.tzinfo is not None and plain[0].created_at == models[0].created_at
+    # A row limit reads the newest rows only.
+    newest = branch_stretch_up(conversation.id, conversation.head_id, token_floor=-1, max_rows=2)
+    assert [row.id for row in newest] == [row.id for row in plain[-2:]]
 
 
 @pytest.mark.parametrize("kind", BREAKS)
