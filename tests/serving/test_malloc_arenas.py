@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from elion.base.malloc_arenas import malloc_arenas_cap
-from tests.support.live_server import ROOT, subprocess_env
+from tests.support.live_server import python_printed
 
 # Loads the ASGI application as a server does, with the cap's function replaced by one that records its call.
 LOAD_ASGI = """
@@ -28,10 +25,4 @@ def test_glibc_takes_the_cap_and_zero_leaves_its_own():
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(("configured", "applied"), [(None, "[2]"), ("0", "[0]"), ("4", "[4]")])
 def test_loading_the_asgi_application_applies_the_setting(configured, applied):
-    env = subprocess_env({"ELION_MALLOC_ARENAS": configured})
-    if configured is None:
-        env.pop("ELION_MALLOC_ARENAS", None)
-    result = subprocess.run([sys.executable, "-c", LOAD_ASGI], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=120)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().splitlines()[-1] == applied
+    assert python_printed(LOAD_ASGI, {"ELION_MALLOC_ARENAS": configured}) == applied

@@ -3,12 +3,9 @@ application loads (`elion.base.startup_objects`, issue 40: the longest single wa
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.support.live_server import ROOT, subprocess_env
+from tests.support.live_server import python_printed
 
 # Loads the ASGI application as a server does; prints how many objects are frozen and how many a full
 # collection still walks.
@@ -22,13 +19,7 @@ print(gc.get_freeze_count(), len(gc.get_objects()))
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("configured", [None, "1", "0"])
 def test_loading_the_asgi_application_freezes_what_loading_made_unless_turned_off(configured):
-    env = subprocess_env({"ELION_GC_FREEZE": configured})
-    if configured is None:
-        env.pop("ELION_GC_FREEZE", None)
-    result = subprocess.run([sys.executable, "-c", LOAD_ASGI], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=120)
-    assert result.returncode == 0, result.stderr[-3000:]
-    frozen, walked = map(int, result.stdout.strip().splitlines()[-1].split())
+    frozen, walked = map(int, python_printed(LOAD_ASGI, {"ELION_GC_FREEZE": configured}).split())
     if configured == "0":
         assert frozen == 0 and walked > 50_000
     else:
@@ -49,11 +40,8 @@ print(gc.get_freeze_count(), len(gc.get_objects()))
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("command", ["qcluster", "runserver"])
 def test_the_queue_cluster_freezes_its_startup_objects_before_forking_its_workers(command):
-    result = subprocess.run([sys.executable, "-c", LOAD_CLUSTER.replace("qcluster", command)], cwd=ROOT,
-                            env={**subprocess_env(), "DJANGO_SETTINGS_MODULE": "elion.settings"},
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-3000:]
-    frozen, walked = map(int, result.stdout.strip().splitlines()[-1].split())
+    printed = python_printed(LOAD_CLUSTER.replace("qcluster", command), {"DJANGO_SETTINGS_MODULE": "elion.settings"})
+    frozen, walked = map(int, printed.split())
     if command == "qcluster":
         assert frozen > 50_000 and walked < frozen / 50, (frozen, walked)
     else:  # any other command (a management command, a test run) keeps the interpreter's own

@@ -47,6 +47,15 @@ def subprocess_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in env.items() if v is not None}
 
 
+def python_printed(code: str, extra_env: dict[str, str | None] | None = None) -> str:
+    """The last line `code` printed, run by this interpreter from the project's root in a process of its own
+    with `subprocess_env(extra_env)` (a None value: the variable unset)."""
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=subprocess_env(extra_env),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout.strip().splitlines()[-1]
+
+
 class LiveApp:
     def __init__(self, extra_env: dict[str, str] | None = None):
         self.port = free_port()
