@@ -80,15 +80,16 @@ class StretchMessage:
     branch_born: bool
     parts: list
     stored_metadata: object  # the column as the driver gave it: JSON text, or (a driver that decodes) the value
-    stored_created_at: object  # the column as the driver gave it: text (SQLite) or a datetime
+    stored_created_at: object  # the column as the driver gave it (text or a datetime), or None: not read
 
     @property
     def metadata(self) -> dict:
         return _json_value(self.stored_metadata, empty=dict)
 
     @property
-    def created_at(self) -> datetime:
-        return _datetime_value(self.stored_created_at)
+    def created_at(self) -> datetime | None:
+        """The message's time (None unless read `with_times`)."""
+        return None if self.stored_created_at is None else _datetime_value(self.stored_created_at)
 
 
 def _json_value(stored: object, *, empty: Callable[[], object]) -> object:
@@ -107,27 +108,29 @@ def _datetime_value(stored: object) -> datetime:
 
 
 # The columns of a `StretchMessage` the walk does not read already, carried along by it.
-_STRETCH_CARRIED = ("role", "kind", "status", "content", "branch_born", "parts", "metadata", "created_at")
+_STRETCH_CARRIED = ("role", "kind", "status", "content", "branch_born", "parts", "metadata")
 
 
 def branch_stretch_up(
-    conversation_id: UUID, tip_id: UUID, *, token_floor: int, depth_floor: int = 0, max_rows: int = NO_ROW_LIMIT
+    conversation_id: UUID, tip_id: UUID, *, token_floor: int, depth_floor: int = 0, max_rows: int = NO_ROW_LIMIT,
+    with_times: bool = False,
 ) -> list[StretchMessage]:
     """The branch from `tip_id` up to the first message whose `branch_tokens` is at or below `token_floor`
     or whose depth is `depth_floor` (that message included; the root ends every walk), or `max_rows`
     messages, oldest first, as `StretchMessage`s: what a send composes its request from, and what a handoff
-    reads its final exchange from.
+    reads its final exchange from. `with_times`: `created_at` read too (a handoff's few rows quote it; a
+    send never does, and SQLite's driver parsing a window's thousands of times cost ~5 % of the send).
 
     One statement. `BrokenTree` when a step breaks the tree before a floor or the row limit is reached.
     """
     token_floor = max(token_floor, -1)  # a budget larger than any thread: walk to the root
     select = (
         "SELECT w.id, w.parent_id, w.seq, w.role, w.kind, w.status, w.content, w.branch_depth, w.branch_tokens,"
-        " w.branch_born, w.parts, w.metadata, w.created_at FROM w"
+        f" w.branch_born, w.parts, w.metadata, {'w.created_at' if with_times else 'NULL'} FROM w"
     )
     with connection.cursor() as cursor:
         cursor.execute(
-            _walk_sql(select, carried=_STRETCH_CARRIED),
+            _walk_sql(select, carried=_STRETCH_CARRIED + (("created_at",) if with_times else ())),
             [_prep(tip_id), _prep(conversation_id), token_floor, depth_floor, max_rows],
         )
         fetched = cursor.fetchall()

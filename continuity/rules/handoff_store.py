@@ -122,7 +122,7 @@ def _final_sources(conversation: Conversation) -> list[SourceMessage]:
         return []
     rows = HANDOFF_TAIL_ROWS
     while True:
-        tail = branch_stretch_up(conversation.id, conversation.head_id, token_floor=-1, max_rows=rows)
+        tail = branch_stretch_up(conversation.id, conversation.head_id, token_floor=-1, max_rows=rows, with_times=True)
         sources = [source_message(message) for message in tail if message.role != Role.SYSTEM]
         if len(tail) < rows or tail[0].parent_id is None or sum(map(is_eligible, sources)) >= FINAL_MESSAGE_COUNT:
             return sources

@@ -86,7 +86,7 @@ def test_a_sends_plain_stretch_rows_carry_what_the_model_instances_carry():
     turns_append(conversation, ("user", "Pinned question"), metadata={"pinned_character": 7, "voice": True})
     turns_append(conversation, ("assistant", "Übersetzt — ünïcode ✓"), ("user", ""))
     conversation.refresh_from_db()
-    plain = branch_stretch_up(conversation.id, conversation.head_id, token_floor=-1)
+    plain = branch_stretch_up(conversation.id, conversation.head_id, token_floor=-1, with_times=True)
     by_id = Message.objects.in_bulk([row.id for row in plain])
     models = [by_id[row.id] for row in plain]
     assert len(plain) == len(models) == 5 and [m.branch_depth for m in models] == [0, 1, 2, 3, 4]
@@ -99,6 +99,7 @@ def test_a_sends_plain_stretch_rows_carry_what_the_model_instances_carry():
     # A row limit reads the newest rows only.
     newest = branch_stretch_up(conversation.id, conversation.head_id, token_floor=-1, max_rows=2)
     assert [row.id for row in newest] == [row.id for row in plain[-2:]]
+    assert newest[0].created_at is None, "a send's read leaves the times unread"
 
 
 @pytest.mark.parametrize("kind", BREAKS)
