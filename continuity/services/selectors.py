@@ -39,15 +39,18 @@ def handoff_provenances(conversation_ids: list[UUID]) -> dict[UUID, dict]:
     rest = [pk for pk in conversation_ids if pk not in found]
     if not rest:
         return found
+    # Unordered, the first bubble of each picked here: ordered by seq, SQLite (no planner statistics) walked
+    # every message of the conversation in seq order rather than sort the handful its partial index finds.
     bubbles = (
         Message.objects.filter(conversation_id__in=rest, kind=MessageKind.HANDOFF_ARTIFACT)
-        .order_by("conversation_id", "seq")
-        .values_list("conversation_id", "metadata")
+        .order_by()
+        .values_list("conversation_id", "seq", "metadata")
     )
-    first: dict[UUID, dict] = {}
-    for conversation_id, metadata in bubbles:
-        first.setdefault(conversation_id, metadata or {})
-    for conversation_id, metadata in first.items():
+    first: dict[UUID, tuple[int, dict]] = {}
+    for conversation_id, seq, metadata in bubbles:
+        if conversation_id not in first or seq < first[conversation_id][0]:
+            first[conversation_id] = (seq, metadata or {})
+    for conversation_id, (_, metadata) in first.items():
         if metadata.get("source_conversation_id"):
             found[conversation_id] = {
                 "source_conversation_id": metadata["source_conversation_id"],

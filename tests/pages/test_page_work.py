@@ -26,6 +26,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from continuity.models import ThreadHandoff
 from tests.support.factories import thread
 from tests.support.statement_work import SLACK, assert_same_work, read_statements_work, statistics_as_deployed
 
@@ -55,6 +56,23 @@ def test_a_page_does_the_same_work_at_120_and_2000_messages(settings, path):
     statistics_as_deployed()
     # The short thread's page is no dearer now that the table holds another 2,000 messages.
     assert_same_work(short_work, statement_work(client, path.format(id=short.id)), SLACK[connection.vendor])
+    assert_same_work(short_work, statement_work(client, path.format(id=long.id)), SLACK[connection.vendor])
+
+
+def test_a_conversations_api_representation_does_the_same_work_at_120_and_2000_messages(settings):
+    """`conversation_repr` (the conversation's API read; rewind, edit and Branch answer it too) of threads
+    without a stored handoff, whose provenance is looked for among their handoff bubbles."""
+    settings.OPENAI_API_KEY = "test-key"
+    client = Client()
+    short = thread(*pairs(120))
+    ThreadHandoff.objects.filter(destination=short).delete()
+    statistics_as_deployed()
+    path = "/api/conversations/{id}/"
+    client.get(path.format(id=short.id))
+    short_work = statement_work(client, path.format(id=short.id))
+    long = thread(*pairs(2_000))
+    ThreadHandoff.objects.filter(destination=long).delete()
+    statistics_as_deployed()
     assert_same_work(short_work, statement_work(client, path.format(id=long.id)), SLACK[connection.vendor])
 
 
