@@ -57,11 +57,14 @@ def archive_handoff_blocks_for(
     the document, so it enters only this conversation's prompt. The stored
     prompt's boundary id is kept while the content does not contain it.
     """
-    bubbles = list(
-        Message.objects.filter(
-            conversation_id__in=conversation_ids, kind=MessageKind.HANDOFF_ARTIFACT, metadata__has_key="source_document_id"
-        ).values_list("conversation_id", "conversation__persona", "metadata")
-    )
+    # Read unordered and put in seq order here: ordered by seq, SQLite without planner statistics walks each
+    # whole thread by (conversation, seq) rather than sort the few rows the partial handoff index finds.
+    rows = Message.objects.filter(
+        conversation_id__in=conversation_ids, kind=MessageKind.HANDOFF_ARTIFACT, metadata__has_key="source_document_id"
+    ).order_by()
+    read = rows.values_list("seq", "conversation_id", "conversation__persona", "metadata")
+    in_seq_order = sorted(read, key=lambda row: row[0])
+    bubbles = [row[1:] for row in in_seq_order]
     return archive_handoff_blocks_from(bubbles, settings_row=settings_row, stored_prompts=stored_prompts)
 
 

@@ -70,8 +70,12 @@ def thread_handoff_source_ids(conversation: Conversation) -> set[UUID]:
     """`ThreadHandoffs.source_ids` for a caller that holds none of the conversation's rows (a send reads its
     handoffs from its own rows, `request_store.send_inputs_read`): its handoff row and its handoff bubbles, two
     queries."""
-    bubbles = Message.objects.filter(conversation=conversation, kind=MessageKind.HANDOFF_ARTIFACT).only(
-        "id", "conversation_id", "kind", "seq", "metadata"
+    # Unordered (`thread_handoffs_read` sorts them): ordered by seq, SQLite without planner statistics walks
+    # the whole thread by (conversation, seq) rather than sort the few rows the partial handoff index finds.
+    bubbles = (
+        Message.objects.filter(conversation=conversation, kind=MessageKind.HANDOFF_ARTIFACT)
+        .order_by()
+        .only("id", "conversation_id", "kind", "seq", "metadata")
     )
     return thread_handoffs_read(conversation, bubbles).source_ids()
 
