@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import openai
 
 from transcript.provider.config import ProviderConfig
-from transcript.provider.errors import _map_error
+from transcript.provider.errors import provider_error_from
 from transcript.provider.events import ProviderError
 from transcript.provider.request_builder import provider_call, speech_request, transcription_request
 
@@ -102,7 +102,7 @@ async def transcribe(
                 yield _done(event.text, event.usage)
                 return
     except openai.APIError as exc:
-        raise _map_error(exc, config.api_key) from exc
+        raise provider_error_from(exc, config.api_key) from exc
     raise ProviderError("provider_connection_lost", "The transcription stream ended before its text was done.")
 
 
@@ -143,7 +143,7 @@ async def speak(
         answer = await provider_call(config, request)
         audio = await answer.aread()
     except openai.APIError as exc:
-        raise _map_error(exc, config.api_key) from exc
+        raise provider_error_from(exc, config.api_key) from exc
     if not audio:
         raise ProviderError("provider_http_error", "The model provider answered without audio.")
     return Speech(audio, SPEECH_MIMES.get(response_format, "application/octet-stream"))

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from transcript.provider.config import ProviderConfig
-from transcript.provider.errors import _lost
+from transcript.provider.errors import stream_ended_early_error
 from transcript.provider.events import Completed, ProviderEvent, RefusalDelta, TextDelta, ToolCallRequested
 from transcript.provider.request_builder import RequestOptions, chat_turn
 from transcript.provider.responses import _detail
@@ -49,7 +49,7 @@ async def _stream_chat(
     # Chat Completions has no explicit "completed" event: a finish_reason is the proof
     # the turn ended, since the SDK hides whether `[DONE]` arrived.
     if not finished:
-        raise _lost()
+        raise stream_ended_early_error()
     for index in sorted(calls):
         call_id, name, arguments = calls[index]
         yield ToolCallRequested(call_id, name, arguments)

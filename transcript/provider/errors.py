@@ -8,12 +8,15 @@ from elion.base.redaction import redact_secret
 from transcript.provider.events import ProviderError
 
 
-def _lost() -> ProviderError:
+def stream_ended_early_error() -> ProviderError:
+    """The error for a reply stream that ended before the provider said the turn was done."""
     return ProviderError("provider_connection_lost", "The model provider's stream ended before the reply finished.")
 
 
-def _clip(value: object, api_key: str | None) -> str:
-    """Provider messages may quote (part of) the key; scrub before showing them (and before clipping)."""
+def scrubbed_message(value: object, api_key: str | None) -> str:
+    """A provider's message (`value.message`, else `value`) fit to show: the key scrubbed, at most 200 characters.
+
+    Provider messages may quote (part of) the key; scrub before showing them (and before clipping)."""
     text = str(getattr(value, "message", None) or value)
     return redact_secret(text, api_key)[:200].rstrip(".")
 
@@ -22,13 +25,15 @@ def _clip(value: object, api_key: str | None) -> str:
 REASONING_REJECTED_CODE = "invalid_encrypted_content"
 
 
-def _map_error(exc: openai.APIError, api_key: str) -> ProviderError:
+def provider_error_from(exc: openai.APIError, api_key: str) -> ProviderError:
+    """The readable ProviderError for an SDK error: a stable code by kind and HTTP status, the key scrubbed."""
     if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: check first
         return ProviderError("provider_timeout", "The model provider did not answer in time.")
     if isinstance(exc, openai.APIConnectionError):
         return ProviderError("provider_connection_lost", "The connection to the model provider was lost.")
     if not isinstance(exc, openai.APIStatusError):
-        return ProviderError("provider_http_error", f"The model provider reported an error: {_clip(exc, api_key)}.")
+        detail = f"The model provider reported an error: {scrubbed_message(exc, api_key)}."
+        return ProviderError("provider_http_error", detail)
     status = exc.status_code
     error_code = exc.body.get("code") if isinstance(exc.body, dict) else None
     if status == 400 and error_code == REASONING_REJECTED_CODE:
@@ -45,5 +50,5 @@ def _map_error(exc: openai.APIError, api_key: str) -> ProviderError:
         code, what = "provider_http_error", "failed"
     message = exc.body.get("message") if isinstance(exc.body, dict) else None
     detail = f"The model provider {what} (HTTP {status})"
-    detail += f": {_clip(message, api_key)}." if message else "."
+    detail += f": {scrubbed_message(message, api_key)}." if message else "."
     return ProviderError(code, detail, status)

@@ -24,7 +24,7 @@ from transcript.provider.config import (
     route_fingerprint,
 )
 from transcript.provider.demo import _offline_demo
-from transcript.provider.errors import REASONING_REJECTED_CODE, _map_error
+from transcript.provider.errors import REASONING_REJECTED_CODE, provider_error_from
 from transcript.provider.events import (
     CitationFound,
     Completed,
@@ -145,7 +145,7 @@ async def stream_reply(
         except openai.APIError as exc:
             delay = None if started or attempt == MAX_PROVIDER_RETRIES else _retry_delay(exc)
             if delay is None or waited + delay > RETRY_BUDGET_SECONDS:
-                raise _map_error(exc, config.api_key or "") from exc
+                raise provider_error_from(exc, config.api_key or "") from exc
         # Nothing reached the owner yet: say so, honour the provider's Retry-After, ask again.
         yield ProviderWaiting(delay)
         await asyncio.sleep(delay)

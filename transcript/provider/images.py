@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import openai
 
 from transcript.provider.config import ProviderConfig
-from transcript.provider.errors import _clip, _map_error
+from transcript.provider.errors import provider_error_from, scrubbed_message
 from transcript.provider.events import ProviderError
 from transcript.provider.request_builder import image_request, provider_call
 
@@ -48,9 +48,9 @@ def _map_image_error(exc: openai.APIError, api_key: str) -> ProviderError:
     if _status_of(exc) == 400 and body.get("code") in IMAGE_REFUSED_CODES:
         message = body.get("message")
         detail = "The model provider refused to make this image (content policy)"
-        detail += f": {_clip(message, api_key)}." if message else "."
+        detail += f": {scrubbed_message(message, api_key)}." if message else "."
         return ProviderError("image_refused", detail, 400)
-    return _map_error(exc, api_key)
+    return provider_error_from(exc, api_key)
 
 
 def _status_of(exc: openai.APIError) -> int | None:

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from transcript.provider.config import ProviderConfig
-from transcript.provider.errors import _clip, _lost
+from transcript.provider.errors import scrubbed_message, stream_ended_early_error
 from transcript.provider.events import (
     CitationFound,
     Completed,
@@ -103,9 +103,9 @@ async def _stream_responses(
                 return
             elif event.type in ("response.failed", "error"):
                 err = event.response.error if event.type == "response.failed" else event
-                detail = f"The model provider reported an error: {_clip(err, config.api_key)}."
+                detail = f"The model provider reported an error: {scrubbed_message(err, config.api_key)}."
                 raise ProviderError("provider_http_error", detail)
-    raise _lost()
+    raise stream_ended_early_error()
 
 
 def _incomplete_reason(response: Any) -> str:  # noqa: ANN401 - an SDK Response
@@ -121,7 +121,7 @@ def _item_json(item: Any) -> dict[str, Any]:  # noqa: ANN401 - an SDK output ite
 
 def _image_generated(item: Any, api_key: str | None) -> ImageGenerated:  # noqa: ANN401 - an SDK output item
     error = getattr(item, "error", None)
-    words = _clip(error, api_key) if error is not None else ""
+    words = scrubbed_message(error, api_key) if error is not None else ""
     if not words and item.status == "failed":
         words = "the image could not be generated"
     return ImageGenerated(
