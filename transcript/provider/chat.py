@@ -15,9 +15,10 @@ from transcript.provider.responses import _detail
 CHAT_CUT_OFF_REASONS = frozenset({"length", "content_filter"})
 
 
-async def _stream_chat(
+async def chat_events(
     config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]], options: RequestOptions
 ) -> AsyncIterator[ProviderEvent]:
+    """One Chat Completions turn as neutral events (the gateway's `stream_reply` retries and maps its SDK errors)."""
     stream = await chat_turn(config, messages, tools, options)
     finished = False
     cut_off: str | None = None

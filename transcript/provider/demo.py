@@ -11,7 +11,7 @@ from transcript.provider.events import Completed, ProviderEvent, TextDelta
 from transcript.provider.wire import content_text
 
 
-async def _offline_demo(messages: list[dict[str, Any]]) -> AsyncIterator[ProviderEvent]:
+async def offline_demo_events(messages: list[dict[str, Any]]) -> AsyncIterator[ProviderEvent]:
     """Deterministic, clearly labelled stand-in so the app works without a key."""
     said = next((content_text(m.get("content")) for m in reversed(messages) if m["role"] == "user"), "")
     text = f"(Offline demo — no OPENAI_API_KEY is set.) You said: {said[:200]}"

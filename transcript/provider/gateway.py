@@ -14,7 +14,7 @@ from typing import Any
 
 import openai
 
-from transcript.provider.chat import CHAT_CUT_OFF_REASONS, _stream_chat
+from transcript.provider.chat import CHAT_CUT_OFF_REASONS, chat_events
 from transcript.provider.config import (
     DEFAULT_BASE_URL,
     OFFLINE_ROUTE,
@@ -23,7 +23,7 @@ from transcript.provider.config import (
     normalise_route,
     route_fingerprint,
 )
-from transcript.provider.demo import _offline_demo
+from transcript.provider.demo import offline_demo_events
 from transcript.provider.errors import REASONING_REJECTED_CODE, provider_error_from
 from transcript.provider.events import (
     CitationFound,
@@ -50,7 +50,7 @@ from transcript.provider.request_builder import (
     conversation_cache_key,
     responses_request_fields,
 )
-from transcript.provider.responses import _stream_responses
+from transcript.provider.responses import responses_events
 
 # The entry point callers import from; the names below live in the modules by job
 # (config, events, errors, responses, chat, images, demo) and are re-exported here.
@@ -125,7 +125,7 @@ async def stream_reply(
     `options` has no default: a caller takes them from the request builder (`request_options`,
     `compaction_request_options`), so no request goes out without the conversation's settings."""
     if not config.api_key:
-        async for event in _offline_demo(messages):
+        async for event in offline_demo_events(messages):
             yield event
         return
     if config.api_selector not in ("responses", "chat.completions"):
@@ -135,9 +135,9 @@ async def stream_reply(
         started = False
         try:
             if config.api_selector == "responses":
-                source = _stream_responses(config, messages, tools or [], options)
+                source = responses_events(config, messages, tools or [], options)
             else:
-                source = _stream_chat(config, messages, tools or [], options)
+                source = chat_events(config, messages, tools or [], options)
             async for event in source:
                 started = True
                 yield event

@@ -48,9 +48,10 @@ def _detail(usage: object, group: str, name: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-async def _stream_responses(
+async def responses_events(
     config: ProviderConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]], options: RequestOptions
 ) -> AsyncIterator[ProviderEvent]:
+    """One Responses API turn as neutral events (the gateway's `stream_reply` retries and maps its SDK errors)."""
     stream = await responses_turn(config, messages, tools, options)
     streamed = 0  # characters of text so far: citation offsets are made relative to them
     message_starts: dict[str, int] = {}
