@@ -7,9 +7,8 @@ from typing import Any
 
 from transcript.provider.config import ProviderConfig
 from transcript.provider.errors import stream_ended_early_error
-from transcript.provider.events import Completed, ProviderEvent, RefusalDelta, TextDelta, ToolCallRequested
+from transcript.provider.events import Completed, ProviderEvent, RefusalDelta, TextDelta, ToolCallRequested, _detail
 from transcript.provider.request_builder import RequestOptions, chat_turn
-from transcript.provider.responses import _detail
 
 # Chat Completions finish reasons that mean the reply was cut off, not finished.
 CHAT_CUT_OFF_REASONS = frozenset({"length", "content_filter"})

@@ -75,6 +75,12 @@ class Completed:
     incomplete_reason: str | None = None
 
 
+def _detail(usage: object, group: str, name: str) -> int | None:
+    """One figure of a usage object's details (`input_tokens_details.cached_tokens`…), None when absent."""
+    value = getattr(getattr(usage, group, None), name, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 @dataclass(frozen=True)
 class ImageStarted:
     """The provider's built-in image tool began an image (Responses `image_generation_call` in progress)."""

@@ -21,6 +21,7 @@ from transcript.provider.events import (
     RefusalDelta,
     TextDelta,
     ToolCallRequested,
+    _detail,
 )
 from transcript.provider.request_builder import RequestOptions, responses_turn
 
@@ -40,12 +41,6 @@ def _url_citations(item: Any, start: int) -> list[CitationFound]:  # noqa: ANN40
                 found.append(CitationFound(annotation.url, str(annotation.title or ""), start + first, start + last))
         start += len(part.text or "")
     return found
-
-
-def _detail(usage: object, group: str, name: str) -> int | None:
-    """One figure of a usage object's details (`input_tokens_details.cached_tokens`…), None when absent."""
-    value = getattr(getattr(usage, group, None), name, None)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 async def responses_events(
