@@ -7,7 +7,14 @@ from typing import Any
 
 from transcript.provider.config import ProviderConfig
 from transcript.provider.errors import stream_ended_early_error
-from transcript.provider.events import Completed, ProviderEvent, RefusalDelta, TextDelta, ToolCallRequested, _detail
+from transcript.provider.events import (
+    Completed,
+    ProviderEvent,
+    RefusalDelta,
+    TextDelta,
+    ToolCallRequested,
+    usage_detail,
+)
 from transcript.provider.request_builder import RequestOptions, chat_turn
 
 # Chat Completions finish reasons that mean the reply was cut off, not finished.
@@ -29,8 +36,8 @@ async def chat_events(
                 usage = (
                     chunk.usage.prompt_tokens,
                     chunk.usage.completion_tokens,
-                    _detail(chunk.usage, "prompt_tokens_details", "cached_tokens"),
-                    _detail(chunk.usage, "completion_tokens_details", "reasoning_tokens"),
+                    usage_detail(chunk.usage, "prompt_tokens_details", "cached_tokens"),
+                    usage_detail(chunk.usage, "completion_tokens_details", "reasoning_tokens"),
                 )
             for choice in chunk.choices:
                 if choice.delta.content:

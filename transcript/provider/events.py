@@ -1,4 +1,5 @@
-"""The neutral events a model turn streams as, and the one error a provider failure becomes."""
+"""The neutral events a model turn streams as, and the one error a provider failure becomes; `usage_detail`
+reads the usage figures `Completed` carries from the SDK's usage objects (both adapters')."""
 
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ class Completed:
     incomplete_reason: str | None = None
 
 
-def _detail(usage: object, group: str, name: str) -> int | None:
+def usage_detail(usage: object, group: str, name: str) -> int | None:
     """One figure of a usage object's details (`input_tokens_details.cached_tokens`…), None when absent."""
     value = getattr(getattr(usage, group, None), name, None)
     return value if isinstance(value, int) and not isinstance(value, bool) else None

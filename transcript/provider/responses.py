@@ -21,7 +21,7 @@ from transcript.provider.events import (
     RefusalDelta,
     TextDelta,
     ToolCallRequested,
-    _detail,
+    usage_detail,
 )
 from transcript.provider.request_builder import RequestOptions, responses_turn
 
@@ -89,8 +89,8 @@ async def responses_events(
                     Completed(
                         usage.input_tokens,
                         usage.output_tokens,
-                        _detail(usage, "input_tokens_details", "cached_tokens"),
-                        _detail(usage, "output_tokens_details", "reasoning_tokens"),
+                        usage_detail(usage, "input_tokens_details", "cached_tokens"),
+                        usage_detail(usage, "output_tokens_details", "reasoning_tokens"),
                         reason,
                     )
                     if usage
