@@ -134,7 +134,14 @@ def _install_hooks() -> None:
 
     provider_gateway.stream_reply = stream_reply
 
-    original_client = provider_gateway._client
+    # The client is made and looked up where the request is sent: the request builder's `provider_call`
+    # (transcript/provider/request_builder.py); in older trees, the gateway's `_client`, looked up by the
+    # adapters' own modules.
+    try:
+        from transcript.provider import request_builder
+    except ImportError:
+        request_builder = None
+    original_client = (request_builder or provider_gateway)._client
 
     def client(config):
         started = time.perf_counter()
@@ -144,11 +151,7 @@ def _install_hooks() -> None:
             trace = _trace()
             trace["client_lookup"] = trace.get("client_lookup", 0.0) + time.perf_counter() - started
 
-    # The client is looked up where the request is sent: the request builder's `provider_call`
-    # (transcript/provider/request_builder.py); in older trees, the adapters' own modules.
-    try:
-        from transcript.provider import request_builder
-    except ImportError:
+    if request_builder is None:
         provider_responses._client = client
         provider_chat._client = client
     else:

@@ -46,7 +46,6 @@ from transcript.provider.request_builder import (
     REASONING_INCLUDE,
     WEB_SEARCH_SOURCES_INCLUDE,
     RequestOptions,
-    _client,
     conversation_cache_key,
     responses_request_fields,
 )
@@ -82,7 +81,6 @@ __all__ = [
     "RequestOptions",
     "TextDelta",
     "ToolCallRequested",
-    "_client",
     "conversation_cache_key",
     "image_generate",
     "normalise_route",

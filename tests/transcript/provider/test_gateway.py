@@ -21,7 +21,7 @@ import pytest
 
 from tests.support.scripted_provider import ScriptedProvider, ScriptedReply
 from transcript.provider import gateway as gw
-from transcript.provider import wire
+from transcript.provider import request_builder, wire
 from transcript.provider.gateway import (
     Completed,
     ProviderConfig,
@@ -458,8 +458,9 @@ async def test_offline_demo_streams_labelled_echo_without_touching_the_network(
 @pytest.mark.asyncio
 async def test_sdk_client_is_reused_across_sends_on_the_same_loop(provider: ScriptedProvider):
     config = config_for(provider, "responses")
-    assert gw._client(config) is gw._client(config)
-    assert gw._client(config) is not gw._client(config_for(provider, "responses", api_key="sk-other"))
+    assert request_builder._client(config) is request_builder._client(config)
+    other_key = config_for(provider, "responses", api_key="sk-other")
+    assert request_builder._client(config) is not request_builder._client(other_key)
 
 
 # --- the scripted provider itself: HTTP control API and standalone process -------------------
