@@ -32,7 +32,7 @@ from django.db.models.expressions import RawSQL
 
 from continuity.rules.eligibility import continuity_sources
 from continuity.rules.recall_policy import MAX_EXCERPTS, RecallHit, hit_score, words
-from continuity.rules.recall_store_postgres import _index_top_postgres, _older_matches_postgres, _walk_postgres
+from continuity.rules.recall_store_postgres import index_top_postgres, newest_matches_postgres, older_matches_postgres
 from transcript.models import Message, MessageKind, MessageStatus, Role
 from transcript.search_index import (
     ENTRY_TABLE,
@@ -107,7 +107,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
 
     1. One probe for the newest `candidates_per_term × len(terms)` rows holding
        any term (on PostgreSQL, among about the newest `PROBE_ROWS` index rows
-       of the other conversations, `_walk_postgres`: a current thread of more
+       of the other conversations, `newest_matches_postgres`: a current thread of more
        than `PROBE_ROWS` messages has its own newest rows left out inside an
        index, not read; a shorter one's are refused on the conversation lexeme).
        Common terms fill it at once, and every term's newest matches down to
@@ -115,7 +115,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     2. Only a term with fewer than `candidates_per_term` matches in the probe
        is asked for again, for rows older than the probe: SQLite's FTS5 walks
        the term's own doclist newest first; PostgreSQL has no such order, so
-       `_older_matches_postgres` bounds the work per term.
+       `older_matches_postgres` bounds the work per term.
 
     Eligibility is a correlated EXISTS (one primary-key probe per row the
     search meets), not `IN (every eligible conversation)`, which would cost
@@ -136,10 +136,10 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     per_term = candidates_per_term(len(terms))
     probe_size = per_term * len(terms)
     if postgres:
-        index = _index_top_postgres(excluded)
+        index = index_top_postgres(excluded)
         if index is None:
             return {}  # nothing is indexed yet
-        probe, cover = _walk_postgres(
+        probe, cover = newest_matches_postgres(
             terms, rows=PROBE_ROWS, before=index.newest + 1, limit=probe_size, index=index, query=query
         )
     else:
@@ -167,7 +167,7 @@ def _candidate_entry_ids(terms: Sequence[str], *, persona: str, exclude: Iterabl
     short = {term: per_term - counts[term] for term in terms if counts[term] < per_term}
     if postgres:
         found.update(
-            _older_matches_postgres(short, counts, span=span, before=oldest, index=index, query=query)
+            older_matches_postgres(short, counts, span=span, before=oldest, index=index, query=query)
         )
         return found
     for term, missing in short.items():

@@ -38,7 +38,7 @@ def _walk_range_postgres(
     """PostgreSQL: the newest eligible rows holding ANY of `terms` with `since <= id < before`, at most
     `limit`, by walking the primary key backwards: at most `before - since` rows are read, fewer when
     common terms fill the limit early. The cheaper walk where the other conversations hold most of the
-    ids (`_walk_postgres`); the excluded conversations' rows met on the way are refused on the vector's
+    ids (`newest_matches_postgres`); the excluded conversations' rows met on the way are refused on the vector's
     conversation lexeme. `ts_match_vq` is `@@` as a function, which no index serves, so the planner cannot
     trade this bounded walk for a GIN bitmap of every match of a common term (110,000 rows at 1,000,000
     messages)."""
@@ -80,7 +80,7 @@ def _walk_others_postgres(
     by its primary key and kept when its vector holds a term and its conversation may feed continuity, and
     the walk stops at `limit` matches: common terms fill it within a few rows. The cheaper walk where the
     excluded conversations hold most of the ids (a long current thread's newest rows): they cost index
-    entries, not row reads (`_walk_postgres`). `ts_match_vq`, as in `_walk_range_postgres`; OFFSET 0 keeps
+    entries, not row reads (`newest_matches_postgres`). `ts_match_vq`, as in `_walk_range_postgres`; OFFSET 0 keeps
     each row's check its own primary-key probe (a join would walk the whole table's ids again, the excluded
     rows among them)."""
     others_sql, others_params = _others_newest_sql(excluded, before)
@@ -98,7 +98,7 @@ def _walk_others_postgres(
 
 def _others_span_postgres(excluded: Sequence[UUID], *, rows: int, before: int | None) -> tuple[int, int, int]:
     """PostgreSQL: (lowest id, highest id, how many) of the newest `rows` index rows of the other
-    conversations below `before` (0, 0, 0 when there are none): the rows a walk (`_walk_postgres`) covers,
+    conversations below `before` (0, 0, 0 when there are none): the rows a walk (`newest_matches_postgres`) covers,
     which tell it which walk to take and where the id windows below it start. One index-only walk of the ids."""
     others_sql, others_params = _others_newest_sql(excluded, before)
     sql = f"SELECT min(o.id), max(o.id), count(*) FROM ({others_sql}) o"
@@ -110,14 +110,14 @@ def _others_span_postgres(excluded: Sequence[UUID], *, rows: int, before: int | 
 
 class IndexTop(NamedTuple):
     """The index's lowest and newest row ids, and at most how many of its rows the conversations recall
-    leaves out hold (`_index_top_postgres`)."""
+    leaves out hold (`index_top_postgres`)."""
 
     lowest: int
     newest: int
     excluded_rows: int
 
 
-def _index_top_postgres(excluded: Sequence[UUID]) -> IndexTop | None:
+def index_top_postgres(excluded: Sequence[UUID]) -> IndexTop | None:
     """PostgreSQL: the index's lowest and newest row ids (None when the index is empty), and at most how
     many index rows the `excluded` conversations hold: the sum of their `last_seq`, since each of their
     messages has its own seq up to it and an index row belongs to one message. One statement, three
@@ -134,7 +134,7 @@ def _index_top_postgres(excluded: Sequence[UUID]) -> IndexTop | None:
 
 
 class WalkCover(NamedTuple):
-    """The index ids a walk (`_walk_postgres`) covered: `low` to `high`, and whether no row of the other
+    """The index ids a walk (`newest_matches_postgres`) covered: `low` to `high`, and whether no row of the other
     conversations lies below `low` (the walk met every row below `high`)."""
 
     low: int
@@ -142,7 +142,7 @@ class WalkCover(NamedTuple):
     every_row: bool
 
 
-def _walk_postgres(
+def newest_matches_postgres(
     terms: Sequence[str], *, rows: int, before: int, limit: int, index: IndexTop, query: dict
 ) -> tuple[list[tuple[int, str]], WalkCover]:
     """PostgreSQL: the newest eligible rows holding ANY of `terms` among about the newest `rows` index rows
@@ -202,7 +202,7 @@ def _window_matches_postgres(
         return cursor.fetchall()
 
 
-def _older_matches_postgres(
+def older_matches_postgres(
     missing: dict[str, int], seen: dict[str, int], *, span: int, before: int, index: IndexTop, query: dict
 ) -> dict[int, str]:
     """PostgreSQL: each term's `missing[term]` newest eligible rows with id below `before`.
@@ -210,7 +210,7 @@ def _older_matches_postgres(
     The probe met the term `seen[term]` times in `span` ids of the index,
     which estimates how many ids back its missing matches lie. A term whose
     missing matches should lie within `WALK_ROWS` rows is walked for among the
-    other conversations' next rows (`_walk_postgres`), twice as many as expected
+    other conversations' next rows (`newest_matches_postgres`), twice as many as expected
     (at least `MIN_WALK_ROWS`, at most `WALK_ROWS`): a term met in a burst lately
     and rare before it is not walked for through thousands of rows that cannot
     hold it, it goes on to the windows. Beyond that, or for a rarer term, a
@@ -228,7 +228,7 @@ def _older_matches_postgres(
         high = before
         if seen[term] and expected_rows <= WALK_ROWS:
             walk_rows = min(WALK_ROWS, max(MIN_WALK_ROWS, 2 * expected_rows))
-            rows, cover = _walk_postgres(
+            rows, cover = newest_matches_postgres(
                 [term], rows=walk_rows, before=high, limit=need, index=index, query=query
             )
             found.update(rows)

@@ -514,7 +514,7 @@ def test_candidates_are_the_newest_eligible_matches_of_each_term(thread, monkeyp
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_candidates_stay_exact_when_rare_terms_are_found_by_bounded_walks_and_id_windows(thread, monkeypatch, seed):
     """PostgreSQL finds a term short in the probe by a bounded walk, then id
-    windows growing eightfold (`_older_matches_postgres`). With the bounds
+    windows growing eightfold (`older_matches_postgres`). With the bounds
     shrunk to a few rows, every path runs on a small thread set, and the result
     is still exactly each term's newest eligible matches (SQLite: the same
     answer from FTS5's own order)."""
@@ -559,7 +559,7 @@ def test_candidates_skip_the_current_threads_newest_rows_and_stay_exact(thread, 
     """A long current thread holds the newest index rows, or rows all through the index when the owner
     talked there between the other threads. Recall never searches it: SQLite's MATCH excludes its
     conversation inside FTS5; PostgreSQL's probe and walks read the other conversations' newest rows
-    (`_walk_postgres`) and every window leaves its rows out by the vector's conversation lexeme. The
+    (`newest_matches_postgres`) and every window leaves its rows out by the vector's conversation lexeme. The
     candidates are still exactly each term's newest eligible matches among the other threads, whichever
     walk PostgreSQL takes: the primary key over a range the other threads hold at least half of, or each
     other row by its id from the index that leaves the current thread out, where the current thread holds
@@ -645,13 +645,13 @@ def test_recall_index_search_leaves_the_excluded_conversations_rows_out_by_itsel
             min(theirs), max(theirs), len(theirs)
         )
         # The lowest and newest ids, and a bound on the excluded threads' rows (their last_seq) for the walk.
-        index = recall_postgres._index_top_postgres(everything["excluded"])
+        index = recall_postgres.index_top_postgres(everything["excluded"])
         ids = MessageSearchEntry.objects.order_by("id").values_list("id", flat=True)
         assert (index.lowest, index.newest) == (ids.first(), ids.last())
         assert index.excluded_rows >= MessageSearchEntry.objects.filter(conversation__in=everything["excluded"]).count()
         assert index.excluded_rows > 0
         for rows in (10**6, 1):  # the primary key's newest rows + the bound; the walk of the other threads' ids
-            ranged, cover = recall_postgres._walk_postgres(
+            ranged, cover = recall_postgres.newest_matches_postgres(
                 ["lantern"], rows=rows, before=index.newest + 1, limit=100, index=index, query=everything
             )
             assert {pk for pk, _ in ranged} == (theirs if rows > 1 else {max(theirs)})
