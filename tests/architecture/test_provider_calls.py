@@ -81,7 +81,7 @@ def _calls(name: str) -> list[tuple[Path, ast.Call, str]]:
 def test_the_sdk_client_is_made_in_one_place_and_called_only_by_the_builders_provider_call():
     made = {p for name in ("AsyncOpenAI", "OpenAI") for p, _, _ in _calls(name)}
     assert made == {BUILDER}
-    # `_client` the function (transcript/provider/config.py), not a method of that name (the backups' S3 client).
+    # `_client` the function (transcript/provider/request_builder.py), not a method of that name (the backups' S3 client).
     sdk_client = {(p, f) for p, call, f in _calls("_client") if _dotted(call.func).split(".")[0] != "self"}
     assert sdk_client == {(BUILDER, "provider_call")}
     # Every adapter sends through it: the text turn (both APIs), the image, the transcription and the speech.
