@@ -40,7 +40,7 @@ def prompts_reconcile_tick() -> bool:
     `memory_writes.memory_deletions_finish`)."""
     memory_writes.memory_deletions_finish()
     if prompt_refresh.stale_prompts_waiting():
-        prompt_refresh.stale_prompts_refresh()
+        prompt_refresh.stale_prompts_refresh_leased()
     markers = policy_markers()
     now = timezone.now()
     if reconciliation.completion_recorded(reconciliation.policy_version(markers)):
@@ -58,9 +58,14 @@ def prompts_reconcile_tick() -> bool:
 def stale_prompts_refresh_slice() -> int:
     """Queued by an operation whose refresh scope is large (`prompt_refresh.stale_prompts_settle`, which waits
     for the marks to clear): rebuild marked prompts for at most `ELION_PROMPT_REFRESH_SLICE_SECONDS`, then queue
-    the next slice while any is still marked. Returns how many this slice rewrote."""
+    the next slice while any is still marked. Returns how many this slice rewrote. A slice that finds another
+    runner holding the lease (an earlier operation's chain, the tick) ends at once and queues none: the holder
+    rebuilds the marks ahead of it (a chain queues its next slice while any is left; what a tick's pass leaves
+    behind it is the next tick's, or the waiting operation's once its patience runs out)."""
     until = time.monotonic() + settings.ELION_PROMPT_REFRESH_SLICE_SECONDS
-    rewritten = prompt_refresh.stale_prompts_refresh(until=until)
+    rewritten = prompt_refresh.stale_prompts_refresh_leased(until=until)
+    if rewritten is None:
+        return 0  # another runner holds the lease (a chain, the tick): it clears the marks
     if prompt_refresh.stale_prompts_waiting():
         async_task(prompt_refresh.REFRESH_TASK, task_name=prompt_refresh.REFRESH_TASK_NAME)
     return rewritten

@@ -151,6 +151,9 @@ class MemorySetLock(models.Model):
     # lock): a refresh batch that read its sources at one generation writes only if it is still the
     # current one (`continuity.rules.prompt_refresh`).
     prompt_generation = models.PositiveBigIntegerField(default=0)
+    # Until when a runner of refresh batches holds the right to run them (null: none does), renewed before
+    # each of its batches: one runner at a time (`continuity.rules.prompt_refresh`, "One runner").
+    prompt_refresh_until = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         verbose_name = "memory set lock"

@@ -28,6 +28,13 @@ grow with the owner's conversations, so they are refreshed in two steps:
    batches run after the outermost transaction commits (`refreshes_stale_prompts`
    nested, `refreshed_after_commit` around a view's block), never inside it.
 
+**One runner on the queue at a time.** The queue's slices and the reconciliation tick take the lock row's
+runner lease first (`prompt_refresh_until`, renewed before every batch, lapsing after `REFRESH_LEASE` when
+its runner died); one that finds it held leaves the marks to the holder. The tick, every minute, used to
+run a whole pass beside a running chain: two workers built the same batches side by side (both from the
+lowest marked id) and on two cores left none to the sends. An operation's own rebuild takes no lease: it
+never waits for a runner.
+
 So the operation reports success only when every prompt it made stale has been
 rewritten (the deleted memory's text, the hidden conversation's exchange are
 gone from the stored prompts), and a send in between never sees a stale one. If
@@ -46,12 +53,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
+from datetime import timedelta
 from typing import ParamSpec, TypeVar
 from uuid import UUID
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef, QuerySet
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.utils import timezone
 from django_q.tasks import async_task
 
 from continuity.rules.prompt_store import prompt_rows_read, prompt_rows_rebuilt, prompt_rows_write
@@ -139,8 +148,9 @@ def _gives_way_to_requests() -> Iterator[None]:
 
 def stale_prompts_refresh(*, batch_size: int | None = None, until: float | None = None) -> int:
     """Rebuild every marked prompt in batches (step 2 above), in this process; returns how many were rewritten.
-    With `until` (a `time.monotonic()` instant), no batch starts after it: the queue's task runs in slices
-    and leaves what is still marked to its next slice.
+    With `until` (a `time.monotonic()` instant), no batch starts after it. An operation's own rebuild (its
+    small scope, or the fallbacks of `stale_prompts_settle`): it takes no runner lease, so it never waits for
+    a runner; the queue's runners go through `stale_prompts_refresh_leased`.
 
     Precondition: the caller's own transaction, if any, holds no lock another writer needs: a service calls
     this after its atomic block (`refreshes_stale_prompts`). Inside an outer transaction (a test) each batch
@@ -148,13 +158,58 @@ def stale_prompts_refresh(*, batch_size: int | None = None, until: float | None 
     """
     batch_size = max(int(batch_size or settings.ELION_PROMPT_REFRESH_BATCH), 1)
     with _gives_way_to_requests():
-        return _batches_refresh(batch_size, until)
+        return _batches_refresh(batch_size, until, renew=lambda: None)
 
 
-def _batches_refresh(batch_size: int, until: float | None) -> int:
+def stale_prompts_refresh_leased(*, until: float | None = None) -> int | None:
+    """`stale_prompts_refresh` for the queue's runners (a slice of an operation's chain, the reconciliation
+    tick), one at a time ("One runner" above): None, at once, while another holds the runner lease."""
+    if not refresh_lease_take():
+        return None
+    try:
+        batch_size = max(int(settings.ELION_PROMPT_REFRESH_BATCH), 1)
+        with _gives_way_to_requests():
+            return _batches_refresh(batch_size, until, renew=refresh_lease_renew)
+    finally:
+        refresh_lease_release()
+
+
+# How long a runner's lease lasts unless renewed (before each batch): how long a runner that died keeps the
+# others waiting. A batch of `ELION_PROMPT_REFRESH_BATCH` prompts takes well under a second.
+REFRESH_LEASE = timedelta(seconds=30)
+
+
+def refresh_lease_take() -> bool:
+    """Take the runner lease (a conditional update of the lock row, judged by its count; the row made when no
+    marking made it yet): False while another runner holds it."""
+    now = timezone.now()
+    free = Q(prompt_refresh_until__isnull=True) | Q(prompt_refresh_until__lte=now)
+    if MemorySetLock.objects.filter(free, pk=1).update(prompt_refresh_until=now + REFRESH_LEASE):
+        return True
+    if MemorySetLock.objects.filter(pk=1).exists():
+        return False
+    try:
+        with transaction.atomic():
+            MemorySetLock.objects.create(pk=1, prompt_refresh_until=now + REFRESH_LEASE)
+    except IntegrityError:
+        return False  # another runner made the row, with its lease
+    return True
+
+
+def refresh_lease_renew() -> None:
+    """Before each batch, holding no other lock (an operation that holds the lock row is waited for)."""
+    MemorySetLock.objects.filter(pk=1).update(prompt_refresh_until=timezone.now() + REFRESH_LEASE)
+
+
+def refresh_lease_release() -> None:
+    MemorySetLock.objects.filter(pk=1).update(prompt_refresh_until=None)
+
+
+def _batches_refresh(batch_size: int, until: float | None, *, renew: Callable[[], None]) -> int:
     rewritten = 0
     after: UUID | None = None
     while until is None or time.monotonic() < until:
+        renew()
         marked = StalePrompt.objects.all()
         if after is not None:
             marked = marked.filter(pk__gt=after)
