@@ -39,8 +39,8 @@ def prompts_reconcile_tick() -> bool:
     process died after its first transaction is finished (its snapshot rows and its row:
     `memory_writes.memory_deletions_finish`)."""
     memory_writes.memory_deletions_finish()
-    if prompt_refresh.stale_prompts_waiting():
-        prompt_refresh.stale_prompts_refresh_leased()
+    if prompt_refresh.stale_prompts_waiting():  # for a slice's time at most: the task's limit is the cluster's
+        prompt_refresh.stale_prompts_refresh_leased(until=time.monotonic() + settings.ELION_PROMPT_REFRESH_SLICE_SECONDS)
     markers = policy_markers()
     now = timezone.now()
     if reconciliation.completion_recorded(reconciliation.policy_version(markers)):

@@ -5,12 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from elion.base.errors import Conflict, NotFound
-from elion.base.task_queue import task_queue_after_commit
 from elion.models import BackupRecord, BackupStatus
 from operations.backup import destinations, runs
-
-NOW_TASK = "conversations.tasks.backup_now"
-VERIFY_TASK = "conversations.tasks.backup_verify_again"
 
 
 def _record(backup_id: object) -> BackupRecord:
@@ -22,6 +18,7 @@ def _record(backup_id: object) -> BackupRecord:
 
 def backup_now_request() -> BackupRecord:
     """Record a backup and queue it (the queue writes, stores and verifies it); Conflict when none can be made."""
+    runs.backups_interrupted_sweep()
     try:
         record = runs.backup_start()
     except runs.BackupNotConfigured as exc:
@@ -31,8 +28,7 @@ def backup_now_request() -> BackupRecord:
         # The request answers 503 whole: no running record is left that nothing will ever write.
         BackupRecord.objects.filter(pk=record.pk, status=BackupStatus.RUNNING, stored=False).delete()
 
-    task_queue_after_commit(NOW_TASK, str(record.id), task_name=f"backup {record.id}", what="The backup",
-                            refused=refused)
+    runs.backup_queue(record, refused=refused)
     return record
 
 
@@ -41,8 +37,7 @@ def backup_verify_request(backup_id: object) -> BackupRecord:
     if record.status == BackupStatus.RUNNING or not record.stored:
         raise Conflict("This backup is still being written, or never reached its destination.", code="backup_not_stored")
     # Refused: nothing was written, and the backup keeps what its last verification found.
-    task_queue_after_commit(VERIFY_TASK, str(record.id), task_name=f"verify backup {record.id}",
-                            what="The verification")
+    runs.backup_verify_queue(record)
     return record
 
 

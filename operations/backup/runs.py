@@ -20,6 +20,17 @@ many clusters or restarts ask. `backup_run` then:
 
 Staging files are removed at the end whatever happened. Memory stays bounded
 throughout: every step streams.
+
+**On the queue.** Every run, by hand or on the schedule, is a task of its own
+(`backup_queue`) with a time limit of `BACKUP_TASK_TIMEOUT_SECONDS`: under the
+cluster's 300 s a 1 GB instance (852 s, bench/results/backup_cost.md) was
+stopped half-way, every time. A run that stops for any reason (its time limit
+included, which django-q2 raises as a `SystemExit`) records `failed` with the
+reason instead of staying `running`; a run whose process died is found
+`running` past the limit by `backups_interrupted_sweep` and recorded `failed`.
+The ORM broker hands a task still running after `Q_CLUSTER["retry"]` (360 s)
+to a second worker: the run claims its record first (its file name written
+while none is), so the second delivery returns without writing.
 """
 
 from __future__ import annotations
@@ -28,22 +39,31 @@ import hashlib
 import logging
 import shutil
 import uuid
-from datetime import datetime
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from elion.base.task_queue import task_queue_after_commit
 from elion.models import BackupRecord, BackupStatus
 from operations.backup import destinations, encryption
 from operations.backup.refusals import BackupRefused
 from operations.backup.retention import backups_prune
-from operations.backup.verification import VerificationFailed, scratch_restore_verify
+from operations.backup.verification import TIMEOUT_SECONDS, VerificationFailed, scratch_restore_verify
 from operations.backup.writing import backup_chunks
 
 logger = logging.getLogger(__name__)
 READ_CHUNK = 1 << 20
+BACKUP_TASK = "conversations.tasks.backup_now"
+VERIFY_TASK = "conversations.tasks.backup_verify_again"
+# A backup's task: writing, encrypting and storing, then the verification's scratch restore (itself limited to
+# `TIMEOUT_SECONDS`); "Verify again": fetching and the scratch restore.
+BACKUP_TASK_TIMEOUT_SECONDS = 2 * TIMEOUT_SECONDS
+VERIFY_TASK_TIMEOUT_SECONDS = TIMEOUT_SECONDS + 3600
+INTERRUPTED = "Interrupted: the process writing this backup stopped before it finished (a restart, or out of memory)."
 
 
 class BackupNotConfigured(Exception):
@@ -107,6 +127,31 @@ def backup_start(*, slot: datetime | None = None) -> BackupRecord | None:
         return None
 
 
+def backup_queue(record: BackupRecord, *, refused: Callable[[str], None] | None = None) -> None:
+    """Queue the run of `record` (once the enclosing transaction commits), with its time limit."""
+    task_queue_after_commit(BACKUP_TASK, str(record.id), task_name=f"backup {record.id}", what="The backup",
+                            refused=refused, timeout=BACKUP_TASK_TIMEOUT_SECONDS)
+
+
+def backup_verify_queue(record: BackupRecord) -> None:
+    task_queue_after_commit(VERIFY_TASK, str(record.id), task_name=f"verify backup {record.id}",
+                            what="The verification", timeout=VERIFY_TASK_TIMEOUT_SECONDS)
+
+
+def backups_interrupted_sweep() -> int:
+    """Record `failed` every backup still `running` past its task's time limit (its process died: nothing will
+    ever finish it). Returns how many."""
+    deadline = timezone.now() - timedelta(seconds=BACKUP_TASK_TIMEOUT_SECONDS + 600)
+    return BackupRecord.objects.filter(status=BackupStatus.RUNNING, created_at__lt=deadline).update(
+        status=BackupStatus.FAILED, failure=INTERRUPTED
+    )
+
+
+def backup_refused(record: BackupRecord, detail: str) -> None:
+    """The queue refused `record`'s run: recorded `failed` with its sentence (nothing will run it)."""
+    _failed(record, detail)
+
+
 def _failed(record: BackupRecord, reason: str) -> BackupRecord:
     record.status = BackupStatus.FAILED
     record.failure = reason
@@ -119,10 +164,14 @@ def backup_run(record: BackupRecord) -> BackupRecord:
     """Write, encrypt, store and verify the backup `record` describes (the module docstring)."""
     keys = encryption.configured_keys()
     destination = destinations.configured_destination()
+    key = f"elion-backup-{timezone.localtime(record.created_at):%Y%m%d-%H%M%S}-{record.id.hex[:8]}.zip.age"
+    if not BackupRecord.objects.filter(pk=record.pk, status=BackupStatus.RUNNING, key="").update(key=key):
+        logger.info("backup %s is run by another delivery of its task, or finished", record.id)
+        return BackupRecord.objects.get(pk=record.pk)
+    record.key = key
     workdir = _staging() / f"backup-{record.id}"
     workdir.mkdir(mode=0o700, exist_ok=True)
     plain, sealed = workdir / "backup.zip", workdir / "backup.zip.age"
-    record.key = f"elion-backup-{timezone.localtime(record.created_at):%Y%m%d-%H%M%S}-{record.id.hex[:8]}.zip.age"
     try:
         with plain.open("wb") as out:
             for chunk in backup_chunks():
@@ -138,8 +187,10 @@ def backup_run(record: BackupRecord) -> BackupRecord:
         sealed.unlink()
         record = backup_verify(record, plaintext=plain)
     except (destinations.DestinationProblem, encryption.BackupKeyProblem, OSError) as exc:
-        record.save(update_fields=["key"])
         return _failed(record, str(exc))
+    except BaseException as exc:  # its time limit (a SystemExit), a bug: recorded, never left `running`
+        _failed(record, f"Stopped before it finished: {exc}".strip())
+        raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if record.status == BackupStatus.VERIFIED:

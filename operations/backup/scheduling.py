@@ -30,7 +30,8 @@ from django_q.models import Schedule
 
 from elion.base.assistant_settings import assistant_settings_get, assistant_settings_read
 from elion.base.errors import InvalidInput
-from elion.models import AssistantSettings, BackupSchedule
+from elion.base.task_queue import QueueUnavailable
+from elion.models import AssistantSettings, BackupSchedule, BackupStatus
 from operations.backup import runs
 
 logger = logging.getLogger(__name__)
@@ -123,10 +124,13 @@ def backup_settings_update(**changes: object) -> AssistantSettings:
 
 
 def scheduled_backup(slot: str | datetime | None = None) -> dict:
-    """The scheduled run for `slot` (the time it was due): one backup per slot, written, stored and verified."""
+    """The scheduled run for `slot` (the time it was due): one backup per slot, recorded here and queued as a
+    task of its own to be written, stored and verified (`runs.backup_queue`: a schedule's task has the
+    cluster's 300 s, which a large instance's backup outlasts)."""
     due = datetime.fromisoformat(slot) if isinstance(slot, str) else slot
     if due is not None and timezone.is_naive(due):
         due = timezone.make_aware(due)
+    runs.backups_interrupted_sweep()
     try:
         record = runs.backup_start(slot=due)
     except runs.BackupNotConfigured as exc:
@@ -135,6 +139,9 @@ def scheduled_backup(slot: str | datetime | None = None) -> dict:
     if record is None:
         logger.info("scheduled backup for %s was taken already", due)
         return {"status": "taken already", "slot": str(due)}
-    record = runs.backup_run(record)
     schedule_realign()
-    return {"status": record.status, "id": str(record.id), "slot": str(due)}
+    try:
+        runs.backup_queue(record, refused=lambda detail: runs.backup_refused(record, detail))
+    except QueueUnavailable as exc:
+        return {"status": BackupStatus.FAILED, "id": str(record.id), "slot": str(due), "reason": str(exc)}
+    return {"status": "queued", "id": str(record.id), "slot": str(due)}
