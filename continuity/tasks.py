@@ -39,8 +39,8 @@ def prompts_reconcile_tick() -> bool:
     process died after its first transaction is finished (its snapshot rows and its row:
     `memory_writes.memory_deletions_finish`)."""
     memory_writes.memory_deletions_finish()
-    if prompt_refresh.stale_prompts_waiting():  # for a slice's time at most: the task's limit is the cluster's
-        prompt_refresh.stale_prompts_refresh_leased(until=time.monotonic() + settings.ELION_PROMPT_REFRESH_SLICE_SECONDS)
+    if prompt_refresh.stale_prompts_waiting():
+        _refresh_slice_run()
     markers = policy_markers()
     now = timezone.now()
     if reconciliation.completion_recorded(reconciliation.policy_version(markers)):
@@ -60,12 +60,18 @@ def stale_prompts_refresh_slice() -> int:
     for the marks to clear): rebuild marked prompts for at most `ELION_PROMPT_REFRESH_SLICE_SECONDS`, then queue
     the next slice while any is still marked. Returns how many this slice rewrote. A slice that finds another
     runner holding the lease (an earlier operation's chain, the tick) ends at once and queues none: the holder
-    rebuilds the marks ahead of it (a chain queues its next slice while any is left; what a tick's pass leaves
-    behind it is the next tick's, or the waiting operation's once its patience runs out)."""
+    queues the next slice when it ends with prompts still marked."""
+    return _refresh_slice_run()
+
+
+def _refresh_slice_run() -> int:
+    """One slice of refresh batches as the queue's runner (for at most `ELION_PROMPT_REFRESH_SLICE_SECONDS`: a
+    task's limit is the cluster's), then the next slice queued while any prompt is still marked (behind the
+    slice's cursor, or past its time). 0 at once while another runner holds the lease."""
     until = time.monotonic() + settings.ELION_PROMPT_REFRESH_SLICE_SECONDS
     rewritten = prompt_refresh.stale_prompts_refresh_leased(until=until)
     if rewritten is None:
-        return 0  # another runner holds the lease (a chain, the tick): it clears the marks
+        return 0  # another runner holds the lease (a chain, the tick): it queues what it leaves
     if prompt_refresh.stale_prompts_waiting():
         async_task(prompt_refresh.REFRESH_TASK, task_name=prompt_refresh.REFRESH_TASK_NAME)
     return rewritten

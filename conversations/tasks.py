@@ -71,7 +71,7 @@ def backup_now(record_id: str) -> str:
 def backup_verify_again(record_id: str) -> str:
     """`POST /api/backups/{id}/verify/`, Settings → Verify again."""
     record = BackupRecord.objects.filter(pk=record_id).first()
-    return runs.backup_verify(record).status if record else "gone"
+    return runs.backup_verify_claimed(record).status if record else "gone"
 
 
 def restore_replace(run_id: str) -> str:

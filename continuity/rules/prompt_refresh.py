@@ -53,7 +53,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import ParamSpec, TypeVar
 from uuid import UUID
 
@@ -158,20 +158,22 @@ def stale_prompts_refresh(*, batch_size: int | None = None, until: float | None 
     """
     batch_size = max(int(batch_size or settings.ELION_PROMPT_REFRESH_BATCH), 1)
     with _gives_way_to_requests():
-        return _batches_refresh(batch_size, until, renew=lambda: None)
+        return _batches_refresh(batch_size, until, renew=lambda: True)
 
 
 def stale_prompts_refresh_leased(*, until: float | None = None) -> int | None:
     """`stale_prompts_refresh` for the queue's runners (a slice of an operation's chain, the reconciliation
-    tick), one at a time ("One runner" above): None, at once, while another holds the runner lease."""
-    if not refresh_lease_take():
+    tick), one at a time ("One runner" above): None, at once, while another holds the runner lease. A runner
+    that finds its lease taken over (it was stalled past `REFRESH_LEASE`) stops before its next batch."""
+    lease = RunnerLease()
+    if not lease.take():
         return None
     try:
         batch_size = max(int(settings.ELION_PROMPT_REFRESH_BATCH), 1)
         with _gives_way_to_requests():
-            return _batches_refresh(batch_size, until, renew=refresh_lease_renew)
+            return _batches_refresh(batch_size, until, renew=lease.renew)
     finally:
-        refresh_lease_release()
+        lease.release()
 
 
 # How long a runner's lease lasts unless renewed (before each batch): how long a runner that died keeps the
@@ -179,45 +181,66 @@ def stale_prompts_refresh_leased(*, until: float | None = None) -> int | None:
 REFRESH_LEASE = timedelta(seconds=30)
 
 
-def refresh_lease_take() -> bool:
-    """Take the runner lease (a conditional update of the lock row, judged by its count; the row made when no
-    marking made it yet): False while another runner holds it."""
-    now = timezone.now()
-    free = Q(prompt_refresh_until__isnull=True) | Q(prompt_refresh_until__lte=now)
-    if MemorySetLock.objects.filter(free, pk=1).update(prompt_refresh_until=now + REFRESH_LEASE):
+class RunnerLease:
+    """The runner lease on the lock row (`MemorySetLock.prompt_refresh_until`), as one runner holds it: every
+    update after the take is conditional on the time this runner wrote last, so a runner whose lease lapsed
+    and was taken by another neither renews nor releases the other's."""
+
+    def __init__(self) -> None:
+        self.until: datetime | None = None
+
+    def take(self) -> bool:
+        """A conditional update judged by its count (the row made when no marking made it yet): False while
+        another runner holds the lease."""
+        now = timezone.now()
+        until = now + REFRESH_LEASE
+        free = Q(prompt_refresh_until__isnull=True) | Q(prompt_refresh_until__lte=now)
+        if not MemorySetLock.objects.filter(free, pk=1).update(prompt_refresh_until=until):
+            if MemorySetLock.objects.filter(pk=1).exists():
+                return False
+            try:
+                with transaction.atomic():
+                    MemorySetLock.objects.create(pk=1, prompt_refresh_until=until)
+            except IntegrityError:
+                return False  # another runner made the row, with its lease
+        self.until = until
         return True
-    if MemorySetLock.objects.filter(pk=1).exists():
-        return False
-    try:
-        with transaction.atomic():
-            MemorySetLock.objects.create(pk=1, prompt_refresh_until=now + REFRESH_LEASE)
-    except IntegrityError:
-        return False  # another runner made the row, with its lease
-    return True
+
+    def renew(self) -> bool:
+        """Before each batch, holding no other lock (an operation that holds the lock row is waited for).
+        False: the lease is another runner's now."""
+        until = timezone.now() + REFRESH_LEASE
+        if not MemorySetLock.objects.filter(pk=1, prompt_refresh_until=self.until).update(prompt_refresh_until=until):
+            logger.warning("a prompt refresh runner lost its lease (stalled past %s); it stops", REFRESH_LEASE)
+            self.until = None
+            return False
+        self.until = until
+        return True
+
+    def release(self) -> None:
+        if self.until is not None:
+            MemorySetLock.objects.filter(pk=1, prompt_refresh_until=self.until).update(prompt_refresh_until=None)
+            self.until = None
 
 
-def refresh_lease_renew() -> None:
-    """Before each batch, holding no other lock (an operation that holds the lock row is waited for)."""
-    MemorySetLock.objects.filter(pk=1).update(prompt_refresh_until=timezone.now() + REFRESH_LEASE)
-
-
-def refresh_lease_release() -> None:
-    MemorySetLock.objects.filter(pk=1).update(prompt_refresh_until=None)
-
-
-def _batches_refresh(batch_size: int, until: float | None, *, renew: Callable[[], None]) -> int:
+def _batches_refresh(batch_size: int, until: float | None, *, renew: Callable[[], bool]) -> int:
+    """The marked prompts in id order, `batch_size` at a time, until none is left after the last batch's,
+    `until` passes, or `renew` answers that the runner may not go on."""
     rewritten = 0
     after: UUID | None = None
     while until is None or time.monotonic() < until:
-        renew()
+        if not renew():
+            break
         marked = StalePrompt.objects.all()
         if after is not None:
             marked = marked.filter(pk__gt=after)
         ids = list(marked.order_by("pk").values_list("pk", flat=True)[:batch_size])
         if not ids:
             break
-        done = None
-        while done is None:
+        done = _batch_refresh(ids)
+        while done is None:  # a marking operation committed meanwhile: the batch read again
+            if not renew():
+                return rewritten
             done = _batch_refresh(ids)
         rewritten += done
         after = ids[-1]

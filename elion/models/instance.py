@@ -54,6 +54,10 @@ class BackupRecord(models.Model):
     verified_at = models.DateTimeField(null=True, blank=True)
     counts = models.JSONField(default=dict, blank=True)
     failure = models.TextField(blank=True, default="")
+    # When a delivery of its task claimed the run, and when one is verifying it (null: none): a second delivery
+    # of the same task (the ORM broker's redelivery after `Q_CLUSTER["retry"]`) finds it claimed and returns.
+    started_at = models.DateTimeField(null=True, blank=True, editable=False)
+    verifying_since = models.DateTimeField(null=True, blank=True, editable=False)
     pruned_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -65,6 +65,8 @@ def schedule_state() -> dict:
 
 
 def backups_listing() -> dict:
+    # A backup whose process died shows `failed` ("Interrupted: …") once past its time limit, not `running`.
+    runs.backups_interrupted_sweep()
     records = BackupRecord.objects.filter(pruned_at__isnull=True)[:LISTED]
     last = last_verified_at()
     return {

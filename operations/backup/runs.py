@@ -29,8 +29,9 @@ included, which django-q2 raises as a `SystemExit`) records `failed` with the
 reason instead of staying `running`; a run whose process died is found
 `running` past the limit by `backups_interrupted_sweep` and recorded `failed`.
 The ORM broker hands a task still running after `Q_CLUSTER["retry"]` (360 s)
-to a second worker: the run claims its record first (its file name written
-while none is), so the second delivery returns without writing.
+to a second worker: the run claims its record first (its file name and
+`started_at` written while none is), Verify again its `verifying_since`, so the
+second delivery returns without writing or verifying.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from elion.base.task_queue import task_queue_after_commit
@@ -139,12 +141,15 @@ def backup_verify_queue(record: BackupRecord) -> None:
 
 
 def backups_interrupted_sweep() -> int:
-    """Record `failed` every backup still `running` past its task's time limit (its process died: nothing will
-    ever finish it). Returns how many."""
+    """Record `failed` every backup still `running` past its task's time limit, counted from the claim of its
+    run (or from its record, when no delivery ever claimed it): its process died, nothing will ever finish
+    it. Returns how many."""
     deadline = timezone.now() - timedelta(seconds=BACKUP_TASK_TIMEOUT_SECONDS + 600)
-    return BackupRecord.objects.filter(status=BackupStatus.RUNNING, created_at__lt=deadline).update(
-        status=BackupStatus.FAILED, failure=INTERRUPTED
-    )
+    past = Q(started_at__lt=deadline) | Q(started_at__isnull=True, created_at__lt=deadline)
+    dead = BackupRecord.objects.filter(past, status=BackupStatus.RUNNING)
+    if not dead.exists():  # read first: the listing calls this, and a read takes no write lock for nothing
+        return 0
+    return dead.update(status=BackupStatus.FAILED, failure=INTERRUPTED)
 
 
 def backup_refused(record: BackupRecord, detail: str) -> None:
@@ -165,7 +170,8 @@ def backup_run(record: BackupRecord) -> BackupRecord:
     keys = encryption.configured_keys()
     destination = destinations.configured_destination()
     key = f"elion-backup-{timezone.localtime(record.created_at):%Y%m%d-%H%M%S}-{record.id.hex[:8]}.zip.age"
-    if not BackupRecord.objects.filter(pk=record.pk, status=BackupStatus.RUNNING, key="").update(key=key):
+    claimed = BackupRecord.objects.filter(pk=record.pk, status=BackupStatus.RUNNING, key="")
+    if not claimed.update(key=key, started_at=timezone.now()):
         logger.info("backup %s is run by another delivery of its task, or finished", record.id)
         return BackupRecord.objects.get(pk=record.pk)
     record.key = key
@@ -189,13 +195,35 @@ def backup_run(record: BackupRecord) -> BackupRecord:
     except (destinations.DestinationProblem, encryption.BackupKeyProblem, OSError) as exc:
         return _failed(record, str(exc))
     except BaseException as exc:  # its time limit (a SystemExit), a bug: recorded, never left `running`
-        _failed(record, f"Stopped before it finished: {exc}".strip())
+        _failed(record, _stopped("The backup", exc))
         raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if record.status == BackupStatus.VERIFIED:
         backups_prune()
     return record
+
+
+def _stopped(what: str, exc: BaseException) -> str:
+    return f"{what} stopped before it finished" + (f": {exc}" if str(exc) else ".")
+
+
+def backup_verify_claimed(record: BackupRecord) -> BackupRecord:
+    """Verify again (`backup_verify`), as its task runs it: claimed first, so a second delivery of the task
+    returns the record as it is while the first verifies; a verification stopped by its time limit (or any
+    error) is recorded `failed` with the reason."""
+    now = timezone.now()
+    free = Q(verifying_since__isnull=True) | Q(verifying_since__lt=now - timedelta(seconds=VERIFY_TASK_TIMEOUT_SECONDS))
+    if not BackupRecord.objects.filter(free, pk=record.pk).update(verifying_since=now):
+        logger.info("backup %s is verified by another delivery of its task", record.id)
+        return BackupRecord.objects.get(pk=record.pk)
+    try:
+        return backup_verify(record)
+    except BaseException as exc:
+        _failed(record, _stopped("The verification", exc))
+        raise
+    finally:
+        BackupRecord.objects.filter(pk=record.pk, verifying_since=now).update(verifying_since=None)
 
 
 def backup_verify(record: BackupRecord, *, plaintext: Path | None = None) -> BackupRecord:

@@ -17,6 +17,7 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 from django_q.brokers import get_broker
+from django_q.models import OrmQ
 
 from continuity.rules import prompt_refresh
 from continuity.tasks import prompts_reconcile_tick, stale_prompts_refresh_slice
@@ -80,18 +81,44 @@ def test_a_lease_whose_runner_died_lapses_and_the_next_runner_takes_it(marked_af
 
 def test_a_runner_renews_its_lease_before_every_batch(marked_after_a_save, monkeypatch):
     renewals = []
-    real_renew = prompt_refresh.refresh_lease_renew
+    real_renew = prompt_refresh.RunnerLease.renew
 
-    def renew():
-        real_renew()
-        renewals.append(lease_until())
+    def renew(lease):
+        renewed = real_renew(lease)
+        renewals.append((renewed, lease_until()))
+        return renewed
 
-    monkeypatch.setattr(prompt_refresh, "refresh_lease_renew", renew)
+    monkeypatch.setattr(prompt_refresh.RunnerLease, "renew", renew)
     assert prompt_refresh.stale_prompts_refresh_leased() == THREADS
     batches = THREADS // marked_after_a_save.ELION_PROMPT_REFRESH_BATCH
     assert len(renewals) == batches + 1, "before each batch, and before the look that finds none left"
-    assert all(until > timezone.now() for until in renewals)
+    assert all(renewed and until > timezone.now() for renewed, until in renewals)
     assert lease_until() is None
+
+
+def test_a_runner_whose_lease_another_took_stops_and_leaves_the_others_lease(marked_after_a_save, monkeypatch):
+    """Stalled past its lease (here: another runner's lease written over it after the first batch), a runner
+    neither renews nor releases the other's lease: it stops before its next batch."""
+    real_batch = prompt_refresh._batch_refresh
+    others = timezone.now() + timedelta(seconds=25)
+
+    def batch_then_taken_over(ids):
+        done = real_batch(ids)
+        MemorySetLock.objects.filter(pk=1).update(prompt_refresh_until=others)
+        return done
+
+    monkeypatch.setattr(prompt_refresh, "_batch_refresh", batch_then_taken_over)
+    assert prompt_refresh.stale_prompts_refresh_leased() == marked_after_a_save.ELION_PROMPT_REFRESH_BATCH
+    assert lease_until() == others, "the other runner's lease, neither renewed nor released"
+    assert StalePrompt.objects.count() == THREADS - marked_after_a_save.ELION_PROMPT_REFRESH_BATCH
+
+
+def test_the_tick_queues_a_slice_for_what_its_pass_leaves_marked(marked_after_a_save):
+    marked_after_a_save.ELION_PROMPT_REFRESH_SLICE_SECONDS = 0  # its pass ends before its first batch
+    prompts_reconcile_tick()
+    assert StalePrompt.objects.count() == THREADS
+    queued = [row.task["func"] for row in OrmQ.objects.all()]
+    assert queued.count(prompt_refresh.REFRESH_TASK) == 1, "the rest handed to a slice, not left to the next tick"
 
 
 def test_a_lease_is_released_when_the_runner_fails(marked_after_a_save, monkeypatch):

@@ -20,7 +20,7 @@ from django_q.exceptions import TimeoutException
 from django_q.models import OrmQ
 
 from elion.models import BackupRecord, BackupStatus
-from operations.backup import requests, runs, scheduling
+from operations.backup import listing, requests, runs, scheduling
 from tests.support.factories import thread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
@@ -85,12 +85,45 @@ def test_a_second_delivery_of_a_running_backup_writes_nothing(backup_env):
 
 
 def test_a_backup_whose_process_died_is_recorded_failed_past_its_time_limit(backup_env):
+    """Counted from the claim of its run (a backup that waited in the queue is not swept while it runs), or
+    from its record when no delivery ever claimed it; the listing shows it so."""
     thread(("user", "Is the lamp lit?"), ("assistant", "Every night."))
-    dead, alive = runs.backup_start(), runs.backup_start()
+    dead, never_started, late, alive = (runs.backup_start() for _ in range(4))
     long_ago = timezone.now() - timedelta(seconds=runs.BACKUP_TASK_TIMEOUT_SECONDS + 601)
-    BackupRecord.objects.filter(pk=dead.pk).update(created_at=long_ago, key="elion-backup-dead.zip.age")
-    requests.backup_now_request()  # each request, and each scheduled run, sweeps first
-    dead.refresh_from_db()
-    alive.refresh_from_db()
-    assert dead.status == BackupStatus.FAILED and dead.failure == runs.INTERRUPTED
-    assert alive.status == BackupStatus.RUNNING
+    BackupRecord.objects.filter(pk=dead.pk).update(created_at=long_ago, started_at=long_ago, key="dead.zip.age")
+    BackupRecord.objects.filter(pk=never_started.pk).update(created_at=long_ago)
+    BackupRecord.objects.filter(pk=late.pk).update(created_at=long_ago, started_at=timezone.now(), key="late.zip.age")
+    listed = {row["id"]: row for row in listing.backups_listing()["results"]}
+    for record in (dead, never_started, late, alive):
+        record.refresh_from_db()
+    assert dead.status == never_started.status == BackupStatus.FAILED and dead.failure == runs.INTERRUPTED
+    assert late.status == alive.status == BackupStatus.RUNNING
+    assert listed[str(dead.id)]["status"] == BackupStatus.FAILED
+
+
+def test_a_second_delivery_of_verify_again_verifies_nothing_while_the_first_does(backup_env, monkeypatch):
+    record = stored_record()
+    verified = []
+    monkeypatch.setattr(runs, "backup_verify", lambda record, **_: verified.append(record.pk) or record)
+    BackupRecord.objects.filter(pk=record.pk).update(verifying_since=timezone.now())  # a delivery verifying
+    assert runs.backup_verify_claimed(record).status == BackupStatus.VERIFIED
+    assert verified == [], "the second delivery ran no verification"
+    long_ago = timezone.now() - timedelta(seconds=runs.VERIFY_TASK_TIMEOUT_SECONDS + 1)
+    BackupRecord.objects.filter(pk=record.pk).update(verifying_since=long_ago)  # that one died
+    runs.backup_verify_claimed(record)
+    assert verified == [record.pk]
+    assert BackupRecord.objects.get(pk=record.pk).verifying_since is None, "released when it ended"
+
+
+def test_a_verification_stopped_by_its_time_limit_is_recorded_failed(backup_env, monkeypatch):
+    record = stored_record()
+
+    def stopped(record, **_):
+        raise TimeoutException("Task exceeded maximum timeout value (25200 seconds)")
+
+    monkeypatch.setattr(runs, "backup_verify", stopped)
+    with pytest.raises(TimeoutException):
+        runs.backup_verify_claimed(record)
+    record.refresh_from_db()
+    assert record.status == BackupStatus.FAILED and record.failure.startswith("The verification stopped")
+    assert record.verifying_since is None
