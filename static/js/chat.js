@@ -850,6 +850,9 @@ function init() {
     }
   });
   titleInput.addEventListener("blur", () => finishRename(true));
+  // Every handler is attached: a browser test waits for this before it types or clicks
+  // (tests/support/chat_page.py; a key pressed before it did nothing, the text left in the box).
+  root.dataset.ready = "true";
 
   const initial = JSON.parse(document.getElementById("initial-diagnostics")?.textContent || "null");
   if (initial) renderDiagnostics(initial);

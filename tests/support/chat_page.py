@@ -42,13 +42,22 @@ def bubble(page: Page, text: str):
     return page.locator(".message", has_text=text)
 
 
+def chat_ready(page: Page) -> None:
+    """The chat page's script has attached its handlers (`data-ready` on its root). After a navigation or a
+    reload (a rewind reloads the page) the page is shown before its module script has run; a key pressed or a
+    button clicked then did nothing (seen under CI's load: the composer kept the text, no send)."""
+    expect(page.locator("[data-chat]")).to_have_attribute("data-ready", "true")
+
+
 def send(page: Page, text: str) -> None:
+    chat_ready(page)
     page.fill(COMPOSER, text)
     page.press(COMPOSER, "Enter")
 
 
 def message_action(bubble, name: str) -> None:
     """Choose `name` from a bubble's "⋯" actions menu."""
+    chat_ready(bubble.page)
     bubble.hover()
     bubble.get_by_role("button", name="Message actions").click()
     bubble.get_by_role("menuitem", name=name).click()
